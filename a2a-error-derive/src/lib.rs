@@ -1,0 +1,25 @@
+//! `#[derive(A2aError)]`. Use it through the `a2a-error` crate, which documents the attributes.
+//!
+//! parse (`attr`, `ast`) → resolve table defaults (`wire`) → check (`valid`) → generate
+//! (`expand`). Every attribute error is collected and reported at once; on invalid input the
+//! impls are still emitted next to the `compile_error!`s, so one mistake gives one error.
+
+mod ast;
+mod attr;
+mod case;
+mod ctxt;
+mod expand;
+mod template;
+mod valid;
+mod wire;
+
+use proc_macro::TokenStream;
+use syn::{DeriveInput, parse_macro_input};
+
+/// Derives `a2a_error::A2aError`, the client mirror `FromErrorObject`, a `{Name}Kind` enum and
+/// a `CATALOG`. See the `a2a-error` crate for the attribute reference.
+#[proc_macro_derive(A2aError, attributes(a2a))]
+pub fn derive_a2a_error(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand::derive(&input).into()
+}

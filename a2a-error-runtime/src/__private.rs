@@ -1,0 +1,127 @@
+//! What `#[derive(A2aError)]` generates code against. Not public API: it may change in any
+//! release without notice. Generated code names everything through
+//! `::a2a_error::__private::…` so the runtime can change its internals freely.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub use serde::Serialize;
+pub use serde::de::DeserializeOwned;
+pub use std::borrow::Cow;
+pub use std::option::Option::{self, None, Some};
+pub use std::string::String;
+pub use std::vec::Vec;
+
+pub use crate::code::lookup;
+pub use crate::data::DataSink;
+pub use crate::error::{A2aError, Category, FromErrorObject, RetryHint};
+pub use crate::object::{ErrorObject, WireProfile};
+pub use crate::spec::ErrorSpec;
+
+/// `format!`, re-exported for interpolated public messages.
+pub use std::format;
+
+/// Bytes of a variant whose wire form never changes, encoded once per profile.
+pub struct EncodedCache([OnceLock<Box<[u8]>>; 2]);
+
+impl EncodedCache {
+    /// An empty cache.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        EncodedCache([OnceLock::new(), OnceLock::new()])
+    }
+
+    /// Appends `err`'s bytes in `profile`, encoding them on first use.
+    pub fn write<E: A2aError + ?Sized>(&self, err: &E, profile: WireProfile, out: &mut Vec<u8>) {
+        let slot = match profile {
+            WireProfile::A2a => &self.0[0],
+            WireProfile::Legacy => &self.0[1],
+        };
+        let bytes = slot.get_or_init(|| {
+            let mut bytes = Vec::with_capacity(192);
+            crate::encode::write_error_object(err, profile, &mut bytes);
+            bytes.into_boxed_slice()
+        });
+        out.extend_from_slice(bytes);
+    }
+}
+
+/// The encoder, for variants that are not cached.
+pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, out: &mut Vec<u8>) {
+    crate::encode::write_error_object(err, profile, out);
+}
+
+/// Whether a received reason selects a variant whose reason is `expected`. A peer that sent
+/// no reason is taken to mean the code's own table reason.
+pub fn reason_matches(received: Option<&str>, code: i32, expected: &str) -> bool {
+    match received {
+        Some(reason) => reason == expected,
+        None => crate::code::default_reason(code) == Some(expected),
+    }
+}
+
+/// A `#[a2a(data)]` field type: it travels both ways.
+#[diagnostic::on_unimplemented(
+    message = "`#[a2a(data)]` field type `{Self}` must implement `serde::Serialize` and `serde::Deserialize`",
+    label = "data fields travel to the peer and back",
+    note = "derive `serde::Serialize` and `serde::Deserialize` for it, or remove `#[a2a(data)]` from the field"
+)]
+pub trait DataField: Serialize + DeserializeOwned {}
+impl<T: Serialize + DeserializeOwned> DataField for T {}
+
+/// Called by generated code so a data field's type is checked at the field.
+pub const fn assert_data_field<T: DataField>() {}
+
+/// A `#[a2a(retry_after)]` field: a delay per value.
+#[diagnostic::on_unimplemented(
+    message = "`#[a2a(retry_after)]` field type `{Self}` is not a delay",
+    label = "expected `Duration`, whole seconds (`u64`, `u32`) or an `Option` of one",
+    note = "use `std::time::Duration`, an integer number of seconds, or an `Option` of either"
+)]
+pub trait RetryDelayField: Sized {
+    /// The delay this value asks for (`None`: no delay known).
+    fn to_delay(&self) -> Option<Duration>;
+    /// The value for a received delay (`None` when the field cannot hold it).
+    fn from_delay(delay: Option<Duration>) -> Option<Self>;
+}
+
+impl RetryDelayField for Duration {
+    fn to_delay(&self) -> Option<Duration> {
+        Some(*self)
+    }
+    fn from_delay(delay: Option<Duration>) -> Option<Self> {
+        delay
+    }
+}
+
+macro_rules! seconds_field {
+    ($($int:ty),*) => {$(
+        impl RetryDelayField for $int {
+            fn to_delay(&self) -> Option<Duration> {
+                Some(Duration::from_secs(u64::from(*self)))
+            }
+            fn from_delay(delay: Option<Duration>) -> Option<Self> {
+                // Round up: waiting a little longer is safe, a little shorter is not.
+                let delay = delay?;
+                let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
+                <$int>::try_from(secs).ok()
+            }
+        }
+    )*};
+}
+seconds_field!(u64, u32, u16);
+
+impl<T: RetryDelayField> RetryDelayField for Option<T> {
+    fn to_delay(&self) -> Option<Duration> {
+        self.as_ref().and_then(T::to_delay)
+    }
+    fn from_delay(delay: Option<Duration>) -> Option<Self> {
+        Some(delay.and_then(|delay| T::from_delay(Some(delay))))
+    }
+}
+
+/// Called by generated code so a retry_after field's type is checked at the field.
+pub const fn assert_retry_delay_field<T: RetryDelayField>() {}
+
+/// A transparent variant's inner type must be an `A2aError` itself.
+pub const fn assert_a2a_error<T: A2aError + ?Sized>() {}

@@ -1,0 +1,104 @@
+//! The code table: every JSON-RPC, A2A and project code with its reason, default public
+//! message, HTTP and gRPC status, category and default retry.
+//!
+//! The consts are what `#[a2a(code = NAME)]` accepts. The table itself lives in the tiny
+//! `a2a-error-codes` crate so the derive reads the very same rows at expansion time.
+
+pub use a2a_error_codes::{
+    AGENT_UNAVAILABLE, AUTH_REQUIRED, CONTENT_TOO_LARGE, CONTENT_TYPE_NOT_SUPPORTED, CodeRow,
+    DEADLINE_EXCEEDED, DOWNSTREAM_FAILED, DefaultRetry, EXTENDED_AGENT_CARD_NOT_CONFIGURED,
+    EXTENSION_SUPPORT_REQUIRED, INSUFFICIENT_SCOPE, INTERNAL_ERROR, INVALID_AGENT_RESPONSE,
+    INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Origin, PARSE_ERROR,
+    PUSH_NOTIFICATION_NOT_SUPPORTED, RATE_LIMITED, RESERVED, SERVER_DEFINED, SKILL_NOT_FOUND,
+    SPEC_DOMAIN, TABLE, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, UNSUPPORTED_OPERATION,
+    VERSION_NOT_SUPPORTED, by_name, is_reserved_undefined, lookup,
+};
+
+/// Which edition of the A2A HTTP/gRPC status mapping to speak.
+///
+/// v1.0.1 is the default everywhere. v1.0.0 mapped a few codes differently (409, 415, 502,
+/// `UNIMPLEMENTED`); servers and clients that talk to old peers can select it. It is a setting
+/// of a server or client, not of an error.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum StatusMapping {
+    /// The A2A v1.0.1 mapping (current).
+    #[default]
+    V1_0_1,
+    /// The A2A v1.0.0 mapping, for old peers.
+    V1_0_0,
+}
+
+impl StatusMapping {
+    /// The HTTP status to send for an error with `code` whose own status is `status`.
+    ///
+    /// Only a table code still at its v1.0.1 default is remapped; an explicit status wins.
+    pub fn http_status(self, code: i32, status: u16) -> u16 {
+        match (self, lookup(code)) {
+            (StatusMapping::V1_0_0, Some(row)) if row.http_status == status => {
+                row.http_status_v1_0_0
+            }
+            _ => status,
+        }
+    }
+
+    /// The gRPC status name for an error with `code` and HTTP status `status`.
+    pub fn grpc_status(self, code: i32, status: u16) -> &'static str {
+        match lookup(code) {
+            Some(row) if row.http_status == status => match self {
+                StatusMapping::V1_0_1 => row.grpc_status,
+                StatusMapping::V1_0_0 => row.grpc_status_v1_0_0,
+            },
+            _ => grpc_status_for_http(status),
+        }
+    }
+}
+
+/// The gRPC status name conventionally paired with an HTTP status (google.rpc mapping).
+pub fn grpc_status_for_http(status: u16) -> &'static str {
+    match status {
+        200..=299 => "OK",
+        400 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        408 | 504 => "DEADLINE_EXCEEDED",
+        409 => "ABORTED",
+        412 => "FAILED_PRECONDITION",
+        413 | 415 | 422 => "INVALID_ARGUMENT",
+        429 => "RESOURCE_EXHAUSTED",
+        499 => "CANCELLED",
+        501 => "UNIMPLEMENTED",
+        502 | 503 => "UNAVAILABLE",
+        400..=499 => "FAILED_PRECONDITION",
+        _ => "INTERNAL",
+    }
+}
+
+/// The reason a code's own errors carry (`"TASK_NOT_FOUND"`), if the table knows the code.
+pub fn default_reason(code: i32) -> Option<&'static str> {
+    lookup(code).map(|row| row.reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_0_0_remaps_only_table_defaults() {
+        let old = StatusMapping::V1_0_0;
+        assert_eq!(old.http_status(TASK_NOT_CANCELABLE, 400), 409);
+        assert_eq!(old.http_status(CONTENT_TYPE_NOT_SUPPORTED, 400), 415);
+        assert_eq!(old.http_status(INVALID_AGENT_RESPONSE, 500), 502);
+        assert_eq!(old.grpc_status(UNSUPPORTED_OPERATION, 400), "UNIMPLEMENTED");
+        // An explicit status is the application's choice and stays.
+        assert_eq!(old.http_status(TASK_NOT_CANCELABLE, 422), 422);
+        assert_eq!(
+            StatusMapping::V1_0_1.http_status(TASK_NOT_CANCELABLE, 400),
+            400
+        );
+        assert_eq!(
+            StatusMapping::V1_0_1.grpc_status(-32010, 503),
+            "UNAVAILABLE"
+        );
+    }
+}

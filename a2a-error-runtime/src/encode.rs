@@ -1,0 +1,135 @@
+//! The one encoder: an `A2aError` → JSON-RPC error object bytes, in either wire profile.
+//!
+//! Everything that puts an error on the wire ends here (directly, or through the per-variant
+//! cache the derive keeps for variants whose bytes never change), so there is a single place
+//! that decides the shape.
+
+use std::time::Duration;
+
+use crate::data::{DataSink, write_str};
+use crate::error::{A2aError, RetryHint};
+use crate::object::WireProfile;
+
+/// `@type` of a `google.rpc.ErrorInfo` detail.
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+/// `@type` of a `google.rpc.RetryInfo` detail.
+pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+/// `@type` of a `google.rpc.BadRequest` detail.
+pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
+
+/// Appends `err` as a JSON-RPC error object (`{"code":…,"message":…,"data":…}`) to `out`.
+pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"code\":");
+    write_int(out, err.code());
+    out.extend_from_slice(b",\"message\":");
+    write_str(out, &err.public_message());
+    let retry = err.retry_hint();
+    match profile {
+        WireProfile::A2a => {
+            out.extend_from_slice(b",\"data\":[{\"@type\":\"");
+            out.extend_from_slice(ERROR_INFO_TYPE.as_bytes());
+            out.extend_from_slice(b"\",\"reason\":");
+            write_str(out, err.reason());
+            out.extend_from_slice(b",\"domain\":");
+            write_str(out, err.domain());
+            out.extend_from_slice(b",\"metadata\":{");
+            err.write_data(&mut DataSink::metadata(out));
+            out.extend_from_slice(b"}}");
+            if let RetryHint::After(delay) = retry {
+                out.extend_from_slice(b",{\"@type\":\"");
+                out.extend_from_slice(RETRY_INFO_TYPE.as_bytes());
+                out.extend_from_slice(b"\",\"retryDelay\":\"");
+                write_proto_duration(out, delay);
+                out.extend_from_slice(b"\"}");
+            }
+            out.extend_from_slice(b"]}");
+        }
+        WireProfile::Legacy => {
+            out.extend_from_slice(b",\"data\":{\"reason\":");
+            write_str(out, err.reason());
+            out.extend_from_slice(b",\"domain\":");
+            write_str(out, err.domain());
+            out.extend_from_slice(if retry.is_retryable() {
+                b",\"retryable\":true"
+            } else {
+                b",\"retryable\":false"
+            });
+            if let RetryHint::After(delay) = retry {
+                out.extend_from_slice(b",\"retryAfter\":");
+                write_seconds(out, delay);
+            }
+            err.write_data(&mut DataSink::members(out));
+            out.extend_from_slice(b"}}");
+        }
+    }
+}
+
+/// Appends the whole JSON-RPC error response `{"jsonrpc":"2.0","id":…,"error":{…}}`.
+///
+/// `id_json` is the request id as JSON text (`null`, a number or a string literal).
+pub fn write_error_response<E: A2aError + ?Sized>(
+    err: &E,
+    profile: WireProfile,
+    id_json: &[u8],
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id_json);
+    out.extend_from_slice(b",\"error\":");
+    err.write_error_object(profile, out);
+    out.push(b'}');
+}
+
+fn write_int(out: &mut Vec<u8>, value: i32) {
+    // Writing an integer into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &value);
+}
+
+/// Protobuf `Duration` JSON: seconds with an `s` suffix and 0, 3, 6 or 9 fractional digits.
+pub fn format_proto_duration(delay: Duration) -> String {
+    let mut out = Vec::new();
+    write_proto_duration(&mut out, delay);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn write_proto_duration(out: &mut Vec<u8>, delay: Duration) {
+    let _ = serde_json::to_writer(&mut *out, &delay.as_secs());
+    let nanos = delay.subsec_nanos();
+    if nanos != 0 {
+        let (value, width) = if nanos % 1_000_000 == 0 {
+            (nanos / 1_000_000, 3)
+        } else if nanos % 1_000 == 0 {
+            (nanos / 1_000, 6)
+        } else {
+            (nanos, 9)
+        };
+        out.extend_from_slice(format!(".{value:0width$}").as_bytes());
+    }
+    out.push(b's');
+}
+
+/// Legacy `retryAfter`: whole seconds as an integer, else a fractional number.
+fn write_seconds(out: &mut Vec<u8>, delay: Duration) {
+    if delay.subsec_nanos() == 0 {
+        let _ = serde_json::to_writer(&mut *out, &delay.as_secs());
+    } else {
+        let _ = serde_json::to_writer(&mut *out, &delay.as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proto_durations_use_0_3_6_or_9_digits() {
+        assert_eq!(format_proto_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(format_proto_duration(Duration::from_millis(1500)), "1.500s");
+        assert_eq!(format_proto_duration(Duration::from_micros(1)), "0.000001s");
+        assert_eq!(
+            format_proto_duration(Duration::from_nanos(5)),
+            "0.000000005s"
+        );
+        assert_eq!(format_proto_duration(Duration::ZERO), "0s");
+    }
+}
