@@ -338,9 +338,13 @@ impl<'a> Expander<'a> {
                             return #build;
                         }
                     });
-                    by_code.push(quote! {
-                        if __code == #code { return #build; }
-                    });
+                    // A peer that sends no reason with a table code means the table's
+                    // reason (handled above); for other codes the code alone decides.
+                    if a2a_error_codes::lookup(wire.code).is_none() {
+                        by_code.push(quote! {
+                            if __code == #code { return #build; }
+                        });
+                    }
                 }
                 Shape::Transparent(field) => {
                     let ty = field.ty;
@@ -361,9 +365,7 @@ impl<'a> Expander<'a> {
             let __code = __obj.code;
             let __reason = __obj.reason();
             #(#exact)*
-            if __reason.is_none() {
-                #(#by_code)*
-            }
+            #(if __reason.is_none() { #by_code })*
             #(#transparent)*
         }
     }

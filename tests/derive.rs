@@ -1,0 +1,469 @@
+//! The derive end to end: the example enum, defaults, overrides, the client mirror,
+//! the kind enum, the catalog, structs, generics and transparent delegation.
+
+use std::time::Duration;
+
+use a2a_error::{
+    A2aError, Category, ErrorObject, FromErrorObject, RemoteError, RetryHint, StandardError,
+    WireProfile, code,
+};
+use serde_json::{Value, json};
+
+#[derive(Debug, thiserror::Error, A2aError)]
+#[a2a(domain = "billing.example.com")]
+pub enum AgentError {
+    #[error("task {task_id} missing in shard {shard}")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    TaskNotFound {
+        #[a2a(data)]
+        task_id: String,
+        shard: u32,
+    },
+
+    #[error("LLM provider said {0}")]
+    #[a2a(code = -32603, reason = "LLM_UNAVAILABLE", retryable)]
+    Llm(String),
+
+    #[error("quota exhausted")]
+    #[a2a(code = RATE_LIMITED, retry_after = 10)]
+    RateLimited,
+
+    #[error("bad part {index}")]
+    #[a2a(code = -32602, message = "Invalid part {index}")]
+    BadPart {
+        #[a2a(data)]
+        index: u32,
+    },
+
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Standard(#[from] StandardError),
+}
+
+fn wire(err: &impl A2aError, profile: WireProfile) -> Value {
+    let mut bytes = Vec::new();
+    err.write_error_object(profile, &mut bytes);
+    serde_json::from_slice(&bytes).expect("the encoder writes JSON")
+}
+
+fn object(value: Value) -> ErrorObject {
+    serde_json::from_value(value).unwrap()
+}
+
+#[test]
+fn spec_code_takes_table_values_and_spec_domain() {
+    let err = AgentError::TaskNotFound {
+        task_id: "t-1".into(),
+        shard: 7,
+    };
+    assert_eq!(err.code(), -32001);
+    assert_eq!(err.reason(), "TASK_NOT_FOUND");
+    assert_eq!(err.domain(), "a2a-protocol.org");
+    assert_eq!(err.public_message(), "Task not found");
+    assert_eq!(err.http_status(), 404);
+    assert_eq!(err.grpc_status(), "NOT_FOUND");
+    assert_eq!(err.category(), Category::NotFound);
+    assert_eq!(err.retry_hint(), RetryHint::Never);
+    assert_eq!(
+        wire(&err, WireProfile::A2a),
+        json!({"code": -32001, "message": "Task not found", "data": [{
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org",
+            "metadata": {"taskId": "t-1"}}]})
+    );
+    assert_eq!(
+        wire(&err, WireProfile::Legacy),
+        json!({"code": -32001, "message": "Task not found", "data": {
+            "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org",
+            "retryable": false, "taskId": "t-1"}})
+    );
+}
+
+#[test]
+fn own_reason_takes_the_enum_domain_and_table_message() {
+    let err = AgentError::Llm("key sk-live-123 rejected".into());
+    assert_eq!(err.code(), -32603);
+    assert_eq!(err.reason(), "LLM_UNAVAILABLE");
+    assert_eq!(err.domain(), "billing.example.com");
+    assert_eq!(err.public_message(), "Internal error");
+    assert_eq!(err.retry_hint(), RetryHint::Backoff);
+    assert_eq!(err.category(), Category::Transient);
+    assert_eq!(err.http_status(), 500);
+}
+
+#[test]
+fn retry_after_puts_retry_info_on_the_wire() {
+    let err = AgentError::RateLimited;
+    assert_eq!(err.retry_hint(), RetryHint::After(Duration::from_secs(10)));
+    assert_eq!(err.category(), Category::RateLimit);
+    assert_eq!(err.http_status(), 429);
+    assert_eq!(err.domain(), "billing.example.com");
+    let value = wire(&err, WireProfile::A2a);
+    assert_eq!(
+        value["data"][1],
+        json!({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "10s"})
+    );
+    let legacy = wire(&err, WireProfile::Legacy);
+    assert_eq!(legacy["data"]["retryAfter"], json!(10));
+    assert_eq!(legacy["data"]["retryable"], json!(true));
+}
+
+#[test]
+fn message_interpolates_data_fields() {
+    let err = AgentError::BadPart { index: 3 };
+    assert_eq!(err.public_message(), "Invalid part 3");
+    assert_eq!(err.reason(), "INVALID_PARAMS");
+    let value = wire(&err, WireProfile::A2a);
+    assert_eq!(value["message"], "Invalid part 3");
+    assert_eq!(value["data"][0]["metadata"], json!({"index": "3"}));
+    assert_eq!(
+        wire(&err, WireProfile::Legacy)["data"]["index"],
+        json!(3),
+        "the legacy profile keeps JSON types"
+    );
+}
+
+#[test]
+fn transparent_delegates_everything() {
+    let err = AgentError::from(StandardError::RateLimited {
+        retry_after: Some(Duration::from_millis(1500)),
+    });
+    assert_eq!(err.code(), code::RATE_LIMITED);
+    assert_eq!(err.reason(), "RATE_LIMITED");
+    assert_eq!(err.domain(), "a2a-error");
+    assert_eq!(err.retry_hint(), RetryHint::After(Duration::from_millis(1500)));
+    assert_eq!(
+        wire(&err, WireProfile::A2a)["data"][1]["retryDelay"],
+        json!("1.500s")
+    );
+    assert_eq!(err.kind(), AgentErrorKind::Standard);
+}
+
+#[test]
+fn display_text_never_reaches_the_wire() {
+    let secret = "db password=hunter2-secret";
+    let errors = [
+        AgentError::Llm(secret.into()),
+        AgentError::TaskNotFound {
+            task_id: "t-9".into(),
+            shard: 4_242_424,
+        },
+    ];
+    for err in &errors {
+        for profile in WireProfile::ALL {
+            let mut bytes = Vec::new();
+            err.write_error_object(profile, &mut bytes);
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(!text.contains("hunter2"), "{text}");
+            assert!(!text.contains("4242424"), "non-data field leaked: {text}");
+            let model = serde_json::to_string(&err.to_error_object_with(profile)).unwrap();
+            assert!(!model.contains("hunter2") && !model.contains("4242424"));
+        }
+    }
+    assert!(errors[0].to_string().contains("hunter2"), "Display is for logs");
+}
+
+#[test]
+fn to_error_object_matches_the_byte_encoder() {
+    let errors = [
+        AgentError::TaskNotFound {
+            task_id: "t".into(),
+            shard: 1,
+        },
+        AgentError::Llm("x".into()),
+        AgentError::RateLimited,
+        AgentError::BadPart { index: 9 },
+        StandardError::InvalidParams.into(),
+    ];
+    for err in &errors {
+        for profile in WireProfile::ALL {
+            // Twice: the second call is served by the per-variant cache.
+            for _ in 0..2 {
+                assert_eq!(
+                    serde_json::to_value(err.to_error_object_with(profile)).unwrap(),
+                    wire(err, profile)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn mirror_rebuilds_data_variants_and_refuses_lossy_ones() {
+    let bad_part = AgentError::BadPart { index: 12 };
+    for profile in WireProfile::ALL {
+        let obj = bad_part.to_error_object_with(profile);
+        match AgentError::from_error_object(&obj) {
+            Some(AgentError::BadPart { index: 12 }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(AgentErrorKind::from_error_object(&obj), Some(AgentErrorKind::BadPart));
+
+        // `shard` does not travel, so TaskNotFound can't be rebuilt, but its kind is known.
+        let obj = AgentError::TaskNotFound {
+            task_id: "t".into(),
+            shard: 1,
+        }
+        .to_error_object_with(profile);
+        assert!(AgentError::from_error_object(&obj).is_none());
+        assert_eq!(
+            AgentErrorKind::from_error_object(&obj),
+            Some(AgentErrorKind::TaskNotFound)
+        );
+
+        let obj = AgentError::RateLimited.to_error_object_with(profile);
+        assert!(matches!(
+            AgentError::from_error_object(&obj),
+            Some(AgentError::RateLimited)
+        ));
+    }
+}
+
+#[test]
+fn mirror_matches_code_and_reason_then_transparent() {
+    // -32603 with the Llm reason: Llm (unrebuildable: its String is not data).
+    let llm = object(json!({"code": -32603, "message": "Internal error", "data": [
+        {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "LLM_UNAVAILABLE",
+         "domain": "billing.example.com"}]}));
+    assert!(AgentError::from_error_object(&llm).is_none());
+    assert_eq!(AgentErrorKind::from_error_object(&llm), Some(AgentErrorKind::Llm));
+
+    // -32603 with the table reason: not Llm, so it falls through to StandardError::Internal.
+    let internal = object(json!({"code": -32603, "message": "Internal error"}));
+    assert!(matches!(
+        AgentError::from_error_object(&internal),
+        Some(AgentError::Standard(StandardError::Internal))
+    ));
+
+    // A -32001 from a peer with no reason and no metadata: the code's table reason applies;
+    // task_id is required data, so no rebuild, but the kind is TaskNotFound.
+    let not_found = object(json!({"code": -32001, "message": "Task not found"}));
+    assert_eq!(
+        AgentErrorKind::from_error_object(&not_found),
+        Some(AgentErrorKind::TaskNotFound)
+    );
+
+    // Unknown codes match nothing typed.
+    let unknown = object(json!({"code": 12345, "message": "?"}));
+    assert!(AgentError::from_error_object(&unknown).is_none());
+    assert_eq!(AgentErrorKind::from_error_object(&unknown), None);
+}
+
+#[test]
+fn catalog_lists_every_coded_variant() {
+    let rows: Vec<_> = AgentError::CATALOG
+        .iter()
+        .map(|r| (r.name, r.code, r.reason, r.http_status))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("TaskNotFound", -32001, "TASK_NOT_FOUND", 404),
+            ("Llm", -32603, "LLM_UNAVAILABLE", 500),
+            ("RateLimited", -32052, "RATE_LIMITED", 429),
+            ("BadPart", -32602, "INVALID_PARAMS", 400),
+        ]
+    );
+    assert_eq!(AgentError::CATALOG[3].message, "Invalid part {index}");
+    assert_eq!(
+        AgentError::CATALOG[2].retry,
+        RetryHint::After(Duration::from_secs(10))
+    );
+    let json = serde_json::to_value(AgentError::CATALOG[2]).unwrap();
+    assert_eq!(json["retryAfter"], json!(10.0));
+    assert_eq!(json["category"], json!("rate-limit"));
+    assert_eq!(AgentErrorKind::ALL.len(), 5);
+    assert_eq!(AgentErrorKind::Llm.name(), "Llm");
+}
+
+/// A catch-all: whatever no variant claims stays a RemoteError, nothing dropped.
+#[derive(Debug, thiserror::Error, A2aError)]
+#[a2a(kind = "PeerKind")]
+enum PeerError {
+    #[error("task gone")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    TaskNotFound {
+        #[a2a(data)]
+        task_id: Option<String>,
+    },
+    #[error("peer: {0}")]
+    #[a2a(transparent)]
+    Other(RemoteError),
+}
+
+#[test]
+fn remote_error_is_the_catch_all() {
+    let unknown = object(json!({"code": -31000, "message": "Odd", "data": {"k": [1, 2]}}));
+    match PeerError::from_error_object(&unknown) {
+        Some(PeerError::Other(remote)) => {
+            assert_eq!(remote.code(), -31000);
+            assert_eq!(remote.metadata_map()["k"], json!([1, 2]));
+            // Passing it on sends exactly what came.
+            assert_eq!(
+                serde_json::to_value(PeerError::Other(remote).to_error_object()).unwrap(),
+                json!({"code": -31000, "message": "Odd", "data": {"k": [1, 2]}})
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(PeerKind::from_error_object(&unknown), Some(PeerKind::Other));
+    let js_not_found = object(json!({"code": -32001, "message": "Task not found: nope",
+        "data": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                  "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org"}]}));
+    assert!(matches!(
+        PeerError::from_error_object(&js_not_found),
+        Some(PeerError::TaskNotFound { task_id: None })
+    ));
+}
+
+/// Structs take the variant attributes on the struct; defaults for a code outside the table.
+#[derive(Debug, thiserror::Error, A2aError)]
+#[error("tool {tool} crashed: {detail}")]
+#[a2a(code = -32010, retryable, message = "Tool {tool} failed")]
+struct ToolCrashed {
+    #[a2a(data)]
+    tool: String,
+    detail: String,
+}
+
+#[test]
+fn struct_with_own_code_gets_generated_defaults() {
+    let err = ToolCrashed {
+        tool: "search".into(),
+        detail: "segfault at /opt/x".into(),
+    };
+    assert_eq!(err.reason(), "TOOL_CRASHED");
+    assert_eq!(err.domain(), env!("CARGO_PKG_NAME"));
+    assert_eq!(err.domain(), "a2a-error");
+    assert_eq!(err.category(), Category::Transient);
+    assert_eq!(err.retry_hint(), RetryHint::Backoff);
+    assert_eq!(err.http_status(), 500);
+    assert_eq!(err.grpc_status(), "INTERNAL");
+    assert_eq!(err.public_message(), "Tool search failed");
+    assert!(!serde_json::to_string(&err.to_error_object()).unwrap().contains("segfault"));
+    assert!(ToolCrashed::from_error_object(&err.to_error_object()).is_none());
+    assert_eq!(ToolCrashed::CATALOG.len(), 1);
+}
+
+/// Every attribute, overridden; a per-value delay; renamed and optional data.
+#[derive(Debug, PartialEq, thiserror::Error, A2aError)]
+enum Tuned {
+    #[error("slow")]
+    #[a2a(
+        code = -32020,
+        reason = "UPSTREAM_SLOW",
+        domain = "llm.example",
+        category = "timeout",
+        http = 504,
+        message = "Upstream slow ({0} ms)"
+    )]
+    Slow(#[a2a(data(rename = "elapsedMs"))] u64),
+
+    #[error("busy")]
+    #[a2a(code = AGENT_UNAVAILABLE)]
+    Busy {
+        #[a2a(retry_after)]
+        retry_in: Option<Duration>,
+        #[a2a(data)]
+        queue_name: Option<String>,
+    },
+
+    #[error("validation")]
+    #[a2a(code = 4000, category = "validation")]
+    Invalid,
+}
+
+#[test]
+fn overrides_and_per_value_retry() {
+    let slow = Tuned::Slow(250);
+    assert_eq!(
+        (slow.code(), slow.reason(), slow.domain(), slow.http_status()),
+        (-32020, "UPSTREAM_SLOW", "llm.example", 504)
+    );
+    assert_eq!(slow.category(), Category::Timeout);
+    assert_eq!(slow.retry_hint(), RetryHint::Backoff, "timeouts retry by default");
+    assert_eq!(slow.public_message(), "Upstream slow (250 ms)");
+    assert_eq!(slow.metadata()["elapsedMs"], json!(250));
+    assert_eq!(Tuned::from_error_object(&slow.to_error_object()), Some(slow));
+
+    let busy = Tuned::Busy {
+        retry_in: Some(Duration::from_secs(3)),
+        queue_name: None,
+    };
+    assert_eq!(busy.retry_hint(), RetryHint::After(Duration::from_secs(3)));
+    let value = wire(&busy, WireProfile::A2a);
+    assert_eq!(value["data"][0]["metadata"], json!({}), "None is omitted");
+    assert_eq!(value["data"][1]["retryDelay"], json!("3s"));
+    for profile in WireProfile::ALL {
+        let obj = busy.to_error_object_with(profile);
+        assert_eq!(Tuned::from_error_object(&obj).as_ref(), Some(&busy));
+    }
+    let no_delay = Tuned::Busy {
+        retry_in: None,
+        queue_name: Some("q1".into()),
+    };
+    assert_eq!(no_delay.retry_hint(), RetryHint::Backoff);
+    assert_eq!(
+        Tuned::from_error_object(&no_delay.to_error_object()),
+        Some(no_delay)
+    );
+
+    let invalid = Tuned::Invalid;
+    assert_eq!(invalid.retry_hint(), RetryHint::Never);
+    assert_eq!(invalid.public_message(), "Invalid request");
+    assert_eq!(invalid.http_status(), 500);
+}
+
+/// Generic errors: bounds are inferred on the field types that mention a parameter.
+#[derive(Debug, thiserror::Error, A2aError)]
+enum Wrapped<D: std::fmt::Debug, E: std::error::Error + 'static> {
+    #[error("bad input")]
+    #[a2a(code = -32602)]
+    BadInput {
+        #[a2a(data)]
+        detail: D,
+    },
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Inner(E),
+}
+
+#[test]
+fn generics_are_supported() {
+    type W = Wrapped<Vec<String>, StandardError>;
+    let err: W = Wrapped::BadInput {
+        detail: vec!["a".into()],
+    };
+    let obj = err.to_error_object();
+    assert_eq!(obj.data_field::<Vec<String>>("detail"), Some(vec!["a".into()]));
+    match W::from_error_object(&obj) {
+        Some(Wrapped::BadInput { detail }) => assert_eq!(detail, ["a"]),
+        other => panic!("{other:?}"),
+    }
+    let inner: W = Wrapped::Inner(StandardError::SkillNotFound);
+    assert_eq!(inner.http_status(), 404);
+    assert_eq!(W::kind_of(&inner.to_error_object()), Some(WrappedKind::Inner));
+}
+
+#[test]
+fn errors_work_as_trait_objects() {
+    let errors: Vec<Box<dyn A2aError>> = vec![
+        Box::new(AgentError::RateLimited),
+        Box::new(StandardError::Internal),
+        Box::new(RemoteError::new(7, "seven")),
+    ];
+    let codes: Vec<i32> = errors.iter().map(|e| e.code()).collect();
+    assert_eq!(codes, [-32052, -32603, 7]);
+    assert!(errors[0].is_retryable());
+}
+
+#[test]
+fn peer_without_reason_matches_own_code_alone() {
+    // A legacy peer sends the code and the data, no reason: the code decides.
+    let obj = object(json!({"code": -32020, "message": "slow", "data": {"elapsedMs": 5}}));
+    assert_eq!(Tuned::from_error_object(&obj), Some(Tuned::Slow(5)));
+    // With a different reason it is not ours.
+    let other = object(json!({"code": -32020, "message": "slow",
+        "data": {"reason": "SOMETHING_ELSE", "elapsedMs": 5}}));
+    assert_eq!(Tuned::from_error_object(&other), None);
+}
