@@ -131,7 +131,10 @@ fn transparent_delegates_everything() {
     assert_eq!(err.code(), code::RATE_LIMITED);
     assert_eq!(err.reason(), "RATE_LIMITED");
     assert_eq!(err.domain(), "a2a-error");
-    assert_eq!(err.retry_hint(), RetryHint::After(Duration::from_millis(1500)));
+    assert_eq!(
+        err.retry_hint(),
+        RetryHint::After(Duration::from_millis(1500))
+    );
     assert_eq!(
         wire(&err, WireProfile::A2a)["data"][1]["retryDelay"],
         json!("1.500s")
@@ -160,7 +163,10 @@ fn display_text_never_reaches_the_wire() {
             assert!(!model.contains("hunter2") && !model.contains("4242424"));
         }
     }
-    assert!(errors[0].to_string().contains("hunter2"), "Display is for logs");
+    assert!(
+        errors[0].to_string().contains("hunter2"),
+        "Display is for logs"
+    );
 }
 
 #[test]
@@ -197,7 +203,10 @@ fn mirror_rebuilds_data_variants_and_refuses_lossy_ones() {
             Some(AgentError::BadPart { index: 12 }) => {}
             other => panic!("{other:?}"),
         }
-        assert_eq!(AgentErrorKind::from_error_object(&obj), Some(AgentErrorKind::BadPart));
+        assert_eq!(
+            AgentErrorKind::from_error_object(&obj),
+            Some(AgentErrorKind::BadPart)
+        );
 
         // `shard` does not travel, so TaskNotFound can't be rebuilt, but its kind is known.
         let obj = AgentError::TaskNotFound {
@@ -222,11 +231,16 @@ fn mirror_rebuilds_data_variants_and_refuses_lossy_ones() {
 #[test]
 fn mirror_matches_code_and_reason_then_transparent() {
     // -32603 with the Llm reason: Llm (unrebuildable: its String is not data).
-    let llm = object(json!({"code": -32603, "message": "Internal error", "data": [
+    let llm = object(
+        json!({"code": -32603, "message": "Internal error", "data": [
         {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "LLM_UNAVAILABLE",
-         "domain": "billing.example.com"}]}));
+         "domain": "billing.example.com"}]}),
+    );
     assert!(AgentError::from_error_object(&llm).is_none());
-    assert_eq!(AgentErrorKind::from_error_object(&llm), Some(AgentErrorKind::Llm));
+    assert_eq!(
+        AgentErrorKind::from_error_object(&llm),
+        Some(AgentErrorKind::Llm)
+    );
 
     // -32603 with the table reason: not Llm, so it falls through to StandardError::Internal.
     let internal = object(json!({"code": -32603, "message": "Internal error"}));
@@ -340,7 +354,11 @@ fn struct_with_own_code_gets_generated_defaults() {
     assert_eq!(err.http_status(), 500);
     assert_eq!(err.grpc_status(), "INTERNAL");
     assert_eq!(err.public_message(), "Tool search failed");
-    assert!(!serde_json::to_string(&err.to_error_object()).unwrap().contains("segfault"));
+    assert!(
+        !serde_json::to_string(&err.to_error_object())
+            .unwrap()
+            .contains("segfault")
+    );
     assert!(ToolCrashed::from_error_object(&err.to_error_object()).is_none());
     assert_eq!(ToolCrashed::CATALOG.len(), 1);
 }
@@ -377,14 +395,26 @@ enum Tuned {
 fn overrides_and_per_value_retry() {
     let slow = Tuned::Slow(250);
     assert_eq!(
-        (slow.code(), slow.reason(), slow.domain(), slow.http_status()),
+        (
+            slow.code(),
+            slow.reason(),
+            slow.domain(),
+            slow.http_status()
+        ),
         (-32020, "UPSTREAM_SLOW", "llm.example", 504)
     );
     assert_eq!(slow.category(), Category::Timeout);
-    assert_eq!(slow.retry_hint(), RetryHint::Backoff, "timeouts retry by default");
+    assert_eq!(
+        slow.retry_hint(),
+        RetryHint::Backoff,
+        "timeouts retry by default"
+    );
     assert_eq!(slow.public_message(), "Upstream slow (250 ms)");
     assert_eq!(slow.metadata()["elapsedMs"], json!(250));
-    assert_eq!(Tuned::from_error_object(&slow.to_error_object()), Some(slow));
+    assert_eq!(
+        Tuned::from_error_object(&slow.to_error_object()),
+        Some(slow)
+    );
 
     let busy = Tuned::Busy {
         retry_in: Some(Duration::from_secs(3)),
@@ -435,14 +465,20 @@ fn generics_are_supported() {
         detail: vec!["a".into()],
     };
     let obj = err.to_error_object();
-    assert_eq!(obj.data_field::<Vec<String>>("detail"), Some(vec!["a".into()]));
+    assert_eq!(
+        obj.data_field::<Vec<String>>("detail"),
+        Some(vec!["a".into()])
+    );
     match W::from_error_object(&obj) {
         Some(Wrapped::BadInput { detail }) => assert_eq!(detail, ["a"]),
         other => panic!("{other:?}"),
     }
     let inner: W = Wrapped::Inner(StandardError::SkillNotFound);
     assert_eq!(inner.http_status(), 404);
-    assert_eq!(W::kind_of(&inner.to_error_object()), Some(WrappedKind::Inner));
+    assert_eq!(
+        W::kind_of(&inner.to_error_object()),
+        Some(WrappedKind::Inner)
+    );
 }
 
 #[test]

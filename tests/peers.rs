@@ -73,7 +73,9 @@ fn check_peer(file: &str) -> usize {
         let case = reply["case"].as_str().unwrap();
         let Some(obj) = error_object(&reply) else {
             // The JS server accepts a message without role: a success reply, not an error.
-            assert!(reply["body"].get("result").is_some() || reply["body"].get("message").is_some());
+            assert!(
+                reply["body"].get("result").is_some() || reply["body"].get("message").is_some()
+            );
             continue;
         };
         let kind = expected_kind(case, &obj);

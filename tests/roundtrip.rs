@@ -86,8 +86,8 @@ fn probe_typed() -> impl Strategy<Value = Probe> {
         (any::<String>(), prop::collection::vec(any::<i64>(), 0..4)),
         any::<f64>().prop_filter("JSON has no NaN or infinity", |f| f.is_finite()),
     )
-        .prop_map(|(text, number, flag, maybe, list, (name, weights), float)| {
-            Probe::Typed {
+        .prop_map(
+            |(text, number, flag, maybe, list, (name, weights), float)| Probe::Typed {
                 text,
                 number,
                 flag,
@@ -95,8 +95,8 @@ fn probe_typed() -> impl Strategy<Value = Probe> {
                 list,
                 nested: Nested { name, weights },
                 float,
-            }
-        })
+            },
+        )
 }
 
 proptest! {

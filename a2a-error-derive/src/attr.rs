@@ -99,6 +99,8 @@ impl CodeValue {
 pub struct ItemAttrs {
     pub kind: Option<Spanned<syn::Ident>>,
     pub code: Option<Spanned<CodeValue>>,
+    /// Set when `code` was written, even with a value that did not parse (already reported).
+    pub code_written: bool,
     pub message: Option<Spanned<LitStr>>,
     pub reason: Option<Spanned<String>>,
     pub domain: Option<Spanned<String>>,
@@ -167,6 +169,7 @@ pub fn item(cx: &Ctxt, attrs: &[Attribute], position: Position) -> ItemAttrs {
                     }
                 }
                 Some(CODE) => {
+                    out.code_written = true;
                     let expr: Expr = meta.value()?.parse()?;
                     if let Some(code) = parse_code(cx, &expr) {
                         set(cx, &mut out.code, CODE, span, code);
@@ -231,7 +234,11 @@ pub fn item(cx: &Ctxt, attrs: &[Attribute], position: Position) -> ItemAttrs {
                     }
                 }
                 Some(TRANSPARENT) => set_flag(cx, &mut out.transparent, TRANSPARENT, span),
-                _ => return Err(unknown_key(&meta, position, &allowed)),
+                _ => {
+                    // Report, skip its value and go on, so the keys after it still count.
+                    cx.syn_error(unknown_key(&meta, position, &allowed));
+                    skip_value(&meta)?;
+                }
             }
             Ok(())
         });
@@ -281,7 +288,8 @@ pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                 }
                 set_flag(cx, &mut out.retry_after, RETRY_AFTER, span);
             } else {
-                return Err(unknown_field_key(&meta));
+                cx.syn_error(unknown_field_key(&meta));
+                skip_value(&meta)?;
             }
             Ok(())
         });
@@ -290,6 +298,18 @@ pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
         }
     }
     out
+}
+
+/// Consumes `= value` or `(...)` after an unknown key.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        meta.value()?.parse::<Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in meta.input);
+        content.parse::<proc_macro2::TokenStream>()?;
+    }
+    Ok(())
 }
 
 fn parse_code(cx: &Ctxt, expr: &Expr) -> Option<CodeValue> {

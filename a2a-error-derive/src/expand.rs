@@ -106,13 +106,11 @@ impl<'a> Expander<'a> {
         let mirror = self.mirror_impl();
         let inherent = self.inherent_impl();
         let kind = self.kind_enum();
-        let assertions = self.assertions();
         quote! {
             #a2a_error
             #mirror
             #inherent
             #kind
-            #assertions
         }
     }
 
@@ -200,6 +198,7 @@ impl<'a> Expander<'a> {
         let delegate = |method: TokenStream| {
             move |binding: &Ident, ty: &Type| {
                 let p = private();
+                let binding = at(binding, ty);
                 quote_spanned!(ty.span()=> #p::A2aError::#method(#binding))
             }
         };
@@ -227,8 +226,12 @@ impl<'a> Expander<'a> {
                     let binding = &field.binding;
                     let fallback = retry_tokens(w.retry);
                     let pattern = v.pattern_binding(|f| f.binding == *binding);
+                    let spanned = at(binding, field.ty);
+                    let to_delay = quote_spanned! {field.ty.span()=>
+                        #p::RetryDelayField::to_delay(#spanned)
+                    };
                     let body = quote! {
-                        match #p::RetryDelayField::to_delay(#binding) {
+                        match #to_delay {
                             #p::Some(__delay) => #p::RetryHint::After(__delay),
                             #p::None => #fallback,
                         }
@@ -256,12 +259,16 @@ impl<'a> Expander<'a> {
                 let pattern = v.pattern_binding(|f| f.is_data());
                 let fields = v.fields.iter().filter(|f| f.is_data()).map(|f| {
                     let key = f.data_key().unwrap_or_default();
-                    let binding = &f.binding;
-                    quote!(__sink.field(#key, #binding);)
+                    let binding = at(&f.binding, f.ty);
+                    // Spanned at the field, so a type that is not Serialize is reported there.
+                    quote_spanned!(f.ty.span()=> __sink.field(#key, #binding);)
                 });
                 (pattern, quote!({ #(#fields)* }))
             },
-            |binding, ty| quote_spanned!(ty.span()=> #p::A2aError::write_data(#binding, __sink)),
+            |binding, ty| {
+                let binding = at(binding, ty);
+                quote_spanned!(ty.span()=> #p::A2aError::write_data(#binding, __sink))
+            },
         );
         let write_error_object = self.write_error_object();
 
@@ -299,7 +306,7 @@ impl<'a> Expander<'a> {
                 }
                 Shape::Transparent(field) => {
                     let pattern = variant.pattern();
-                    let binding = &field.binding;
+                    let binding = at(&field.binding, field.ty);
                     arms.push(quote_spanned! {field.ty.span()=>
                         #pattern => #p::A2aError::write_error_object(#binding, __profile, __out),
                     });
@@ -534,44 +541,14 @@ impl<'a> Expander<'a> {
             }
         }
     }
-
-    /// Type checks placed at the fields, so a wrong field type is reported where it is written.
-    fn assertions(&self) -> TokenStream {
-        let p = private();
-        let mut checks = Vec::new();
-        for (variant, shape) in &self.rows {
-            for field in &variant.fields {
-                let ty = field.ty;
-                if mentions(ty, &self.params) {
-                    continue;
-                }
-                let span = ty.span();
-                match shape {
-                    Shape::Transparent(_) => checks.push(quote_spanned! {span=>
-                        #p::assert_a2a_error::<#ty>();
-                    }),
-                    Shape::Coded(_) => {
-                        if field.is_data() {
-                            checks.push(quote_spanned!(span=> #p::assert_data_field::<#ty>();));
-                        }
-                        if field.attrs.retry_after.is_some() {
-                            checks.push(quote_spanned! {span=>
-                                #p::assert_retry_delay_field::<#ty>();
-                            });
-                        }
-                    }
-                    Shape::Missing => {}
-                }
-            }
-        }
-        if checks.is_empty() {
-            return TokenStream::new();
-        }
-        quote!(const _: () = { #(#checks)* };)
-    }
 }
 
 use quote::ToTokens as _;
+
+/// `binding` with the span of the field's type, so errors about the type point at the field.
+fn at(binding: &Ident, ty: &Type) -> Ident {
+    Ident::new(&binding.to_string(), ty.span())
+}
 
 fn public_message(variant: &Variant, wire: &Wire) -> (TokenStream, TokenStream) {
     let p = private();
@@ -619,9 +596,11 @@ fn build_variant(variant: &Variant) -> TokenStream {
     for field in &variant.fields {
         let ty = field.ty;
         if let Some(key) = field.data_key() {
-            values.push(quote!(__obj.data_field::<#ty>(#key)));
+            values.push(quote_spanned!(ty.span()=> __obj.data_field::<#ty>(#key)));
         } else if field.attrs.retry_after.is_some() {
-            values.push(quote!(<#ty as #p::RetryDelayField>::from_delay(__obj.retry_delay())));
+            values.push(quote_spanned! {ty.span()=>
+                <#ty as #p::RetryDelayField>::from_delay(__obj.retry_delay())
+            });
         } else {
             // A field that is not on the wire cannot be rebuilt.
             return quote!(#p::None);

@@ -26,6 +26,8 @@ pub fn check(cx: &Ctxt, input: &Input, shapes: &[Shape]) {
                     variant.fields.len()
                 ),
             ),
+            // A `code` that did not parse has been reported already.
+            Shape::Missing if attrs.code_written => {}
             Shape::Missing => cx.error(
                 variant.span,
                 format!(

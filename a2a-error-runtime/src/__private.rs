@@ -60,18 +60,6 @@ pub fn reason_matches(received: Option<&str>, code: i32, expected: &str) -> bool
     }
 }
 
-/// A `#[a2a(data)]` field type: it travels both ways.
-#[diagnostic::on_unimplemented(
-    message = "`#[a2a(data)]` field type `{Self}` must implement `serde::Serialize` and `serde::Deserialize`",
-    label = "data fields travel to the peer and back",
-    note = "derive `serde::Serialize` and `serde::Deserialize` for it, or remove `#[a2a(data)]` from the field"
-)]
-pub trait DataField: Serialize + DeserializeOwned {}
-impl<T: Serialize + DeserializeOwned> DataField for T {}
-
-/// Called by generated code so a data field's type is checked at the field.
-pub const fn assert_data_field<T: DataField>() {}
-
 /// A `#[a2a(retry_after)]` field: a delay per value.
 #[diagnostic::on_unimplemented(
     message = "`#[a2a(retry_after)]` field type `{Self}` is not a delay",
@@ -119,9 +107,3 @@ impl<T: RetryDelayField> RetryDelayField for Option<T> {
         Some(delay.and_then(|delay| T::from_delay(Some(delay))))
     }
 }
-
-/// Called by generated code so a retry_after field's type is checked at the field.
-pub const fn assert_retry_delay_field<T: RetryDelayField>() {}
-
-/// A transparent variant's inner type must be an `A2aError` itself.
-pub const fn assert_a2a_error<T: A2aError + ?Sized>() {}

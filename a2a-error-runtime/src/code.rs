@@ -69,7 +69,7 @@ pub fn grpc_status_for_http(status: u16) -> &'static str {
         499 => "CANCELLED",
         501 => "UNIMPLEMENTED",
         502 | 503 => "UNAVAILABLE",
-        400..=499 => "FAILED_PRECONDITION",
+        402..=499 => "FAILED_PRECONDITION",
         _ => "INTERNAL",
     }
 }

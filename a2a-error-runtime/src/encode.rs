@@ -96,9 +96,9 @@ fn write_proto_duration(out: &mut Vec<u8>, delay: Duration) {
     let _ = serde_json::to_writer(&mut *out, &delay.as_secs());
     let nanos = delay.subsec_nanos();
     if nanos != 0 {
-        let (value, width) = if nanos % 1_000_000 == 0 {
+        let (value, width) = if nanos.is_multiple_of(1_000_000) {
             (nanos / 1_000_000, 3)
-        } else if nanos % 1_000 == 0 {
+        } else if nanos.is_multiple_of(1_000) {
             (nanos / 1_000, 6)
         } else {
             (nanos, 9)

@@ -1,0 +1,9 @@
+//! Compile-time checks of `#[derive(A2aError)]`: each case in tests/ui must fail to build with
+//! the message in its .stderr, pointing at the offending attribute. The .stderr files match
+//! the toolchain pinned in rust-toolchain.toml; regenerate with `TRYBUILD=overwrite`.
+
+#[test]
+fn ui() {
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/ui/*.rs");
+}
