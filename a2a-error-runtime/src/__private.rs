@@ -9,10 +9,8 @@ pub use serde::Serialize;
 pub use serde::de::DeserializeOwned;
 pub use std::borrow::Cow;
 pub use std::option::Option::{self, None, Some};
-pub use std::string::String;
 pub use std::vec::Vec;
 
-pub use crate::code::lookup;
 pub use crate::data::DataSink;
 pub use crate::error::{A2aError, Category, FromErrorObject, RetryHint};
 pub use crate::object::{ErrorObject, WireProfile};

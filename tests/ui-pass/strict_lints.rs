@@ -1,0 +1,54 @@
+//! Generated code compiles warning-free under a user's strictest settings.
+#![deny(warnings, missing_docs, unused, rust_2018_idioms, unreachable_pub)]
+
+use a2a_error::{A2aError, RemoteError, StandardError};
+use std::time::Duration;
+
+/// A documented public error.
+#[derive(Debug, thiserror::Error, A2aError)]
+#[a2a(domain = "strict.example")]
+pub enum StrictError {
+    /// No task.
+    #[error("no task {task_id} in {shard}")]
+    #[a2a(code = TASK_NOT_FOUND, message = "No task {task_id}")]
+    TaskNotFound {
+        /// The id.
+        #[a2a(data)]
+        task_id: String,
+        /// Internal.
+        shard: u32,
+    },
+    /// Busy.
+    #[error("busy")]
+    #[a2a(code = AGENT_UNAVAILABLE)]
+    Busy(#[a2a(retry_after)] Option<Duration>, #[a2a(data(rename = "queue"))] String),
+    /// Unit.
+    #[error("unit")]
+    #[a2a(code = -32010, retryable)]
+    Unit,
+    /// Standard.
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Standard(#[from] StandardError),
+    /// Anything else.
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Other(RemoteError),
+}
+
+/// An empty enum is fine too.
+#[derive(Debug, thiserror::Error, A2aError)]
+pub enum Never {}
+
+/// A unit struct.
+#[derive(Debug, thiserror::Error, A2aError)]
+#[error("quota")]
+#[a2a(code = RATE_LIMITED, retry_after = 1)]
+pub struct Quota;
+
+fn main() {
+    let _ = StrictError::CATALOG;
+    let _ = Quota::CATALOG;
+    let _ = StrictErrorKind::ALL;
+    let _ = NeverKind::ALL;
+}
