@@ -26,23 +26,9 @@ pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, o
     let retry = err.retry_hint();
     match profile {
         WireProfile::A2a => {
-            out.extend_from_slice(b",\"data\":[{\"@type\":\"");
-            out.extend_from_slice(ERROR_INFO_TYPE.as_bytes());
-            out.extend_from_slice(b"\",\"reason\":");
-            write_str(out, err.reason());
-            out.extend_from_slice(b",\"domain\":");
-            write_str(out, err.domain());
-            out.extend_from_slice(b",\"metadata\":{");
-            err.write_data(&mut DataSink::metadata(out));
-            out.extend_from_slice(b"}}");
-            if let RetryHint::After(delay) = retry {
-                out.extend_from_slice(b",{\"@type\":\"");
-                out.extend_from_slice(RETRY_INFO_TYPE.as_bytes());
-                out.extend_from_slice(b"\",\"retryDelay\":\"");
-                write_proto_duration(out, delay);
-                out.extend_from_slice(b"\"}");
-            }
-            out.extend_from_slice(b"]}");
+            out.extend_from_slice(b",\"data\":");
+            write_details(err, out);
+            out.push(b'}');
         }
         WireProfile::Legacy => {
             out.extend_from_slice(b",\"data\":{\"reason\":");
@@ -62,6 +48,46 @@ pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, o
             out.extend_from_slice(b"}}");
         }
     }
+}
+
+/// Appends the A2A 1.0 typed details of `err`: `[{ErrorInfo}]`, plus `{RetryInfo}` when a
+/// delay is known. This is `error.data` in JSON-RPC and `error.details` in REST.
+pub fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"[{\"@type\":\"");
+    out.extend_from_slice(ERROR_INFO_TYPE.as_bytes());
+    out.extend_from_slice(b"\",\"reason\":");
+    write_str(out, err.reason());
+    out.extend_from_slice(b",\"domain\":");
+    write_str(out, err.domain());
+    out.extend_from_slice(b",\"metadata\":{");
+    err.write_data(&mut DataSink::metadata(out));
+    out.extend_from_slice(b"}}");
+    if let RetryHint::After(delay) = err.retry_hint() {
+        out.extend_from_slice(b",{\"@type\":\"");
+        out.extend_from_slice(RETRY_INFO_TYPE.as_bytes());
+        out.extend_from_slice(b"\",\"retryDelay\":\"");
+        write_proto_duration(out, delay);
+        out.extend_from_slice(b"\"}");
+    }
+    err.write_extra_details(out);
+    out.push(b']');
+}
+
+/// Appends the REST binding's `google.rpc.Status` body:
+/// `{"error":{"code":HTTP,"status":GRPC,"message":…,"details":[…]}}`.
+pub fn write_rest_status<E: A2aError + ?Sized>(err: &E, http_status: u16, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"error\":{\"code\":");
+    let _ = serde_json::to_writer(&mut *out, &http_status);
+    out.extend_from_slice(b",\"status\":");
+    write_str(
+        out,
+        crate::code::StatusMapping::V1_0_1.grpc_status(err.code(), http_status),
+    );
+    out.extend_from_slice(b",\"message\":");
+    write_str(out, &err.public_message());
+    out.extend_from_slice(b",\"details\":");
+    write_details(err, out);
+    out.extend_from_slice(b"}}");
 }
 
 /// Appends the whole JSON-RPC error response `{"jsonrpc":"2.0","id":…,"error":{…}}`.

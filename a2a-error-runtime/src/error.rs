@@ -74,6 +74,12 @@ pub trait A2aError: std::error::Error {
         let _ = sink;
     }
 
+    /// Appends further A2A 1.0 typed details after ErrorInfo and RetryInfo, each as
+    /// `,{"@type":…}` (e.g. a `google.rpc.BadRequest`). Not sent in the legacy profile.
+    fn write_extra_details(&self, out: &mut Vec<u8>) {
+        let _ = out;
+    }
+
     /// Whether a retry may help.
     fn is_retryable(&self) -> bool {
         self.retry_hint().is_retryable()

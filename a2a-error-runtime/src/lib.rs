@@ -9,10 +9,12 @@
 // derive inside this crate, resolve that path to this crate's own `__private`.
 extern crate self as a2a_error;
 
+pub mod bad_request;
 pub mod code;
 pub mod data;
 pub mod encode;
 pub mod error;
+pub mod jsonrpc;
 pub mod object;
 pub mod remote;
 pub mod spec;
@@ -21,6 +23,7 @@ pub mod standard;
 #[doc(hidden)]
 pub mod __private;
 
+pub use bad_request::{BadRequest, FieldViolation};
 pub use data::DataSink;
 pub use error::{A2aError, Category, FromErrorObject, RetryHint};
 pub use object::{ErrorObject, WireProfile};
