@@ -285,6 +285,17 @@ impl<'a> Expander<'a> {
                 fn write_data(&self, __sink: &mut #p::DataSink<'_>) { #write_data }
                 #write_error_object
             }
+
+            #p::with_axum! {
+                #[automatically_derived]
+                impl #impl_generics #p::axum::response::IntoResponse for #ident #ty_generics
+                #where_clause
+                {
+                    fn into_response(self) -> #p::axum::response::Response {
+                        #p::rest_error_response(&self)
+                    }
+                }
+            }
         }
     }
 
@@ -644,6 +655,7 @@ fn fallback(input: &Input) -> TokenStream {
     let ident = input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let own = where_clause.iter().flat_map(|w| w.predicates.iter());
+    let own2 = own.clone();
     let error_bound = if input.generics.params.is_empty() {
         quote!()
     } else {
@@ -689,6 +701,13 @@ fn fallback(input: &Input) -> TokenStream {
         }
         impl #impl_generics #p::FromErrorObject for #ident #ty_generics #where_clause {
             fn from_error_object(_: &#p::ErrorObject) -> #p::Option<Self> { #p::None }
+        }
+        #p::with_axum! {
+            impl #impl_generics #p::axum::response::IntoResponse for #ident #ty_generics
+            where #(#own2,)* #error_bound
+            {
+                fn into_response(self) -> #p::axum::response::Response { ::core::unreachable!() }
+            }
         }
         impl #impl_generics #ident #ty_generics #where_clause {
             #[allow(missing_docs)]

@@ -105,3 +105,27 @@ impl<T: RetryDelayField> RetryDelayField for Option<T> {
         Some(delay.and_then(|delay| T::from_delay(Some(delay))))
     }
 }
+
+#[cfg(feature = "axum")]
+pub use crate::server::rest::error_response as rest_error_response;
+#[cfg(feature = "axum")]
+pub use axum;
+
+/// Emits its input when the runtime has the `axum` feature, nothing otherwise: the derive
+/// wraps its `IntoResponse` impl in it, so users never enable the feature themselves.
+#[cfg(feature = "axum")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __a2a_with_axum {
+    ($($tokens:tt)*) => { $($tokens)* };
+}
+
+/// Emits its input when the runtime has the `axum` feature, nothing otherwise.
+#[cfg(not(feature = "axum"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __a2a_with_axum {
+    ($($tokens:tt)*) => {};
+}
+
+pub use crate::__a2a_with_axum as with_axum;

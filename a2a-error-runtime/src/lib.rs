@@ -17,6 +17,8 @@ pub mod error;
 pub mod jsonrpc;
 pub mod object;
 pub mod remote;
+#[cfg(feature = "axum")]
+pub mod server;
 pub mod spec;
 pub mod standard;
 

@@ -1,0 +1,423 @@
+//! `JsonRpc`: the JSON-RPC 2.0 endpoint. Register handlers by method name and mount it in an
+//! axum `Router`; everything protocol-level is done exactly as JSON-RPC 2.0 and A2A say.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, join_all};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::bad_request::BadRequest;
+use crate::encode;
+use crate::error::A2aError;
+use crate::jsonrpc::{self, Body as Parsed, Call, Id};
+use crate::object::WireProfile;
+use crate::standard::StandardError;
+
+use super::VERSION_HEADER;
+
+type DynError = Box<dyn A2aError + Send + Sync>;
+type Outcome = Result<Vec<u8>, DynError>;
+type Handler = Arc<dyn Fn(Value, RequestContext) -> BoxFuture<'static, Outcome> + Send + Sync>;
+
+/// What a handler knows about the request it serves.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    /// The method as the caller named it (an alias stays an alias).
+    pub method: Arc<str>,
+    /// The request id; `None` for a notification.
+    pub id: Option<Id>,
+    /// The HTTP request headers.
+    pub headers: Arc<HeaderMap>,
+    /// The A2A version the caller asked for (the configured default when it sent none).
+    pub version: Arc<str>,
+}
+
+/// A JSON-RPC 2.0 endpoint for A2A methods.
+///
+/// ```
+/// use a2a_error::server::JsonRpc;
+/// use a2a_error::StandardError;
+///
+/// #[derive(serde::Deserialize)]
+/// struct GetTask { id: String }
+///
+/// let rpc = JsonRpc::new()
+///     .method("GetTask", |params: GetTask, _ctx| async move {
+///         Err::<(), _>(StandardError::TaskNotFound { task_id: Some(params.id) })
+///     })
+///     .alias("tasks/get", "GetTask");
+/// let app: axum::Router = rpc.into_router();
+/// ```
+///
+/// - Parse error -32700 (bad JSON or UTF-8, nesting too deep), id null; Invalid Request -32600,
+///   echoing the id whenever it could be read; Method not found -32601; Invalid params -32602
+///   with the field path in a `google.rpc.BadRequest` detail; the handler's own error through
+///   its `A2aError` impl.
+/// - Notifications run and get no reply. Batches run concurrently; `[]` is one Invalid
+///   Request; a batch of only notifications gets no body (204).
+/// - Every reply body is a JSON-RPC object: a wrong content type (415), an oversized body
+///   (413 CONTENT_TOO_LARGE, refused from `Content-Length` before reading), a handler timeout
+///   (DEADLINE_EXCEEDED) and a handler panic (-32603, the process carries on) included.
+/// - An `A2A-Version` the endpoint does not serve gets VERSION_NOT_SUPPORTED.
+/// - Only the public message and data fields reach the wire; the full error goes to
+///   `tracing` with the method and id.
+#[derive(Clone)]
+pub struct JsonRpc {
+    inner: Arc<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
+    methods: HashMap<String, Handler>,
+    max_body_bytes: usize,
+    max_batch: usize,
+    timeout: Option<Duration>,
+    versions: Vec<String>,
+    default_version: Arc<str>,
+    profile: WireProfile,
+}
+
+impl Default for JsonRpc {
+    fn default() -> Self {
+        JsonRpc::new()
+    }
+}
+
+impl JsonRpc {
+    /// An endpoint with no methods, serving A2A 1.0, bodies up to 4 MiB, batches up to 100,
+    /// and no handler timeout.
+    pub fn new() -> Self {
+        JsonRpc {
+            inner: Arc::new(Inner {
+                methods: HashMap::new(),
+                max_body_bytes: 4 << 20,
+                max_batch: 100,
+                timeout: None,
+                versions: vec!["1.0".to_owned()],
+                default_version: Arc::from("1.0"),
+                profile: WireProfile::A2a,
+            }),
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut Inner {
+        Arc::make_mut(&mut self.inner)
+    }
+
+    /// Registers `handler` for `name`. Its params are deserialized from the request's
+    /// `params`; its `Ok` is the `result`, its `Err` the error object.
+    pub fn method<P, T, E, F, Fut>(mut self, name: &str, handler: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        T: Serialize + Send + 'static,
+        E: A2aError + Send + Sync + 'static,
+        F: Fn(P, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let erased: Handler = Arc::new(move |params: Value, ctx: RequestContext| {
+            let params = serde_path_to_error::deserialize::<_, P>(params);
+            let handler = Arc::clone(&handler);
+            async move {
+                let params = match params {
+                    Ok(params) => params,
+                    Err(error) => {
+                        let path = error.path().to_string();
+                        let field = if path == "." { String::new() } else { path };
+                        return Err(
+                            Box::new(BadRequest::field(field, error.inner().to_string()))
+                                as DynError,
+                        );
+                    }
+                };
+                match handler(params, ctx).await {
+                    Ok(result) => serde_json::to_vec(&result).map_err(|error| {
+                        tracing::error!("could not serialize a result: {error}");
+                        Box::new(StandardError::Internal) as DynError
+                    }),
+                    Err(error) => Err(Box::new(error) as DynError),
+                }
+            }
+            .boxed()
+        });
+        self.inner_mut().methods.insert(name.to_owned(), erased);
+        self
+    }
+
+    /// Makes `alias` call the handler registered as `target` (register `target` first).
+    pub fn alias(mut self, alias: &str, target: &str) -> Self {
+        if let Some(handler) = self.inner.methods.get(target).cloned() {
+            self.inner_mut().methods.insert(alias.to_owned(), handler);
+        }
+        self
+    }
+
+    /// The largest request body accepted (default 4 MiB); larger ones get CONTENT_TOO_LARGE.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.inner_mut().max_body_bytes = bytes;
+        self
+    }
+
+    /// The largest batch accepted (default 100); larger ones get one Invalid Request.
+    pub fn max_batch(mut self, requests: usize) -> Self {
+        self.inner_mut().max_batch = requests;
+        self
+    }
+
+    /// How long a handler may run before the call fails with DEADLINE_EXCEEDED.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.inner_mut().timeout = Some(timeout);
+        self
+    }
+
+    /// The A2A versions served (default `["1.0"]`).
+    pub fn versions<I: IntoIterator<Item = S>, S: Into<String>>(mut self, versions: I) -> Self {
+        self.inner_mut().versions = versions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The version assumed when a request has no `A2A-Version` header (default `1.0`).
+    pub fn default_version(mut self, version: &str) -> Self {
+        self.inner_mut().default_version = Arc::from(version);
+        self
+    }
+
+    /// The wire profile of error objects (default A2A 1.0).
+    pub fn wire_profile(mut self, profile: WireProfile) -> Self {
+        self.inner_mut().profile = profile;
+        self
+    }
+
+    /// An axum `Router` serving this endpoint at `POST /`.
+    pub fn into_router(self) -> axum::Router {
+        axum::Router::new().route_service("/", self)
+    }
+
+    /// Answers one HTTP request.
+    pub async fn handle(&self, request: Request<Body>) -> Response {
+        let (parts, body) = request.into_parts();
+        if !is_json(&parts.headers) {
+            return self.transport_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                StandardError::InvalidRequest,
+            );
+        }
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > self.inner.max_body_bytes as u64) {
+            return self.too_large();
+        }
+        let bytes = match Limited::new(body, self.inner.max_body_bytes)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.is::<LengthLimitError>() => return self.too_large(),
+            Err(error) => {
+                tracing::debug!("could not read a request body: {error}");
+                return self.transport_error(StatusCode::BAD_REQUEST, StandardError::ParseError);
+            }
+        };
+        let version: Arc<str> = match parts.headers.get(VERSION_HEADER) {
+            Some(value) => Arc::from(value.to_str().unwrap_or("").trim()),
+            None => Arc::clone(&self.inner.default_version),
+        };
+        let headers = Arc::new(parts.headers);
+        match jsonrpc::parse(&bytes) {
+            Parsed::ParseError => self.reply(Some(
+                self.error_response(&Id::Null, &StandardError::ParseError),
+            )),
+            Parsed::EmptyBatch => self.reply(Some(
+                self.error_response(&Id::Null, &StandardError::InvalidRequest),
+            )),
+            Parsed::Single(entry) => {
+                let reply = self.entry(entry, &headers, &version).await;
+                self.reply(reply)
+            }
+            Parsed::Batch(entries) if entries.len() > self.inner.max_batch => {
+                tracing::debug!(size = entries.len(), "batch too large");
+                self.reply(Some(
+                    self.error_response(&Id::Null, &StandardError::InvalidRequest),
+                ))
+            }
+            Parsed::Batch(entries) => {
+                let replies = join_all(
+                    entries
+                        .into_iter()
+                        .map(|entry| self.entry(entry, &headers, &version)),
+                )
+                .await;
+                let replies: Vec<Vec<u8>> = replies.into_iter().flatten().collect();
+                if replies.is_empty() {
+                    return self.reply(None);
+                }
+                let mut body = Vec::with_capacity(replies.iter().map(Vec::len).sum::<usize>() + 2);
+                body.push(b'[');
+                for (i, reply) in replies.iter().enumerate() {
+                    if i > 0 {
+                        body.push(b',');
+                    }
+                    body.extend_from_slice(reply);
+                }
+                body.push(b']');
+                self.reply(Some(body))
+            }
+        }
+    }
+
+    /// One request of a body: its reply bytes, or `None` for a notification.
+    async fn entry(
+        &self,
+        entry: jsonrpc::Entry,
+        headers: &Arc<HeaderMap>,
+        version: &Arc<str>,
+    ) -> Option<Vec<u8>> {
+        match entry {
+            Err(invalid) => {
+                tracing::debug!(reason = invalid.reason, "invalid request");
+                Some(self.error_response(&invalid.id, &StandardError::InvalidRequest))
+            }
+            Ok(call) => self.call(call, headers, version).await,
+        }
+    }
+
+    async fn call(
+        &self,
+        call: Call,
+        headers: &Arc<HeaderMap>,
+        version: &Arc<str>,
+    ) -> Option<Vec<u8>> {
+        let Call { id, method, params } = call;
+        let outcome = if !self.inner.versions.iter().any(|v| **v == **version) {
+            Err(Box::new(StandardError::VersionNotSupported) as DynError)
+        } else {
+            match self.inner.methods.get(&method) {
+                None => Err(Box::new(StandardError::MethodNotFound) as DynError),
+                Some(handler) => {
+                    let ctx = RequestContext {
+                        method: Arc::from(method.as_str()),
+                        id: id.clone(),
+                        headers: Arc::clone(headers),
+                        version: Arc::clone(version),
+                    };
+                    self.run(handler(params, ctx), &method, id.as_ref()).await
+                }
+            }
+        };
+        let id = id?;
+        Some(match outcome {
+            Ok(result) => {
+                let mut out = Vec::with_capacity(result.len() + 40);
+                jsonrpc::write_result(&id, &result, &mut out);
+                out
+            }
+            Err(error) => {
+                super::log::error(&method, Some(&id), error.as_ref());
+                self.error_response(&id, error.as_ref())
+            }
+        })
+    }
+
+    /// Runs a handler future with the timeout, turning a panic into an internal error.
+    async fn run(
+        &self,
+        future: BoxFuture<'static, Outcome>,
+        method: &str,
+        id: Option<&Id>,
+    ) -> Outcome {
+        let guarded = AssertUnwindSafe(future).catch_unwind();
+        let finished = match self.inner.timeout {
+            Some(limit) => match tokio::time::timeout(limit, guarded).await {
+                Ok(finished) => finished,
+                Err(_) => return Err(Box::new(StandardError::DeadlineExceeded)),
+            },
+            None => guarded.await,
+        };
+        finished.unwrap_or_else(|panic| {
+            let text = super::log::panic_text(&*panic);
+            let id = id.map(|id| String::from_utf8_lossy(&id.to_json()).into_owned());
+            tracing::error!(method, id, "handler panicked: {text}");
+            Err(Box::new(StandardError::Internal))
+        })
+    }
+
+    fn error_response(&self, id: &Id, error: &(dyn A2aError + Send + Sync)) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        encode::write_error_response(error, self.inner.profile, &id.to_json(), &mut out);
+        out
+    }
+
+    fn reply(&self, body: Option<Vec<u8>>) -> Response {
+        match body {
+            Some(body) => json_response(StatusCode::OK, body),
+            None => StatusCode::NO_CONTENT.into_response(),
+        }
+    }
+
+    fn too_large(&self) -> Response {
+        self.transport_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            StandardError::ContentTooLarge,
+        )
+    }
+
+    /// A failure of the HTTP exchange itself: still a JSON-RPC error body, id null.
+    fn transport_error(&self, status: StatusCode, error: StandardError) -> Response {
+        super::log::error("", None, &error);
+        json_response(status, self.error_response(&Id::Null, &error))
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || essence.eq_ignore_ascii_case(super::A2A_JSON)
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+impl tower::Service<Request<Body>> for JsonRpc {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let endpoint = self.clone();
+        Box::pin(async move { Ok(endpoint.handle(request).await) })
+    }
+}

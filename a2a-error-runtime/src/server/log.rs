@@ -1,0 +1,45 @@
+//! Where a server puts what it does not send: the full internal error, at the right level.
+
+use crate::error::{A2aError, Category};
+use crate::jsonrpc::Id;
+
+/// Logs `err` with its Display text and source chain, which never reach the wire.
+/// Faults of the server are errors; mistakes of the caller are debug.
+pub(crate) fn error(method: &str, id: Option<&Id>, err: &(dyn A2aError + Send + Sync)) {
+    let mut chain = String::new();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    let id = id.map(|id| String::from_utf8_lossy(&id.to_json()).into_owned());
+    let server_fault =
+        err.http_status() >= 500 || matches!(err.category(), Category::Fatal | Category::Unknown);
+    if server_fault {
+        tracing::error!(
+            method,
+            id,
+            code = err.code(),
+            reason = err.reason(),
+            "request failed: {err}{chain}"
+        );
+    } else {
+        tracing::debug!(
+            method,
+            id,
+            code = err.code(),
+            reason = err.reason(),
+            "request rejected: {err}{chain}"
+        );
+    }
+}
+
+/// The text of a caught panic (`&str` or `String` payloads), for the logs.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_owned())
+}

@@ -1,0 +1,325 @@
+//! The example agent's application: what a user of a2a-error writes. Built from the public
+//! API only. `main.rs` serves it; the integration tests mount the same router.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2a_error::server::{Dedup, JsonRpc, RequestContext, rest};
+use a2a_error::{A2aError, StandardError};
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Everything this agent can fail with.
+#[derive(Debug, Clone, thiserror::Error, A2aError)]
+pub enum AgentError {
+    #[error("task {task_id} not found")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    TaskNotFound {
+        #[a2a(data)]
+        task_id: String,
+    },
+
+    #[error("task {task_id} is {state} and cannot be canceled")]
+    #[a2a(code = TASK_NOT_CANCELABLE)]
+    NotCancelable {
+        #[a2a(data)]
+        task_id: String,
+        state: String,
+    },
+
+    // The Display text is for the logs; the fake credential must never reach the wire.
+    #[error("storage query failed: connect to db password=hunter2-secret: {0}")]
+    #[a2a(code = INTERNAL_ERROR)]
+    Storage(String),
+
+    #[error("quota for this caller exhausted")]
+    #[a2a(code = RATE_LIMITED, retry_after = 2)]
+    RateLimited,
+
+    #[error("backend warming up (attempt {attempt})")]
+    #[a2a(code = AGENT_UNAVAILABLE)]
+    Unavailable {
+        #[a2a(data)]
+        attempt: u32,
+    },
+
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Standard(#[from] StandardError),
+}
+
+/// A2A 1.0 `Message` (proto JSON).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub message_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub role: String,
+    pub parts: Vec<Part>,
+}
+
+/// A2A 1.0 `Part`: this agent reads text parts and keeps the others as they came.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Part {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, Value>,
+}
+
+/// A2A 1.0 `SendMessageRequest`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SendMessageRequest {
+    pub message: Message,
+}
+
+/// A2A 1.0 `Task`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: String,
+    pub context_id: String,
+    pub status: Value,
+    pub history: Vec<Message>,
+}
+
+/// A2A 1.0 `SendMessageResponse`: this agent always answers with a task.
+#[derive(Clone, Debug, Serialize)]
+pub struct SendMessageResponse {
+    pub task: Task,
+}
+
+/// `GetTaskRequest` / `CancelTaskRequest`.
+#[derive(Debug, Deserialize)]
+pub struct TaskIdRequest {
+    pub id: String,
+}
+
+#[derive(Default)]
+struct Store {
+    tasks: HashMap<String, Task>,
+    attempts: HashMap<String, u32>,
+    next: u64,
+}
+
+/// The agent's state, shared by both bindings.
+#[derive(Clone)]
+pub struct Agent {
+    store: Arc<Mutex<Store>>,
+    dedup: Dedup<SendMessageResponse, AgentError>,
+}
+
+impl Default for Agent {
+    fn default() -> Self {
+        Agent {
+            store: Arc::default(),
+            // Client retries of SendMessage within 10 minutes get the first reply.
+            dedup: Dedup::new(Duration::from_secs(600), 10_000),
+        }
+    }
+}
+
+impl Agent {
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// SendMessage, safe to retry: the same messageId runs the work once.
+    pub async fn send_message(
+        &self,
+        request: SendMessageRequest,
+    ) -> Result<SendMessageResponse, AgentError> {
+        let key = request.message.message_id.clone();
+        let agent = self.clone();
+        self.dedup
+            .run(Some(&key), move || async move {
+                agent.run_message(request.message).await
+            })
+            .await
+    }
+
+    async fn run_message(&self, message: Message) -> Result<SendMessageResponse, AgentError> {
+        let text: String = message
+            .parts
+            .iter()
+            .filter_map(|p| p.text.as_deref())
+            .collect();
+        let attempt = {
+            let mut store = self.store();
+            let attempt = store
+                .attempts
+                .entry(message.message_id.clone())
+                .or_insert(0);
+            *attempt += 1;
+            *attempt
+        };
+        if text == "fail:internal" {
+            return Err(AgentError::Storage(
+                "relation \"tasks\" does not exist".into(),
+            ));
+        }
+        if text == "fail:panic" {
+            panic!("the handler panicked on purpose");
+        }
+        if text == "fail:rate_limited" {
+            return Err(AgentError::RateLimited);
+        }
+        if let Some(n) = text
+            .strip_prefix("flaky:")
+            .and_then(|n| n.parse::<u32>().ok())
+            && attempt <= n
+        {
+            return Err(AgentError::Unavailable { attempt });
+        }
+        if let Some(ms) = text
+            .strip_prefix("sleep:")
+            .and_then(|ms| ms.parse::<u64>().ok())
+        {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        let mut store = self.store();
+        store.next += 1;
+        let id = format!("task-{}", store.next);
+        let context_id = message
+            .context_id
+            .clone()
+            .unwrap_or_else(|| format!("ctx-{id}"));
+        let reply = Message {
+            message_id: format!("{id}-reply"),
+            context_id: Some(context_id.clone()),
+            task_id: Some(id.clone()),
+            role: "ROLE_AGENT".into(),
+            parts: vec![Part {
+                text: Some(format!("echo: {text}")),
+                other: Default::default(),
+            }],
+        };
+        let task = Task {
+            id: id.clone(),
+            context_id,
+            status: json!({"state": "TASK_STATE_COMPLETED", "message": reply}),
+            history: vec![message],
+        };
+        store.tasks.insert(id, task.clone());
+        Ok(SendMessageResponse { task })
+    }
+
+    /// GetTask.
+    pub fn get_task(&self, id: &str) -> Result<Task, AgentError> {
+        self.store()
+            .tasks
+            .get(id)
+            .cloned()
+            .ok_or_else(|| AgentError::TaskNotFound {
+                task_id: id.to_owned(),
+            })
+    }
+
+    /// CancelTask: every task here completes at once, so none can be canceled.
+    pub fn cancel_task(&self, id: &str) -> Result<Task, AgentError> {
+        let task = self.get_task(id)?;
+        Err(AgentError::NotCancelable {
+            task_id: task.id,
+            state: "completed".into(),
+        })
+    }
+}
+
+/// The JSON-RPC endpoint (A2A 1.0 method names, and the 0.3 names as aliases).
+pub fn json_rpc(agent: Agent) -> JsonRpc {
+    let (send, get, cancel) = (agent.clone(), agent.clone(), agent);
+    JsonRpc::new()
+        .timeout(Duration::from_secs(30))
+        .method(
+            "SendMessage",
+            move |request: SendMessageRequest, _: RequestContext| {
+                let agent = send.clone();
+                async move { agent.send_message(request).await }
+            },
+        )
+        .method(
+            "GetTask",
+            move |request: TaskIdRequest, _: RequestContext| {
+                let result = get.get_task(&request.id);
+                async move { result }
+            },
+        )
+        .method(
+            "CancelTask",
+            move |request: TaskIdRequest, _: RequestContext| {
+                let result = cancel.cancel_task(&request.id);
+                async move { result }
+            },
+        )
+        .alias("message/send", "SendMessage")
+        .alias("tasks/get", "GetTask")
+        .alias("tasks/cancel", "CancelTask")
+}
+
+async fn rest_send(
+    State(agent): State<Agent>,
+    Json(request): Json<SendMessageRequest>,
+) -> Result<Json<SendMessageResponse>, AgentError> {
+    agent.send_message(request).await.map(Json)
+}
+
+async fn rest_get(
+    State(agent): State<Agent>,
+    Path(id): Path<String>,
+) -> Result<Json<Task>, AgentError> {
+    agent.get_task(&id).map(Json)
+}
+
+async fn rest_task_action(
+    State(agent): State<Agent>,
+    Path(id_action): Path<String>,
+) -> Result<Json<Task>, AgentError> {
+    match id_action.strip_suffix(":cancel") {
+        Some(id) => agent.cancel_task(id).map(Json),
+        None => Err(StandardError::MethodNotFound.into()),
+    }
+}
+
+async fn agent_card(headers: HeaderMap) -> Json<Value> {
+    let host = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1:8080");
+    let base = format!("http://{host}");
+    Json(json!({
+        "name": "a2a-error example agent",
+        "description": "Echoes text; fails on demand (fail:internal, fail:panic, fail:rate_limited, flaky:N, sleep:MS).",
+        "version": env!("CARGO_PKG_VERSION"),
+        "supportedInterfaces": [
+            {"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": false, "pushNotifications": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "Echo", "description": "Echoes the text it is sent.",
+                    "tags": ["echo", "testing"]}]
+    }))
+}
+
+/// The whole agent on one router: JSON-RPC at `POST /`, REST, and the agent card.
+pub fn router() -> Router {
+    let agent = Agent::default();
+    let rest = Router::new()
+        .route("/message:send", post(rest_send))
+        .route("/tasks/{id}", get(rest_get).post(rest_task_action))
+        .route("/.well-known/agent-card.json", get(agent_card))
+        .fallback(rest::not_found)
+        .layer(rest::catch_panic())
+        .with_state(agent.clone());
+    json_rpc(agent).into_router().merge(rest)
+}

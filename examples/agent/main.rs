@@ -1,0 +1,38 @@
+//! The example agent: `cargo run --example agent -- --addr 127.0.0.1:8080`.
+//!
+//! Serves JSON-RPC at `POST /`, REST at `GET /tasks/{id}`, `POST /message:send` and
+//! `POST /tasks/{id}:cancel`, and its agent card at `GET /.well-known/agent-card.json`.
+
+mod app;
+
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let mut args = std::env::args().skip(1);
+    let mut addr = "127.0.0.1:8080".to_owned();
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--addr", Some(value)) => addr = value,
+            _ => {
+                eprintln!("usage: agent [--addr HOST:PORT]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let listener = match tokio::net::TcpListener::bind(&addr).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!("cannot listen on {addr}: {error}");
+            std::process::exit(1);
+        }
+    };
+    tracing::info!("example agent listening on http://{addr}");
+    if let Err(error) = axum::serve(listener, app::router()).await {
+        eprintln!("server error: {error}");
+        std::process::exit(1);
+    }
+}
