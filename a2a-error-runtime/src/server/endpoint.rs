@@ -49,6 +49,7 @@ pub struct RequestContext {
 /// A JSON-RPC 2.0 endpoint for A2A methods.
 ///
 /// ```
+/// # use a2a_error_runtime as a2a_error;
 /// use a2a_error::server::JsonRpc;
 /// use a2a_error::StandardError;
 ///
