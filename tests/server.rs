@@ -1,0 +1,745 @@
+//! The server over real loopback HTTP: the example agent's router on 127.0.0.1 with a real
+//! TCP socket, driven by a real HTTP client.
+
+#[path = "../examples/agent/app.rs"]
+#[allow(dead_code)]
+mod app;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2a_error::server::{Binding, failed_status, sse_response};
+use a2a_error::{A2aError, ErrorObject, FromErrorObject, StandardError};
+use axum::Router;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+async fn serve(router: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    format!("http://{addr}")
+}
+
+async fn agent() -> String {
+    serve(app::router()).await
+}
+
+async fn post_raw(url: &str, body: impl Into<reqwest::Body>) -> (u16, String, String) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, content_type, response.text().await.unwrap())
+}
+
+async fn rpc(url: &str, body: Value) -> Value {
+    let (status, _, text) = post_raw(url, body.to_string()).await;
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn send(id: u64, message_id: &str, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {"message": {
+        "messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}}})
+}
+
+fn error_code(reply: &Value) -> i64 {
+    reply["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {reply}"))
+}
+
+#[tokio::test]
+async fn conformance_cases() {
+    let url = agent().await;
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/jsonrpc-cases.json"
+    ))
+    .unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    let matches = |reply: &Value, expect: &Value| {
+        let codes: Vec<i64> = expect["codes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_i64().unwrap())
+            .collect();
+        reply["jsonrpc"] == "2.0"
+            && codes.contains(&reply["error"]["code"].as_i64().unwrap_or(0))
+            && reply["id"] == expect["id"]
+            && expect
+                .get("reason")
+                .is_none_or(|r| reply["error"]["data"][0]["reason"] == *r)
+            && expect
+                .get("domain")
+                .is_none_or(|d| reply["error"]["data"][0]["domain"] == *d)
+    };
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let body = case["body"].as_str().unwrap().to_owned();
+        let expect = &case["expect"];
+        let (status, content_type, text) = post_raw(&url, body).await;
+        match expect["kind"].as_str().unwrap() {
+            "none" => {
+                assert!(text.is_empty(), "{name}: {text}");
+                assert_eq!(status, 204, "{name}");
+            }
+            "error" => {
+                assert_eq!(status, 200, "{name}");
+                assert!(content_type.starts_with("application/json"), "{name}");
+                let reply: Value = serde_json::from_str(&text).unwrap();
+                assert!(matches(&reply, expect), "{name}: {reply}");
+            }
+            "batch" => {
+                let replies: Vec<Value> = serde_json::from_str(&text).unwrap();
+                let mut wanted: Vec<&Value> = expect["items"].as_array().unwrap().iter().collect();
+                assert_eq!(replies.len(), wanted.len(), "{name}: {text}");
+                for reply in &replies {
+                    let at = wanted.iter().position(|e| matches(reply, e));
+                    wanted.remove(at.unwrap_or_else(|| panic!("{name}: unexpected {reply}")));
+                }
+            }
+            other => panic!("unknown kind {other}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn invalid_requests_echo_the_id_when_readable() {
+    let url = agent().await;
+    let cases = [
+        (json!({"method": "GetTask", "id": "a"}), json!("a")),
+        (
+            json!({"jsonrpc": "1.0", "method": "GetTask", "id": 1}),
+            json!(1),
+        ),
+        (
+            json!({"jsonrpc": "2.0", "method": 7, "id": "m"}),
+            json!("m"),
+        ),
+        (
+            json!({"jsonrpc": "2.0", "method": "GetTask", "params": "x", "id": 3}),
+            json!(3),
+        ),
+        (
+            json!({"jsonrpc": "2.0", "method": "GetTask", "id": true}),
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "method": "GetTask", "id": {"a": 1}}),
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "method": "GetTask", "id": [1]}),
+            Value::Null,
+        ),
+    ];
+    for (body, id) in cases {
+        let reply = rpc(&url, body.clone()).await;
+        assert_eq!(error_code(&reply), -32600, "{body}");
+        assert_eq!(reply["id"], id, "{body}");
+    }
+}
+
+#[tokio::test]
+async fn parse_errors_for_bad_json_utf8_and_deep_nesting() {
+    let url = agent().await;
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    for body in [
+        b"{\"jsonrpc\":".to_vec(),
+        vec![0xff, 0xfe, b'{'],
+        deep.into_bytes(),
+    ] {
+        let (status, _, text) = post_raw(&url, body).await;
+        assert_eq!(status, 200);
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(error_code(&reply), -32700);
+        assert_eq!(reply["id"], Value::Null);
+    }
+}
+
+#[tokio::test]
+async fn invalid_params_name_the_field() {
+    let url = agent().await;
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "SendMessage",
+        "params": {"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"text": 5}]}}}),
+    )
+    .await;
+    assert_eq!(error_code(&reply), -32602);
+    let obj: ErrorObject = serde_json::from_value(reply["error"].clone()).unwrap();
+    let violations = &obj.detail("google.rpc.BadRequest").unwrap()["fieldViolations"];
+    assert_eq!(violations[0]["field"], "message.parts[0].text");
+    assert_eq!(obj.reason(), Some("INVALID_PARAMS"));
+    // A missing field too.
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 10, "method": "GetTask", "params": {}}),
+    )
+    .await;
+    assert_eq!(error_code(&reply), -32602);
+}
+
+#[tokio::test]
+async fn method_aliases_and_method_not_found() {
+    let url = agent().await;
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}}),
+    )
+    .await;
+    assert_eq!(error_code(&reply), -32001);
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/nope"}),
+    )
+    .await;
+    assert_eq!(error_code(&reply), -32601);
+    let ok = rpc(&url, send(3, "alias-1", "hello")).await;
+    let task_id = ok["result"]["task"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        ok["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    let got = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "GetTask", "params": {"id": task_id}}),
+    )
+    .await;
+    assert_eq!(got["result"]["id"], json!(task_id));
+    let cancel = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/cancel", "params": {"id": task_id}}),
+    )
+    .await;
+    assert_eq!(error_code(&cancel), -32002);
+    assert_eq!(
+        cancel["error"]["data"][0]["metadata"]["taskId"],
+        json!(task_id)
+    );
+}
+
+#[tokio::test]
+async fn task_not_found_carries_the_id_and_decodes() {
+    let url = agent().await;
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": "r5", "method": "GetTask", "params": {"id": "t-1"}}),
+    )
+    .await;
+    let obj: ErrorObject = serde_json::from_value(reply["error"].clone()).unwrap();
+    assert_eq!(obj.reason(), Some("TASK_NOT_FOUND"));
+    assert_eq!(obj.domain(), Some("a2a-protocol.org"));
+    match app::AgentError::from_error_object(&obj) {
+        Some(app::AgentError::TaskNotFound { task_id }) => assert_eq!(task_id, "t-1"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn notifications_run_without_reply() {
+    let url = agent().await;
+    // flaky:1 fails its first run. The notification is that first run...
+    let mut note = send(0, "note-1", "flaky:1");
+    note.as_object_mut().unwrap().remove("id");
+    let (status, _, text) = post_raw(&url, note.to_string()).await;
+    assert_eq!((status, text.as_str()), (204, ""));
+    // ...so the request with the same messageId is the second run, and succeeds.
+    let reply = rpc(&url, send(1, "note-1", "flaky:1")).await;
+    assert!(reply.get("result").is_some(), "{reply}");
+
+    // A batch of notifications only: no body.
+    let batch = json!([
+        {"jsonrpc": "2.0", "method": "GetTask", "params": {"id": "a"}},
+        {"jsonrpc": "2.0", "method": "NoSuchMethod"}
+    ]);
+    let (status, _, text) = post_raw(&url, batch.to_string()).await;
+    assert_eq!((status, text.as_str()), (204, ""));
+}
+
+#[tokio::test]
+async fn batches_answer_each_request_and_respect_the_limit() {
+    let url = agent().await;
+    let batch = json!([
+        send(1, "b-1", "sleep:50"),
+        send(2, "b-2", "fail:rate_limited"),
+        {"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": "zz"}},
+        send(4, "b-4", "fail:panic"),
+    ]);
+    let replies: Vec<Value> =
+        serde_json::from_str(&post_raw(&url, batch.to_string()).await.2).unwrap();
+    let by_id: BTreeMap<i64, &Value> = replies
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r))
+        .collect();
+    assert_eq!(by_id.len(), 4);
+    assert!(by_id[&1].get("result").is_some());
+    assert_eq!(error_code(by_id[&2]), -32052);
+    assert_eq!(by_id[&2]["error"]["data"][1]["retryDelay"], "2s");
+    assert_eq!(error_code(by_id[&3]), -32001);
+    assert_eq!(error_code(by_id[&4]), -32603);
+
+    let small = serve(
+        app::json_rpc(app::Agent::default())
+            .max_batch(2)
+            .into_router(),
+    )
+    .await;
+    let too_big = json!([
+        send(1, "x1", "hi"),
+        send(2, "x2", "hi"),
+        send(3, "x3", "hi")
+    ]);
+    let reply = rpc(&small, too_big).await;
+    assert_eq!(
+        (error_code(&reply), reply["id"].clone()),
+        (-32600, Value::Null)
+    );
+}
+
+#[tokio::test]
+async fn panics_do_not_take_the_server_down() {
+    let url = agent().await;
+    for i in 0..3 {
+        let reply = rpc(&url, send(i, &format!("p-{i}"), "fail:panic")).await;
+        assert_eq!(error_code(&reply), -32603);
+        assert_eq!(reply["error"]["message"], "Internal error");
+        assert!(!reply.to_string().contains("on purpose"));
+    }
+    let ok = rpc(&url, send(9, "after-panic", "hello")).await;
+    assert!(ok.get("result").is_some());
+}
+
+#[tokio::test]
+async fn wrong_content_type_and_oversized_bodies_get_json_rpc_errors() {
+    let url = serve(
+        app::json_rpc(app::Agent::default())
+            .max_body_bytes(1024)
+            .into_router(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        let mut request = client.post(&url).body(send(1, "ct", "hi").to_string());
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 415);
+        let reply: Value = response.json().await.unwrap();
+        assert_eq!(error_code(&reply), -32600);
+    }
+    // application/a2a+json with a charset is JSON.
+    let response = client
+        .post(&url)
+        .header("content-type", "application/a2a+json; charset=utf-8")
+        .body(send(1, "ct2", "hi").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+
+    // Too large, with a Content-Length, and streamed without one.
+    let big = "x".repeat(4096);
+    let (status, _, text) = post_raw(&url, big.clone()).await;
+    assert_eq!(status, 413);
+    assert_eq!(error_code(&serde_json::from_str(&text).unwrap()), -32055);
+    let chunks =
+        futures_util::stream::iter((0..8).map(|_| Ok::<_, std::io::Error>("y".repeat(512))));
+    let (status, _, text) = post_raw(&url, reqwest::Body::wrap_stream(chunks)).await;
+    assert_eq!(status, 413);
+    assert_eq!(error_code(&serde_json::from_str(&text).unwrap()), -32055);
+}
+
+#[tokio::test]
+async fn oversized_body_is_refused_before_it_is_sent() {
+    let url = agent().await;
+    let addr = url.trim_start_matches("http://").to_owned();
+    // Announce 100 MB and send none of it: the answer must come anyway.
+    let reply = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(stream, "POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000000\r\n\r\n").unwrap();
+        let mut reply = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stream.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            reply.extend_from_slice(&buf[..n]);
+            if reply.windows(4).any(|w| w == b"\r\n\r\n") && reply.ends_with(b"}") {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&reply).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(reply.contains("\"code\":-32055"), "{reply}");
+}
+
+#[tokio::test]
+async fn handler_timeout_is_deadline_exceeded() {
+    let url = serve(
+        app::json_rpc(app::Agent::default())
+            .timeout(Duration::from_millis(50))
+            .into_router(),
+    )
+    .await;
+    let reply = rpc(&url, send(1, "slow", "sleep:5000")).await;
+    assert_eq!(error_code(&reply), -32054);
+    assert_eq!(reply["error"]["data"][0]["reason"], "DEADLINE_EXCEEDED");
+}
+
+#[tokio::test]
+async fn a2a_version_header() {
+    let url = agent().await;
+    let client = reqwest::Client::new();
+    let ask = |version: Option<&'static str>| {
+        let mut request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "v"}})
+                    .to_string(),
+            );
+        if let Some(version) = version {
+            request = request.header("A2A-Version", version);
+        }
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    assert_eq!(error_code(&ask(Some("0.3")).await), -32009);
+    assert_eq!(error_code(&ask(Some("2.0")).await), -32009);
+    // Served version, and no header (the configured default, 1.0): the method runs.
+    assert_eq!(error_code(&ask(Some("1.0")).await), -32001);
+    assert_eq!(error_code(&ask(None).await), -32001);
+}
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn internal_details_go_to_tracing_not_the_wire() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    // The test runtime is single-threaded, so the server's tasks run under this subscriber.
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let url = agent().await;
+    let reply = rpc(&url, send(77, "secret-1", "fail:internal")).await;
+    assert_eq!(error_code(&reply), -32603);
+    assert!(!reply.to_string().contains("hunter2"), "{reply}");
+    assert!(!reply.to_string().contains("relation"), "{reply}");
+
+    let response = reqwest::Client::new()
+        .post(format!("{url}/message:send"))
+        .json(&json!({"message": {"messageId": "secret-2", "role": "ROLE_USER", "parts": [{"text": "fail:internal"}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 500);
+    let body = response.text().await.unwrap();
+    assert!(!body.contains("hunter2"), "{body}");
+    assert!(body.contains("INTERNAL_ERROR"));
+
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let line = logs
+        .lines()
+        .find(|l| l.contains("hunter2-secret"))
+        .unwrap_or_else(|| panic!("the internal error was not logged: {logs}"));
+    assert!(line.contains("ERROR"), "{line}");
+    assert!(
+        line.contains("SendMessage") && line.contains("77"),
+        "{line}"
+    );
+    // A client mistake is logged below error level.
+    let _ = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 78, "method": "GetTask", "params": {"id": "q"}}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn rest_errors_are_google_rpc_status() {
+    let url = agent().await;
+    let client = reqwest::Client::new();
+    let response = client.get(format!("{url}/tasks/t-9")).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    assert_eq!(response.headers()["content-type"], "application/a2a+json");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], 404);
+    assert_eq!(body["error"]["status"], "NOT_FOUND");
+    assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
+    assert_eq!(body["error"]["details"][0]["metadata"]["taskId"], "t-9");
+
+    let limited = client
+        .post(format!("{url}/message:send"))
+        .json(&json!({"message": {"messageId": "rl", "role": "ROLE_USER", "parts": [{"text": "fail:rate_limited"}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(limited.status().as_u16(), 429);
+    assert_eq!(limited.headers()["retry-after"], "2");
+    let body: Value = limited.json().await.unwrap();
+    assert_eq!(body["error"]["details"][1]["retryDelay"], "2s");
+
+    let panicked = client
+        .post(format!("{url}/message:send"))
+        .json(&json!({"message": {"messageId": "rp", "role": "ROLE_USER", "parts": [{"text": "fail:panic"}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(panicked.status().as_u16(), 500);
+    let body: Value = panicked.json().await.unwrap();
+    assert_eq!(body["error"]["details"][0]["reason"], "INTERNAL_ERROR");
+
+    let cancel = client
+        .post(format!("{url}/tasks/nope:cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancel.status().as_u16(), 404);
+    let unknown = client
+        .get(format!("{url}/no/such/route"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status().as_u16(), 404);
+    let body: Value = unknown.json().await.unwrap();
+    assert_eq!(body["error"]["details"][0]["reason"], "METHOD_NOT_FOUND");
+
+    let ok = client
+        .post(format!("{url}/message:send"))
+        .json(&json!({"message": {"messageId": "rok", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    let body: Value = ok.json().await.unwrap();
+    let id = body["task"]["id"].as_str().unwrap();
+    let got: Value = client
+        .get(format!("{url}/tasks/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
+    let cancel = client
+        .post(format!("{url}/tasks/{id}:cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancel.status().as_u16(), 400);
+}
+
+#[tokio::test]
+async fn agent_card_names_both_interfaces() {
+    let url = agent().await;
+    let card: Value = reqwest::get(format!("{url}/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bindings: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["protocolBinding"].as_str().unwrap())
+        .collect();
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON"]);
+    assert!(
+        card["supportedInterfaces"][0]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with(&url)
+    );
+}
+
+#[tokio::test]
+async fn send_message_retries_run_the_work_once() {
+    let url = agent().await;
+    // A retry after a lost reply: same messageId, same task, one run.
+    let first = rpc(&url, send(1, "dup-1", "hello")).await;
+    let again = rpc(&url, send(2, "dup-1", "hello")).await;
+    assert_eq!(first["result"], again["result"]);
+    // Concurrent duplicates wait for the first instead of running again.
+    let (a, b) = tokio::join!(
+        rpc(&url, send(3, "dup-2", "sleep:200")),
+        rpc(&url, send(4, "dup-2", "sleep:200"))
+    );
+    assert_eq!(a["result"]["task"]["id"], b["result"]["task"]["id"]);
+    // Retryable errors are not remembered: flaky:2 fails twice, then the work really runs.
+    let tries: Vec<Value> = {
+        let mut tries = Vec::new();
+        for i in 0..3 {
+            tries.push(rpc(&url, send(10 + i, "dup-3", "flaky:2")).await);
+        }
+        tries
+    };
+    assert_eq!(error_code(&tries[0]), -32053);
+    assert_eq!(tries[0]["error"]["data"][0]["metadata"]["attempt"], "1");
+    assert_eq!(error_code(&tries[1]), -32053);
+    assert!(tries[2].get("result").is_some(), "{}", tries[2]);
+    // A final error is remembered: the secret internal error is answered from memory.
+    let one = rpc(&url, send(20, "dup-4", "fail:internal")).await;
+    let two = rpc(&url, send(21, "dup-4", "fail:internal")).await;
+    assert_eq!(one["error"], two["error"]);
+}
+
+async fn numbers(
+    fail_at: Option<usize>,
+) -> impl futures_util::Stream<Item = Result<u32, app::AgentError>> {
+    futures_util::stream::iter((0..4usize).map(move |i| {
+        if Some(i) == fail_at {
+            Err(app::AgentError::RateLimited)
+        } else {
+            Ok(i as u32)
+        }
+    }))
+}
+
+#[tokio::test]
+async fn sse_streams_end_with_an_error_event() {
+    let router = Router::new()
+        .route(
+            "/rpc-mid",
+            get(|| async {
+                sse_response(Binding::JsonRpc("s1".into()), numbers(Some(2)).await).await
+            }),
+        )
+        .route(
+            "/rpc-first",
+            get(|| async {
+                sse_response(Binding::JsonRpc(7.into()), numbers(Some(0)).await).await
+            }),
+        )
+        .route(
+            "/rest-mid",
+            get(|| async { sse_response(Binding::Rest, numbers(Some(1)).await).await }),
+        )
+        .route(
+            "/rest-first",
+            get(|| async { sse_response(Binding::Rest, numbers(Some(0)).await).await }),
+        );
+    let url = serve(router).await;
+    let get_text = |path: &'static str| {
+        let url = url.clone();
+        async move {
+            let response = reqwest::get(format!("{url}{path}")).await.unwrap();
+            let status = response.status().as_u16();
+            let content_type = response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            (status, content_type, response.text().await.unwrap())
+        }
+    };
+
+    let (_, content_type, text) = get_text("/rpc-mid").await;
+    assert!(content_type.starts_with("text/event-stream"));
+    let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+    assert_eq!(
+        events.len(),
+        3,
+        "two items, one error, then the end: {text}"
+    );
+    assert_eq!(events[0], r#"data: {"jsonrpc":"2.0","id":"s1","result":0}"#);
+    assert!(
+        events[2].starts_with("event: error\ndata: "),
+        "{}",
+        events[2]
+    );
+    let error: Value = serde_json::from_str(events[2].split("data: ").nth(1).unwrap()).unwrap();
+    assert_eq!(
+        (error["id"].clone(), error_code(&error)),
+        (json!("s1"), -32052)
+    );
+
+    let (status, content_type, text) = get_text("/rpc-first").await;
+    assert_eq!(status, 200);
+    assert!(
+        content_type.starts_with("application/json"),
+        "an ordinary response: {content_type}"
+    );
+    let reply: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (reply["id"].clone(), error_code(&reply)),
+        (json!(7), -32052)
+    );
+
+    let (_, _, text) = get_text("/rest-mid").await;
+    let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+    assert_eq!(events[0], "data: 0");
+    let status: Value = serde_json::from_str(events[1].split("data: ").nth(1).unwrap()).unwrap();
+    assert_eq!(status["error"]["status"], "RESOURCE_EXHAUSTED");
+
+    let (status, content_type, _) = get_text("/rest-first").await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (429, "application/a2a+json")
+    );
+}
+
+#[test]
+fn failed_task_status_carries_the_public_message_only() {
+    let err = app::AgentError::Storage("secret table name".into());
+    let status = failed_status(&err);
+    assert_eq!(status["state"], "TASK_STATE_FAILED");
+    assert_eq!(status["message"]["role"], "ROLE_AGENT");
+    assert_eq!(status["message"]["parts"][0]["text"], "Internal error");
+    assert_eq!(
+        status["message"]["metadata"]["error"]["reason"],
+        "INTERNAL_ERROR"
+    );
+    let text = status.to_string();
+    assert!(
+        !text.contains("hunter2") && !text.contains("secret table"),
+        "{text}"
+    );
+    let other = failed_status(&StandardError::SkillNotFound);
+    assert_ne!(
+        status["message"]["messageId"],
+        other["message"]["messageId"]
+    );
+    assert_eq!(err.code(), -32603);
+}
