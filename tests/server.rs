@@ -435,6 +435,32 @@ async fn a2a_version_header() {
     // Served version, and no header (the configured default, 1.0): the method runs.
     assert_eq!(error_code(&ask(Some("1.0")).await), -32001);
     assert_eq!(error_code(&ask(None).await), -32001);
+
+    // REST: the same rule, as a Status body.
+    let rest = |version: Option<&'static str>| {
+        let mut request = client.get(format!("{url}/tasks/v"));
+        if let Some(version) = version {
+            request = request.header("A2A-Version", version);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            (
+                status,
+                body["error"]["details"][0]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        }
+    };
+    assert_eq!(
+        rest(Some("0.3")).await,
+        (400, "VERSION_NOT_SUPPORTED".to_owned())
+    );
+    assert_eq!(rest(Some("1.0")).await, (404, "TASK_NOT_FOUND".to_owned()));
+    assert_eq!(rest(None).await, (404, "TASK_NOT_FOUND".to_owned()));
 }
 
 #[derive(Clone, Default)]

@@ -320,6 +320,7 @@ pub fn router() -> Router {
         .route("/.well-known/agent-card.json", get(agent_card))
         .fallback(rest::not_found)
         .layer(rest::catch_panic())
+        .layer(rest::RequireVersion::new(["1.0"]))
         .with_state(agent.clone());
     json_rpc(agent).into_router().merge(rest)
 }

@@ -6,10 +6,15 @@
 //! can return `Result<Json<T>, YourError>`.
 
 use std::any::Any;
+use std::future::{Ready, ready};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::response::Response;
+use futures_util::future::Either;
+use tower::{Layer, Service};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::code::StatusMapping;
@@ -58,4 +63,70 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
     let text = super::log::panic_text(&*panic);
     tracing::error!("REST handler panicked: {text}");
     error_response(&StandardError::Internal)
+}
+
+/// A tower layer for REST routes: a request whose `A2A-Version` header names a version not
+/// served gets VERSION_NOT_SUPPORTED (400, Status body). A request without the header is
+/// served (it is taken to mean the current version).
+#[derive(Clone, Debug)]
+pub struct RequireVersion {
+    versions: Arc<[String]>,
+}
+
+impl RequireVersion {
+    /// Serves exactly `versions` (e.g. `["1.0"]`).
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(versions: I) -> Self {
+        RequireVersion {
+            versions: versions.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl<S> Layer<S> for RequireVersion {
+    type Service = RequireVersionService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RequireVersionService {
+            inner,
+            versions: Arc::clone(&self.versions),
+        }
+    }
+}
+
+/// The service made by [`RequireVersion`].
+#[derive(Clone, Debug)]
+pub struct RequireVersionService<S> {
+    inner: S,
+    versions: Arc<[String]>,
+}
+
+impl<S, B> Service<Request<B>> for RequireVersionService<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Either<Ready<Result<Response, S::Error>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let served = match request.headers().get(super::VERSION_HEADER) {
+            None => true,
+            Some(value) => {
+                let asked = value.to_str().unwrap_or("").trim();
+                self.versions.iter().any(|v| v == asked)
+            }
+        };
+        if served {
+            Either::Right(self.inner.call(request))
+        } else {
+            tracing::debug!("REST request for an A2A version not served");
+            Either::Left(ready(Ok(error_response(
+                &StandardError::VersionNotSupported,
+            ))))
+        }
+    }
 }
