@@ -56,6 +56,22 @@ fn send(id: u64, message_id: &str, text: &str) -> Value {
         "messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}}})
 }
 
+/// `POST /message:send` with one text part.
+async fn rest_send(
+    client: &reqwest::Client,
+    url: &str,
+    message_id: &str,
+    text: &str,
+) -> reqwest::Response {
+    let message = json!({"message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}});
+    client
+        .post(format!("{url}/message:send"))
+        .json(&message)
+        .send()
+        .await
+        .unwrap()
+}
+
 fn error_code(reply: &Value) -> i64 {
     reply["error"]["code"]
         .as_i64()
@@ -493,12 +509,7 @@ async fn internal_details_go_to_tracing_not_the_wire() {
     assert!(!reply.to_string().contains("hunter2"), "{reply}");
     assert!(!reply.to_string().contains("relation"), "{reply}");
 
-    let response = reqwest::Client::new()
-        .post(format!("{url}/message:send"))
-        .json(&json!({"message": {"messageId": "secret-2", "role": "ROLE_USER", "parts": [{"text": "fail:internal"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let response = rest_send(&reqwest::Client::new(), &url, "secret-2", "fail:internal").await;
     assert_eq!(response.status().as_u16(), 500);
     let body = response.text().await.unwrap();
     assert!(!body.contains("hunter2"), "{body}");
@@ -535,23 +546,13 @@ async fn rest_errors_are_google_rpc_status() {
     assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
     assert_eq!(body["error"]["details"][0]["metadata"]["taskId"], "t-9");
 
-    let limited = client
-        .post(format!("{url}/message:send"))
-        .json(&json!({"message": {"messageId": "rl", "role": "ROLE_USER", "parts": [{"text": "fail:rate_limited"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let limited = rest_send(&client, &url, "rl", "fail:rate_limited").await;
     assert_eq!(limited.status().as_u16(), 429);
     assert_eq!(limited.headers()["retry-after"], "2");
     let body: Value = limited.json().await.unwrap();
     assert_eq!(body["error"]["details"][1]["retryDelay"], "2s");
 
-    let panicked = client
-        .post(format!("{url}/message:send"))
-        .json(&json!({"message": {"messageId": "rp", "role": "ROLE_USER", "parts": [{"text": "fail:panic"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let panicked = rest_send(&client, &url, "rp", "fail:panic").await;
     assert_eq!(panicked.status().as_u16(), 500);
     let body: Value = panicked.json().await.unwrap();
     assert_eq!(body["error"]["details"][0]["reason"], "INTERNAL_ERROR");
@@ -571,12 +572,7 @@ async fn rest_errors_are_google_rpc_status() {
     let body: Value = unknown.json().await.unwrap();
     assert_eq!(body["error"]["details"][0]["reason"], "METHOD_NOT_FOUND");
 
-    let ok = client
-        .post(format!("{url}/message:send"))
-        .json(&json!({"message": {"messageId": "rok", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let ok = rest_send(&client, &url, "rok", "hello").await;
     assert_eq!(ok.status().as_u16(), 200);
     let body: Value = ok.json().await.unwrap();
     let id = body["task"]["id"].as_str().unwrap();
