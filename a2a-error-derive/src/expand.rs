@@ -1,7 +1,7 @@
 //! Code generation. Every path goes through `::a2a_error::__private`.
 
 use proc_macro2::{Literal, Span, TokenStream, TokenTree};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens as _, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned as _;
 use syn::{DeriveInput, Ident, Type};
 
@@ -553,8 +553,6 @@ impl<'a> Expander<'a> {
         }
     }
 }
-
-use quote::ToTokens as _;
 
 /// `binding` with the span of the field's type, so errors about the type point at the field.
 fn at(binding: &Ident, ty: &Type) -> Ident {

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use a2a_error_codes::{LEGACY_RESERVED_KEYS as LEGACY_KEYS, is_reserved_undefined};
-use syn::Member;
 
 use crate::ast::{Input, Variant};
 use crate::ctxt::Ctxt;
@@ -162,11 +161,7 @@ fn check_message(cx: &Ctxt, input: &Input, variant: &Variant, pieces: &[Piece]) 
                      the field #[a2a(data)] or take it out of the message"
                 ),
             ),
-            Some(field)
-                if matches!(field.member, Member::Unnamed(_)) && field.data_key().is_none() =>
-            {
-                // Reported by check_fields.
-            }
+            // A tuple data field without a rename is reported by check_fields.
             Some(_) => {}
         }
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::data::{DataSink, write_str};
 use crate::error::{A2aError, RetryHint};
-use crate::object::WireProfile;
+use crate::object::{ErrorObject, WireProfile};
 
 /// `@type` of a `google.rpc.ErrorInfo` detail.
 pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
@@ -48,6 +48,14 @@ pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, o
             out.extend_from_slice(b"}}");
         }
     }
+}
+
+/// The error object model of `err`, read back from the bytes `err.write_error_object` writes,
+/// so the model and the wire can never disagree.
+pub fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile) -> ErrorObject {
+    let mut bytes = Vec::with_capacity(256);
+    err.write_error_object(profile, &mut bytes);
+    serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorObject::fallback())
 }
 
 /// Appends the A2A 1.0 typed details of `err`: `[{ErrorInfo}]`, plus `{RetryInfo}` when a

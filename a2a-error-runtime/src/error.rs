@@ -99,10 +99,7 @@ pub trait A2aError: std::error::Error {
 
     /// The JSON-RPC error object in the given wire profile.
     fn to_error_object_with(&self, profile: WireProfile) -> ErrorObject {
-        let mut bytes = Vec::with_capacity(256);
-        self.write_error_object(profile, &mut bytes);
-        // One encoder only: the model is read back from the bytes the wire would carry.
-        serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorObject::fallback())
+        encode::to_error_object(self, profile)
     }
 
     /// Appends the JSON-RPC error object, as JSON, to `out`. The fast path of servers.

@@ -210,9 +210,7 @@ impl A2aError for RemoteError {
         if self.received {
             return self.object.clone();
         }
-        let mut bytes = Vec::new();
-        crate::encode::write_error_object(self, profile, &mut bytes);
-        serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorObject::fallback())
+        crate::encode::to_error_object(self, profile)
     }
 }
 

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use axum::http::{HeaderMap, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, join_all};
@@ -367,7 +367,7 @@ impl JsonRpc {
 
     fn reply(&self, body: Option<Vec<u8>>) -> Response {
         match body {
-            Some(body) => json_response(StatusCode::OK, body),
+            Some(body) => super::json_response(StatusCode::OK, body),
             None => StatusCode::NO_CONTENT.into_response(),
         }
     }
@@ -382,7 +382,7 @@ impl JsonRpc {
     /// A failure of the HTTP exchange itself: still a JSON-RPC error body, id null.
     fn transport_error(&self, status: StatusCode, error: StandardError) -> Response {
         super::log::error("", None, &error);
-        json_response(status, self.error_response(&Id::Null, &error))
+        super::json_response(status, self.error_response(&Id::Null, &error))
     }
 }
 
@@ -396,16 +396,6 @@ fn is_json(headers: &HeaderMap) -> bool {
     let essence = value.split(';').next().unwrap_or("").trim();
     essence.eq_ignore_ascii_case("application/json")
         || essence.eq_ignore_ascii_case(super::A2A_JSON)
-}
-
-fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
-    let mut response = Response::new(Body::from(body));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
 }
 
 impl tower::Service<Request<Body>> for JsonRpc {

@@ -14,6 +14,21 @@ pub use endpoint::{JsonRpc, RequestContext};
 pub use sse::{Binding, sse_response};
 pub use task::failed_status;
 
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+
+/// A response with a JSON body (`application/json`, as JSON-RPC replies are sent).
+pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// The A2A protocol version header.
 pub const VERSION_HEADER: &str = "A2A-Version";
 /// Content type of A2A JSON bodies (REST replies use it; `application/json` is accepted).

@@ -4,8 +4,7 @@
 
 use std::convert::Infallible;
 
-use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream, StreamExt};
@@ -56,15 +55,7 @@ impl Binding {
     fn error_response<E: A2aError + ?Sized>(&self, err: &E) -> Response {
         match self {
             Binding::Rest => super::rest::error_response(err),
-            Binding::JsonRpc(_) => {
-                let mut response = Response::new(Body::from(self.error(err)));
-                *response.status_mut() = StatusCode::OK;
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-                response
-            }
+            Binding::JsonRpc(_) => super::json_response(StatusCode::OK, self.error(err)),
         }
     }
 }
