@@ -10,6 +10,8 @@
 extern crate self as a2a_error;
 
 pub mod bad_request;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod code;
 pub mod data;
 pub mod encode;
@@ -17,6 +19,8 @@ pub mod error;
 pub mod jsonrpc;
 pub mod object;
 pub mod remote;
+#[cfg(feature = "client")]
+pub mod retry;
 #[cfg(feature = "axum")]
 pub mod server;
 pub mod spec;

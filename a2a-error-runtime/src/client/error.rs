@@ -1,0 +1,475 @@
+//! `ClientError`: everything a call to another agent can end in, with the facts a caller acts
+//! on (HTTP status, headers, retry delay) on the error itself, not in a cause chain.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use a2a_error_codes::CodeRow;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
+use crate::code::{self, SPEC_DOMAIN};
+use crate::data::DataSink;
+use crate::error::{A2aError, Category, RetryHint};
+use crate::object::{ErrorObject, WireProfile};
+use crate::remote::RemoteError;
+
+/// A boxed source error (reqwest's, an I/O error).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The domain of this project's own codes when a client error is passed on.
+const PROJECT_DOMAIN: &str = "a2a-error";
+
+/// The HTTP status line and headers of a reply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpReply {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The response headers.
+    pub headers: HeaderMap,
+}
+
+impl HttpReply {
+    /// The `Retry-After` header as a delay from `now`: delta-seconds or an HTTP-date
+    /// (RFC 9110 §10.2.3). A date in the past is a zero delay.
+    pub fn retry_after_at(&self, now: SystemTime) -> Option<Duration> {
+        let value = self.headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+        if let Ok(seconds) = value.parse::<u64>() {
+            return Some(Duration::from_secs(seconds));
+        }
+        let at = httpdate::parse_http_date(value).ok()?;
+        Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+    }
+}
+
+/// Which timeout fired.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Timeout {
+    /// The TCP (and TLS) connection was not up in time; the request was never sent.
+    Connect,
+    /// One attempt took longer than its limit; the peer may still be working on it.
+    Attempt,
+    /// The whole call, retries included, ran out of time.
+    Total,
+}
+
+impl Timeout {
+    fn as_str(self) -> &'static str {
+        match self {
+            Timeout::Connect => "connect",
+            Timeout::Attempt => "attempt",
+            Timeout::Total => "total",
+        }
+    }
+}
+
+/// Everything a call to another agent can end in.
+///
+/// `E` is the caller's own error enum (`#[derive(A2aError)]`): a reply whose error object `E`
+/// mirrors arrives as [`ClientError::Remote`], anything else as [`ClientError::Unrecognized`],
+/// and both keep the received object whole.
+///
+/// The inherent [`http_status`](ClientError::http_status) is the status of the reply that was
+/// received, if any; [`A2aError::http_status`] is the status this error maps to when an agent
+/// passes it on to its own caller.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ClientError<E = RemoteError> {
+    /// The peer answered with an error object that `E` mirrors.
+    Remote {
+        /// The typed error.
+        error: E,
+        /// The object as received, nothing dropped.
+        object: RemoteError,
+        /// The HTTP reply it came in.
+        http: Option<HttpReply>,
+    },
+    /// The peer answered with an error object that `E` does not mirror.
+    Unrecognized {
+        /// The object as received, nothing dropped.
+        object: RemoteError,
+        /// The HTTP reply it came in.
+        http: Option<HttpReply>,
+    },
+    /// An HTTP reply that is not an A2A answer at all (a proxy's 502 page, a 404).
+    Status(HttpReply),
+    /// A timeout fired.
+    Timeout(Timeout),
+    /// No connection could be made (refused, DNS, TLS); the request was never sent.
+    Connect(BoxError),
+    /// The connection failed after the request was sent (reset mid-response).
+    Transport(BoxError),
+    /// The peer's reply could not be read as A2A (bad JSON, a wrong id, an unexpected shape).
+    Malformed {
+        /// What was wrong, for logs.
+        detail: String,
+        /// The HTTP reply, if one arrived.
+        http: Option<HttpReply>,
+    },
+    /// A circuit breaker refused the call without sending it.
+    CircuitOpen {
+        /// When the breaker will let a call through again.
+        retry_after: Option<Duration>,
+    },
+    /// The call could not be built (params that do not serialize, a method the binding has
+    /// no route for).
+    InvalidCall {
+        /// What was wrong, for logs.
+        detail: String,
+    },
+}
+
+/// The codes a client sends only by its own mistake; retrying them cannot help.
+const CLIENT_MISTAKES: [i32; 4] = [
+    code::PARSE_ERROR,
+    code::INVALID_REQUEST,
+    code::METHOD_NOT_FOUND,
+    code::INVALID_PARAMS,
+];
+
+impl<E> ClientError<E> {
+    /// Builds the error for a received error object: `E` when it mirrors, else unrecognized.
+    pub fn from_object(object: ErrorObject, http: Option<HttpReply>) -> Self
+    where
+        E: crate::error::FromErrorObject,
+    {
+        match E::from_error_object(&object) {
+            Some(error) => ClientError::Remote {
+                error,
+                object: RemoteError::from_object(object),
+                http,
+            },
+            None => ClientError::Unrecognized {
+                object: RemoteError::from_object(object),
+                http,
+            },
+        }
+    }
+
+    /// The received error object, for a reply that carried one.
+    pub fn remote(&self) -> Option<&RemoteError> {
+        match self {
+            ClientError::Remote { object, .. } | ClientError::Unrecognized { object, .. } => {
+                Some(object)
+            }
+            _ => None,
+        }
+    }
+
+    /// The typed error, when the reply mirrored `E`.
+    pub fn typed(&self) -> Option<&E> {
+        match self {
+            ClientError::Remote { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The HTTP reply, when one arrived.
+    pub fn http(&self) -> Option<&HttpReply> {
+        match self {
+            ClientError::Remote { http, .. }
+            | ClientError::Unrecognized { http, .. }
+            | ClientError::Malformed { http, .. } => http.as_ref(),
+            ClientError::Status(http) => Some(http),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of the reply, when one arrived.
+    pub fn http_status(&self) -> Option<u16> {
+        self.http().map(|http| http.status)
+    }
+
+    /// The JSON-RPC code of the received error object.
+    pub fn remote_code(&self) -> Option<i32> {
+        self.remote().map(|object| object.object().code)
+    }
+
+    /// Whether the peer may have run the request: `false` only when it provably did not
+    /// (no connection, refused with 408/429/503, or it answered with an error). A method that
+    /// is not safe to repeat is retried only when this is `false`.
+    pub fn may_have_run(&self) -> bool {
+        match self {
+            ClientError::Remote { .. }
+            | ClientError::Unrecognized { .. }
+            | ClientError::Connect(_)
+            | ClientError::Timeout(Timeout::Connect)
+            | ClientError::CircuitOpen { .. }
+            | ClientError::InvalidCall { .. } => false,
+            ClientError::Status(http) => !matches!(http.status, 408 | 429 | 503),
+            ClientError::Timeout(_) | ClientError::Transport(_) | ClientError::Malformed { .. } => {
+                true
+            }
+        }
+    }
+
+    /// The delay the peer asked for, read against `now` for an HTTP-date: RetryInfo or the
+    /// legacy `retryAfter` in the error object first, then the `Retry-After` header.
+    pub fn retry_after_at(&self, now: SystemTime) -> Option<Duration>
+    where
+        E: A2aError,
+    {
+        match self {
+            ClientError::CircuitOpen { retry_after } => *retry_after,
+            ClientError::Remote { error, object, .. } => object
+                .retry_delay()
+                .or_else(|| self.http()?.retry_after_at(now))
+                .or_else(|| error.retry_hint().delay()),
+            ClientError::Unrecognized { object, .. } => object
+                .retry_delay()
+                .or_else(|| self.http()?.retry_after_at(now)),
+            _ => self.http()?.retry_after_at(now),
+        }
+    }
+
+    /// The delay the peer asked for (an HTTP-date is read against the system clock).
+    pub fn retry_after(&self) -> Option<Duration>
+    where
+        E: A2aError,
+    {
+        self.retry_after_at(SystemTime::now())
+    }
+
+    /// Whether trying again may help: the error's own retry hint for a peer's error object
+    /// (never for -32700/-32600/-32601/-32602 or auth), HTTP 408/429/502/503/504, connection
+    /// failures and connect or attempt timeouts.
+    pub fn is_retryable(&self) -> bool
+    where
+        E: A2aError,
+    {
+        match self {
+            ClientError::Remote { error, object, .. } => {
+                remote_retryable(error.code(), error.category(), error.retry_hint(), object)
+            }
+            ClientError::Unrecognized { object, .. } => remote_retryable(
+                object.code(),
+                object.category(),
+                object.retry_hint(),
+                object,
+            ),
+            ClientError::Status(http) => matches!(http.status, 408 | 429 | 502 | 503 | 504),
+            ClientError::Timeout(timeout) => *timeout != Timeout::Total,
+            ClientError::Connect(_) | ClientError::Transport(_) => true,
+            ClientError::Malformed { .. }
+            | ClientError::CircuitOpen { .. }
+            | ClientError::InvalidCall { .. } => false,
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn category(&self) -> Category
+    where
+        E: A2aError,
+    {
+        match self {
+            ClientError::Remote { error, .. } => error.category(),
+            ClientError::Unrecognized { object, .. } => object.category(),
+            ClientError::Status(http) => match http.status {
+                401 | 403 => Category::Auth,
+                404 => Category::NotFound,
+                408 | 504 => Category::Timeout,
+                429 => Category::RateLimit,
+                500..=599 => Category::Transient,
+                _ => Category::Validation,
+            },
+            ClientError::Timeout(_) => Category::Timeout,
+            ClientError::Connect(_)
+            | ClientError::Transport(_)
+            | ClientError::CircuitOpen { .. } => Category::Transient,
+            ClientError::Malformed { .. } => Category::Fatal,
+            ClientError::InvalidCall { .. } => Category::Validation,
+        }
+    }
+
+    /// The table row a local failure is passed on as.
+    fn local_row(&self) -> &'static CodeRow {
+        let code = match self {
+            ClientError::Timeout(_) => code::DEADLINE_EXCEEDED,
+            ClientError::Status(http) if http.status == 429 => code::RATE_LIMITED,
+            ClientError::Status(http) if http.status == 503 => code::AGENT_UNAVAILABLE,
+            ClientError::InvalidCall { .. } => code::INTERNAL_ERROR,
+            _ => code::DOWNSTREAM_FAILED,
+        };
+        // Every code above is a table row.
+        code::lookup(code).unwrap_or(&a2a_error_codes::TABLE[0])
+    }
+}
+
+fn remote_retryable(code: i32, category: Category, hint: RetryHint, object: &RemoteError) -> bool {
+    if CLIENT_MISTAKES.contains(&code) || category == Category::Auth {
+        return false;
+    }
+    hint.is_retryable() || object.retry_delay().is_some()
+}
+
+impl<E: fmt::Display> fmt::Display for ClientError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Remote { object, .. } | ClientError::Unrecognized { object, .. } => {
+                fmt::Display::fmt(object, f)
+            }
+            ClientError::Status(http) => {
+                write!(f, "HTTP {} reply that is not an A2A answer", http.status)
+            }
+            ClientError::Timeout(timeout) => write!(f, "{} timeout", timeout.as_str()),
+            ClientError::Connect(source) => write!(f, "cannot connect: {source}"),
+            ClientError::Transport(source) => write!(f, "connection failed mid-call: {source}"),
+            ClientError::Malformed { detail, .. } => write!(f, "malformed reply: {detail}"),
+            ClientError::CircuitOpen { .. } => f.write_str("circuit open"),
+            ClientError::InvalidCall { detail } => write!(f, "invalid call: {detail}"),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for ClientError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClientError::Remote { error, .. } => Some(error),
+            ClientError::Connect(source) | ClientError::Transport(source) => Some(&**source),
+            _ => None,
+        }
+    }
+}
+
+/// Passing a downstream failure on: a received error object travels unchanged (re-encoded
+/// verbatim); a local failure becomes DEADLINE_EXCEEDED, RATE_LIMITED, AGENT_UNAVAILABLE or
+/// DOWNSTREAM_FAILED with nothing of its `Display` text on the wire.
+impl<E: A2aError + 'static> A2aError for ClientError<E> {
+    fn code(&self) -> i32 {
+        match self.remote() {
+            Some(object) => object.code(),
+            None => self.local_row().code,
+        }
+    }
+
+    fn reason(&self) -> &str {
+        match self.remote() {
+            Some(object) => object.reason(),
+            None => self.local_row().reason,
+        }
+    }
+
+    fn domain(&self) -> &str {
+        match self.remote() {
+            Some(object) => object.domain(),
+            None if self.local_row().origin.is_spec() => SPEC_DOMAIN,
+            None => PROJECT_DOMAIN,
+        }
+    }
+
+    fn public_message(&self) -> Cow<'_, str> {
+        match self.remote() {
+            Some(object) => object.public_message(),
+            None => Cow::Borrowed(self.local_row().message),
+        }
+    }
+
+    fn retry_hint(&self) -> RetryHint {
+        if !ClientError::is_retryable(self) {
+            return RetryHint::Never;
+        }
+        match self.retry_after() {
+            Some(delay) => RetryHint::After(delay),
+            None => RetryHint::Backoff,
+        }
+    }
+
+    fn category(&self) -> Category {
+        ClientError::category(self)
+    }
+
+    fn http_status(&self) -> u16 {
+        match self.remote() {
+            Some(object) => object.http_status(),
+            None => self.local_row().http_status,
+        }
+    }
+
+    fn write_data(&self, sink: &mut DataSink<'_>) {
+        if let Some(object) = self.remote() {
+            object.write_data(sink);
+        }
+    }
+
+    fn write_error_object(&self, profile: WireProfile, out: &mut Vec<u8>) {
+        match self.remote() {
+            Some(object) => object.write_error_object(profile, out),
+            None => crate::encode::write_error_object(self, profile, out),
+        }
+    }
+
+    fn to_error_object_with(&self, profile: WireProfile) -> ErrorObject {
+        match self.remote() {
+            Some(object) => object.to_error_object_with(profile),
+            None => crate::encode::to_error_object(self, profile),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn status(code: u16, retry_after: Option<&'static str>) -> ClientError {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = retry_after {
+            headers.insert(RETRY_AFTER, HeaderValue::from_static(value));
+        }
+        ClientError::Status(HttpReply {
+            status: code,
+            headers,
+        })
+    }
+
+    #[test]
+    fn retry_after_both_forms() {
+        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        let seconds = status(429, Some("7"));
+        assert_eq!(seconds.retry_after_at(now), Some(Duration::from_secs(7)));
+        let date = status(503, Some("Sun, 06 Nov 1994 08:50:07 GMT"));
+        assert_eq!(date.retry_after_at(now), Some(Duration::from_secs(30)));
+        let past = status(503, Some("Sun, 06 Nov 1994 08:00:00 GMT"));
+        assert_eq!(past.retry_after_at(now), Some(Duration::ZERO));
+        assert_eq!(status(503, Some("soon")).retry_after_at(now), None);
+    }
+
+    #[test]
+    fn classification_of_http_statuses() {
+        for code in [408, 429, 502, 503, 504] {
+            assert!(status(code, None).is_retryable(), "{code}");
+        }
+        for code in [400, 401, 403, 404, 500] {
+            assert!(!status(code, None).is_retryable(), "{code}");
+        }
+        assert!(!status(429, None).may_have_run());
+        assert!(status(502, None).may_have_run());
+        assert_eq!(status(401, None).category(), Category::Auth);
+    }
+
+    #[test]
+    fn client_mistakes_are_never_retried_even_with_a_delay() {
+        for code in CLIENT_MISTAKES {
+            let object: ErrorObject = serde_json::from_value(serde_json::json!({
+                "code": code, "message": "m", "data": {"retryAfter": 3}}))
+            .unwrap();
+            let err = ClientError::<RemoteError>::from_object(object, None);
+            assert!(!err.is_retryable(), "{code}");
+        }
+    }
+
+    #[test]
+    fn local_failures_pass_on_without_their_text() {
+        let err: ClientError = ClientError::Connect("db password=hunter2".into());
+        let wire = serde_json::to_string(&err.to_error_object()).unwrap();
+        assert!(wire.contains("DOWNSTREAM_FAILED"), "{wire}");
+        assert!(!wire.contains("hunter2"), "{wire}");
+        let timeout: ClientError = ClientError::Timeout(Timeout::Attempt);
+        assert_eq!(timeout.code(), code::DEADLINE_EXCEEDED);
+        assert_eq!(
+            A2aError::retry_hint(&status(429, Some("4"))),
+            RetryHint::After(Duration::from_secs(4))
+        );
+        assert_eq!(status(429, None).code(), code::RATE_LIMITED);
+    }
+}

@@ -1,0 +1,205 @@
+//! The JSON-RPC binding: one `POST` per call, SSE for streaming methods.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use super::call::{Call, Reply};
+use super::error::{ClientError, HttpReply};
+use super::http::{self, Http};
+use crate::error::FromErrorObject;
+use crate::object::ErrorObject;
+use crate::remote::RemoteError;
+
+/// A transport for the JSON-RPC binding: a `tower::Service<Call>` that posts each call to one
+/// URL and decodes error objects through `E`'s mirror.
+pub struct JsonRpcTransport<E = RemoteError> {
+    http: Http,
+    url: reqwest::Url,
+    errors: PhantomData<fn() -> E>,
+}
+
+impl<E> Clone for JsonRpcTransport<E> {
+    fn clone(&self) -> Self {
+        JsonRpcTransport {
+            http: self.http.clone(),
+            url: self.url.clone(),
+            errors: PhantomData,
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for JsonRpcTransport<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonRpcTransport")
+            .field("url", &self.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E> JsonRpcTransport<E> {
+    /// A transport posting to `url` with `client` (its connect timeout, TLS and pool apply).
+    pub fn new(client: reqwest::Client, url: reqwest::Url) -> Self {
+        JsonRpcTransport {
+            http: Http::new(client),
+            url,
+            errors: PhantomData,
+        }
+    }
+
+    /// Sets the `A2A-Version` header sent (default `1.0`).
+    pub fn version(mut self, version: HeaderValue) -> Self {
+        self.http.version = version;
+        self
+    }
+}
+
+/// The JSON-RPC request, built as bytes: the params go in exactly as the call holds them.
+fn request_body(call: &Call) -> Vec<u8> {
+    let params = call.params();
+    let mut out = Vec::with_capacity(64 + call.method().len() + params.len());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(call.id().to_string().as_bytes());
+    out.extend_from_slice(b",\"method\":");
+    // Serializing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, call.method());
+    if !params.is_empty() {
+        out.extend_from_slice(b",\"params\":");
+        out.extend_from_slice(params);
+    }
+    out.push(b'}');
+    out
+}
+
+#[derive(Deserialize)]
+struct Response {
+    jsonrpc: Option<String>,
+    #[serde(default)]
+    id: Value,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    error: Option<ErrorObject>,
+}
+
+// Tells `"result": null` (a valid result) from no result at all.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// Reads one JSON-RPC response: its result, or its error through `E`'s mirror.
+fn decode<E: FromErrorObject>(
+    body: &[u8],
+    id: u64,
+    http: HttpReply,
+) -> Result<Value, ClientError<E>> {
+    let response: Response = match serde_json::from_slice(body) {
+        Ok(response) => response,
+        Err(error) => {
+            return Err(http::unexpected(
+                http,
+                format!("not a JSON-RPC response: {error}"),
+            ));
+        }
+    };
+    if response.jsonrpc.as_deref() != Some("2.0") {
+        return Err(http::unexpected(http, "missing \"jsonrpc\": \"2.0\""));
+    }
+    match (response.result, response.error) {
+        (_, Some(error)) => Err(ClientError::from_object(error, Some(http))),
+        (Some(result), None) if response.id.as_u64() == Some(id) => Ok(result),
+        (Some(_), None) => Err(http::unexpected(
+            http,
+            format!("reply id {} does not match request id {id}", response.id),
+        )),
+        (None, None) => Err(http::unexpected(http, "neither result nor error")),
+    }
+}
+
+async fn exchange<E>(http: Http, url: reqwest::Url, call: Call) -> Result<Reply<E>, ClientError<E>>
+where
+    E: FromErrorObject + Send + 'static,
+{
+    let request = http
+        .client
+        .post(url)
+        .header(CONTENT_TYPE, "application/json")
+        .body(request_body(&call));
+    let response = http.send(http.headers(request, &call)).await?;
+    let reply = http::http_reply(&response);
+    let id = call.id();
+    if http::is_event_stream(&reply) {
+        return http::event_stream(response, move |event| {
+            decode(event.data.as_bytes(), id, reply.clone())
+        })
+        .await;
+    }
+    let body = http::body(response).await?;
+    decode(&body, id, reply).map(Reply::Result)
+}
+
+impl<E> tower::Service<Call> for JsonRpcTransport<E>
+where
+    E: FromErrorObject + Send + 'static,
+{
+    type Response = Reply<E>;
+    type Error = ClientError<E>;
+    type Future = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        Box::pin(exchange(self.http.clone(), self.url.clone(), call))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::A2aError;
+
+    fn ok() -> HttpReply {
+        HttpReply {
+            status: 200,
+            headers: Default::default(),
+        }
+    }
+
+    #[test]
+    fn request_carries_params_verbatim() {
+        let call = Call::from_json("SendMessage", &br#"{"message":{"messageId":"m-1"}}"#[..]);
+        let body: Value = serde_json::from_slice(&request_body(&call)).unwrap();
+        assert_eq!(body["method"], "SendMessage");
+        assert_eq!(body["id"], call.id());
+        assert_eq!(body["params"]["message"]["messageId"], "m-1");
+    }
+
+    #[test]
+    fn decodes_results_errors_and_rejects_the_rest() {
+        let got: Result<Value, ClientError> =
+            decode(br#"{"jsonrpc":"2.0","id":7,"result":null}"#, 7, ok());
+        assert_eq!(got.unwrap(), Value::Null);
+        let err = decode::<RemoteError>(br#"{"jsonrpc":"2.0","id":7,"result":1}"#, 8, ok());
+        assert!(matches!(err, Err(ClientError::Malformed { .. })));
+        let err = decode::<RemoteError>(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"gone"}}"#,
+            7,
+            ok(),
+        )
+        .unwrap_err();
+        assert_eq!(err.remote().unwrap().code(), -32001);
+        let page = HttpReply {
+            status: 502,
+            headers: Default::default(),
+        };
+        let err = decode::<RemoteError>(b"<html>bad gateway</html>", 7, page).unwrap_err();
+        assert_eq!(err.http_status(), Some(502));
+        assert!(matches!(err, ClientError::Status(_)));
+    }
+}

@@ -1,0 +1,308 @@
+//! `RetryPolicy`: when to try again, how long to wait, and how much time a call may take.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tower::retry::budget::{Budget, TpsBudget};
+
+use super::backoff::{Backoff, Jitter};
+use super::clock::{Clock, Random, SystemClock, ThreadRandom};
+use crate::client::{Call, ClientError};
+use crate::error::A2aError;
+use crate::remote::RemoteError;
+
+/// Whether a method may be sent again after a failure that leaves open whether the peer ran it
+/// (a lost reply, an attempt timeout, a 502 from a proxy).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RetrySafety {
+    /// Repeating it does no harm: reads, cancels, and `SendMessage`, whose every attempt
+    /// carries the same `messageId` for the server to deduplicate.
+    Safe,
+    /// Retried only when the peer provably did not run it (no connection, 429/503, an error
+    /// reply that says to retry).
+    Unsafe,
+}
+
+/// The A2A methods (1.0 names and the 0.3 aliases) that are safe to repeat by default.
+const SAFE_METHODS: &[&str] = &[
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/list",
+    "tasks/cancel",
+    "tasks/resubscribe",
+    "tasks/pushNotificationConfig/get",
+    "tasks/pushNotificationConfig/list",
+    "tasks/pushNotificationConfig/delete",
+    "agent/getAuthenticatedExtendedCard",
+];
+
+type Predicate<E> = Arc<dyn Fn(&ClientError<E>) -> bool + Send + Sync>;
+type Hook<E> = Arc<dyn Fn(u32, &ClientError<E>, Duration) + Send + Sync>;
+
+/// The retry policy of a client.
+///
+/// Defaults: 4 attempts; full-jitter backoff from 250 ms capped at 30 s; 30 s per attempt and
+/// 90 s for the whole call; a retry budget of 20 % of calls (plus 10 retries a second) shared
+/// by every clone of the policy; the server's requested delay (`Retry-After`, RetryInfo,
+/// legacy `retryAfter`) wins over the computed one.
+pub struct RetryPolicy<E = RemoteError> {
+    max_attempts: u32,
+    backoff: Backoff,
+    attempt_timeout: Option<Duration>,
+    total_timeout: Option<Duration>,
+    budget: Arc<dyn Budget + Send + Sync>,
+    retry_if: Option<Predicate<E>>,
+    on_retry: Option<Hook<E>>,
+    methods: HashMap<Cow<'static, str>, RetrySafety>,
+    other_methods: RetrySafety,
+    clock: Arc<dyn Clock>,
+    random: Arc<dyn Random>,
+}
+
+impl<E> Clone for RetryPolicy<E> {
+    fn clone(&self) -> Self {
+        RetryPolicy {
+            max_attempts: self.max_attempts,
+            backoff: self.backoff,
+            attempt_timeout: self.attempt_timeout,
+            total_timeout: self.total_timeout,
+            budget: self.budget.clone(),
+            retry_if: self.retry_if.clone(),
+            on_retry: self.on_retry.clone(),
+            methods: self.methods.clone(),
+            other_methods: self.other_methods,
+            clock: self.clock.clone(),
+            random: self.random.clone(),
+        }
+    }
+}
+
+impl<E> fmt::Debug for RetryPolicy<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("max_attempts", &self.max_attempts)
+            .field("backoff", &self.backoff)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("total_timeout", &self.total_timeout)
+            .field("methods", &self.methods)
+            .field("other_methods", &self.other_methods)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E> Default for RetryPolicy<E> {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 4,
+            backoff: Backoff::default(),
+            attempt_timeout: Some(Duration::from_secs(30)),
+            total_timeout: Some(Duration::from_secs(90)),
+            budget: Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.2)),
+            retry_if: None,
+            on_retry: None,
+            methods: SAFE_METHODS
+                .iter()
+                .map(|m| (Cow::Borrowed(*m), RetrySafety::Safe))
+                .collect(),
+            other_methods: RetrySafety::Unsafe,
+            clock: Arc::new(SystemClock),
+            random: Arc::new(ThreadRandom),
+        }
+    }
+}
+
+impl<E> RetryPolicy<E> {
+    /// The default policy.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One attempt, no retries; the attempt and total timeouts still apply.
+    pub fn none() -> Self {
+        Self::default().max_attempts(1)
+    }
+
+    /// At most `attempts` attempts in all (at least 1).
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// The delay before the first retry, before jitter.
+    pub fn base_delay(mut self, delay: Duration) -> Self {
+        self.backoff.base = delay;
+        self
+    }
+
+    /// The longest computed delay (a server's own delay is not capped; see `total_timeout`).
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.backoff.max = delay;
+        self
+    }
+
+    /// The jitter mode.
+    pub fn jitter(mut self, jitter: Jitter) -> Self {
+        self.backoff.jitter = jitter;
+        self
+    }
+
+    /// The limit of one attempt (`None`: no limit).
+    pub fn attempt_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
+        self.attempt_timeout = limit.into();
+        self
+    }
+
+    /// The limit of the whole call, retries and waits included (`None`: no limit). A wait that
+    /// would end past it is not started: the call ends with the last error at once.
+    pub fn total_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
+        self.total_timeout = limit.into();
+        self
+    }
+
+    /// The retry budget, shared with every other policy holding the same `Arc` (tower's
+    /// `TpsBudget`, or any `Budget`). Every call deposits; every retry withdraws.
+    pub fn budget(mut self, budget: Arc<dyn Budget + Send + Sync>) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Replaces the built-in classification: `predicate` says which errors are retried.
+    pub fn retry_if(
+        mut self,
+        predicate: impl Fn(&ClientError<E>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.retry_if = Some(Arc::new(predicate));
+        self
+    }
+
+    /// Called before each wait with the number of the attempt that failed (from 1), its error
+    /// and the delay before the next attempt.
+    pub fn on_retry(
+        mut self,
+        hook: impl Fn(u32, &ClientError<E>, Duration) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_retry = Some(Arc::new(hook));
+        self
+    }
+
+    /// Marks `method` as safe or unsafe to repeat.
+    pub fn method(mut self, method: impl Into<Cow<'static, str>>, safety: RetrySafety) -> Self {
+        self.methods.insert(method.into(), safety);
+        self
+    }
+
+    /// The safety of methods not marked (default: unsafe).
+    pub fn other_methods(mut self, safety: RetrySafety) -> Self {
+        self.other_methods = safety;
+        self
+    }
+
+    /// The clock (tests inject a fixed wall clock for HTTP-date `Retry-After`).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The random source of jitter (tests inject a seeded one).
+    pub fn random(mut self, random: impl Random) -> Self {
+        self.random = Arc::new(random);
+        self
+    }
+
+    /// The most attempts a call makes.
+    pub fn attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The backoff settings.
+    pub fn backoff(&self) -> &Backoff {
+        &self.backoff
+    }
+
+    /// The limit of one attempt.
+    pub fn attempt_limit(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+
+    /// The limit of the whole call.
+    pub fn total_limit(&self) -> Option<Duration> {
+        self.total_timeout
+    }
+
+    /// Whether `method` may be repeated after an ambiguous failure.
+    pub fn safety(&self, method: &str) -> RetrySafety {
+        self.methods
+            .get(method)
+            .copied()
+            .unwrap_or(self.other_methods)
+    }
+
+    pub(crate) fn clock_ref(&self) -> &dyn Clock {
+        &*self.clock
+    }
+
+    pub(crate) fn deposit(&self) {
+        self.budget.deposit();
+    }
+
+    pub(crate) fn notify(&self, attempt: u32, error: &ClientError<E>, delay: Duration) {
+        if let Some(hook) = &self.on_retry {
+            hook(attempt, error, delay);
+        }
+    }
+}
+
+impl<E: A2aError> RetryPolicy<E> {
+    /// Whether `error` from `call` may be retried, ignoring attempts, time and budget: the
+    /// predicate (or the error's own classification), then the method's safety.
+    pub fn is_retryable(&self, call: &Call, error: &ClientError<E>) -> bool {
+        let retryable = match &self.retry_if {
+            Some(predicate) => predicate(error),
+            None => error.is_retryable(),
+        };
+        retryable && (self.safety(call.method()) == RetrySafety::Safe || !error.may_have_run())
+    }
+
+    /// The wait before attempt `attempt + 1`, or `None` to stop now with `error`. `previous`
+    /// is the last computed delay (decorrelated jitter grows from it). The budget is
+    /// withdrawn from only when a retry is granted.
+    pub(crate) fn next_delay(
+        &self,
+        call: &Call,
+        error: &ClientError<E>,
+        attempt: u32,
+        previous: &mut Duration,
+    ) -> Option<Duration> {
+        if attempt >= self.max_attempts || !self.is_retryable(call, error) {
+            return None;
+        }
+        let delay = match error.retry_after_at(self.clock.wall()) {
+            Some(delay) => delay,
+            None => {
+                let r = self.random.next_f64();
+                *previous = self.backoff.delay(attempt - 1, *previous, r);
+                *previous
+            }
+        };
+        if let Some(deadline) = call.deadline()
+            && self.clock.now() + delay >= deadline
+        {
+            return None;
+        }
+        self.budget.withdraw().then_some(delay)
+    }
+}
