@@ -126,8 +126,14 @@ fn policy(seed: u64) -> (RetryPolicy, Arc<Mutex<Vec<(u32, Duration)>>>) {
     let hook = seen.clone();
     let policy = RetryPolicy::new()
         .random(SeededRandom::new(seed))
-        .budget(Arc::new(TpsBudget::new(Duration::from_secs(10), 1000, 1000.0)))
-        .on_retry(move |attempt, _: &ClientError, delay| hook.lock().unwrap().push((attempt, delay)));
+        .budget(Arc::new(TpsBudget::new(
+            Duration::from_secs(10),
+            1000,
+            1000.0,
+        )))
+        .on_retry(move |attempt, _: &ClientError, delay| {
+            hook.lock().unwrap().push((attempt, delay))
+        });
     (policy, seen)
 }
 
@@ -160,7 +166,11 @@ async fn full_jitter_draws_uniform_below_the_exponential_cap() {
         .collect();
     let delays: Vec<Duration> = seen.lock().unwrap().iter().map(|(_, d)| *d).collect();
     assert_eq!(delays, expected);
-    assert_eq!(script.gaps(), whole_ms(&expected), "the waits are the delays");
+    assert_eq!(
+        script.gaps(),
+        whole_ms(&expected),
+        "the waits are the delays"
+    );
     let attempts: Vec<u32> = seen.lock().unwrap().iter().map(|(a, _)| *a).collect();
     assert_eq!(attempts, [1, 2, 3, 4]);
 }
@@ -284,7 +294,11 @@ async fn a_server_delay_past_the_deadline_stops_at_once() {
     assert_eq!(error.retry_after(), Some(Duration::from_secs(120)));
     assert_eq!(script.attempts(), 1);
     assert!(seen.lock().unwrap().is_empty());
-    assert_eq!(start.elapsed(), Duration::ZERO, "no sleep into a missed deadline");
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "no sleep into a missed deadline"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -296,7 +310,10 @@ async fn the_total_deadline_ends_a_slow_call() {
         .total_timeout(Duration::from_secs(5));
     let start = Instant::now();
     let error = run(&script, p, call()).await.unwrap_err();
-    assert!(matches!(error, ClientError::Timeout(Timeout::Total)), "{error:?}");
+    assert!(
+        matches!(error, ClientError::Timeout(Timeout::Total)),
+        "{error:?}"
+    );
     assert_eq!(start.elapsed(), Duration::from_secs(5));
     assert_eq!(script.attempts(), 1);
     assert!(!error.is_retryable());
@@ -319,7 +336,11 @@ async fn an_attempt_timeout_is_retried_and_the_deadline_travels_down() {
     let calls = script.calls.lock().unwrap();
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].deadline(), Some(start + Duration::from_secs(20)));
-    assert_eq!(calls[0].id(), calls[1].id(), "the same request every attempt");
+    assert_eq!(
+        calls[0].id(),
+        calls[1].id(),
+        "the same request every attempt"
+    );
     assert_eq!(calls[0].params(), calls[1].params());
 }
 
@@ -392,9 +413,13 @@ async fn unsafe_methods_retry_only_when_the_peer_did_not_run_them() {
     // Marked safe: the 502 is retried too.
     let script = Script::failing(|| status(502, None), 2);
     let (p, _) = policy(1);
-    run(&script, p.method("TransferFunds", RetrySafety::Safe), custom())
-        .await
-        .unwrap();
+    run(
+        &script,
+        p.method("TransferFunds", RetrySafety::Safe),
+        custom(),
+    )
+    .await
+    .unwrap();
     assert_eq!(script.attempts(), 3);
     // And SendMessage is safe by default: its messageId makes repeats recognisable.
     let script = Script::failing(|| ClientError::Timeout(Timeout::Attempt), 1);

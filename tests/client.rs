@@ -1,0 +1,516 @@
+//! The client over real loopback HTTP: a fault-injecting axum server, the example agent, a
+//! proxy that loses a reply, a raw socket that resets mid-response, and a closed port.
+
+#[path = "../examples/agent/app.rs"]
+#[allow(dead_code)]
+mod app;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use a2a_error::client::{Client, ClientError, Timeout};
+use a2a_error::jsonrpc::Id;
+use a2a_error::retry::{Jitter, RetryPolicy};
+use a2a_error::server::{Binding, sse_response};
+use a2a_error::{A2aError, RemoteError, StandardError};
+use app::AgentError;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+async fn serve(router: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// What the fault server does with one request.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// 429, `Retry-After: N`, a plain-text body.
+    TooMany(u64),
+    /// 503, plain text.
+    Unavailable,
+    /// 502 with an HTML page, as a proxy sends.
+    BadGateway,
+    /// Answers after this long.
+    Slow(Duration),
+    /// Sends the start of a 200 reply, then breaks the connection.
+    Reset,
+}
+
+/// One request as the fault server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    at: Instant,
+    body: Bytes,
+    headers: HeaderMap,
+}
+
+#[derive(Clone, Default)]
+struct Faults {
+    plan: Arc<Mutex<VecDeque<Fault>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Faults {
+    async fn start(plan: impl IntoIterator<Item = Fault>) -> (Faults, String) {
+        let faults = Faults {
+            plan: Arc::new(Mutex::new(plan.into_iter().collect())),
+            ..Default::default()
+        };
+        let router = Router::new()
+            .route("/", post(unary))
+            .route("/stream", post(streaming))
+            .with_state(faults.clone());
+        let url = serve(router).await;
+        (faults, url)
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Records the request and applies the next fault, if any.
+    async fn fault(&self, headers: HeaderMap, body: &Bytes) -> Option<Response> {
+        self.seen.lock().unwrap().push(Seen {
+            at: Instant::now(),
+            body: body.clone(),
+            headers,
+        });
+        let fault = self.plan.lock().unwrap().pop_front()?;
+        Some(match fault {
+            Fault::TooMany(seconds) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", seconds.to_string())],
+                "slow down",
+            )
+                .into_response(),
+            Fault::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "maintenance").into_response(),
+            Fault::BadGateway => (
+                StatusCode::BAD_GATEWAY,
+                [("content-type", "text/html")],
+                "<html><body>502 Bad Gateway</body></html>",
+            )
+                .into_response(),
+            Fault::Slow(delay) => {
+                tokio::time::sleep(delay).await;
+                return None;
+            }
+            Fault::Reset => broken_reply(b"{\"jsonrpc\":\"2.0\",\"id\":"),
+        })
+    }
+}
+
+/// A 200 whose body breaks off after `prefix`: hyper drops the connection mid-response.
+fn broken_reply(prefix: &'static [u8]) -> Response {
+    let parts = futures_util::stream::iter([
+        Ok(Bytes::from_static(prefix)),
+        Err(std::io::Error::other("connection reset")),
+    ]);
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from_stream(parts))
+        .unwrap()
+}
+
+fn request_id(body: &Bytes) -> Id {
+    let request: Value = serde_json::from_slice(body).unwrap();
+    Id::from_value(&request["id"]).unwrap()
+}
+
+async fn unary(State(faults): State<Faults>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(response) = faults.fault(headers, &body).await {
+        return response;
+    }
+    let request: Value = serde_json::from_slice(&body).unwrap();
+    let reply =
+        json!({"jsonrpc": "2.0", "id": request["id"], "result": {"echo": request["params"]}});
+    axum::Json(reply).into_response()
+}
+
+/// SendStreamingMessage: two events, then an error mid-stream.
+async fn streaming(State(faults): State<Faults>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(response) = faults.fault(headers, &body).await {
+        return response;
+    }
+    let events = futures_util::stream::iter([
+        Ok(json!({"n": 1})),
+        Ok(json!({"n": 2})),
+        Err(StandardError::AgentUnavailable { retry_after: None }),
+    ]);
+    sse_response(Binding::JsonRpc(request_id(&body)), events).await
+}
+
+type Log = Arc<Mutex<Vec<(u32, Option<i32>, Option<u16>, Duration)>>>;
+
+/// A fast policy that records every retry: (attempt, remote code, HTTP status, delay).
+fn recording<E: A2aError + 'static>() -> (RetryPolicy<E>, Log) {
+    let log: Log = Arc::default();
+    let hook = log.clone();
+    let policy = RetryPolicy::new()
+        .base_delay(Duration::from_millis(20))
+        .jitter(Jitter::None)
+        .on_retry(move |attempt, error: &ClientError<E>, delay| {
+            hook.lock()
+                .unwrap()
+                .push((attempt, error.remote_code(), error.http_status(), delay))
+        });
+    (policy, log)
+}
+
+fn jsonrpc<E>(url: &str, policy: RetryPolicy<E>) -> Client<E>
+where
+    E: A2aError + a2a_error::FromErrorObject + Send + 'static,
+{
+    Client::jsonrpc(url).retry(policy).build().unwrap()
+}
+
+fn message(text: &str, id: &str) -> Value {
+    json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}})
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_waits_that_long() {
+    let (faults, url) = Faults::start([Fault::TooMany(1)]).await;
+    let (policy, log) = recording::<RemoteError>();
+    let client = jsonrpc(&format!("{url}/"), policy);
+    let reply: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
+    assert_eq!(reply["echo"]["id"], "t");
+    assert_eq!(
+        log.lock().unwrap().as_slice(),
+        [(1, None, Some(429), Duration::from_secs(1))]
+    );
+    let seen = faults.seen();
+    assert_eq!(seen.len(), 2);
+    assert!(seen[1].at - seen[0].at >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_503_is_retried_with_backoff() {
+    let (faults, url) = Faults::start([Fault::Unavailable, Fault::Unavailable]).await;
+    let (policy, log) = recording::<RemoteError>();
+    let client = jsonrpc(&format!("{url}/"), policy);
+    let _: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
+    let delays: Vec<_> = log.lock().unwrap().iter().map(|e| (e.2, e.3)).collect();
+    let ms = Duration::from_millis;
+    assert_eq!(delays, [(Some(503), ms(20)), (Some(503), ms(40))]);
+    assert_eq!(faults.seen().len(), 3);
+}
+
+#[tokio::test]
+async fn a_non_json_502_from_a_proxy_keeps_status_and_headers() {
+    let (faults, url) = Faults::start([Fault::BadGateway; 5]).await;
+    let (policy, log) = recording::<RemoteError>();
+    let client = jsonrpc(&format!("{url}/"), policy.max_attempts(3));
+    let error = client
+        .call::<_, Value>("GetTask", &json!({"id": "t"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Status(_)), "{error:?}");
+    assert_eq!(error.http_status(), Some(502));
+    assert_eq!(error.http().unwrap().headers["content-type"], "text/html");
+    assert_eq!(error.category(), a2a_error::Category::Transient);
+    assert_eq!(faults.seen().len(), 3);
+    assert_eq!(log.lock().unwrap().len(), 2);
+    // Passed on to this agent's own caller, it is a DOWNSTREAM_FAILED, without the page.
+    let wire = serde_json::to_string(&error.to_error_object()).unwrap();
+    assert!(
+        wire.contains("DOWNSTREAM_FAILED") && !wire.contains("html"),
+        "{wire}"
+    );
+}
+
+#[tokio::test]
+async fn connection_refused_is_retried_then_reported() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    drop(listener);
+    let (policy, log) = recording::<RemoteError>();
+    let client = jsonrpc(&url, policy.max_attempts(3));
+    let error = client
+        .call::<_, Value>("SendMessage", &message("hi", "m-1"))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Connect(_)), "{error:?}");
+    assert!(error.is_retryable() && !error.may_have_run());
+    assert_eq!(log.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_reset_mid_response_is_retried_for_safe_methods_only() {
+    let (faults, url) = Faults::start([Fault::Reset]).await;
+    let (policy, log) = recording::<RemoteError>();
+    let client = jsonrpc(&format!("{url}/"), policy.clone());
+    let reply: Value = client
+        .send_message(&message("hi", "m-reset"))
+        .await
+        .unwrap();
+    assert_eq!(reply["echo"]["message"]["messageId"], "m-reset");
+    assert_eq!(log.lock().unwrap().len(), 1);
+    let seen = faults.seen();
+    assert_eq!(seen[0].body, seen[1].body, "byte-identical resend");
+
+    // A method nobody marked safe is not repeated after an ambiguous failure.
+    let (faults, url) = Faults::start([Fault::Reset]).await;
+    let client = jsonrpc(&format!("{url}/"), policy);
+    let error = client
+        .call::<_, Value>("TransferFunds", &json!({"amount": 5}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Transport(_)), "{error:?}");
+    assert!(error.may_have_run());
+    assert_eq!(faults.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn a_reply_slower_than_the_attempt_timeout_is_cut_and_retried() {
+    let (faults, url) = Faults::start([Fault::Slow(Duration::from_secs(3))]).await;
+    let (policy, log) = recording::<RemoteError>();
+    let client = jsonrpc(
+        &format!("{url}/"),
+        policy.attempt_timeout(Duration::from_millis(300)),
+    );
+    let start = Instant::now();
+    let _: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(log.lock().unwrap().len(), 1);
+    assert_eq!(faults.seen().len(), 2);
+
+    // Without retries the timeout is the error, as its own variant.
+    let (_, url) = Faults::start([Fault::Slow(Duration::from_secs(3))]).await;
+    let client = jsonrpc::<RemoteError>(
+        &format!("{url}/"),
+        RetryPolicy::none().attempt_timeout(Duration::from_millis(200)),
+    );
+    let error = client
+        .call::<_, Value>("GetTask", &json!({"id": "t"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::Timeout(Timeout::Attempt)),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn version_and_remaining_deadline_travel_as_headers() {
+    let (faults, url) = Faults::start([Fault::Unavailable]).await;
+    let (policy, _) = recording::<RemoteError>();
+    let client = jsonrpc(
+        &format!("{url}/"),
+        policy.total_timeout(Duration::from_secs(20)),
+    );
+    let _: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
+    let seen = faults.seen();
+    let left: Vec<u64> = seen
+        .iter()
+        .map(|s| {
+            s.headers["a2a-deadline-ms"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(left[0] <= 20_000 && left[0] > 19_000, "{left:?}");
+    assert!(left[1] < left[0], "the budget shrinks: {left:?}");
+    assert!(seen.iter().all(|s| s.headers["a2a-version"] == "1.0"));
+}
+
+#[tokio::test]
+async fn streaming_retries_before_the_first_event_only() {
+    let (faults, url) = Faults::start([Fault::Unavailable]).await;
+    let (policy, log) = recording::<StandardError>();
+    let client = jsonrpc(&format!("{url}/stream"), policy);
+    let events: Vec<_> = client
+        .send_streaming_message(&message("hi", "m-stream"))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(
+        log.lock().unwrap().len(),
+        1,
+        "one retry before the first event"
+    );
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[0].as_ref().unwrap()["n"], 1);
+    assert_eq!(events[1].as_ref().unwrap()["n"], 2);
+    match &events[2] {
+        Err(ClientError::Remote { error, .. }) => {
+            assert!(matches!(error, StandardError::AgentUnavailable { .. }))
+        }
+        other => panic!("expected the mid-stream error, got {other:?}"),
+    }
+    assert_eq!(faults.seen().len(), 2, "no retry after the first event");
+}
+
+#[tokio::test]
+async fn example_agent_flaky_succeeds_on_the_third_attempt() {
+    let url = serve(app::router()).await;
+    let (policy, log) = recording::<AgentError>();
+    let client = jsonrpc(&format!("{url}/"), policy);
+    let reply: Value = client
+        .send_message(&message("flaky:2", "m-flaky"))
+        .await
+        .unwrap();
+    assert_eq!(reply["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    let codes: Vec<_> = log.lock().unwrap().iter().map(|e| (e.0, e.1)).collect();
+    assert_eq!(codes, [(1, Some(-32053)), (2, Some(-32053))]);
+}
+
+#[tokio::test]
+async fn example_agent_rate_limit_honours_its_retry_after() {
+    let url = serve(app::router()).await;
+    for binding in ["jsonrpc", "rest"] {
+        let (policy, log) = recording::<AgentError>();
+        let builder = match binding {
+            "jsonrpc" => Client::jsonrpc(format!("{url}/")),
+            _ => Client::rest(url.clone()),
+        };
+        let client = builder.retry(policy.max_attempts(2)).build().unwrap();
+        let start = Instant::now();
+        let error = client
+            .send_message::<_, Value>(&message("fail:rate_limited", &format!("m-rl-{binding}")))
+            .await
+            .unwrap_err();
+        assert!(start.elapsed() >= Duration::from_secs(2), "{binding}");
+        assert!(
+            matches!(error.typed(), Some(AgentError::RateLimited)),
+            "{binding}: {error:?}"
+        );
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(2)));
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), 1, "{binding}");
+        assert_eq!(log[0].3, Duration::from_secs(2), "{binding}");
+    }
+}
+
+#[tokio::test]
+async fn example_agent_non_retryable_errors_stop_after_one_attempt() {
+    let url = serve(app::router()).await;
+    for binding in ["jsonrpc", "rest"] {
+        let (policy, log) = recording::<AgentError>();
+        let builder = match binding {
+            "jsonrpc" => Client::jsonrpc(format!("{url}/")),
+            _ => Client::rest(url.clone()),
+        };
+        let client = builder.retry(policy).build().unwrap();
+        let error = client
+            .call::<_, Value>("GetTask", &json!({"id": "nope"}))
+            .await
+            .unwrap_err();
+        match error.typed() {
+            Some(AgentError::TaskNotFound { task_id }) => assert_eq!(task_id, "nope"),
+            other => panic!("{binding}: {other:?}"),
+        }
+        assert!(!error.is_retryable());
+        assert!(log.lock().unwrap().is_empty(), "{binding}");
+    }
+    // A malformed call (-32602) is the caller's own mistake: one attempt.
+    let (policy, log) = recording::<AgentError>();
+    let client = jsonrpc(&format!("{url}/"), policy);
+    let error = client
+        .call::<_, Value>("GetTask", &json!({"task": 5}))
+        .await
+        .unwrap_err();
+    assert_eq!(error.remote_code(), Some(-32602));
+    assert!(log.lock().unwrap().is_empty());
+}
+
+/// A proxy in front of the agent that forwards the first request, lets the agent finish,
+/// and then breaks the connection before the reply reaches the client.
+async fn lossy_proxy(upstream: String) -> (String, Arc<Mutex<u32>>) {
+    let forwarded = Arc::new(Mutex::new(0u32));
+    let count = forwarded.clone();
+    let http = reqwest::Client::new();
+    let router = Router::new().route(
+        "/",
+        post(move |headers: HeaderMap, body: Bytes| {
+            let (http, upstream, count) = (http.clone(), upstream.clone(), count.clone());
+            async move {
+                let reply = http
+                    .post(format!("{upstream}/"))
+                    .header("content-type", "application/json")
+                    .header("a2a-version", headers["a2a-version"].clone())
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = reply.status().as_u16();
+                let bytes = reply.bytes().await.unwrap();
+                let first = {
+                    let mut n = count.lock().unwrap();
+                    *n += 1;
+                    *n == 1
+                };
+                if first {
+                    return broken_reply(b"{\"jsonrpc\":\"2.0\"");
+                }
+                (
+                    StatusCode::from_u16(status).unwrap(),
+                    [("content-type", "application/json")],
+                    bytes,
+                )
+                    .into_response()
+            }
+        }),
+    );
+    (serve(router).await, forwarded)
+}
+
+#[tokio::test]
+async fn send_message_after_a_lost_reply_runs_the_handler_once() {
+    let agent = serve(app::router()).await;
+    let (proxy, forwarded) = lossy_proxy(agent.clone()).await;
+    let (policy, log) = recording::<AgentError>();
+    let client = jsonrpc(&format!("{proxy}/"), policy);
+    let reply: Value = client
+        .send_message(&message("hello", "m-lost"))
+        .await
+        .unwrap();
+    assert_eq!(
+        *forwarded.lock().unwrap(),
+        2,
+        "the agent saw the message twice"
+    );
+    assert_eq!(log.lock().unwrap().len(), 1);
+    // The agent ran it once: the retry got the first run's task, and no second task exists.
+    assert_eq!(reply["task"]["id"], "task-1");
+    let direct = jsonrpc::<AgentError>(&format!("{agent}/"), RetryPolicy::none());
+    let error = direct
+        .call::<_, Value>("GetTask", &json!({"id": "task-2"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        error.typed(),
+        Some(AgentError::TaskNotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_downstream_error_passes_on_unchanged() {
+    let url = serve(app::router()).await;
+    let client = jsonrpc::<RemoteError>(&format!("{url}/"), RetryPolicy::none());
+    let error = client
+        .call::<_, Value>("GetTask", &json!({"id": "gone"}))
+        .await
+        .unwrap_err();
+    // What this agent would send its own caller is exactly what it received.
+    let received = error.remote().unwrap().object().clone();
+    assert_eq!(error.to_error_object(), received);
+    assert_eq!(error.code(), -32001);
+    assert_eq!(received.metadata()["taskId"], "gone");
+}
