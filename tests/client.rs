@@ -514,3 +514,74 @@ async fn a_downstream_error_passes_on_unchanged() {
     assert_eq!(error.code(), -32001);
     assert_eq!(received.metadata()["taskId"], "gone");
 }
+
+/// Runs the built `client` example against `url`.
+fn run_example(args: &[&str]) -> (i32, String) {
+    // Test binaries live in target/<profile>/deps; examples in target/<profile>/examples.
+    let exe = std::env::current_exe().unwrap();
+    let example = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("examples")
+        .join(format!("client{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        example.exists(),
+        "{} is missing: run `cargo test --workspace`, which builds the examples",
+        example.display()
+    );
+    let output = std::process::Command::new(example)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    (output.status.code().unwrap_or(-1), stdout)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_client_example_prints_each_attempt() {
+    let url = format!("{}/", serve(app::router()).await);
+    let flaky = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || run_example(&[&url, "flaky:2"]))
+    };
+    let rate_limited = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || run_example(&[&url, "fail:rate_limited"]))
+    };
+    let unsupported = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || run_example(&[&url, "fail:unsupported"]))
+    };
+
+    let (code, out) = flaky.await.unwrap();
+    assert_eq!(code, 0, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("attempt 1: -32053 AGENT_UNAVAILABLE"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("attempt 2: -32053 AGENT_UNAVAILABLE"),
+        "{out}"
+    );
+    assert_eq!(lines[2], "attempt 3: ok", "{out}");
+    assert_eq!(lines[3], "reply: echo: flaky:2", "{out}");
+
+    let (code, out) = unsupported.await.unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.starts_with("attempt 1: -32004 UNSUPPORTED_OPERATION"),
+        "{out}"
+    );
+    assert!(out.contains("giving up (not retryable)"), "{out}");
+    assert!(!out.contains("attempt 2"), "{out}");
+
+    let (code, out) = rate_limited.await.unwrap();
+    assert_eq!(code, 1, "{out}");
+    let waits = out
+        .matches("RATE_LIMITED \"Rate limited\"; retrying in 2.00s")
+        .count();
+    assert_eq!(waits, 3, "{out}");
+    assert!(out.contains("attempt 4: -32052 RATE_LIMITED"), "{out}");
+}

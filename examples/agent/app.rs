@@ -173,6 +173,9 @@ impl Agent {
         if text == "fail:rate_limited" {
             return Err(AgentError::RateLimited);
         }
+        if text == "fail:unsupported" {
+            return Err(StandardError::UnsupportedOperation.into());
+        }
         if let Some(n) = text
             .strip_prefix("flaky:")
             .and_then(|n| n.parse::<u32>().ok())
@@ -297,7 +300,7 @@ async fn agent_card(headers: HeaderMap) -> Json<Value> {
     let base = format!("http://{host}");
     Json(json!({
         "name": "a2a-error example agent",
-        "description": "Echoes text; fails on demand (fail:internal, fail:panic, fail:rate_limited, flaky:N, sleep:MS).",
+        "description": "Echoes text; fails on demand (fail:internal, fail:panic, fail:rate_limited, fail:unsupported, flaky:N, sleep:MS).",
         "version": env!("CARGO_PKG_VERSION"),
         "supportedInterfaces": [
             {"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},

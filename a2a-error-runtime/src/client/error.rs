@@ -312,12 +312,31 @@ impl<E: fmt::Display> fmt::Display for ClientError<E> {
                 write!(f, "HTTP {} reply that is not an A2A answer", http.status)
             }
             ClientError::Timeout(timeout) => write!(f, "{} timeout", timeout.as_str()),
-            ClientError::Connect(source) => write!(f, "cannot connect: {source}"),
-            ClientError::Transport(source) => write!(f, "connection failed mid-call: {source}"),
+            ClientError::Connect(source) => write!(f, "cannot connect: {}", Root(&**source)),
+            ClientError::Transport(source) => {
+                write!(f, "connection failed mid-call: {}", Root(&**source))
+            }
             ClientError::Malformed { detail, .. } => write!(f, "malformed reply: {detail}"),
             ClientError::CircuitOpen { .. } => f.write_str("circuit open"),
             ClientError::InvalidCall { detail } => write!(f, "invalid call: {detail}"),
         }
+    }
+}
+
+/// The innermost cause of an error, which names the actual failure ("Connection refused")
+/// where the outer ones only say what was being done.
+struct Root<'a>(&'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Root<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut error = self.0;
+        while let Some(source) = error.source() {
+            error = source;
+        }
+        if std::ptr::addr_eq(error, self.0) {
+            return fmt::Display::fmt(self.0, f);
+        }
+        write!(f, "{}: {error}", self.0)
     }
 }
 
