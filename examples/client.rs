@@ -56,7 +56,7 @@ async fn main() {
         args.remove(0);
     }
     let [url, text] = args.as_slice() else {
-        esay!("usage: client [--rest] URL TEXT");
+        eprintln!("usage: client [--rest] URL TEXT");
         std::process::exit(2);
     };
 
@@ -78,7 +78,7 @@ async fn main() {
     let client = match builder.retry(policy).build() {
         Ok(client) => client,
         Err(error) => {
-            esay!("{error}");
+            eprintln!("{error}");
             std::process::exit(2);
         }
     };
