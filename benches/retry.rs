@@ -1,1 +1,91 @@
-fn main() {}
+//! The retry decorator's success-path overhead: a call through `Retry` against the same call
+//! on the bare transport, in-process, no socket (the target: under 100 ns a call).
+//!
+//! The transport answers at once, so what is left is the decorator's own work: the deadline,
+//! the budget deposit, the attempt timeout's set-up, the boxed future.
+
+use std::future::ready;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use a2a_error::client::{Call, ClientError, Reply};
+use a2a_error::retry::{Retry, RetryPolicy};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use tower::{Service, ServiceExt};
+
+/// A budget that never refuses, to show what tower's `TpsBudget` costs per call.
+struct Unlimited;
+
+impl a2a_error::retry::Budget for Unlimited {
+    fn deposit(&self) {}
+    fn withdraw(&self) -> bool {
+        true
+    }
+}
+
+fn transport() -> impl Service<
+    Call,
+    Response = Reply,
+    Error = ClientError,
+    Future = impl Future<Output = Result<Reply, ClientError>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(|call: Call| {
+        ready(Ok::<_, ClientError>(Reply::Result(Value::from(call.id()))))
+    })
+}
+
+/// Runs `iters` calls on `service` inside one runtime entry and returns the time they took.
+fn timed<S>(runtime: &tokio::runtime::Runtime, service: &mut S, call: &Call, iters: u64) -> Duration
+where
+    S: Service<Call, Response = Reply, Error = ClientError>,
+{
+    runtime.block_on(async {
+        let start = Instant::now();
+        for _ in 0..iters {
+            let ready = service.ready().await.unwrap();
+            let reply = ready.call(black_box(call.clone())).await.unwrap();
+            black_box(reply);
+        }
+        start.elapsed()
+    })
+}
+
+fn success_path(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let call = Call::new("SendMessage", &json!({"message": {"messageId": "m-1"}})).unwrap();
+    let mut group = c.benchmark_group("retry_success_path");
+    let mut bare = transport();
+    group.bench_function("bare_transport", |b| {
+        b.iter_custom(|iters| timed(&runtime, &mut bare, &call, iters))
+    });
+    let mut retry = Retry::new(transport(), RetryPolicy::default());
+    group.bench_function("retry_default_policy", |b| {
+        b.iter_custom(|iters| timed(&runtime, &mut retry, &call, iters))
+    });
+    let mut no_timeouts = Retry::new(
+        transport(),
+        RetryPolicy::default()
+            .attempt_timeout(None)
+            .total_timeout(None),
+    );
+    group.bench_function("retry_without_timeouts", |b| {
+        b.iter_custom(|iters| timed(&runtime, &mut no_timeouts, &call, iters))
+    });
+    let mut no_budget = Retry::new(
+        transport(),
+        RetryPolicy::default().budget(std::sync::Arc::new(Unlimited)),
+    );
+    group.bench_function("retry_without_budget", |b| {
+        b.iter_custom(|iters| timed(&runtime, &mut no_budget, &call, iters))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, success_path);
+criterion_main!(benches);

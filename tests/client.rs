@@ -350,7 +350,7 @@ async fn streaming_retries_before_the_first_event_only() {
     assert_eq!(events[1].as_ref().unwrap()["n"], 2);
     match &events[2] {
         Err(ClientError::Remote { error, .. }) => {
-            assert!(matches!(error, StandardError::AgentUnavailable { .. }))
+            assert!(matches!(**error, StandardError::AgentUnavailable { .. }))
         }
         other => panic!("expected the mid-stream error, got {other:?}"),
     }

@@ -105,10 +105,10 @@ fn status(code: u16, retry_after: Option<&str>) -> ClientError {
     if let Some(value) = retry_after {
         headers.insert(RETRY_AFTER, HeaderValue::from_str(value).unwrap());
     }
-    ClientError::Status(HttpReply {
+    ClientError::Status(Box::new(HttpReply {
         status: code,
         headers,
-    })
+    }))
 }
 
 fn remote(wire: Value) -> ClientError {
@@ -121,7 +121,10 @@ fn unavailable() -> ClientError {
 }
 
 /// A policy with no budget limit worth noticing, a seeded source and a recording hook.
-fn policy(seed: u64) -> (RetryPolicy, Arc<Mutex<Vec<(u32, Duration)>>>) {
+/// (attempt that failed, delay before the next), in order.
+type Retries = Arc<Mutex<Vec<(u32, Duration)>>>;
+
+fn policy(seed: u64) -> (RetryPolicy, Retries) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let hook = seen.clone();
     let policy = RetryPolicy::new()

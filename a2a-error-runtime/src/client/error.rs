@@ -42,6 +42,15 @@ impl HttpReply {
     }
 }
 
+/// An error object the peer sent, with the HTTP reply it came in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorReply {
+    /// The object as received, nothing dropped.
+    pub object: RemoteError,
+    /// The HTTP reply it came in (absent for an SSE error event).
+    pub http: Option<HttpReply>,
+}
+
 /// Which timeout fired.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Timeout {
@@ -78,21 +87,14 @@ pub enum ClientError<E = RemoteError> {
     /// The peer answered with an error object that `E` mirrors.
     Remote {
         /// The typed error.
-        error: E,
-        /// The object as received, nothing dropped.
-        object: RemoteError,
-        /// The HTTP reply it came in.
-        http: Option<HttpReply>,
+        error: Box<E>,
+        /// The object as received and the HTTP reply it came in.
+        reply: Box<ErrorReply>,
     },
     /// The peer answered with an error object that `E` does not mirror.
-    Unrecognized {
-        /// The object as received, nothing dropped.
-        object: RemoteError,
-        /// The HTTP reply it came in.
-        http: Option<HttpReply>,
-    },
+    Unrecognized(Box<ErrorReply>),
     /// An HTTP reply that is not an A2A answer at all (a proxy's 502 page, a 404).
-    Status(HttpReply),
+    Status(Box<HttpReply>),
     /// A timeout fired.
     Timeout(Timeout),
     /// No connection could be made (refused, DNS, TLS); the request was never sent.
@@ -104,7 +106,7 @@ pub enum ClientError<E = RemoteError> {
         /// What was wrong, for logs.
         detail: String,
         /// The HTTP reply, if one arrived.
-        http: Option<HttpReply>,
+        http: Option<Box<HttpReply>>,
     },
     /// A circuit breaker refused the call without sending it.
     CircuitOpen {
@@ -133,24 +135,25 @@ impl<E> ClientError<E> {
     where
         E: crate::error::FromErrorObject,
     {
-        match E::from_error_object(&object) {
+        let typed = E::from_error_object(&object);
+        let reply = Box::new(ErrorReply {
+            object: RemoteError::from_object(object),
+            http,
+        });
+        match typed {
             Some(error) => ClientError::Remote {
-                error,
-                object: RemoteError::from_object(object),
-                http,
+                error: Box::new(error),
+                reply,
             },
-            None => ClientError::Unrecognized {
-                object: RemoteError::from_object(object),
-                http,
-            },
+            None => ClientError::Unrecognized(reply),
         }
     }
 
     /// The received error object, for a reply that carried one.
     pub fn remote(&self) -> Option<&RemoteError> {
         match self {
-            ClientError::Remote { object, .. } | ClientError::Unrecognized { object, .. } => {
-                Some(object)
+            ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
+                Some(&reply.object)
             }
             _ => None,
         }
@@ -167,9 +170,10 @@ impl<E> ClientError<E> {
     /// The HTTP reply, when one arrived.
     pub fn http(&self) -> Option<&HttpReply> {
         match self {
-            ClientError::Remote { http, .. }
-            | ClientError::Unrecognized { http, .. }
-            | ClientError::Malformed { http, .. } => http.as_ref(),
+            ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
+                reply.http.as_ref()
+            }
+            ClientError::Malformed { http, .. } => http.as_deref(),
             ClientError::Status(http) => Some(http),
             _ => None,
         }
@@ -191,7 +195,7 @@ impl<E> ClientError<E> {
     pub fn may_have_run(&self) -> bool {
         match self {
             ClientError::Remote { .. }
-            | ClientError::Unrecognized { .. }
+            | ClientError::Unrecognized(_)
             | ClientError::Connect(_)
             | ClientError::Timeout(Timeout::Connect)
             | ClientError::CircuitOpen { .. }
@@ -211,11 +215,13 @@ impl<E> ClientError<E> {
     {
         match self {
             ClientError::CircuitOpen { retry_after } => *retry_after,
-            ClientError::Remote { error, object, .. } => object
+            ClientError::Remote { error, reply } => reply
+                .object
                 .retry_delay()
                 .or_else(|| self.http()?.retry_after_at(now))
                 .or_else(|| error.retry_hint().delay()),
-            ClientError::Unrecognized { object, .. } => object
+            ClientError::Unrecognized(reply) => reply
+                .object
                 .retry_delay()
                 .or_else(|| self.http()?.retry_after_at(now)),
             _ => self.http()?.retry_after_at(now),
@@ -238,15 +244,21 @@ impl<E> ClientError<E> {
         E: A2aError,
     {
         match self {
-            ClientError::Remote { error, object, .. } => {
-                remote_retryable(error.code(), error.category(), error.retry_hint(), object)
-            }
-            ClientError::Unrecognized { object, .. } => remote_retryable(
-                object.code(),
-                object.category(),
-                object.retry_hint(),
-                object,
+            ClientError::Remote { error, reply } => remote_retryable(
+                error.code(),
+                error.category(),
+                error.retry_hint(),
+                &reply.object,
             ),
+            ClientError::Unrecognized(reply) => {
+                let object = &reply.object;
+                remote_retryable(
+                    object.code(),
+                    object.category(),
+                    object.retry_hint(),
+                    object,
+                )
+            }
             ClientError::Status(http) => matches!(http.status, 408 | 429 | 502 | 503 | 504),
             ClientError::Timeout(timeout) => *timeout != Timeout::Total,
             ClientError::Connect(_) | ClientError::Transport(_) => true,
@@ -263,7 +275,7 @@ impl<E> ClientError<E> {
     {
         match self {
             ClientError::Remote { error, .. } => error.category(),
-            ClientError::Unrecognized { object, .. } => object.category(),
+            ClientError::Unrecognized(reply) => reply.object.category(),
             ClientError::Status(http) => match http.status {
                 401 | 403 => Category::Auth,
                 404 => Category::NotFound,
@@ -305,8 +317,8 @@ fn remote_retryable(code: i32, category: Category, hint: RetryHint, object: &Rem
 impl<E: fmt::Display> fmt::Display for ClientError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ClientError::Remote { object, .. } | ClientError::Unrecognized { object, .. } => {
-                fmt::Display::fmt(object, f)
+            ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
+                fmt::Display::fmt(&reply.object, f)
             }
             ClientError::Status(http) => {
                 write!(f, "HTTP {} reply that is not an A2A answer", http.status)
@@ -343,7 +355,7 @@ impl fmt::Display for Root<'_> {
 impl<E: std::error::Error + 'static> std::error::Error for ClientError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ClientError::Remote { error, .. } => Some(error),
+            ClientError::Remote { error, .. } => Some(&**error),
             ClientError::Connect(source) | ClientError::Transport(source) => Some(&**source),
             _ => None,
         }
@@ -435,10 +447,10 @@ mod tests {
         if let Some(value) = retry_after {
             headers.insert(RETRY_AFTER, HeaderValue::from_static(value));
         }
-        ClientError::Status(HttpReply {
+        ClientError::Status(Box::new(HttpReply {
             status: code,
             headers,
-        })
+        }))
     }
 
     #[test]

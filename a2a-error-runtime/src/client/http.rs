@@ -162,9 +162,9 @@ pub(crate) fn unexpected<E>(http: HttpReply, detail: impl Into<String>) -> Clien
     if (200..300).contains(&http.status) {
         ClientError::Malformed {
             detail: detail.into(),
-            http: Some(http),
+            http: Some(Box::new(http)),
         }
     } else {
-        ClientError::Status(http)
+        ClientError::Status(Box::new(http))
     }
 }

@@ -13,7 +13,7 @@ mod rest;
 mod typed;
 
 pub use call::{Call, EventStream, Reply};
-pub use error::{BoxError, ClientError, HttpReply, Timeout};
+pub use error::{BoxError, ClientError, ErrorReply, HttpReply, Timeout};
 pub use http::{DEADLINE_HEADER, DEFAULT_VERSION, VERSION_HEADER};
 pub use jsonrpc::JsonRpcTransport;
 pub use rest::RestTransport;

@@ -156,7 +156,7 @@ fn decode<E: FromErrorObject>(body: &[u8], http: HttpReply) -> Result<Value, Cli
     if !(200..300).contains(&http.status) {
         return match status_object(body, http.status) {
             Some(object) => Err(ClientError::from_object(object, Some(http))),
-            None => Err(ClientError::Status(http)),
+            None => Err(ClientError::Status(Box::new(http))),
         };
     }
     if body.is_empty() {

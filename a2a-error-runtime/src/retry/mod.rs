@@ -4,11 +4,13 @@
 
 mod backoff;
 mod clock;
+mod future;
 mod policy;
 mod service;
 
 pub use backoff::{Backoff, Jitter};
 pub use clock::{Clock, FixedWallClock, Random, SeededRandom, SystemClock, ThreadRandom};
+pub use future::ResponseFuture;
 pub use policy::{RetryPolicy, RetrySafety};
 pub use service::{Retry, RetryLayer};
 /// Retry budgets from tower: every call deposits, every retry withdraws.

@@ -1,11 +1,12 @@
 //! `Retry`: the decorator over any transport, and its `tower::Layer`.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+
+use tokio::time::Instant;
 use tower::{Layer, Service, ServiceExt};
 
+use super::future::ResponseFuture;
 use super::policy::RetryPolicy;
 use crate::client::{Call, ClientError, Reply, Timeout};
 use crate::error::A2aError;
@@ -96,8 +97,6 @@ impl<S, E> Layer<S> for RetryLayer<E> {
     }
 }
 
-type CallFuture<E> = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
-
 impl<S, E> Service<Call> for Retry<S, E>
 where
     S: Service<Call, Response = Reply<E>, Error = ClientError<E>> + Clone + Send + 'static,
@@ -106,84 +105,119 @@ where
 {
     type Response = Reply<E>;
     type Error = ClientError<E>;
-    type Future = CallFuture<E>;
+    type Future = ResponseFuture<S, E>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, call: Call) -> Self::Future {
+    fn call(&mut self, mut call: Call) -> Self::Future {
+        let policy = self.policy.clone();
+        let limits = (policy.attempt_limit(), policy.total_limit());
+        // Reading the clock costs; a policy without limits does not need it.
+        let end = if limits == (None, None) {
+            None
+        } else {
+            let now = policy.clock_ref().now();
+            if let Some(total) = limits.1 {
+                call = call.with_deadline(now + total);
+            }
+            attempt_end(&policy, &call, now)
+        };
+        policy.deposit();
         // The service that was polled ready makes the first attempt; the clone stays here.
         let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        Box::pin(run(self.policy.clone(), inner, call))
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let attempt = inner.call(call.clone());
+        ResponseFuture::new(
+            attempt,
+            end,
+            Retrying {
+                policy,
+                inner,
+                call,
+            },
+        )
     }
 }
 
-async fn run<S, E>(
+/// When the attempt starting at `now` must end, and which timeout that is.
+pub(super) fn attempt_end<E>(
+    policy: &RetryPolicy<E>,
+    call: &Call,
+    now: Instant,
+) -> Option<(Instant, Timeout)> {
+    match (
+        policy.attempt_limit().map(|limit| now + limit),
+        call.deadline(),
+    ) {
+        (Some(a), Some(d)) if a < d => Some((a, Timeout::Attempt)),
+        (_, Some(d)) => Some((d, Timeout::Total)),
+        (Some(a), None) => Some((a, Timeout::Attempt)),
+        (None, None) => None,
+    }
+}
+
+/// What the retries of a call need once its first attempt has failed.
+pub(super) struct Retrying<S, E> {
     policy: Arc<RetryPolicy<E>>,
-    mut inner: S,
-    mut call: Call,
-) -> Result<Reply<E>, ClientError<E>>
+    inner: S,
+    call: Call,
+}
+
+impl<S, E> Retrying<S, E>
 where
     S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
     E: A2aError + 'static,
 {
-    let start = policy.clock_ref().now();
-    if let Some(total) = policy.total_limit() {
-        call = call.with_deadline(start + total);
-    }
-    policy.deposit();
-    let mut previous = policy.backoff().base;
-    let mut attempt = 1;
-    loop {
-        let error = match attempt_once(&policy, &mut inner, &call, attempt == 1).await {
-            Ok(reply) => return Ok(reply),
-            Err(error) => error,
-        };
-        let Some(delay) = policy.next_delay(&call, &error, attempt, &mut previous) else {
-            return Err(error);
-        };
-        policy.notify(attempt, &error, delay);
-        tracing::debug!(
-            method = call.method(),
-            attempt,
-            delay_ms = delay.as_millis() as u64,
-            error = %DisplayCode(&error),
-            "retrying"
-        );
-        tokio::time::sleep(delay).await;
-        attempt += 1;
+    /// Retries after attempt 1 failed with `error`, until success or the policy says stop.
+    pub(super) async fn run(self, mut error: ClientError<E>) -> Result<Reply<E>, ClientError<E>> {
+        let Retrying {
+            policy,
+            mut inner,
+            call,
+        } = self;
+        let mut previous = policy.backoff().base;
+        let mut attempt = 1;
+        loop {
+            let Some(delay) = policy.next_delay(&call, &error, attempt, &mut previous) else {
+                return Err(error);
+            };
+            policy.notify(attempt, &error, delay);
+            tracing::debug!(
+                method = call.method(),
+                attempt,
+                delay_ms = delay.as_millis() as u64,
+                error = %DisplayCode(&error),
+                "retrying"
+            );
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+            let end = attempt_end(&policy, &call, policy.clock_ref().now());
+            error = match attempt_once(&mut inner, &call, end).await {
+                Ok(reply) => return Ok(reply),
+                Err(error) => error,
+            };
+        }
     }
 }
 
-/// One attempt, bounded by the attempt limit and the call's deadline.
+/// One retry, bounded by the attempt limit or the call's deadline, whichever comes first.
 async fn attempt_once<S, E>(
-    policy: &RetryPolicy<E>,
     inner: &mut S,
     call: &Call,
-    first: bool,
+    end: Option<(Instant, Timeout)>,
 ) -> Result<Reply<E>, ClientError<E>>
 where
     S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
 {
-    let attempt_end = policy
-        .attempt_limit()
-        .map(|limit| policy.clock_ref().now() + limit);
-    let (end, fired) = match (attempt_end, call.deadline()) {
-        (Some(a), Some(d)) if a < d => (Some(a), Timeout::Attempt),
-        (_, Some(d)) => (Some(d), Timeout::Total),
-        (a, None) => (a, Timeout::Attempt),
-    };
     let exchange = async {
-        if !first {
-            inner.ready().await?;
-        }
+        inner.ready().await?;
         inner.call(call.clone()).await
     };
     match end {
         None => exchange.await,
-        Some(end) => match tokio::time::timeout_at(end, exchange).await {
+        Some((end, fired)) => match tokio::time::timeout_at(end, exchange).await {
             Ok(result) => result,
             Err(_) => Err(ClientError::Timeout(fired)),
         },
