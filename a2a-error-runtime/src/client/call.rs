@@ -5,6 +5,7 @@ use std::fmt;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -25,6 +26,9 @@ pub struct Call {
     id: u64,
     streaming: bool,
     deadline: Option<Instant>,
+    // A time budget whose clock has not started: a first attempt sends it as it is, which
+    // spares a clock read on calls that finish without waiting.
+    budget: Option<Duration>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -46,6 +50,7 @@ impl Call {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             streaming: false,
             deadline: None,
+            budget: None,
         }
     }
 
@@ -60,6 +65,24 @@ impl Call {
     pub fn with_deadline(mut self, deadline: Instant) -> Call {
         self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
         self
+    }
+
+    /// Gives the call `budget` of time from its first send, for a caller that has not read
+    /// the clock yet (the `Retry` decorator turns it into a deadline once it does).
+    pub fn with_budget(mut self, budget: Duration) -> Call {
+        self.budget = Some(self.budget.map_or(budget, |b| b.min(budget)));
+        self
+    }
+
+    /// The time left for the whole call, as sent in `A2A-Deadline-Ms`.
+    pub fn time_left(&self) -> Option<Duration> {
+        let left = self
+            .deadline
+            .map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        match (left, self.budget) {
+            (Some(left), Some(budget)) => Some(left.min(budget)),
+            (left, budget) => left.or(budget),
+        }
     }
 
     /// The method name.

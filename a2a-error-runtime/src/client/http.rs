@@ -8,7 +8,6 @@ use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::{StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
-use tokio::time::Instant;
 
 use super::call::{Call, EventStream, Reply};
 use super::error::{ClientError, HttpReply, Timeout};
@@ -52,8 +51,7 @@ impl Http {
         let mut request = request
             .header(VERSION_HEADER, self.version.clone())
             .header(ACCEPT, accept);
-        if let Some(deadline) = call.deadline() {
-            let left = deadline.saturating_duration_since(Instant::now());
+        if let Some(left) = call.time_left() {
             request = request.header(DEADLINE_HEADER, left.as_millis().to_string());
         }
         request

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Sleep;
 use tower::Service;
 
 use super::service::Retrying;
@@ -39,7 +39,8 @@ pin_project! {
     {
         #[pin]
         state: State<S::Future, E>,
-        end: Option<(Instant, Timeout)>,
+        // Which limit the first attempt's timer stands for.
+        fired: Timeout,
         retrying: Option<Retrying<S, E>>,
     }
 }
@@ -48,17 +49,13 @@ impl<S, E> ResponseFuture<S, E>
 where
     S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
 {
-    pub(super) fn new(
-        attempt: S::Future,
-        end: Option<(Instant, Timeout)>,
-        retrying: Retrying<S, E>,
-    ) -> Self {
+    pub(super) fn new(attempt: S::Future, retrying: Retrying<S, E>) -> Self {
         ResponseFuture {
             state: State::First {
                 attempt,
                 timer: None,
             },
-            end,
+            fired: Timeout::Attempt,
             retrying: Some(retrying),
         }
     }
@@ -81,14 +78,21 @@ where
                     Poll::Ready(Ok(reply)) => return Poll::Ready(Ok(reply)),
                     Poll::Ready(Err(error)) => error,
                     Poll::Pending => {
-                        let Some((end, fired)) = *this.end else {
+                        if timer.is_none() {
+                            // The attempt has to wait: now the limits need the clock.
+                            let end = this.retrying.as_mut().and_then(Retrying::start_clock);
+                            let Some((end, fired)) = end else {
+                                return Poll::Pending;
+                            };
+                            *this.fired = fired;
+                            *timer = Some(Box::pin(tokio::time::sleep_until(end)));
+                        }
+                        let Some(timer) = timer else {
                             return Poll::Pending;
                         };
-                        let timer =
-                            timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(end)));
                         match timer.as_mut().poll(cx) {
                             Poll::Pending => return Poll::Pending,
-                            Poll::Ready(()) => ClientError::Timeout(fired),
+                            Poll::Ready(()) => ClientError::Timeout(*this.fired),
                         }
                     }
                 },

@@ -113,17 +113,10 @@ where
 
     fn call(&mut self, mut call: Call) -> Self::Future {
         let policy = self.policy.clone();
-        let limits = (policy.attempt_limit(), policy.total_limit());
-        // Reading the clock costs; a policy without limits does not need it.
-        let end = if limits == (None, None) {
-            None
-        } else {
-            let now = policy.clock_ref().now();
-            if let Some(total) = limits.1 {
-                call = call.with_deadline(now + total);
-            }
-            attempt_end(&policy, &call, now)
-        };
+        // The clock is read only once the first attempt has to wait (see `ResponseFuture`).
+        if let Some(total) = policy.total_limit() {
+            call = call.with_budget(total);
+        }
         policy.deposit();
         // The service that was polled ready makes the first attempt; the clone stays here.
         let clone = self.inner.clone();
@@ -131,11 +124,11 @@ where
         let attempt = inner.call(call.clone());
         ResponseFuture::new(
             attempt,
-            end,
             Retrying {
                 policy,
                 inner,
                 call,
+                started: false,
             },
         )
     }
@@ -163,6 +156,20 @@ pub(super) struct Retrying<S, E> {
     policy: Arc<RetryPolicy<E>>,
     inner: S,
     call: Call,
+    started: bool,
+}
+
+impl<S, E> Retrying<S, E> {
+    /// Starts the call's clock: the total limit becomes a deadline from now. Returns when the
+    /// first attempt must end, and which timeout that is.
+    pub(super) fn start_clock(&mut self) -> Option<(Instant, Timeout)> {
+        let now = self.policy.clock_ref().now();
+        self.started = true;
+        if let Some(total) = self.policy.total_limit() {
+            self.call = self.call.clone().with_deadline(now + total);
+        }
+        attempt_end(&self.policy, &self.call, now)
+    }
 }
 
 impl<S, E> Retrying<S, E>
@@ -171,11 +178,18 @@ where
     E: A2aError + 'static,
 {
     /// Retries after attempt 1 failed with `error`, until success or the policy says stop.
-    pub(super) async fn run(self, mut error: ClientError<E>) -> Result<Reply<E>, ClientError<E>> {
+    pub(super) async fn run(
+        mut self,
+        mut error: ClientError<E>,
+    ) -> Result<Reply<E>, ClientError<E>> {
+        if !self.started {
+            self.start_clock();
+        }
         let Retrying {
             policy,
             mut inner,
             call,
+            ..
         } = self;
         let mut previous = policy.backoff().base;
         let mut attempt = 1;
