@@ -1,11 +1,21 @@
 //! The main job: an agent's error enum, what it puts on the wire in both profiles, and the
 //! client side decoding the same bytes back into the typed enum.
 //!
+//! Then the same enum over real HTTP on loopback: an axum JSON-RPC endpoint that fails on
+//! purpose, and the typed client retrying what is worth retrying.
+//!
 //! `cargo run --example quickstart`
 
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use a2a_error::client::{Client, ClientError};
+use a2a_error::retry::{RetryPolicy, RetrySafety};
+use a2a_error::server::{JsonRpc, RequestContext};
 use a2a_error::{A2aError, ErrorObject, FromErrorObject, RemoteError, StandardError, WireProfile};
+use serde_json::{Value, json};
 
 #[derive(Debug, thiserror::Error, A2aError)]
 #[a2a(domain = "billing.example.com")]
@@ -38,7 +48,8 @@ pub enum AgentError {
     Standard(#[from] StandardError),
 }
 
-fn main() {
+#[tokio::main]
+async fn main() {
     let errors = [
         AgentError::TaskNotFound {
             task_id: "t-42".into(),
@@ -100,5 +111,82 @@ fn main() {
             "{:<13} {:>6}  {:<16} {:<22} HTTP {}",
             row.name, row.code, row.reason, row.message, row.http_status
         );
+    }
+
+    over_http().await;
+}
+
+/// A server whose `Quote` fails twice before it works, whose `Bill` is rate limited for 10 s,
+/// and whose `GetTask` knows no task; and a client with a 5 s budget calling each.
+async fn over_http() {
+    println!("\n== over HTTP: the endpoint and the retrying client ==");
+    let calls = Arc::new(AtomicU32::new(0));
+    let server = JsonRpc::new()
+        .method("Quote", move |_: Value, _: RequestContext| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                match n {
+                    0 | 1 => Err(AgentError::from(StandardError::AgentUnavailable {
+                        retry_after: None,
+                    })),
+                    _ => Ok(json!({"price": 42})),
+                }
+            }
+        })
+        .method("Bill", |_: Value, _: RequestContext| async {
+            Err::<Value, _>(AgentError::RateLimited)
+        })
+        .method("GetTask", |p: Value, _: RequestContext| async move {
+            Err::<Value, _>(AgentError::TaskNotFound {
+                task_id: p["id"].as_str().unwrap_or_default().into(),
+                shard: 0,
+            })
+        });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let url = format!("http://{}/", listener.local_addr().expect("an address"));
+    tokio::spawn(async move { axum::serve(listener, server.into_router()).await });
+
+    let policy = RetryPolicy::new()
+        .total_timeout(Duration::from_secs(5))
+        .method("Quote", RetrySafety::Safe)
+        .on_retry(|attempt, error: &ClientError<AgentError>, delay| {
+            println!(
+                "  attempt {attempt} failed: {} {}; retrying in {} ms",
+                error.code(),
+                error.reason(),
+                delay.as_millis()
+            )
+        });
+    // Bill's 10 s wait is past the 5 s budget: the client stops at once instead of sleeping
+    // into a deadline it would miss.
+    let client = Client::<AgentError>::jsonrpc(url.as_str())
+        .retry(policy)
+        .build()
+        .expect("a valid URL");
+
+    for (method, params) in [
+        ("Quote", json!({})),
+        ("Bill", json!({})),
+        ("GetTask", json!({"id": "t-42"})),
+    ] {
+        println!("{method}:");
+        match client.call::<_, Value>(method, &params).await {
+            Ok(result) => println!("  ok: {result}"),
+            Err(error) => {
+                // The kind is known even when the variant can't be rebuilt (TaskNotFound's
+                // shard never travels); `typed()` has the value when it can.
+                let kind = error.remote().and_then(|r| AgentError::kind_of(r.object()));
+                println!(
+                    "  failed: {} {} · kind {kind:?} · rebuilt {} · retryable {} · wait asked {:?}",
+                    error.code(),
+                    error.reason(),
+                    error.typed().is_some(),
+                    error.is_retryable(),
+                    error.retry_after()
+                );
+            }
+        }
     }
 }

@@ -341,7 +341,10 @@ async fn an_attempt_timeout_is_retried_and_the_deadline_travels_down() {
     // The first attempt carries the whole budget; once the clock has started, the deadline.
     assert_eq!(calls[0].time_left(), Some(Duration::from_secs(20)));
     assert_eq!(calls[1].deadline(), Some(start + Duration::from_secs(20)));
-    assert_eq!(calls[1].time_left(), Some(Duration::from_secs(20) - 2100 * MS));
+    assert_eq!(
+        calls[1].time_left(),
+        Some(Duration::from_secs(20) - 2100 * MS)
+    );
     assert_eq!(
         calls[0].id(),
         calls[1].id(),
