@@ -585,3 +585,46 @@ async fn the_client_example_prints_each_attempt() {
     assert_eq!(waits, 3, "{out}");
     assert!(out.contains("attempt 4: -32052 RATE_LIMITED"), "{out}");
 }
+
+/// An application's own code and reason, which the HTTP+JSON binding carries only as reason.
+#[derive(Debug, thiserror::Error, a2a_error::A2aError)]
+#[a2a(domain = "billing.example.com")]
+enum BillingError {
+    #[error("quota of {account} exhausted")]
+    #[a2a(code = -31000, reason = "QUOTA_EXCEEDED", retryable)]
+    Quota {
+        #[a2a(data)]
+        account: String,
+    },
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Standard(#[from] StandardError),
+}
+
+#[tokio::test]
+async fn rest_errors_with_application_codes_decode_into_the_typed_enum() {
+    let router = Router::new().route(
+        "/message:send",
+        post(|| async {
+            Err::<axum::Json<Value>, _>(BillingError::Quota {
+                account: "acme".into(),
+            })
+        }),
+    );
+    let url = serve(router).await;
+    let client = Client::<BillingError>::rest(url)
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let error = client
+        .send_message::<_, Value>(&message("hi", "m-quota"))
+        .await
+        .unwrap_err();
+    match error.typed() {
+        Some(BillingError::Quota { account }) => assert_eq!(account, "acme"),
+        other => panic!("{other:?} from {error:?}"),
+    }
+    assert_eq!(error.code(), -31000, "the code is rebuilt from the reason");
+    assert!(error.is_retryable());
+    assert_eq!(error.http_status(), Some(500));
+}

@@ -503,3 +503,19 @@ fn peer_without_reason_matches_own_code_alone() {
         "data": {"reason": "SOMETHING_ELSE", "elapsedMs": 5}}));
     assert_eq!(Tuned::from_error_object(&other), None);
 }
+
+#[test]
+fn reasons_map_back_to_codes_for_bindings_that_carry_only_the_reason() {
+    assert_eq!(AgentError::code_for_reason("LLM_UNAVAILABLE"), Some(-32603));
+    assert_eq!(
+        AgentError::code_for_reason("RATE_LIMITED"),
+        Some(code::RATE_LIMITED)
+    );
+    // Through the transparent variant: StandardError's own table.
+    assert_eq!(
+        AgentError::code_for_reason("TASK_NOT_CANCELABLE"),
+        Some(code::TASK_NOT_CANCELABLE)
+    );
+    assert_eq!(AgentError::code_for_reason("NO_SUCH_REASON"), None);
+    assert_eq!(RemoteError::code_for_reason("TASK_NOT_FOUND"), None);
+}

@@ -394,6 +394,7 @@ impl<'a> Expander<'a> {
         let (impl_generics, ty_generics, _) = self.input.generics.split_for_impl();
         let where_clause = self.where_clause(self.mirror_bounds());
         let chain = self.decode_chain(|_, build| build);
+        let reasons = self.reason_chain();
         quote! {
             #[automatically_derived]
             impl #impl_generics #p::FromErrorObject for #ident #ty_generics #where_clause {
@@ -401,8 +402,42 @@ impl<'a> Expander<'a> {
                     #chain
                     #p::None
                 }
+
+                fn code_for_reason(__reason: &str) -> #p::Option<i32> {
+                    #reasons
+                    #p::None
+                }
             }
         }
+    }
+
+    /// Reason → code for direct variants, then each transparent variant's own table.
+    fn reason_chain(&self) -> TokenStream {
+        let p = private();
+        let mut direct = Vec::new();
+        let mut transparent = Vec::new();
+        for (_, shape) in &self.rows {
+            match shape {
+                Shape::Coded(wire) => {
+                    let (code, reason) = (int(wire.code), &wire.reason);
+                    direct.push(quote! {
+                        if __reason == #reason { return #p::Some(#code); }
+                    });
+                }
+                Shape::Transparent(field) => {
+                    let ty = field.ty;
+                    transparent.push(quote_spanned! {ty.span()=>
+                        if let #p::Some(__code) =
+                            <#ty as #p::FromErrorObject>::code_for_reason(__reason)
+                        {
+                            return #p::Some(__code);
+                        }
+                    });
+                }
+                Shape::Missing => {}
+            }
+        }
+        quote! { #(#direct)* #(#transparent)* }
     }
 
     fn mirror_bounds(&self) -> Vec<TokenStream> {

@@ -113,4 +113,12 @@ pub trait FromErrorObject: Sized {
     /// The typed error `obj` stands for, or `None` when no variant matches it (or the matching
     /// variant carries fields that do not travel).
     fn from_error_object(obj: &ErrorObject) -> Option<Self>;
+
+    /// The JSON-RPC code of the variant whose ErrorInfo reason is `reason`. The HTTP+JSON
+    /// binding carries only the reason, so a client uses this to rebuild the code before
+    /// decoding. `None` when no variant has that reason.
+    fn code_for_reason(reason: &str) -> Option<i32> {
+        let _ = reason;
+        None
+    }
 }

@@ -116,16 +116,21 @@ struct Status {
     details: Option<Value>,
 }
 
-/// The JSON-RPC code a REST error stands for: the table row of its ErrorInfo reason, else the
-/// code that the HTTP status means in this project's table. The received reason, domain and
-/// details are all kept by `RemoteError`; only the code is inferred.
-fn code_for(object: &ErrorObject, status: u16) -> i32 {
-    if let Some(row) = object.reason().and_then(|reason| {
-        a2a_error_codes::TABLE
+/// The JSON-RPC code a REST error stands for: the code `E` gives its ErrorInfo reason, else
+/// the table row of that reason, else the code the HTTP status means in this project's table.
+/// The received reason, domain and details are all kept by `RemoteError`; only the code is
+/// inferred.
+fn code_for<E: FromErrorObject>(object: &ErrorObject, status: u16) -> i32 {
+    if let Some(reason) = object.reason() {
+        if let Some(code) = E::code_for_reason(reason) {
+            return code;
+        }
+        if let Some(row) = a2a_error_codes::TABLE
             .iter()
             .find(|row| row.reason == reason)
-    }) {
-        return row.code;
+        {
+            return row.code;
+        }
     }
     match status {
         401 => code::AUTH_REQUIRED,
@@ -141,20 +146,20 @@ fn code_for(object: &ErrorObject, status: u16) -> i32 {
 }
 
 /// Reads a REST error body into an error object; `None` when it is not a `google.rpc.Status`.
-fn status_object(body: &[u8], status: u16) -> Option<ErrorObject> {
+fn status_object<E: FromErrorObject>(body: &[u8], status: u16) -> Option<ErrorObject> {
     let status_body: StatusBody = serde_json::from_slice(body).ok()?;
     let mut object = ErrorObject {
         code: 0,
         message: status_body.error.message,
         data: status_body.error.details,
     };
-    object.code = code_for(&object, status);
+    object.code = code_for::<E>(&object, status);
     Some(object)
 }
 
 fn decode<E: FromErrorObject>(body: &[u8], http: HttpReply) -> Result<Value, ClientError<E>> {
     if !(200..300).contains(&http.status) {
-        return match status_object(body, http.status) {
+        return match status_object::<E>(body, http.status) {
             Some(object) => Err(ClientError::from_object(object, Some(http))),
             None => Err(ClientError::Status(Box::new(http))),
         };
@@ -180,7 +185,7 @@ fn decode_event<E: FromErrorObject>(
         .get("error")
         .is_some_and(|e| e.get("message").is_some());
     if event.event == "error" || is_status {
-        return match status_object(event.data.as_bytes(), http.status) {
+        return match status_object::<E>(event.data.as_bytes(), http.status) {
             Some(object) => Err(ClientError::from_object(object, None)),
             None => Err(ClientError::Malformed {
                 detail: "error event is not a google.rpc.Status".into(),
