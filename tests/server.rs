@@ -430,6 +430,43 @@ async fn handler_timeout_is_deadline_exceeded() {
 }
 
 #[tokio::test]
+async fn the_callers_deadline_header_stops_the_handler_in_time() {
+    // The agent's own timeout is 30 s; the caller has 100 ms left.
+    let url = agent().await;
+    let start = std::time::Instant::now();
+    let reply: Value = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("a2a-deadline-ms", "100")
+        .body(send(1, "deadline", "sleep:5000").to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(error_code(&reply), -32054, "{reply}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    // A value that is not whole milliseconds is ignored, not an error.
+    let reply: Value = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("a2a-deadline-ms", "soon")
+        .body(send(2, "no-deadline", "hello").to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(reply.get("result").is_some(), "{reply}");
+}
+
+#[tokio::test]
 async fn a2a_version_header() {
     let url = agent().await;
     let client = reqwest::Client::new();

@@ -16,6 +16,7 @@ pub mod code;
 pub mod data;
 pub mod encode;
 pub mod error;
+pub mod headers;
 pub mod jsonrpc;
 pub mod object;
 pub mod remote;

@@ -12,12 +12,7 @@ use serde_json::Value;
 use super::call::{Call, EventStream, Reply};
 use super::error::{ClientError, HttpReply, Timeout};
 
-/// The header that carries the A2A protocol version.
-pub const VERSION_HEADER: &str = "A2A-Version";
-
-/// The header that carries the milliseconds left of the caller's whole-call budget, so the
-/// peer can give up in time.
-pub const DEADLINE_HEADER: &str = "A2A-Deadline-Ms";
+pub use crate::headers::{DEADLINE_HEADER, VERSION_HEADER};
 
 /// The version this client speaks.
 pub const DEFAULT_VERSION: &str = "1.0";

@@ -27,7 +27,7 @@ use crate::jsonrpc::{self, Body as Parsed, Call, Id};
 use crate::object::WireProfile;
 use crate::standard::StandardError;
 
-use super::VERSION_HEADER;
+use super::{DEADLINE_HEADER, VERSION_HEADER};
 
 type DynError = Box<dyn A2aError + Send + Sync>;
 type Outcome = Result<Vec<u8>, DynError>;
@@ -44,6 +44,17 @@ pub struct RequestContext {
     pub headers: Arc<HeaderMap>,
     /// The A2A version the caller asked for (the configured default when it sent none).
     pub version: Arc<str>,
+    /// When the caller gives up (its `A2A-Deadline-Ms`, read on arrival). The handler is
+    /// stopped then with DEADLINE_EXCEEDED; pass what is left on to agents it calls.
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+impl RequestContext {
+    /// The time left before the caller's deadline, if it sent one.
+    pub fn time_left(&self) -> Option<Duration> {
+        self.deadline
+            .map(|deadline| deadline.saturating_duration_since(tokio::time::Instant::now()))
+    }
 }
 
 /// A JSON-RPC 2.0 endpoint for A2A methods.
@@ -312,13 +323,19 @@ impl JsonRpc {
             match self.inner.methods.get(&method) {
                 None => Err(Box::new(StandardError::MethodNotFound) as DynError),
                 Some(handler) => {
+                    let deadline = headers
+                        .get(DEADLINE_HEADER)
+                        .and_then(|value| crate::headers::parse_deadline_ms(value.as_bytes()))
+                        .map(|left| tokio::time::Instant::now() + left);
                     let ctx = RequestContext {
                         method: Arc::from(method.as_str()),
                         id: id.clone(),
                         headers: Arc::clone(headers),
                         version: Arc::clone(version),
+                        deadline,
                     };
-                    self.run(handler(params, ctx), &method, id.as_ref()).await
+                    self.run(handler(params, ctx), deadline, &method, id.as_ref())
+                        .await
                 }
             }
         };
@@ -336,16 +353,26 @@ impl JsonRpc {
         })
     }
 
-    /// Runs a handler future with the timeout, turning a panic into an internal error.
+    /// Runs a handler future until the configured timeout or the caller's deadline, whichever
+    /// comes first, turning a panic into an internal error.
     async fn run(
         &self,
         future: BoxFuture<'static, Outcome>,
+        deadline: Option<tokio::time::Instant>,
         method: &str,
         id: Option<&Id>,
     ) -> Outcome {
         let guarded = AssertUnwindSafe(future).catch_unwind();
-        let finished = match self.inner.timeout {
-            Some(limit) => match tokio::time::timeout(limit, guarded).await {
+        let own = self
+            .inner
+            .timeout
+            .map(|limit| tokio::time::Instant::now() + limit);
+        let end = match (own, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let finished = match end {
+            Some(end) => match tokio::time::timeout_at(end, guarded).await {
                 Ok(finished) => finished,
                 Err(_) => return Err(Box::new(StandardError::DeadlineExceeded)),
             },

@@ -29,7 +29,6 @@ pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     response
 }
 
-/// The A2A protocol version header.
-pub const VERSION_HEADER: &str = "A2A-Version";
+pub use crate::headers::{DEADLINE_HEADER, VERSION_HEADER};
 /// Content type of A2A JSON bodies (REST replies use it; `application/json` is accepted).
 pub const A2A_JSON: &str = "application/a2a+json";

@@ -1,0 +1,44 @@
+//! The HTTP headers A2A peers exchange, shared by the server and the client.
+
+use std::time::Duration;
+
+/// The A2A protocol version header (`A2A-Version: 1.0`).
+pub const VERSION_HEADER: &str = "A2A-Version";
+
+/// The milliseconds left of the caller's whole-call budget. A client sends it with every
+/// attempt; a server stops its handler in time (`server::JsonRpc` takes the smaller of it and
+/// its own timeout), and an agent calling further agents can pass on what is left.
+pub const DEADLINE_HEADER: &str = "A2A-Deadline-Ms";
+
+/// Reads an `A2A-Deadline-Ms` value: whole milliseconds, nothing else.
+pub fn parse_deadline_ms(value: &[u8]) -> Option<Duration> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<u64>().ok().map(Duration::from_millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_values() {
+        assert_eq!(
+            parse_deadline_ms(b"1500"),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(parse_deadline_ms(b" 0 "), Some(Duration::ZERO));
+        for bad in [
+            &b""[..],
+            b"-5",
+            b"1.5",
+            b"+3",
+            b"ten",
+            b"99999999999999999999999",
+        ] {
+            assert_eq!(parse_deadline_ms(bad), None, "{bad:?}");
+        }
+    }
+}
