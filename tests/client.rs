@@ -4,6 +4,7 @@
 #[path = "../examples/agent/app.rs"]
 #[allow(dead_code)]
 mod app;
+mod common;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -21,15 +22,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use common::serve;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-
-async fn serve(router: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    format!("http://{addr}")
-}
 
 /// What the fault server does with one request.
 #[derive(Clone, Copy, Debug)]
@@ -171,6 +166,15 @@ where
     E: A2aError + a2a_error::FromErrorObject + Send + 'static,
 {
     Client::jsonrpc(url).retry(policy).build().unwrap()
+}
+
+/// A client of the example agent at `url` over `binding` ("jsonrpc" or "rest").
+fn example_client(binding: &str, url: &str, policy: RetryPolicy<AgentError>) -> Client<AgentError> {
+    let builder = match binding {
+        "jsonrpc" => Client::jsonrpc(format!("{url}/")),
+        _ => Client::rest(url),
+    };
+    builder.retry(policy).build().unwrap()
 }
 
 fn message(text: &str, id: &str) -> Value {
@@ -376,11 +380,7 @@ async fn example_agent_rate_limit_honours_its_retry_after() {
     let url = serve(app::router()).await;
     for binding in ["jsonrpc", "rest"] {
         let (policy, log) = recording::<AgentError>();
-        let builder = match binding {
-            "jsonrpc" => Client::jsonrpc(format!("{url}/")),
-            _ => Client::rest(url.clone()),
-        };
-        let client = builder.retry(policy.max_attempts(2)).build().unwrap();
+        let client = example_client(binding, &url, policy.max_attempts(2));
         let start = Instant::now();
         let error = client
             .send_message::<_, Value>(&message("fail:rate_limited", &format!("m-rl-{binding}")))
@@ -403,11 +403,7 @@ async fn example_agent_non_retryable_errors_stop_after_one_attempt() {
     let url = serve(app::router()).await;
     for binding in ["jsonrpc", "rest"] {
         let (policy, log) = recording::<AgentError>();
-        let builder = match binding {
-            "jsonrpc" => Client::jsonrpc(format!("{url}/")),
-            _ => Client::rest(url.clone()),
-        };
-        let client = builder.retry(policy).build().unwrap();
+        let client = example_client(binding, &url, policy);
         let error = client
             .call::<_, Value>("GetTask", &json!({"id": "nope"}))
             .await

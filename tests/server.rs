@@ -4,6 +4,7 @@
 #[path = "../examples/agent/app.rs"]
 #[allow(dead_code)]
 mod app;
+mod common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -14,14 +15,8 @@ use a2a_error::server::{Binding, failed_status, sse_response};
 use a2a_error::{A2aError, ErrorObject, FromErrorObject, StandardError};
 use axum::Router;
 use axum::routing::get;
+use common::serve;
 use serde_json::{Value, json};
-
-async fn serve(router: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    format!("http://{addr}")
-}
 
 async fn agent() -> String {
     serve(app::router()).await
@@ -429,22 +424,26 @@ async fn handler_timeout_is_deadline_exceeded() {
     assert_eq!(reply["error"]["data"][0]["reason"], "DEADLINE_EXCEEDED");
 }
 
-#[tokio::test]
-async fn the_callers_deadline_header_stops_the_handler_in_time() {
-    // The agent's own timeout is 30 s; the caller has 100 ms left.
-    let url = agent().await;
-    let start = std::time::Instant::now();
-    let reply: Value = reqwest::Client::new()
-        .post(&url)
+async fn rpc_with_deadline(url: &str, deadline_ms: &str, body: Value) -> Value {
+    reqwest::Client::new()
+        .post(url)
         .header("content-type", "application/json")
-        .header("a2a-deadline-ms", "100")
-        .body(send(1, "deadline", "sleep:5000").to_string())
+        .header("a2a-deadline-ms", deadline_ms)
+        .body(body.to_string())
         .send()
         .await
         .unwrap()
         .json()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_callers_deadline_header_stops_the_handler_in_time() {
+    // The agent's own timeout is 30 s; the caller has 100 ms left.
+    let url = agent().await;
+    let start = std::time::Instant::now();
+    let reply = rpc_with_deadline(&url, "100", send(1, "deadline", "sleep:5000")).await;
     assert_eq!(error_code(&reply), -32054, "{reply}");
     assert!(
         start.elapsed() < Duration::from_secs(2),
@@ -452,17 +451,7 @@ async fn the_callers_deadline_header_stops_the_handler_in_time() {
         start.elapsed()
     );
     // A value that is not whole milliseconds is ignored, not an error.
-    let reply: Value = reqwest::Client::new()
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("a2a-deadline-ms", "soon")
-        .body(send(2, "no-deadline", "hello").to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply = rpc_with_deadline(&url, "soon", send(2, "no-deadline", "hello")).await;
     assert!(reply.get("result").is_some(), "{reply}");
 }
 

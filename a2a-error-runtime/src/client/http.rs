@@ -17,17 +17,20 @@ pub use crate::headers::{DEADLINE_HEADER, VERSION_HEADER};
 /// The version this client speaks.
 pub const DEFAULT_VERSION: &str = "1.0";
 
-/// The settings of one HTTP transport, shared by the JSON-RPC and REST bindings.
+/// The settings of one HTTP transport, shared by the JSON-RPC and REST bindings: the client,
+/// the agent's URL (JSON-RPC endpoint or REST base) and the version sent.
 #[derive(Clone, Debug)]
 pub(crate) struct Http {
     pub(crate) client: reqwest::Client,
+    pub(crate) url: reqwest::Url,
     pub(crate) version: HeaderValue,
 }
 
 impl Http {
-    pub(crate) fn new(client: reqwest::Client) -> Self {
+    pub(crate) fn new(client: reqwest::Client, url: reqwest::Url) -> Self {
         Http {
             client,
+            url,
             version: HeaderValue::from_static(DEFAULT_VERSION),
         }
     }

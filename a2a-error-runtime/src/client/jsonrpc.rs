@@ -20,34 +20,32 @@ use crate::remote::RemoteError;
 /// URL and decodes error objects through `E`'s mirror.
 pub struct JsonRpcTransport<E = RemoteError> {
     http: Http,
-    url: reqwest::Url,
     errors: PhantomData<fn() -> E>,
 }
 
 impl<E> Clone for JsonRpcTransport<E> {
     fn clone(&self) -> Self {
-        JsonRpcTransport {
-            http: self.http.clone(),
-            url: self.url.clone(),
-            errors: PhantomData,
-        }
+        Self::from_http(self.http.clone())
     }
 }
 
 impl<E> std::fmt::Debug for JsonRpcTransport<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JsonRpcTransport")
-            .field("url", &self.url.as_str())
-            .finish_non_exhaustive()
+        f.debug_tuple("JsonRpcTransport")
+            .field(&self.http.url.as_str())
+            .finish()
     }
 }
 
 impl<E> JsonRpcTransport<E> {
     /// A transport posting to `url` with `client` (its connect timeout, TLS and pool apply).
     pub fn new(client: reqwest::Client, url: reqwest::Url) -> Self {
+        Self::from_http(Http::new(client, url))
+    }
+
+    fn from_http(http: Http) -> Self {
         JsonRpcTransport {
-            http: Http::new(client),
-            url,
+            http,
             errors: PhantomData,
         }
     }
@@ -120,13 +118,13 @@ fn decode<E: FromErrorObject>(
     }
 }
 
-async fn exchange<E>(http: Http, url: reqwest::Url, call: Call) -> Result<Reply<E>, ClientError<E>>
+async fn exchange<E>(http: Http, call: Call) -> Result<Reply<E>, ClientError<E>>
 where
     E: FromErrorObject + Send + 'static,
 {
     let request = http
         .client
-        .post(url)
+        .post(http.url.clone())
         .header(CONTENT_TYPE, "application/json")
         .body(request_body(&call));
     let response = http.send(http.headers(request, &call)).await?;
@@ -155,7 +153,7 @@ where
     }
 
     fn call(&mut self, call: Call) -> Self::Future {
-        Box::pin(exchange(self.http.clone(), self.url.clone(), call))
+        Box::pin(exchange(self.http.clone(), call))
     }
 }
 

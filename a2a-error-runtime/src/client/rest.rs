@@ -23,34 +23,32 @@ use crate::remote::RemoteError;
 /// decodes `google.rpc.Status` error bodies through `E`'s mirror.
 pub struct RestTransport<E = RemoteError> {
     http: Http,
-    base: reqwest::Url,
     errors: PhantomData<fn() -> E>,
 }
 
 impl<E> Clone for RestTransport<E> {
     fn clone(&self) -> Self {
-        RestTransport {
-            http: self.http.clone(),
-            base: self.base.clone(),
-            errors: PhantomData,
-        }
+        Self::from_http(self.http.clone())
     }
 }
 
 impl<E> std::fmt::Debug for RestTransport<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RestTransport")
-            .field("base", &self.base.as_str())
-            .finish_non_exhaustive()
+        f.debug_tuple("RestTransport")
+            .field(&self.http.url.as_str())
+            .finish()
     }
 }
 
 impl<E> RestTransport<E> {
     /// A transport for the agent whose HTTP+JSON interface is at `base`.
     pub fn new(client: reqwest::Client, base: reqwest::Url) -> Self {
+        Self::from_http(Http::new(client, base))
+    }
+
+    fn from_http(http: Http) -> Self {
         RestTransport {
-            http: Http::new(client),
-            base,
+            http,
             errors: PhantomData,
         }
     }
@@ -196,12 +194,12 @@ fn decode_event<E: FromErrorObject>(
     Ok(value)
 }
 
-async fn exchange<E>(http: Http, base: reqwest::Url, call: Call) -> Result<Reply<E>, ClientError<E>>
+async fn exchange<E>(http: Http, call: Call) -> Result<Reply<E>, ClientError<E>>
 where
     E: FromErrorObject + Send + 'static,
 {
     let route = route(&call).map_err(|detail| ClientError::InvalidCall { detail })?;
-    let mut url = base;
+    let mut url = http.url.clone();
     {
         let Ok(mut path) = url.path_segments_mut() else {
             return Err(ClientError::InvalidCall {
@@ -239,7 +237,7 @@ where
     }
 
     fn call(&mut self, call: Call) -> Self::Future {
-        Box::pin(exchange(self.http.clone(), self.base.clone(), call))
+        Box::pin(exchange(self.http.clone(), call))
     }
 }
 
