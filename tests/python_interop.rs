@@ -1,7 +1,8 @@
-//! Interop: the official A2A Python client (a2a-sdk 1.3.0 from PyPI) against the example agent,
-//! over JSON-RPC and REST. `.ci/run` installs the SDK into `.venv`. On a machine without it
-//! the test prints why it is skipped and passes, unless `A2A_INTEROP_REQUIRED=1` (CI) makes a
-//! missing SDK a failure.
+//! Interop with the official A2A Python SDK (a2a-sdk 1.3.0 from PyPI), both ways: its client
+//! against the example agent, and our client against an agent its server serves, over JSON-RPC
+//! and REST. `.ci/run` installs the SDK into `.venv`. On a machine without it the tests print
+//! why they are skipped and pass, unless `A2A_INTEROP_REQUIRED=1` (CI) makes a missing SDK a
+//! failure.
 
 #[path = "../examples/agent/app.rs"]
 #[allow(dead_code)]
@@ -10,7 +11,8 @@ mod app;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn python() -> Option<PathBuf> {
+/// A Python that can import `modules`.
+fn python_with(modules: &str) -> Option<PathBuf> {
     let candidates = [
         std::env::var_os("A2A_INTEROP_PYTHON").map(PathBuf::from),
         Some(PathBuf::from(concat!(
@@ -20,23 +22,33 @@ fn python() -> Option<PathBuf> {
     ];
     candidates.into_iter().flatten().find(|python| {
         Command::new(python)
-            .args(["-c", "import a2a.client, a2a.utils.errors"])
+            .args(["-c", &format!("import {modules}")])
             .current_dir(std::env::temp_dir())
             .output()
             .is_ok_and(|out| out.status.success())
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn official_python_client_reads_our_errors() {
-    let Some(python) = python() else {
-        let reason =
-            "the a2a-sdk Python package is not installed (run .ci/run, or set A2A_INTEROP_PYTHON)";
+/// The Python to run, or `None` after saying why the test is skipped (never in CI).
+fn python_or_skip(modules: &str) -> Option<PathBuf> {
+    let python = python_with(modules);
+    if python.is_none() {
+        let reason = format!(
+            "a Python with {modules} (a2a-sdk[http-server]) is not installed \
+             (run .ci/run, or set A2A_INTEROP_PYTHON)"
+        );
         assert!(
             std::env::var("A2A_INTEROP_REQUIRED").is_err(),
             "interop required but {reason}"
         );
         println!("skipping Python interop: {reason}");
+    }
+    python
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_python_client_reads_our_errors() {
+    let Some(python) = python_or_skip("a2a.client, a2a.utils.errors") else {
         return;
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -77,4 +89,111 @@ async fn official_python_client_reads_our_errors() {
             "{binding}"
         );
     }
+}
+
+/// Starts the Python SDK's server on a free port; it stops when the returned child drops.
+async fn python_agent(python: &PathBuf) -> (tokio::process::Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_agent.py");
+    // The SDK logs a traceback for every error it serves; keep them out of the test output.
+    let log = std::env::temp_dir().join(format!("a2a-python-agent-{port}.log"));
+    let child = tokio::process::Command::new(python)
+        .args([script, &port.to_string()])
+        .current_dir(std::env::temp_dir())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+            return (child, format!("http://{addr}"));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    panic!("the Python agent did not start listening on {addr} within 20 s:\n{output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_reads_the_official_python_server() {
+    use a2a_error::StandardError;
+    use a2a_error::client::Client;
+    use a2a_error::retry::RetryPolicy;
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    let modules = "a2a.server.routes.jsonrpc_routes, starlette, uvicorn";
+    let Some(python) = python_or_skip(modules) else {
+        return;
+    };
+    let (_agent, url) = python_agent(&python).await;
+    let message = |text: &str, id: &str| json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}});
+    for binding in ["jsonrpc", "rest"] {
+        let retries = Arc::new(AtomicU32::new(0));
+        let counter = retries.clone();
+        let policy = RetryPolicy::new().on_retry(move |_, _, _| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        let builder = match binding {
+            "jsonrpc" => Client::<StandardError>::jsonrpc(format!("{url}/")),
+            _ => Client::<StandardError>::rest(url.clone()),
+        };
+        let client = builder.retry(policy).build().unwrap();
+
+        let reply: Value = client
+            .send_message(&message("hello", &format!("py-{binding}-1")))
+            .await
+            .unwrap();
+        assert_eq!(
+            reply["message"]["parts"][0]["text"], "echo: hello",
+            "{binding}"
+        );
+
+        let error = client
+            .send_message::<_, Value>(&message("fail:unsupported", &format!("py-{binding}-2")))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error.typed(), Some(StandardError::UnsupportedOperation)),
+            "{binding}: {error:?}"
+        );
+        assert!(!error.is_retryable());
+
+        let error = client
+            .call::<_, Value>("GetTask", &json!({"id": "nope"}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error.typed(), Some(StandardError::TaskNotFound { .. })),
+            "{binding}: {error:?}"
+        );
+        if binding == "rest" {
+            assert_eq!(error.http_status(), Some(404));
+        }
+        assert_eq!(
+            retries.load(Ordering::SeqCst),
+            0,
+            "{binding}: nothing to retry"
+        );
+    }
+
+    // A method the SDK does not serve: its -32601, typed, after one attempt.
+    let client = Client::<StandardError>::jsonrpc(format!("{url}/"))
+        .build()
+        .unwrap();
+    let error = client
+        .call::<_, Value>("NoSuchMethod", &json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.typed(), Some(StandardError::MethodNotFound)),
+        "{error:?}"
+    );
 }
