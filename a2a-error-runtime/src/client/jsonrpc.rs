@@ -109,7 +109,13 @@ fn decode<E: FromErrorObject>(
     }
     match (response.result, response.error) {
         (_, Some(error)) => Err(ClientError::from_object(error, Some(http))),
-        (Some(result), None) if response.id.as_u64() == Some(id) => Ok(result),
+        // Some peers echo a numeric id as a string; that is still this request's reply.
+        (Some(result), None)
+            if response.id.as_u64() == Some(id)
+                || response.id.as_str() == Some(id.to_string().as_str()) =>
+        {
+            Ok(result)
+        }
         (Some(_), None) => Err(http::unexpected(
             http,
             format!("reply id {} does not match request id {id}", response.id),
@@ -183,6 +189,9 @@ mod tests {
         let got: Result<Value, ClientError> =
             decode(br#"{"jsonrpc":"2.0","id":7,"result":null}"#, 7, ok());
         assert_eq!(got.unwrap(), Value::Null);
+        let got: Result<Value, ClientError> =
+            decode(br#"{"jsonrpc":"2.0","id":"7","result":1}"#, 7, ok());
+        assert_eq!(got.unwrap(), 1);
         let err = decode::<RemoteError>(br#"{"jsonrpc":"2.0","id":7,"result":1}"#, 8, ok());
         assert!(matches!(err, Err(ClientError::Malformed { .. })));
         let err = decode::<RemoteError>(
