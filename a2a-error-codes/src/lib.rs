@@ -279,6 +279,11 @@ pub fn by_name(name: &str) -> Option<&'static CodeRow> {
     TABLE.iter().find(|row| row.name == name)
 }
 
+/// The row whose ErrorInfo reason is `reason` (`"TASK_NOT_FOUND"`), if any.
+pub fn by_reason(reason: &str) -> Option<&'static CodeRow> {
+    TABLE.iter().find(|row| row.reason == reason)
+}
+
 /// The JSON-RPC reserved range, -32768..=-32000.
 pub const RESERVED: core::ops::RangeInclusive<i32> = -32768..=-32000;
 /// The part of the reserved range left to servers, -32099..=-32000.
@@ -304,7 +309,11 @@ mod tests {
                 assert_ne!(a.name, b.name);
                 assert_ne!(a.reason, b.reason);
             }
+            // Unique, so each name and each reason finds its own row.
+            assert_eq!(by_name(a.name).map(|row| row.code), Some(a.code));
+            assert_eq!(by_reason(a.reason).map(|row| row.code), Some(a.code));
         }
+        assert!(by_reason("NO_SUCH_REASON").is_none());
     }
 
     #[test]

@@ -48,7 +48,11 @@ pub struct ErrorObject {
     pub data: Option<Value>,
 }
 
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+/// Deserializes a member that is there as `Some`, even when it is `null`; with
+/// `#[serde(default)]` an absent member stays `None`.
+pub(crate) fn present<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Value>, D::Error> {
     Value::deserialize(deserializer).map(Some)
 }
 

@@ -4,6 +4,11 @@ use std::time::Duration;
 
 use a2a_error_derive::A2aError;
 
+/// The domain of the project's own codes when no application names one: the domain of
+/// `StandardError` (the attribute below must say the same; the table test checks it) and of
+/// a client's local failures passed on.
+pub(crate) const PROJECT_DOMAIN: &str = "a2a-error";
+
 /// Every JSON-RPC, A2A and project error code as one enum, for servers that need no errors of
 /// their own and as a `transparent` member of an application's error enum.
 ///
@@ -167,7 +172,7 @@ mod tests {
             let domain = if row.origin.is_spec() {
                 code::SPEC_DOMAIN
             } else {
-                "a2a-error"
+                PROJECT_DOMAIN
             };
             assert_eq!(error.domain(), domain);
             let object = error.to_error_object();

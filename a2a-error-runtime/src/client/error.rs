@@ -13,12 +13,10 @@ use crate::data::DataSink;
 use crate::error::{A2aError, Category, RetryHint};
 use crate::object::{ErrorObject, WireProfile};
 use crate::remote::RemoteError;
+use crate::standard::PROJECT_DOMAIN;
 
 /// A boxed source error (reqwest's, an I/O error).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// The domain of this project's own codes when a client error is passed on.
-const PROJECT_DOMAIN: &str = "a2a-error";
 
 /// The HTTP status line and headers of a reply.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +28,11 @@ pub struct HttpReply {
 }
 
 impl HttpReply {
+    /// Whether the status is 2xx.
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
     /// The `Retry-After` header as a delay from `now`: delta-seconds or an HTTP-date
     /// (RFC 9110 §10.2.3). A date in the past is a zero delay.
     pub fn retry_after_at(&self, now: SystemTime) -> Option<Duration> {
@@ -244,21 +247,8 @@ impl<E> ClientError<E> {
         E: A2aError,
     {
         match self {
-            ClientError::Remote { error, reply } => remote_retryable(
-                error.code(),
-                error.category(),
-                error.retry_hint(),
-                &reply.object,
-            ),
-            ClientError::Unrecognized(reply) => {
-                let object = &reply.object;
-                remote_retryable(
-                    object.code(),
-                    object.category(),
-                    object.retry_hint(),
-                    object,
-                )
-            }
+            ClientError::Remote { error, reply } => remote_retryable(&**error, &reply.object),
+            ClientError::Unrecognized(reply) => remote_retryable(&reply.object, &reply.object),
             ClientError::Status(http) => matches!(http.status, 408 | 429 | 502 | 503 | 504),
             ClientError::Timeout(timeout) => *timeout != Timeout::Total,
             ClientError::Connect(_) | ClientError::Transport(_) => true,
@@ -307,11 +297,13 @@ impl<E> ClientError<E> {
     }
 }
 
-fn remote_retryable(code: i32, category: Category, hint: RetryHint, object: &RemoteError) -> bool {
-    if CLIENT_MISTAKES.contains(&code) || category == Category::Auth {
+/// A peer's error, read as `error` (the typed mirror, or the object itself): retryable when
+/// its hint says so or the peer sent a delay, never for the caller's own mistakes or auth.
+fn remote_retryable(error: &impl A2aError, object: &RemoteError) -> bool {
+    if CLIENT_MISTAKES.contains(&error.code()) || error.category() == Category::Auth {
         return false;
     }
-    hint.is_retryable() || object.retry_delay().is_some()
+    error.retry_hint().is_retryable() || object.retry_delay().is_some()
 }
 
 impl<E: fmt::Display> fmt::Display for ClientError<E> {

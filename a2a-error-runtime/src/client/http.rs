@@ -155,7 +155,7 @@ fn stream_error<E>(error: EventStreamError<reqwest::Error>) -> ClientError<E> {
 /// A reply that is not what the binding promises: a non-2xx one is reported by its status
 /// (a proxy's error page), a 2xx one as malformed.
 pub(crate) fn unexpected<E>(http: HttpReply, detail: impl Into<String>) -> ClientError<E> {
-    if (200..300).contains(&http.status) {
+    if http.is_success() {
         ClientError::Malformed {
             detail: detail.into(),
             http: Some(Box::new(http)),

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::call::{Call, Reply};
@@ -79,36 +79,36 @@ struct Response {
     jsonrpc: Option<String>,
     #[serde(default)]
     id: Value,
-    #[serde(default, deserialize_with = "present")]
+    // Tells `"result": null` (a valid result) from no result at all.
+    #[serde(default, deserialize_with = "crate::object::present")]
     result: Option<Value>,
     error: Option<ErrorObject>,
 }
 
-// Tells `"result": null` (a valid result) from no result at all.
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
-}
-
-/// Reads one JSON-RPC response: its result, or its error through `E`'s mirror.
+/// Reads one JSON-RPC response: its result, or its error through `E`'s mirror. The HTTP reply
+/// is copied into the error only when there is one (an SSE stream decodes every event here).
 fn decode<E: FromErrorObject>(
     body: &[u8],
     id: u64,
-    http: HttpReply,
+    http: &HttpReply,
 ) -> Result<Value, ClientError<E>> {
     let response: Response = match serde_json::from_slice(body) {
         Ok(response) => response,
         Err(error) => {
             return Err(http::unexpected(
-                http,
+                http.clone(),
                 format!("not a JSON-RPC response: {error}"),
             ));
         }
     };
     if response.jsonrpc.as_deref() != Some("2.0") {
-        return Err(http::unexpected(http, "missing \"jsonrpc\": \"2.0\""));
+        return Err(http::unexpected(
+            http.clone(),
+            "missing \"jsonrpc\": \"2.0\"",
+        ));
     }
     match (response.result, response.error) {
-        (_, Some(error)) => Err(ClientError::from_object(error, Some(http))),
+        (_, Some(error)) => Err(ClientError::from_object(error, Some(http.clone()))),
         // Some peers echo a numeric id as a string; that is still this request's reply.
         (Some(result), None)
             if response.id.as_u64() == Some(id)
@@ -117,10 +117,10 @@ fn decode<E: FromErrorObject>(
             Ok(result)
         }
         (Some(_), None) => Err(http::unexpected(
-            http,
+            http.clone(),
             format!("reply id {} does not match request id {id}", response.id),
         )),
-        (None, None) => Err(http::unexpected(http, "neither result nor error")),
+        (None, None) => Err(http::unexpected(http.clone(), "neither result nor error")),
     }
 }
 
@@ -138,12 +138,12 @@ where
     let id = call.id();
     if http::is_event_stream(&reply) {
         return http::event_stream(response, move |event| {
-            decode(event.data.as_bytes(), id, reply.clone())
+            decode(event.data.as_bytes(), id, &reply)
         })
         .await;
     }
     let body = http::body(response).await?;
-    decode(&body, id, reply).map(Reply::Result)
+    decode(&body, id, &reply).map(Reply::Result)
 }
 
 impl<E> tower::Service<Call> for JsonRpcTransport<E>
@@ -187,17 +187,17 @@ mod tests {
     #[test]
     fn decodes_results_errors_and_rejects_the_rest() {
         let got: Result<Value, ClientError> =
-            decode(br#"{"jsonrpc":"2.0","id":7,"result":null}"#, 7, ok());
+            decode(br#"{"jsonrpc":"2.0","id":7,"result":null}"#, 7, &ok());
         assert_eq!(got.unwrap(), Value::Null);
         let got: Result<Value, ClientError> =
-            decode(br#"{"jsonrpc":"2.0","id":"7","result":1}"#, 7, ok());
+            decode(br#"{"jsonrpc":"2.0","id":"7","result":1}"#, 7, &ok());
         assert_eq!(got.unwrap(), 1);
-        let err = decode::<RemoteError>(br#"{"jsonrpc":"2.0","id":7,"result":1}"#, 8, ok());
+        let err = decode::<RemoteError>(br#"{"jsonrpc":"2.0","id":7,"result":1}"#, 8, &ok());
         assert!(matches!(err, Err(ClientError::Malformed { .. })));
         let err = decode::<RemoteError>(
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"gone"}}"#,
             7,
-            ok(),
+            &ok(),
         )
         .unwrap_err();
         assert_eq!(err.remote().unwrap().code(), -32001);
@@ -205,7 +205,7 @@ mod tests {
             status: 502,
             headers: Default::default(),
         };
-        let err = decode::<RemoteError>(b"<html>bad gateway</html>", 7, page).unwrap_err();
+        let err = decode::<RemoteError>(b"<html>bad gateway</html>", 7, &page).unwrap_err();
         assert_eq!(err.http_status(), Some(502));
         assert!(matches!(err, ClientError::Status(_)));
     }

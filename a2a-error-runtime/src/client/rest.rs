@@ -123,10 +123,7 @@ fn code_for<E: FromErrorObject>(object: &ErrorObject, status: u16) -> i32 {
         if let Some(code) = E::code_for_reason(reason) {
             return code;
         }
-        if let Some(row) = a2a_error_codes::TABLE
-            .iter()
-            .find(|row| row.reason == reason)
-        {
+        if let Some(row) = a2a_error_codes::by_reason(reason) {
             return row.code;
         }
     }
@@ -156,7 +153,7 @@ fn status_object<E: FromErrorObject>(body: &[u8], status: u16) -> Option<ErrorOb
 }
 
 fn decode<E: FromErrorObject>(body: &[u8], http: HttpReply) -> Result<Value, ClientError<E>> {
-    if !(200..300).contains(&http.status) {
+    if !http.is_success() {
         return match status_object::<E>(body, http.status) {
             Some(object) => Err(ClientError::from_object(object, Some(http))),
             None => Err(ClientError::Status(Box::new(http))),
@@ -217,7 +214,7 @@ where
     }
     let response = http.send(http.headers(request, &call)).await?;
     let reply = http::http_reply(&response);
-    if http::is_event_stream(&reply) && (200..300).contains(&reply.status) {
+    if http::is_event_stream(&reply) && reply.is_success() {
         return http::event_stream(response, move |event| decode_event(&event, &reply)).await;
     }
     let body = http::body(response).await?;

@@ -128,14 +128,13 @@ where
                 policy,
                 inner,
                 call,
-                started: false,
             },
         )
     }
 }
 
 /// When the attempt starting at `now` must end, and which timeout that is.
-pub(super) fn attempt_end<E>(
+fn attempt_end<E>(
     policy: &RetryPolicy<E>,
     call: &Call,
     now: Instant,
@@ -156,15 +155,14 @@ pub(super) struct Retrying<S, E> {
     policy: Arc<RetryPolicy<E>>,
     inner: S,
     call: Call,
-    started: bool,
 }
 
 impl<S, E> Retrying<S, E> {
     /// Starts the call's clock: the total limit becomes a deadline from now. Returns when the
-    /// first attempt must end, and which timeout that is.
+    /// first attempt must end, and which timeout that is. Starting it again changes nothing:
+    /// a call keeps the earlier of two deadlines.
     pub(super) fn start_clock(&mut self) -> Option<(Instant, Timeout)> {
         let now = self.policy.clock_ref().now();
-        self.started = true;
         if let Some(total) = self.policy.total_limit() {
             self.call = self.call.clone().with_deadline(now + total);
         }
@@ -182,14 +180,12 @@ where
         mut self,
         mut error: ClientError<E>,
     ) -> Result<Reply<E>, ClientError<E>> {
-        if !self.started {
-            self.start_clock();
-        }
+        // A first attempt that failed without waiting has not started the clock yet.
+        self.start_clock();
         let Retrying {
             policy,
             mut inner,
             call,
-            ..
         } = self;
         let mut previous = policy.backoff().base;
         let mut attempt = 1;
