@@ -7,7 +7,13 @@
 //! cargo run --example client -- http://127.0.0.1:8080/ fail:rate_limited  # waits 2 s each time
 //! cargo run --example client -- http://127.0.0.1:8080/ fail:unsupported   # one attempt
 //! cargo run --example client -- --rest http://127.0.0.1:8080 hello        # HTTP+JSON binding
+//! cargo run --example client -- --method TransferFunds http://127.0.0.1:8080/ hi
+//! cargo run --example client -- --stream http://127.0.0.1:8080/ hello     # SendStreamingMessage
 //! ```
+//!
+//! `--method NAME` sends the text as a SendMessage-shaped message to any method (default
+//! `SendMessage`); a method the retry policy does not know is treated as unsafe to repeat.
+//! `--stream` calls `SendStreamingMessage` (or the `--method`) and prints each event.
 //!
 //! Exit status: 0 on success, 1 when the call failed, 2 on bad usage.
 
@@ -18,6 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use a2a_error::client::{Client, ClientError};
 use a2a_error::retry::RetryPolicy;
 use a2a_error::{A2aError, RemoteError};
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 /// `println!` that ignores a closed stdout (`client … | head`) instead of panicking.
@@ -48,17 +55,78 @@ fn seconds(delay: Duration) -> String {
     format!("{:.2}s", delay.as_secs_f64())
 }
 
+/// The text of a reply: a Task's status message, a Message's parts, or the JSON itself.
+fn answer(reply: &Value) -> String {
+    let parts = reply
+        .pointer("/task/status/message/parts")
+        .or_else(|| reply.pointer("/status/message/parts"))
+        .or_else(|| reply.pointer("/message/parts"))
+        .or_else(|| reply.pointer("/parts"));
+    let text: Option<String> = parts.and_then(Value::as_array).map(|parts| {
+        parts
+            .iter()
+            .filter_map(|part| part["text"].as_str())
+            .collect()
+    });
+    match text {
+        Some(text) if !text.is_empty() => text,
+        _ => reply.to_string(),
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: client [--rest] [--method NAME] [--stream] URL TEXT");
+    std::process::exit(2);
+}
+
+/// Prints why the call failed and exits 1.
+fn give_up(attempt: u32, error: &ClientError) -> ! {
+    let why = if error.is_retryable() {
+        "no retries left in the policy or time budget"
+    } else {
+        "not retryable"
+    };
+    say!("attempt {attempt}: {}; giving up ({why})", describe(error));
+    if let Some(delay) = error.retry_after() {
+        say!(
+            "the agent asked to wait {} before trying again",
+            seconds(delay)
+        );
+    }
+    say!(
+        "error: {} (category {})",
+        error.reason(),
+        error.category().as_str()
+    );
+    std::process::exit(1);
+}
+
 #[tokio::main]
 async fn main() {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = args.first().is_some_and(|a| a == "--rest");
-    if rest {
-        args.remove(0);
+    let mut args = std::env::args().skip(1);
+    let (mut rest, mut stream, mut method) = (false, false, None::<String>);
+    let mut positional = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--rest" => rest = true,
+            "--stream" => stream = true,
+            "--method" => match args.next() {
+                Some(name) if !name.is_empty() => method = Some(name),
+                _ => usage(),
+            },
+            flag if flag.starts_with("--") => usage(),
+            _ => positional.push(arg),
+        }
     }
-    let [url, text] = args.as_slice() else {
-        eprintln!("usage: client [--rest] URL TEXT");
-        std::process::exit(2);
+    let [url, text] = positional.as_slice() else {
+        usage();
     };
+    let default_method = if stream {
+        "SendStreamingMessage"
+    } else {
+        "SendMessage"
+    };
+    let method = method.unwrap_or_else(|| default_method.to_owned());
 
     let failed = Arc::new(AtomicU32::new(0));
     let counter = failed.clone();
@@ -92,36 +160,43 @@ async fn main() {
         "parts": [{"text": text}],
     }});
 
-    let result: Result<Value, ClientError> = client.send_message(&request).await;
+    if stream {
+        let result = client.stream(method, &request).await;
+        let attempt = failed.load(Ordering::SeqCst) + 1;
+        let mut events = match result {
+            Ok(events) => events,
+            Err(error) => give_up(attempt, &error),
+        };
+        say!("attempt {attempt}: ok");
+        let mut count = 0;
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    count += 1;
+                    say!("event {count}: {}", answer(&event));
+                }
+                Err(error) => {
+                    say!("stream ended after {count} events: {}", describe(&error));
+                    say!(
+                        "error: {} (category {})",
+                        error.reason(),
+                        error.category().as_str()
+                    );
+                    std::process::exit(1);
+                }
+            }
+        }
+        say!("stream done: {count} events");
+        return;
+    }
+
+    let result: Result<Value, ClientError> = client.call(method, &request).await;
     let attempt = failed.load(Ordering::SeqCst) + 1;
     match result {
         Ok(reply) => {
             say!("attempt {attempt}: ok");
-            let answer = &reply["task"]["status"]["message"]["parts"][0]["text"];
-            match answer.as_str() {
-                Some(answer) => say!("reply: {answer}"),
-                None => say!("reply: {reply}"),
-            }
+            say!("reply: {}", answer(&reply));
         }
-        Err(error) => {
-            let why = if error.is_retryable() {
-                "no retries left in the policy or time budget"
-            } else {
-                "not retryable"
-            };
-            say!("attempt {attempt}: {}; giving up ({why})", describe(&error));
-            if let Some(delay) = error.retry_after() {
-                say!(
-                    "the agent asked to wait {} before trying again",
-                    seconds(delay)
-                );
-            }
-            say!(
-                "error: {} (category {})",
-                error.reason(),
-                error.category().as_str()
-            );
-            std::process::exit(1);
-        }
+        Err(error) => give_up(attempt, &error),
     }
 }

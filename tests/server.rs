@@ -541,22 +541,38 @@ async fn internal_details_go_to_tracing_not_the_wire() {
     assert!(!body.contains("hunter2"), "{body}");
     assert!(body.contains("INTERNAL_ERROR"));
 
+    // A client mistake is logged below error level.
+    let missing = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 78, "method": "GetTask", "params": {"id": "q-78"}}),
+    )
+    .await;
+    assert_eq!(error_code(&missing), -32001);
+    // A failing notification gets no reply, and is logged all the same.
+    let note = json!({"jsonrpc": "2.0", "method": "SendMessage", "params": {"message": {
+        "messageId": "note-79", "role": "ROLE_USER", "parts": [{"text": "fail:internal"}]}}});
+    let (status, _, text) = post_raw(&url, note.to_string().into_bytes()).await;
+    assert_eq!((status, text.as_str()), (204, ""));
+
     let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     let line = logs
         .lines()
-        .find(|l| l.contains("hunter2-secret"))
+        .find(|l| l.contains("hunter2-secret") && l.contains("77"))
         .unwrap_or_else(|| panic!("the internal error was not logged: {logs}"));
     assert!(line.contains("ERROR"), "{line}");
-    assert!(
-        line.contains("SendMessage") && line.contains("77"),
-        "{line}"
-    );
-    // A client mistake is logged below error level.
-    let _ = rpc(
-        &url,
-        json!({"jsonrpc": "2.0", "id": 78, "method": "GetTask", "params": {"id": "q"}}),
-    )
-    .await;
+    assert!(line.contains("SendMessage"), "{line}");
+    let mistake = logs
+        .lines()
+        .find(|l| l.contains("q-78") || (l.contains("GetTask") && l.contains("78")))
+        .unwrap_or_else(|| panic!("the client mistake was not logged: {logs}"));
+    assert!(mistake.contains("DEBUG"), "{mistake}");
+    assert!(!mistake.contains("ERROR"), "{mistake}");
+    let notification = logs
+        .lines()
+        .filter(|l| l.contains("hunter2-secret") && l.contains("SendMessage"))
+        .find(|l| !l.contains("77"))
+        .unwrap_or_else(|| panic!("the failing notification was not logged: {logs}"));
+    assert!(notification.contains("ERROR"), "{notification}");
 }
 
 #[tokio::test]

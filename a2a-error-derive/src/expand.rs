@@ -271,6 +271,7 @@ impl<'a> Expander<'a> {
             },
         );
         let write_error_object = self.write_error_object();
+        let transparent_only = self.transparent_only();
 
         quote! {
             #[automatically_derived]
@@ -284,6 +285,7 @@ impl<'a> Expander<'a> {
                 fn http_status(&self) -> u16 { #http_status }
                 fn write_data(&self, __sink: &mut #p::DataSink<'_>) { #write_data }
                 #write_error_object
+                #transparent_only
             }
 
             #p::with_axum! {
@@ -296,6 +298,38 @@ impl<'a> Expander<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// The trait methods whose defaults are right for coded variants but must reach the inner
+    /// error of a transparent one (its own gRPC name, its extra details such as a received
+    /// BadRequest); emitted only when there is a transparent variant.
+    fn transparent_only(&self) -> TokenStream {
+        if !self
+            .rows
+            .iter()
+            .any(|(_, shape)| matches!(shape, Shape::Transparent(_)))
+        {
+            return TokenStream::new();
+        }
+        let p = private();
+        let grpc_status = self.per_variant(
+            |v, _| (v.pattern_any(), quote!(#p::grpc_status(self))),
+            |binding, ty| {
+                let binding = at(binding, ty);
+                quote_spanned!(ty.span()=> #p::A2aError::grpc_status(#binding))
+            },
+        );
+        let write_extra_details = self.per_variant(
+            |v, _| (v.pattern_any(), quote!({})),
+            |binding, ty| {
+                let binding = at(binding, ty);
+                quote_spanned!(ty.span()=> #p::A2aError::write_extra_details(#binding, __out))
+            },
+        );
+        quote! {
+            fn grpc_status(&self) -> &'static str { #grpc_status }
+            fn write_extra_details(&self, __out: &mut #p::Vec<u8>) { #write_extra_details }
         }
     }
 

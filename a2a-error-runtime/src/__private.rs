@@ -49,6 +49,12 @@ pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, o
     crate::encode::write_error_object(err, profile, out);
 }
 
+/// The default gRPC status name of `err`, for the coded variants of an enum that also has
+/// transparent ones.
+pub fn grpc_status<E: A2aError + ?Sized>(err: &E) -> &'static str {
+    crate::code::StatusMapping::V1_0_1.grpc_status(err.code(), err.http_status())
+}
+
 /// Whether a received reason selects a variant whose reason is `expected`. A peer that sent
 /// no reason is taken to mean the code's own table reason.
 pub fn reason_matches(received: Option<&str>, code: i32, expected: &str) -> bool {
@@ -89,8 +95,7 @@ macro_rules! seconds_field {
             fn from_delay(delay: Option<Duration>) -> Option<Self> {
                 // Round up: waiting a little longer is safe, a little shorter is not.
                 let delay = delay?;
-                let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
-                <$int>::try_from(secs).ok()
+                <$int>::try_from(crate::headers::whole_seconds_up(delay)).ok()
             }
         }
     )*};

@@ -41,13 +41,18 @@ impl StatusMapping {
         }
     }
 
-    /// The gRPC status name for an error with `code` and HTTP status `status`.
+    /// The gRPC status name for an error with `code` and HTTP status `status`: the table's
+    /// name for the code when `status` is the code's own status under this mapping (or under
+    /// v1.0.1, whose status a v1.0.0 server keeps for codes it did not remap), else the name
+    /// conventionally paired with `status`.
     pub fn grpc_status(self, code: i32, status: u16) -> &'static str {
-        match lookup(code) {
-            Some(row) if row.http_status == status => match self {
-                StatusMapping::V1_0_1 => row.grpc_status,
-                StatusMapping::V1_0_0 => row.grpc_status_v1_0_0,
-            },
+        match (self, lookup(code)) {
+            (StatusMapping::V1_0_1, Some(row)) if row.http_status == status => row.grpc_status,
+            (StatusMapping::V1_0_0, Some(row))
+                if row.http_status_v1_0_0 == status || row.http_status == status =>
+            {
+                row.grpc_status_v1_0_0
+            }
             _ => grpc_status_for_http(status),
         }
     }
@@ -62,6 +67,7 @@ pub fn grpc_status_for_http(status: u16) -> &'static str {
         403 => "PERMISSION_DENIED",
         404 => "NOT_FOUND",
         408 | 504 => "DEADLINE_EXCEEDED",
+        405 => "UNIMPLEMENTED",
         409 => "ABORTED",
         412 => "FAILED_PRECONDITION",
         413 | 415 | 422 => "INVALID_ARGUMENT",
@@ -82,6 +88,43 @@ pub fn default_reason(code: i32) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_row_in_both_mappings() {
+        for row in TABLE {
+            let new = StatusMapping::V1_0_1;
+            let old = StatusMapping::V1_0_0;
+            assert_eq!(new.http_status(row.code, row.http_status), row.http_status);
+            assert_eq!(
+                new.grpc_status(row.code, row.http_status),
+                row.grpc_status,
+                "{}",
+                row.name
+            );
+            let old_status = old.http_status(row.code, row.http_status);
+            assert_eq!(old_status, row.http_status_v1_0_0, "{}", row.name);
+            assert_eq!(
+                old.grpc_status(row.code, old_status),
+                row.grpc_status_v1_0_0,
+                "{}",
+                row.name
+            );
+        }
+        // The rows the issue found wrong under v1.0.0.
+        let old = StatusMapping::V1_0_0;
+        assert_eq!(
+            old.grpc_status(TASK_NOT_CANCELABLE, 409),
+            "FAILED_PRECONDITION"
+        );
+        for code in [
+            PUSH_NOTIFICATION_NOT_SUPPORTED,
+            UNSUPPORTED_OPERATION,
+            VERSION_NOT_SUPPORTED,
+        ] {
+            assert_eq!(old.grpc_status(code, 400), "UNIMPLEMENTED");
+        }
+        assert_eq!(old.grpc_status(INVALID_AGENT_RESPONSE, 502), "INTERNAL");
+    }
 
     #[test]
     fn v1_0_0_remaps_only_table_defaults() {

@@ -30,6 +30,13 @@ impl<'a> DataSink<'a> {
         }
     }
 
+    /// A sink writing further members of an ErrorInfo `metadata` object that already has some.
+    pub(crate) fn metadata_after(out: &'a mut Vec<u8>) -> Self {
+        DataSink {
+            target: Target::Metadata { out, first: false },
+        }
+    }
+
     /// A sink writing `,"key":value` members into an already-open JSON object.
     pub fn members(out: &'a mut Vec<u8>) -> Self {
         DataSink {

@@ -68,9 +68,20 @@ pub fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
     out.extend_from_slice(b",\"domain\":");
     write_str(out, err.domain());
     out.extend_from_slice(b",\"metadata\":{");
-    err.write_data(&mut DataSink::metadata(out));
+    let hint = err.retry_hint();
+    match retry_marker(err.code(), hint) {
+        Some(retryable) => {
+            out.extend_from_slice(if retryable {
+                b"\"retryable\":\"true\""
+            } else {
+                b"\"retryable\":\"false\""
+            });
+            err.write_data(&mut DataSink::metadata_after(out));
+        }
+        None => err.write_data(&mut DataSink::metadata(out)),
+    }
     out.extend_from_slice(b"}}");
-    if let RetryHint::After(delay) = err.retry_hint() {
+    if let RetryHint::After(delay) = hint {
         out.extend_from_slice(b",{\"@type\":\"");
         out.extend_from_slice(RETRY_INFO_TYPE.as_bytes());
         out.extend_from_slice(b"\",\"retryDelay\":\"");
@@ -81,16 +92,38 @@ pub fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
     out.push(b']');
 }
 
+/// The `retryable` ErrorInfo metadata entry an error needs: present only when its advice
+/// differs from what a peer infers from the code alone (the table's default retry; unknown
+/// codes are not retried) and no RetryInfo already says "retry". So a sanitized panic, -32603
+/// whose table default is to retry, carries `"retryable":"false"`, and a peer that reads it
+/// does not repeat the call. The name is reserved: no data field may use it.
+fn retry_marker(code: i32, hint: RetryHint) -> Option<bool> {
+    if hint.delay().is_some() {
+        return None;
+    }
+    let by_default = crate::code::lookup(code)
+        .is_some_and(|row| row.retry == crate::code::DefaultRetry::Backoff);
+    (hint.is_retryable() != by_default).then_some(hint.is_retryable())
+}
+
 /// Appends the REST binding's `google.rpc.Status` body:
-/// `{"error":{"code":HTTP,"status":GRPC,"message":…,"details":[…]}}`.
-pub fn write_rest_status<E: A2aError + ?Sized>(err: &E, http_status: u16, out: &mut Vec<u8>) {
+/// `{"error":{"code":HTTP,"status":GRPC,"message":…,"details":[…]}}`, with the gRPC status
+/// name of `mapping`.
+pub fn write_rest_status<E: A2aError + ?Sized>(
+    err: &E,
+    http_status: u16,
+    mapping: crate::code::StatusMapping,
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(b"{\"error\":{\"code\":");
     let _ = serde_json::to_writer(&mut *out, &http_status);
     out.extend_from_slice(b",\"status\":");
-    write_str(
-        out,
-        crate::code::StatusMapping::V1_0_1.grpc_status(err.code(), http_status),
-    );
+    let grpc = match mapping {
+        // The error's own name, so a transparent variant or a received error keeps its own.
+        crate::code::StatusMapping::V1_0_1 if http_status == err.http_status() => err.grpc_status(),
+        _ => mapping.grpc_status(err.code(), http_status),
+    };
+    write_str(out, grpc);
     out.extend_from_slice(b",\"message\":");
     write_str(out, &err.public_message());
     out.extend_from_slice(b",\"details\":");

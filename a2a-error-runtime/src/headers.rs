@@ -19,6 +19,14 @@ pub fn parse_deadline_ms(value: &[u8]) -> Option<Duration> {
     text.parse::<u64>().ok().map(Duration::from_millis)
 }
 
+/// A delay as whole seconds, rounded up so that a peer told to wait never comes back early,
+/// and saturating: `Duration::MAX` is `u64::MAX` seconds, not an overflow.
+pub(crate) fn whole_seconds_up(delay: Duration) -> u64 {
+    delay
+        .as_secs()
+        .saturating_add(u64::from(delay.subsec_nanos() > 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,5 +48,12 @@ mod tests {
         ] {
             assert_eq!(parse_deadline_ms(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn whole_seconds_round_up_and_saturate() {
+        assert_eq!(whole_seconds_up(Duration::from_millis(1500)), 2);
+        assert_eq!(whole_seconds_up(Duration::from_secs(3)), 3);
+        assert_eq!(whole_seconds_up(Duration::MAX), u64::MAX);
     }
 }

@@ -1,15 +1,18 @@
 //! JSON-RPC 2.0 envelopes: request ids, request validation and batches. Pure data, no I/O;
 //! the server and the client both stand on it.
 
-use serde_json::{Number, Value};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// A request id: a string, a number or null (JSON-RPC 2.0 §4).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Id {
     /// `null`: the id could not be read, or the caller sent null.
     Null,
-    /// A number, kept exactly as sent.
-    Number(Number),
+    /// A number, as its exact JSON text: `1000000000000000000000000000000` and `1.50` are
+    /// echoed as sent, not as the nearest `f64`.
+    Number(Box<str>),
     /// A string.
     String(String),
 }
@@ -19,7 +22,7 @@ impl Id {
     pub fn to_json(&self) -> Vec<u8> {
         match self {
             Id::Null => b"null".to_vec(),
-            Id::Number(n) => n.to_string().into_bytes(),
+            Id::Number(text) => text.as_bytes().to_vec(),
             Id::String(s) => serde_json::to_vec(s).unwrap_or_else(|_| b"null".to_vec()),
         }
     }
@@ -28,8 +31,19 @@ impl Id {
     pub fn from_value(value: &Value) -> Option<Id> {
         match value {
             Value::Null => Some(Id::Null),
-            Value::Number(n) => Some(Id::Number(n.clone())),
+            Value::Number(n) => Some(Id::Number(n.to_string().into())),
             Value::String(s) => Some(Id::String(s.clone())),
+            _ => None,
+        }
+    }
+
+    /// The id of a member's raw JSON text, if it is of a type an id may have.
+    fn from_raw(raw: &RawValue) -> Option<Id> {
+        let text = raw.get();
+        match text.as_bytes().first()? {
+            b'n' => Some(Id::Null),
+            b'"' => serde_json::from_str(text).ok().map(Id::String),
+            b'-' | b'0'..=b'9' => Some(Id::Number(text.into())),
             _ => None,
         }
     }
@@ -43,7 +57,7 @@ impl From<&str> for Id {
 
 impl From<u64> for Id {
     fn from(id: u64) -> Self {
-        Id::Number(id.into())
+        Id::Number(id.to_string().into())
     }
 }
 
@@ -84,39 +98,123 @@ pub enum Body {
 }
 
 /// Parses and validates a request body.
+///
+/// Members are read from their raw JSON text, so an id is echoed exactly as it was sent.
 pub fn parse(bytes: &[u8]) -> Body {
-    match serde_json::from_slice::<Value>(bytes) {
-        Err(_) => Body::ParseError,
-        Ok(Value::Array(items)) if items.is_empty() => Body::EmptyBatch,
-        Ok(Value::Array(items)) => Body::Batch(items.into_iter().map(validate).collect()),
-        Ok(value) => Body::Single(validate(value)),
+    if nesting_exceeds(bytes, MAX_DEPTH) {
+        return Body::ParseError;
     }
+    let Ok(raw) = serde_json::from_slice::<&RawValue>(bytes) else {
+        return Body::ParseError;
+    };
+    if !raw.get().starts_with('[') {
+        return Body::Single(validate_raw(raw));
+    }
+    match serde_json::from_str::<Vec<&RawValue>>(raw.get()) {
+        Ok(items) if items.is_empty() => Body::EmptyBatch,
+        Ok(items) => Body::Batch(items.into_iter().map(validate_raw).collect()),
+        Err(_) => Body::ParseError,
+    }
+}
+
+/// The deepest nesting accepted: serde_json's own recursion limit, which reading into a
+/// `RawValue` does not apply (it skips values without recursing).
+const MAX_DEPTH: usize = 128;
+
+/// Whether `bytes` nests arrays and objects deeper than `limit` (strings are skipped, so
+/// brackets inside them do not count). One pass, no allocation.
+fn nesting_exceeds(bytes: &[u8], limit: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The members of a request object that JSON-RPC defines, as raw JSON text; others are
+/// ignored.
+#[derive(Deserialize)]
+struct Members<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+}
+
+/// A member that is there is `Some`, even when it is `null` (`"id": null` is not a
+/// notification).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// Checks one request object.
 pub fn validate(value: Value) -> Entry {
-    let Value::Object(mut object) = value else {
+    match serde_json::value::to_raw_value(&value) {
+        Ok(raw) => validate_raw(&raw),
+        Err(_) => Err(invalid(Id::Null, "a request must be an object")),
+    }
+}
+
+fn validate_raw(raw: &RawValue) -> Entry {
+    if !raw.get().starts_with('{') {
         return Err(invalid(Id::Null, "a request must be an object"));
+    }
+    let Ok(members) = serde_json::from_str::<Members<'_>>(raw.get()) else {
+        return Err(invalid(
+            Id::Null,
+            "a request object must not repeat a member",
+        ));
     };
     // Read the id first so every other error can echo it.
-    let id = match object.remove("id") {
+    let id = match members.id {
         None => None,
-        Some(value) => match Id::from_value(&value) {
+        Some(raw) => match Id::from_raw(raw) {
             Some(id) => Some(id),
             None => return Err(invalid(Id::Null, "id must be a string, a number or null")),
         },
     };
     let echo = id.clone().unwrap_or(Id::Null);
-    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    let version = members
+        .jsonrpc
+        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+    if version.as_deref() != Some("2.0") {
         return Err(invalid(echo, "jsonrpc must be \"2.0\""));
     }
-    let method = match object.remove("method") {
-        Some(Value::String(method)) => method,
-        _ => return Err(invalid(echo, "method must be a string")),
+    let Some(method) = members
+        .method
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    else {
+        return Err(invalid(echo, "method must be a string"));
     };
-    let params = match object.remove("params") {
+    let params = match members.params {
         None => Value::Object(Default::default()),
-        Some(params @ (Value::Object(_) | Value::Array(_))) => params,
+        Some(raw) if raw.get().starts_with(['{', '[']) => match serde_json::from_str(raw.get()) {
+            Ok(params) => params,
+            Err(_) => return Err(invalid(echo, "params are nested too deeply")),
+        },
         Some(_) => return Err(invalid(echo, "params must be an object or an array")),
     };
     Ok(Call { id, method, params })
@@ -186,6 +284,13 @@ mod tests {
         assert_eq!(parse(b"\xff\xfe"), Body::ParseError);
         let deep = "[".repeat(10_000);
         assert_eq!(parse(deep.as_bytes()), Body::ParseError);
+        let balanced = format!("{}{}", "[".repeat(129), "]".repeat(129));
+        assert_eq!(parse(balanced.as_bytes()), Body::ParseError);
+        let in_string = format!(
+            r#"{{"jsonrpc":"2.0","method":"{}","id":1}}"#,
+            "[".repeat(500)
+        );
+        assert!(matches!(parse(in_string.as_bytes()), Body::Single(Ok(_))));
         match parse(b"[1,2]") {
             Body::Batch(items) => assert!(items.iter().all(Result::is_err)),
             other => panic!("{other:?}"),
@@ -194,10 +299,19 @@ mod tests {
 
     #[test]
     fn ids_echo_exactly() {
-        assert_eq!(
-            Id::Number(serde_json::from_str("1.50").unwrap()).to_json(),
-            b"1.5"
-        );
+        for text in [
+            "1.50",
+            "1000000000000000000000000000000",
+            "-0",
+            "1e400",
+            "7",
+        ] {
+            let request = format!(r#"{{"jsonrpc":"2.0","method":"m","id":{text}}}"#);
+            let id = single(&request).unwrap().id.unwrap();
+            assert_eq!(id.to_json(), text.as_bytes());
+        }
+        let escaped = single(r#"{"jsonrpc":"2.0","method":"m","id":"a\u0041"}"#).unwrap();
+        assert_eq!(escaped.id, Some(Id::from("aA")));
         assert_eq!(Id::from("a\"b").to_json(), br#""a\"b""#);
         assert_eq!(Id::Null.to_json(), b"null");
     }

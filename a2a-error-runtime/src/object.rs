@@ -128,15 +128,12 @@ impl ErrorObject {
 
     /// The published data fields: ErrorInfo `metadata` (A2A 1.0) or the legacy data members
     /// other than `reason`, `domain`, `retryable` and `retryAfter`.
+    ///
+    /// The reserved names (`reason`, `domain`, `retryable`, `retryAfter`) are never data
+    /// fields, in either profile.
     pub fn metadata(&self) -> Map<String, Value> {
-        if let Some(info) = self.error_info() {
-            return match info.get("metadata") {
-                Some(Value::Object(metadata)) => metadata.clone(),
-                _ => Map::new(),
-            };
-        }
-        match self.legacy_data() {
-            Some(data) => data
+        match self.fields() {
+            Some(fields) => fields
                 .iter()
                 .filter(|(key, _)| !LEGACY_RESERVED_KEYS.contains(&key.as_str()))
                 .map(|(key, value)| (key.clone(), value.clone()))
@@ -147,13 +144,18 @@ impl ErrorObject {
 
     /// One published data field as received, without copying the rest.
     pub fn metadata_value(&self, key: &str) -> Option<&Value> {
-        if let Some(info) = self.error_info() {
-            return info.get("metadata")?.as_object()?.get(key);
-        }
         if LEGACY_RESERVED_KEYS.contains(&key) {
             return None;
         }
-        self.legacy_data()?.get(key)
+        self.fields()?.get(key)
+    }
+
+    /// Where the data fields are: ErrorInfo `metadata`, or the legacy data object.
+    fn fields(&self) -> Option<&Map<String, Value>> {
+        match self.error_info() {
+            Some(info) => info.get("metadata")?.as_object(),
+            None => self.legacy_data(),
+        }
     }
 
     /// Decodes data field `key` into `T`.
@@ -185,9 +187,15 @@ impl ErrorObject {
         }
     }
 
-    /// The legacy `retryable` flag, if the peer sent one.
+    /// Whether the peer said the call may be retried: the legacy `retryable` member, or a
+    /// `retryable` ErrorInfo metadata entry (`"true"` / `"false"`, as this project's
+    /// encoder writes it when an error's advice differs from its code's default).
     pub fn retryable(&self) -> Option<bool> {
-        self.legacy_data()?.get("retryable")?.as_bool()
+        match self.fields()?.get("retryable")? {
+            Value::Bool(flag) => Some(*flag),
+            Value::String(text) => text.parse().ok(),
+            _ => None,
+        }
     }
 }
 
@@ -227,7 +235,12 @@ pub fn parse_proto_duration(value: &Value) -> Option<Duration> {
                 None => 0,
             };
             let nanos = parts.get("nanos").map_or(Some(0), Value::as_u64)?;
-            Some(Duration::new(seconds, u32::try_from(nanos).ok()?))
+            // Protobuf allows 0..=999_999_999; more would carry into the seconds, and
+            // `Duration::new` panics when that carry overflows.
+            if nanos >= 1_000_000_000 {
+                return None;
+            }
+            Some(Duration::new(seconds, nanos as u32))
         }
         _ => None,
     }
@@ -300,12 +313,19 @@ mod tests {
             parse(json!({"seconds": "3", "nanos": 1})),
             Some(Duration::new(3, 1))
         );
+        assert_eq!(
+            parse(json!({"seconds": "18446744073709551615", "nanos": 999_999_999})),
+            Some(Duration::MAX)
+        );
         for bad in [
             json!("10"),
             json!("-1s"),
             json!("s"),
             json!("1.0000000001s"),
             json!(true),
+            json!({"seconds": "18446744073709551615", "nanos": 4294967295u32}),
+            json!({"seconds": 1, "nanos": 1_000_000_000}),
+            json!("18446744073709551616s"),
         ] {
             assert_eq!(parse(bad.clone()), None, "{bad}");
         }

@@ -121,6 +121,14 @@ impl RemoteError {
         self.retry_delay
     }
 
+    /// Whether the peer said the call may be retried: the legacy `retryable` member, or the
+    /// `retryable` ErrorInfo metadata entry this project's servers send when an error's retry
+    /// advice differs from its code's default (a sanitized panic is `-32603` with
+    /// `retryable: "false"`). `None` when the peer said nothing.
+    pub fn retryable(&self) -> Option<bool> {
+        self.retryable
+    }
+
     /// The raw `data` member as received.
     pub fn data(&self) -> Option<&Value> {
         self.object.data.as_ref()
@@ -197,6 +205,21 @@ impl A2aError for RemoteError {
         }
     }
 
+    /// The details the peer sent besides ErrorInfo and RetryInfo (a BadRequest, a
+    /// DebugInfo…), so an error passed on over REST keeps them, as over JSON-RPC.
+    fn write_extra_details(&self, out: &mut Vec<u8>) {
+        for detail in self.object.details() {
+            let kind = detail.get("@type").and_then(Value::as_str).unwrap_or("");
+            let name = kind.rsplit('/').next().unwrap_or("");
+            if name == "google.rpc.ErrorInfo" || name == "google.rpc.RetryInfo" || kind.is_empty() {
+                continue;
+            }
+            out.push(b',');
+            // Serializing a Value into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, detail);
+        }
+    }
+
     fn write_error_object(&self, profile: WireProfile, out: &mut Vec<u8>) {
         if self.received {
             // Serializing a Value-backed struct into a Vec cannot fail.
@@ -247,6 +270,28 @@ mod tests {
         let mut bytes = Vec::new();
         remote.write_error_object(WireProfile::A2a, &mut bytes);
         assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), wire);
+    }
+
+    #[test]
+    fn received_details_survive_a_rest_reencode() {
+        let wire = json!({"code": -32602, "message": "Invalid parameters", "data": [
+            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "INVALID_PARAMS",
+             "domain": "a2a-protocol.org", "metadata": {}},
+            {"@type": "type.googleapis.com/google.rpc.BadRequest",
+             "fieldViolations": [{"field": "message.role", "description": "unknown value"}]}]});
+        let remote = RemoteError::from_object(serde_json::from_value(wire).unwrap());
+        let mut body = Vec::new();
+        crate::encode::write_rest_status(
+            &remote,
+            400,
+            crate::code::StatusMapping::V1_0_1,
+            &mut body,
+        );
+        let status: Value = serde_json::from_slice(&body).unwrap();
+        let details = status["error"]["details"].as_array().unwrap();
+        assert_eq!(details.len(), 2, "{status}");
+        assert_eq!(details[1]["fieldViolations"][0]["field"], "message.role");
+        assert_eq!(status["error"]["status"], "INVALID_ARGUMENT");
     }
 
     #[test]

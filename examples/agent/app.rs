@@ -1,16 +1,18 @@
 //! The example agent's application: what a user of a2a-error writes. Built from the public
 //! API only. `main.rs` serves it; the integration tests mount the same router.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use a2a_error::server::{Dedup, JsonRpc, RequestContext, rest};
+use a2a_error::server::rest::{self, Json};
+use a2a_error::server::{Dedup, JsonRpc, RequestContext};
 use a2a_error::{A2aError, StandardError};
+use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use moka::sync::Cache;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -104,24 +106,34 @@ pub struct TaskIdRequest {
     pub id: String,
 }
 
-#[derive(Default)]
-struct Store {
-    tasks: HashMap<String, Task>,
-    attempts: HashMap<String, u32>,
-    next: u64,
-}
+/// How many tasks, and how many messages' attempt counts, the agent remembers. A store that
+/// grows with every request is a memory leak any caller can drive: bound it, and let the
+/// oldest go (a real agent would page them out to its database).
+const REMEMBERED: u64 = 10_000;
+/// How long a finished task stays readable.
+const TASK_TTL: Duration = Duration::from_secs(3600);
 
 /// The agent's state, shared by both bindings.
 #[derive(Clone)]
 pub struct Agent {
-    store: Arc<Mutex<Store>>,
+    tasks: Cache<String, Task>,
+    attempts: Cache<String, u32>,
+    next: Arc<AtomicU64>,
     dedup: Dedup<SendMessageResponse, AgentError>,
 }
 
 impl Default for Agent {
     fn default() -> Self {
         Agent {
-            store: Arc::default(),
+            tasks: Cache::builder()
+                .max_capacity(REMEMBERED)
+                .time_to_live(TASK_TTL)
+                .build(),
+            attempts: Cache::builder()
+                .max_capacity(REMEMBERED)
+                .time_to_live(TASK_TTL)
+                .build(),
+            next: Arc::default(),
             // Client retries of SendMessage within 10 minutes get the first reply.
             dedup: Dedup::new(Duration::from_secs(600), 10_000),
         }
@@ -129,8 +141,11 @@ impl Default for Agent {
 }
 
 impl Agent {
-    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    /// How many tasks are remembered now (bounded by `REMEMBERED`); read by the tests.
+    #[allow(dead_code)]
+    pub fn task_count(&self) -> u64 {
+        self.tasks.run_pending_tasks();
+        self.tasks.entry_count()
     }
 
     /// SendMessage, safe to retry: the same messageId runs the work once.
@@ -153,15 +168,11 @@ impl Agent {
             .iter()
             .filter_map(|p| p.text.as_deref())
             .collect();
-        let attempt = {
-            let mut store = self.store();
-            let attempt = store
-                .attempts
-                .entry(message.message_id.clone())
-                .or_insert(0);
-            *attempt += 1;
-            *attempt
-        };
+        let attempt = self
+            .attempts
+            .entry(message.message_id.clone())
+            .and_upsert_with(|seen| seen.map_or(1, |entry| entry.into_value() + 1))
+            .into_value();
         if text == "fail:internal" {
             return Err(AgentError::Storage(
                 "relation \"tasks\" does not exist".into(),
@@ -189,9 +200,7 @@ impl Agent {
         {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
-        let mut store = self.store();
-        store.next += 1;
-        let id = format!("task-{}", store.next);
+        let id = format!("task-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let context_id = message
             .context_id
             .clone()
@@ -212,19 +221,15 @@ impl Agent {
             status: json!({"state": "TASK_STATE_COMPLETED", "message": reply}),
             history: vec![message],
         };
-        store.tasks.insert(id, task.clone());
+        self.tasks.insert(id, task.clone());
         Ok(SendMessageResponse { task })
     }
 
     /// GetTask.
     pub fn get_task(&self, id: &str) -> Result<Task, AgentError> {
-        self.store()
-            .tasks
-            .get(id)
-            .cloned()
-            .ok_or_else(|| AgentError::TaskNotFound {
-                task_id: id.to_owned(),
-            })
+        self.tasks.get(id).ok_or_else(|| AgentError::TaskNotFound {
+            task_id: id.to_owned(),
+        })
     }
 
     /// CancelTask: every task here completes at once, so none can be canceled.
@@ -316,7 +321,11 @@ async fn agent_card(headers: HeaderMap) -> Json<Value> {
 
 /// The whole agent on one router: JSON-RPC at `POST /`, REST, and the agent card.
 pub fn router() -> Router {
-    let agent = Agent::default();
+    router_with(Agent::default())
+}
+
+/// The router over a given agent state (tests read the state's bounds).
+pub fn router_with(agent: Agent) -> Router {
     let rest = Router::new()
         .route("/message:send", post(rest_send))
         .route("/tasks/{id}", get(rest_get).post(rest_task_action))
@@ -325,5 +334,10 @@ pub fn router() -> Router {
         .layer(rest::catch_panic())
         .layer(rest::RequireVersion::new(["1.0"]))
         .with_state(agent.clone());
-    json_rpc(agent).into_router().merge(rest)
+    // Every REST error a framework layer produces (a wrong HTTP method, a bad path) is a
+    // google.rpc.Status body too.
+    json_rpc(agent)
+        .into_router()
+        .merge(rest)
+        .layer(rest::StatusBodiesLayer)
 }

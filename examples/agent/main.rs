@@ -5,6 +5,7 @@
 
 mod app;
 
+use a2a_error::server::{ServeLimits, serve};
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -31,7 +32,8 @@ async fn main() {
         }
     };
     tracing::info!("example agent listening on http://{addr}");
-    if let Err(error) = axum::serve(listener, app::router()).await {
+    // Not axum::serve: it bounds neither header nor body read time nor connections.
+    if let Err(error) = serve(listener, app::router(), ServeLimits::default()).await {
         eprintln!("server error: {error}");
         std::process::exit(1);
     }

@@ -2,10 +2,17 @@
 
 use axum::Router;
 
-/// Serves `router` on a fresh 127.0.0.1 port; returns `http://127.0.0.1:PORT`.
+/// Serves `router` on a fresh 127.0.0.1 port with `a2a_error::server::serve` and its default
+/// limits, as the example agent does; returns `http://127.0.0.1:PORT`.
 pub async fn serve(router: Router) -> String {
+    serve_with(router, a2a_error::server::ServeLimits::default()).await
+}
+
+/// Serves `router` within `limits`; returns `http://127.0.0.1:PORT`.
+#[allow(dead_code)]
+pub async fn serve_with(router: Router, limits: a2a_error::server::ServeLimits) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    tokio::spawn(async move { a2a_error::server::serve(listener, router, limits).await });
     format!("http://{addr}")
 }

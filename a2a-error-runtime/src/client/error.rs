@@ -63,6 +63,8 @@ pub enum Timeout {
     Attempt,
     /// The whole call, retries included, ran out of time.
     Total,
+    /// A stream went silent for longer than its idle limit between two events.
+    Idle,
 }
 
 impl Timeout {
@@ -71,6 +73,7 @@ impl Timeout {
             Timeout::Connect => "connect",
             Timeout::Attempt => "attempt",
             Timeout::Total => "total",
+            Timeout::Idle => "stream idle",
         }
     }
 }
@@ -111,6 +114,14 @@ pub enum ClientError<E = RemoteError> {
         /// The HTTP reply, if one arrived.
         http: Option<Box<HttpReply>>,
     },
+    /// The reply, or one event of a stream, was larger than the client's limit
+    /// ([`ReplyLimits`](super::ReplyLimits)); reading stopped there.
+    ReplyTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+        /// The HTTP reply, if the limit was hit reading a whole body.
+        http: Option<Box<HttpReply>>,
+    },
     /// A circuit breaker refused the call without sending it.
     CircuitOpen {
         /// When the breaker will let a call through again.
@@ -130,6 +141,27 @@ const CLIENT_MISTAKES: [i32; 4] = [
     code::INVALID_REQUEST,
     code::METHOD_NOT_FOUND,
     code::INVALID_PARAMS,
+];
+
+/// The codes a server answers before it does any work: the request could not be read, was not
+/// allowed, or was refused for load. Such an error reply proves the peer did not run the
+/// call, so even a method that is unsafe to repeat may be sent again. Every other error reply
+/// (internal errors, deadline exceeded after the handler was stopped, downstream failures,
+/// codes nobody here knows) may come from work that was already under way.
+/// AGENT_UNAVAILABLE counts only with pushback (a retry delay): without one it may be a
+/// handler's own failure halfway through.
+pub const DECIDED_BEFORE_WORK: [i32; 11] = [
+    code::PARSE_ERROR,
+    code::INVALID_REQUEST,
+    code::METHOD_NOT_FOUND,
+    code::INVALID_PARAMS,
+    code::VERSION_NOT_SUPPORTED,
+    code::CONTENT_TYPE_NOT_SUPPORTED,
+    code::EXTENSION_SUPPORT_REQUIRED,
+    code::AUTH_REQUIRED,
+    code::INSUFFICIENT_SCOPE,
+    code::RATE_LIMITED,
+    code::CONTENT_TOO_LARGE,
 ];
 
 impl<E> ClientError<E> {
@@ -176,7 +208,9 @@ impl<E> ClientError<E> {
             ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
                 reply.http.as_ref()
             }
-            ClientError::Malformed { http, .. } => http.as_deref(),
+            ClientError::Malformed { http, .. } | ClientError::ReplyTooLarge { http, .. } => {
+                http.as_deref()
+            }
             ClientError::Status(http) => Some(http),
             _ => None,
         }
@@ -192,21 +226,31 @@ impl<E> ClientError<E> {
         self.remote().map(|object| object.object().code)
     }
 
-    /// Whether the peer may have run the request: `false` only when it provably did not
-    /// (no connection, refused with 408/429/503, or it answered with an error). A method that
-    /// is not safe to repeat is retried only when this is `false`.
+    /// Whether the peer may have run the request: `false` only when it provably did not (no
+    /// connection, refused with HTTP 408/429/503, or an error reply whose code is decided
+    /// before any work: see [`DECIDED_BEFORE_WORK`]). A method that is not safe to repeat is
+    /// retried only when this is `false`.
     pub fn may_have_run(&self) -> bool {
         match self {
-            ClientError::Remote { .. }
-            | ClientError::Unrecognized(_)
-            | ClientError::Connect(_)
+            ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
+                let code = reply.object.code();
+                let pushback = reply.object.retry_delay().is_some()
+                    || reply
+                        .http
+                        .as_ref()
+                        .is_some_and(|http| http.headers.contains_key(RETRY_AFTER));
+                !(DECIDED_BEFORE_WORK.contains(&code)
+                    || code == code::AGENT_UNAVAILABLE && pushback)
+            }
+            ClientError::Connect(_)
             | ClientError::Timeout(Timeout::Connect)
             | ClientError::CircuitOpen { .. }
             | ClientError::InvalidCall { .. } => false,
             ClientError::Status(http) => !matches!(http.status, 408 | 429 | 503),
-            ClientError::Timeout(_) | ClientError::Transport(_) | ClientError::Malformed { .. } => {
-                true
-            }
+            ClientError::Timeout(_)
+            | ClientError::Transport(_)
+            | ClientError::Malformed { .. }
+            | ClientError::ReplyTooLarge { .. } => true,
         }
     }
 
@@ -252,7 +296,9 @@ impl<E> ClientError<E> {
             ClientError::Status(http) => matches!(http.status, 408 | 429 | 502 | 503 | 504),
             ClientError::Timeout(timeout) => *timeout != Timeout::Total,
             ClientError::Connect(_) | ClientError::Transport(_) => true,
+            // The same peer would send the same oversized reply again.
             ClientError::Malformed { .. }
+            | ClientError::ReplyTooLarge { .. }
             | ClientError::CircuitOpen { .. }
             | ClientError::InvalidCall { .. } => false,
         }
@@ -278,7 +324,7 @@ impl<E> ClientError<E> {
             ClientError::Connect(_)
             | ClientError::Transport(_)
             | ClientError::CircuitOpen { .. } => Category::Transient,
-            ClientError::Malformed { .. } => Category::Fatal,
+            ClientError::Malformed { .. } | ClientError::ReplyTooLarge { .. } => Category::Fatal,
             ClientError::InvalidCall { .. } => Category::Validation,
         }
     }
@@ -298,9 +344,14 @@ impl<E> ClientError<E> {
 }
 
 /// A peer's error, read as `error` (the typed mirror, or the object itself): retryable when
-/// its hint says so or the peer sent a delay, never for the caller's own mistakes or auth.
+/// its hint says so or the peer sent a delay. A delay never overrides "do not retry": the
+/// caller's own mistakes, the never-retried categories (validation, auth, not found, fatal)
+/// and a peer's explicit `retryable: false` win over it.
 fn remote_retryable(error: &impl A2aError, object: &RemoteError) -> bool {
-    if CLIENT_MISTAKES.contains(&error.code()) || error.category() == Category::Auth {
+    if CLIENT_MISTAKES.contains(&error.code())
+        || error.category().is_never_retried()
+        || object.retryable() == Some(false)
+    {
         return false;
     }
     error.retry_hint().is_retryable() || object.retry_delay().is_some()
@@ -321,6 +372,9 @@ impl<E: fmt::Display> fmt::Display for ClientError<E> {
                 write!(f, "connection failed mid-call: {}", Root(&**source))
             }
             ClientError::Malformed { detail, .. } => write!(f, "malformed reply: {detail}"),
+            ClientError::ReplyTooLarge { limit, .. } => {
+                write!(f, "reply larger than the client's limit of {limit} bytes")
+            }
             ClientError::CircuitOpen { .. } => f.write_str("circuit open"),
             ClientError::InvalidCall { detail } => write!(f, "invalid call: {detail}"),
         }
@@ -408,9 +462,22 @@ impl<E: A2aError + 'static> A2aError for ClientError<E> {
         }
     }
 
+    fn grpc_status(&self) -> &'static str {
+        match self.remote() {
+            Some(object) => object.grpc_status(),
+            None => self.local_row().grpc_status,
+        }
+    }
+
     fn write_data(&self, sink: &mut DataSink<'_>) {
         if let Some(object) = self.remote() {
             object.write_data(sink);
+        }
+    }
+
+    fn write_extra_details(&self, out: &mut Vec<u8>) {
+        if let Some(object) = self.remote() {
+            object.write_extra_details(out);
         }
     }
 

@@ -1,13 +1,17 @@
 //! What both HTTP transports share: headers, reqwest errors as `ClientError`, reading replies
-//! and SSE events.
+//! and SSE events within [`ReplyLimits`].
 
 use std::future::ready;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::{StreamExt, stream};
+use futures_util::{Stream, StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
+use tokio::time::Instant;
 
 use super::call::{Call, EventStream, Reply};
 use super::error::{ClientError, HttpReply, Timeout};
@@ -17,13 +21,75 @@ pub use crate::headers::{DEADLINE_HEADER, VERSION_HEADER};
 /// The version this client speaks.
 pub const DEFAULT_VERSION: &str = "1.0";
 
+/// What a client accepts from a peer before it gives up on a reply: everything a hostile or
+/// broken agent could use to fill the caller's memory or hold a call forever is bounded here.
+///
+/// Defaults: replies up to 32 MiB, one SSE event up to 4 MiB, at most 5 minutes of silence
+/// between two events of a stream. The call's total deadline (from the retry policy) bounds
+/// streams as well.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReplyLimits {
+    max_body_bytes: usize,
+    max_event_bytes: usize,
+    idle_timeout: Option<Duration>,
+}
+
+impl Default for ReplyLimits {
+    fn default() -> Self {
+        ReplyLimits {
+            max_body_bytes: 32 << 20,
+            max_event_bytes: 4 << 20,
+            idle_timeout: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+impl ReplyLimits {
+    /// The largest reply body read (default 32 MiB); a larger one fails as
+    /// [`ClientError::ReplyTooLarge`], refused from `Content-Length` when the peer sends one.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// The largest SSE event (default 4 MiB), counted from the end of the previous event, so
+    /// a stream that never ends its event fails as [`ClientError::ReplyTooLarge`].
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes;
+        self
+    }
+
+    /// The longest wait for the next SSE event (default 5 minutes; `None`: no limit). It
+    /// fires as [`Timeout::Idle`].
+    pub fn idle_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
+        self.idle_timeout = limit.into();
+        self
+    }
+
+    /// The largest reply body read.
+    pub fn body_limit(&self) -> usize {
+        self.max_body_bytes
+    }
+
+    /// The largest SSE event read.
+    pub fn event_limit(&self) -> usize {
+        self.max_event_bytes
+    }
+
+    /// The longest wait between SSE events.
+    pub fn idle_limit(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+}
+
 /// The settings of one HTTP transport, shared by the JSON-RPC and REST bindings: the client,
-/// the agent's URL (JSON-RPC endpoint or REST base) and the version sent.
+/// the agent's URL (JSON-RPC endpoint or REST base), the version sent and the reply limits.
 #[derive(Clone, Debug)]
 pub(crate) struct Http {
     pub(crate) client: reqwest::Client,
     pub(crate) url: reqwest::Url,
     pub(crate) version: HeaderValue,
+    pub(crate) limits: ReplyLimits,
 }
 
 impl Http {
@@ -32,6 +98,7 @@ impl Http {
             client,
             url,
             version: HeaderValue::from_static(DEFAULT_VERSION),
+            limits: ReplyLimits::default(),
         }
     }
 
@@ -77,8 +144,28 @@ fn send_error<E>(error: reqwest::Error) -> ClientError<E> {
         }
     } else if error.is_timeout() {
         ClientError::Timeout(Timeout::Attempt)
+    } else if error.is_redirect() {
+        // More redirects than the client allows (a loop): sending again would loop again.
+        ClientError::Malformed {
+            detail: "too many redirects".into(),
+            http: None,
+        }
     } else {
         ClientError::Transport(Box::new(error))
+    }
+}
+
+/// Runs one exchange of `call` within what is left of its deadline (the `Retry` layer has its
+/// own timers; this bounds a transport used on its own, and a streaming reply's first event).
+pub(crate) async fn within_deadline<T, E>(
+    deadline: Option<Instant>,
+    exchange: impl Future<Output = Result<T, ClientError<E>>>,
+) -> Result<T, ClientError<E>> {
+    match deadline {
+        None => exchange.await,
+        Some(deadline) => tokio::time::timeout_at(deadline, exchange)
+            .await
+            .unwrap_or(Err(ClientError::Timeout(Timeout::Total))),
     }
 }
 
@@ -98,53 +185,147 @@ pub(crate) fn is_event_stream(http: &HttpReply) -> bool {
         .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
 }
 
-/// Reads the whole body; a connection that breaks while reading is a transport failure.
-pub(crate) async fn body<E>(response: reqwest::Response) -> Result<Bytes, ClientError<E>> {
-    response.bytes().await.map_err(|error| {
-        if error.is_timeout() {
-            ClientError::Timeout(Timeout::Attempt)
-        } else {
-            ClientError::Transport(Box::new(error))
+/// When a call that starts now must be done: what is left of its deadline or budget.
+pub(crate) fn call_deadline(call: &Call) -> Option<Instant> {
+    call.time_left()
+        .and_then(|left| Instant::now().checked_add(left))
+}
+
+/// Reads the whole body, at most `limit` bytes; a connection that breaks while reading is a
+/// transport failure.
+pub(crate) async fn body<E>(
+    mut response: reqwest::Response,
+    http: &HttpReply,
+    limit: usize,
+) -> Result<Bytes, ClientError<E>> {
+    let too_large = || ClientError::ReplyTooLarge {
+        limit,
+        http: Some(Box::new(http.clone())),
+    };
+    let declared = response.content_length();
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(too_large());
+    }
+    // The declared length only sizes the buffer; what arrives is counted as it comes.
+    let capacity = declared.map_or(0, |length| length as usize);
+    let mut body = Vec::with_capacity(capacity);
+    while let Some(chunk) = response.chunk().await.map_err(read_error)? {
+        if chunk.len() > limit - body.len() {
+            return Err(too_large());
         }
-    })
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(body))
+}
+
+fn read_error<E>(error: reqwest::Error) -> ClientError<E> {
+    if error.is_timeout() {
+        ClientError::Timeout(Timeout::Attempt)
+    } else {
+        ClientError::Transport(Box::new(error))
+    }
+}
+
+/// Why reading an SSE body stopped below the event parser.
+#[derive(Debug)]
+enum BodyError {
+    Transport(reqwest::Error),
+    EventTooLarge,
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::Transport(error) => error.fmt(f),
+            BodyError::EventTooLarge => f.write_str("event too large"),
+        }
+    }
 }
 
 /// The SSE events of `response`, each read by `decode`; the stream ends after the first error.
 /// The returned reply is ready only once the first event has arrived (or failed), so a retry
 /// layer above sees an error before the first event as an ordinary failure.
+///
+/// Bounded three ways: an event larger than `limits.max_event_bytes` (counted as bytes fed to
+/// the parser since the last event came out of it, so an event that never ends is caught),
+/// silence longer than the idle timeout, and the call's `deadline`.
 pub(crate) async fn event_stream<E, D>(
     response: reqwest::Response,
+    limits: ReplyLimits,
+    deadline: Option<Instant>,
     decode: D,
 ) -> Result<Reply<E>, ClientError<E>>
 where
     E: Send + 'static,
     D: Fn(eventsource_stream::Event) -> Result<Value, ClientError<E>> + Send + 'static,
 {
-    let events = response
-        .bytes_stream()
-        .eventsource()
-        .map(move |event| event.map_err(stream_error).and_then(&decode));
-    let mut events = Box::pin(events);
+    let limit = limits.max_event_bytes;
+    let pending = Arc::new(AtomicUsize::new(0));
+    let fed = Arc::clone(&pending);
+    let bytes = response.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(BodyError::Transport)?;
+        let before = fed.fetch_add(chunk.len(), Ordering::Relaxed);
+        if before.saturating_add(chunk.len()) > limit {
+            return Err(BodyError::EventTooLarge);
+        }
+        Ok(chunk)
+    });
+    let events = bytes.eventsource().map(move |event| {
+        pending.store(0, Ordering::Relaxed);
+        event
+            .map_err(|error| stream_error(error, limit))
+            .and_then(&decode)
+    });
+    let mut events = Box::pin(bounded_in_time(events, limits.idle_timeout, deadline));
     let first = match events.next().await {
         None => return Ok(Reply::Stream(EventStream::new(stream::empty()))),
         Some(Err(error)) => return Err(error),
         Some(Ok(first)) => first,
     };
-    let rest = stream::once(ready(Ok(first)))
-        .chain(events)
-        .scan(false, |ended, item| {
-            if *ended {
-                return ready(None);
-            }
-            *ended = item.is_err();
-            ready(Some(item))
-        });
-    Ok(Reply::Stream(EventStream::new(rest)))
+    Ok(Reply::Stream(EventStream::new(
+        stream::once(ready(Ok(first))).chain(events),
+    )))
 }
 
-fn stream_error<E>(error: EventStreamError<reqwest::Error>) -> ClientError<E> {
+/// `events` with each wait bounded by the idle timeout and the deadline, ended after the first
+/// error (a timeout included).
+fn bounded_in_time<E, S>(
+    events: S,
+    idle: Option<Duration>,
+    deadline: Option<Instant>,
+) -> impl Stream<Item = Result<Value, ClientError<E>>> + Send
+where
+    S: Stream<Item = Result<Value, ClientError<E>>> + Send + Unpin,
+{
+    stream::unfold(Some(events), move |events| async move {
+        let mut events = events?;
+        let idle_end = idle.and_then(|idle| Instant::now().checked_add(idle));
+        let end = match (idle_end, deadline) {
+            (Some(idle_end), Some(deadline)) if idle_end < deadline => {
+                Some((idle_end, Timeout::Idle))
+            }
+            (_, Some(deadline)) => Some((deadline, Timeout::Total)),
+            (Some(idle_end), None) => Some((idle_end, Timeout::Idle)),
+            (None, None) => None,
+        };
+        let item = match end {
+            None => events.next().await?,
+            Some((end, fired)) => match tokio::time::timeout_at(end, events.next()).await {
+                Ok(item) => item?,
+                Err(_) => Err(ClientError::Timeout(fired)),
+            },
+        };
+        let rest = item.is_ok().then_some(events);
+        Some((item, rest))
+    })
+}
+
+fn stream_error<E>(error: EventStreamError<BodyError>, limit: usize) -> ClientError<E> {
     match error {
-        EventStreamError::Transport(error) => ClientError::Transport(Box::new(error)),
+        EventStreamError::Transport(BodyError::Transport(error)) => read_error(error),
+        EventStreamError::Transport(BodyError::EventTooLarge) => {
+            ClientError::ReplyTooLarge { limit, http: None }
+        }
         other => ClientError::Malformed {
             detail: other.to_string(),
             http: None,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::call::{Call, Reply};
 use super::error::{ClientError, HttpReply};
-use super::http::{self, Http};
+use super::http::{self, Http, ReplyLimits};
 use crate::error::FromErrorObject;
 use crate::object::ErrorObject;
 use crate::remote::RemoteError;
@@ -53,6 +53,12 @@ impl<E> JsonRpcTransport<E> {
     /// Sets the `A2A-Version` header sent (default `1.0`).
     pub fn version(mut self, version: HeaderValue) -> Self {
         self.http.version = version;
+        self
+    }
+
+    /// Sets what is accepted from the peer (default [`ReplyLimits::default`]).
+    pub fn limits(mut self, limits: ReplyLimits) -> Self {
+        self.http.limits = limits;
         self
     }
 }
@@ -107,24 +113,33 @@ fn decode<E: FromErrorObject>(
             "missing \"jsonrpc\": \"2.0\"",
         ));
     }
-    match (response.result, response.error) {
-        (_, Some(error)) => Err(ClientError::from_object(error, Some(http.clone()))),
-        // Some peers echo a numeric id as a string; that is still this request's reply.
-        (Some(result), None)
-            if response.id.as_u64() == Some(id)
-                || response.id.as_str() == Some(id.to_string().as_str()) =>
-        {
-            Ok(result)
-        }
-        (Some(_), None) => Err(http::unexpected(
+    // Some peers echo a numeric id as a string; that is still this request's reply. An error
+    // may also come with id null (the peer could not read the id), but never with another id:
+    // that is a reply to some other request, not this call's failure.
+    let ours =
+        response.id.as_u64() == Some(id) || response.id.as_str() == Some(id.to_string().as_str());
+    let mismatch = || {
+        let shown: String = response.id.to_string().chars().take(64).collect();
+        http::unexpected(
             http.clone(),
-            format!("reply id {} does not match request id {id}", response.id),
-        )),
+            format!("reply id {shown} does not match request id {id}"),
+        )
+    };
+    match (response.result, response.error) {
+        (_, Some(error)) if ours || response.id.is_null() => {
+            Err(ClientError::from_object(error, Some(http.clone())))
+        }
+        (Some(result), None) if ours => Ok(result),
         (None, None) => Err(http::unexpected(http.clone(), "neither result nor error")),
+        _ => Err(mismatch()),
     }
 }
 
-async fn exchange<E>(http: Http, call: Call) -> Result<Reply<E>, ClientError<E>>
+async fn exchange<E>(
+    http: Http,
+    call: Call,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Reply<E>, ClientError<E>>
 where
     E: FromErrorObject + Send + 'static,
 {
@@ -137,12 +152,12 @@ where
     let reply = http::http_reply(&response);
     let id = call.id();
     if http::is_event_stream(&reply) {
-        return http::event_stream(response, move |event| {
+        return http::event_stream(response, http.limits, deadline, move |event| {
             decode(event.data.as_bytes(), id, &reply)
         })
         .await;
     }
-    let body = http::body(response).await?;
+    let body = http::body(response, &reply, http.limits.body_limit()).await?;
     decode(&body, id, &reply).map(Reply::Result)
 }
 
@@ -159,7 +174,11 @@ where
     }
 
     fn call(&mut self, call: Call) -> Self::Future {
-        Box::pin(exchange(self.http.clone(), call))
+        let deadline = http::call_deadline(&call);
+        Box::pin(http::within_deadline(
+            deadline,
+            exchange(self.http.clone(), call, deadline),
+        ))
     }
 }
 
@@ -201,6 +220,14 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.remote().unwrap().code(), -32001);
+        // An error answering another request is not this call's error.
+        let other = decode::<RemoteError>(
+            br#"{"jsonrpc":"2.0","id":8,"error":{"code":-32001,"message":"gone"}}"#,
+            7,
+            &ok(),
+        )
+        .unwrap_err();
+        assert!(matches!(other, ClientError::Malformed { .. }), "{other:?}");
         let page = HttpReply {
             status: 502,
             headers: Default::default(),

@@ -14,7 +14,7 @@ mod typed;
 
 pub use call::{Call, EventStream, Reply};
 pub use error::{BoxError, ClientError, ErrorReply, HttpReply, Timeout};
-pub use http::{DEADLINE_HEADER, DEFAULT_VERSION, VERSION_HEADER};
+pub use http::{DEADLINE_HEADER, DEFAULT_VERSION, ReplyLimits, VERSION_HEADER};
 pub use jsonrpc::JsonRpcTransport;
 pub use rest::RestTransport;
 pub use typed::{BuildError, Client, ClientBuilder};

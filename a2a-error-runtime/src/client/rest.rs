@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::call::{Call, Reply};
 use super::error::{ClientError, HttpReply};
-use super::http::{self, Http};
+use super::http::{self, Http, ReplyLimits};
 use crate::code;
 use crate::error::FromErrorObject;
 use crate::object::ErrorObject;
@@ -56,6 +56,12 @@ impl<E> RestTransport<E> {
     /// Sets the `A2A-Version` header sent (default `1.0`).
     pub fn version(mut self, version: HeaderValue) -> Self {
         self.http.version = version;
+        self
+    }
+
+    /// Sets what is accepted from the peer (default [`ReplyLimits::default`]).
+    pub fn limits(mut self, limits: ReplyLimits) -> Self {
+        self.http.limits = limits;
         self
     }
 }
@@ -109,16 +115,21 @@ struct StatusBody {
 
 #[derive(Deserialize)]
 struct Status {
+    /// The HTTP status the body stands for (in an SSE error event it differs from the 200 of
+    /// the stream).
+    code: Option<u16>,
+    /// The gRPC status name.
+    status: Option<String>,
     #[serde(default)]
     message: String,
     details: Option<Value>,
 }
 
 /// The JSON-RPC code a REST error stands for: the code `E` gives its ErrorInfo reason, else
-/// the table row of that reason, else the code the HTTP status means in this project's table.
+/// the table row of that reason, else what the body's gRPC status name and HTTP status mean.
 /// The received reason, domain and details are all kept by `RemoteError`; only the code is
 /// inferred.
-fn code_for<E: FromErrorObject>(object: &ErrorObject, status: u16) -> i32 {
+fn code_for<E: FromErrorObject>(object: &ErrorObject, status: u16, grpc: Option<&str>) -> i32 {
     if let Some(reason) = object.reason() {
         if let Some(code) = E::code_for_reason(reason) {
             return code;
@@ -127,28 +138,49 @@ fn code_for<E: FromErrorObject>(object: &ErrorObject, status: u16) -> i32 {
             return row.code;
         }
     }
-    match status {
-        401 => code::AUTH_REQUIRED,
-        403 => code::INSUFFICIENT_SCOPE,
-        408 | 504 => code::DEADLINE_EXCEEDED,
-        413 => code::CONTENT_TOO_LARGE,
-        429 => code::RATE_LIMITED,
-        502 => code::DOWNSTREAM_FAILED,
-        503 => code::AGENT_UNAVAILABLE,
-        500..=599 => code::INTERNAL_ERROR,
-        _ => code::INVALID_REQUEST,
+    code_for_status(status, grpc)
+}
+
+/// The code of a Status body without a known reason. The v1.0.0 statuses (409, 415) map to
+/// the spec errors that had them. Whatever is left is INTERNAL_ERROR, which is retried with
+/// backoff and may have run: never a claim that the caller made a mistake or that the peer
+/// did not act, which an unknown status does not prove.
+fn code_for_status(status: u16, grpc: Option<&str>) -> i32 {
+    match (grpc, status) {
+        (Some("UNAUTHENTICATED"), _) | (None, 401) => code::AUTH_REQUIRED,
+        (Some("PERMISSION_DENIED"), _) | (None, 403) => code::INSUFFICIENT_SCOPE,
+        (Some("RESOURCE_EXHAUSTED"), _) | (None, 429) => code::RATE_LIMITED,
+        (Some("DEADLINE_EXCEEDED"), _) | (None, 408 | 504) => code::DEADLINE_EXCEEDED,
+        (Some("UNAVAILABLE"), 502) | (None, 502) => code::DOWNSTREAM_FAILED,
+        (Some("UNAVAILABLE"), _) | (None, 503) => code::AGENT_UNAVAILABLE,
+        // A REST route names a task; a route this peer lacks is METHOD_NOT_FOUND with an
+        // ErrorInfo when the peer is A2A at all.
+        (Some("NOT_FOUND"), _) | (None, 404) => code::TASK_NOT_FOUND,
+        (Some("UNIMPLEMENTED"), _) | (None, 405 | 501) => code::UNSUPPORTED_OPERATION,
+        (Some("FAILED_PRECONDITION") | None, 409) => code::TASK_NOT_CANCELABLE,
+        (_, 413) => code::CONTENT_TOO_LARGE,
+        (Some("INVALID_ARGUMENT") | None, 415) => code::CONTENT_TYPE_NOT_SUPPORTED,
+        (Some("INVALID_ARGUMENT" | "OUT_OF_RANGE"), _) | (None, 400 | 422) => code::INVALID_PARAMS,
+        _ => code::INTERNAL_ERROR,
     }
 }
 
 /// Reads a REST error body into an error object; `None` when it is not a `google.rpc.Status`.
+/// `status` is the HTTP status it came with, used when the body does not say its own.
 fn status_object<E: FromErrorObject>(body: &[u8], status: u16) -> Option<ErrorObject> {
     let status_body: StatusBody = serde_json::from_slice(body).ok()?;
+    let Status {
+        code,
+        status: grpc,
+        message,
+        details,
+    } = status_body.error;
     let mut object = ErrorObject {
         code: 0,
-        message: status_body.error.message,
-        data: status_body.error.details,
+        message,
+        data: details,
     };
-    object.code = code_for::<E>(&object, status);
+    object.code = code_for::<E>(&object, code.unwrap_or(status), grpc.as_deref());
     Some(object)
 }
 
@@ -191,7 +223,11 @@ fn decode_event<E: FromErrorObject>(
     Ok(value)
 }
 
-async fn exchange<E>(http: Http, call: Call) -> Result<Reply<E>, ClientError<E>>
+async fn exchange<E>(
+    http: Http,
+    call: Call,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Reply<E>, ClientError<E>>
 where
     E: FromErrorObject + Send + 'static,
 {
@@ -215,9 +251,12 @@ where
     let response = http.send(http.headers(request, &call)).await?;
     let reply = http::http_reply(&response);
     if http::is_event_stream(&reply) && reply.is_success() {
-        return http::event_stream(response, move |event| decode_event(&event, &reply)).await;
+        return http::event_stream(response, http.limits, deadline, move |event| {
+            decode_event(&event, &reply)
+        })
+        .await;
     }
-    let body = http::body(response).await?;
+    let body = http::body(response, &reply, http.limits.body_limit()).await?;
     decode(&body, reply).map(Reply::Result)
 }
 
@@ -234,7 +273,11 @@ where
     }
 
     fn call(&mut self, call: Call) -> Self::Future {
-        Box::pin(exchange(self.http.clone(), call))
+        let deadline = http::call_deadline(&call);
+        Box::pin(http::within_deadline(
+            deadline,
+            exchange(self.http.clone(), call, deadline),
+        ))
     }
 }
 
@@ -290,5 +333,46 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(page, ClientError::Status(_)));
+    }
+
+    #[test]
+    fn status_bodies_without_error_info_are_never_called_client_mistakes() {
+        let body = |code: u16, status: &str| {
+            format!(r#"{{"error":{{"code":{code},"status":"{status}","message":"m"}}}}"#)
+        };
+        let code_of = |text: String, http: u16| {
+            let http = HttpReply {
+                status: http,
+                headers: Default::default(),
+            };
+            decode::<RemoteError>(text.as_bytes(), http)
+                .unwrap_err()
+                .remote()
+                .unwrap()
+                .code()
+        };
+        assert_eq!(code_of(body(404, "NOT_FOUND"), 404), code::TASK_NOT_FOUND);
+        assert_eq!(code_of(body(409, "ABORTED"), 409), code::INTERNAL_ERROR);
+        assert_eq!(
+            code_of(body(409, "FAILED_PRECONDITION"), 409),
+            code::TASK_NOT_CANCELABLE
+        );
+        assert_eq!(
+            code_of(body(415, "INVALID_ARGUMENT"), 415),
+            code::CONTENT_TYPE_NOT_SUPPORTED
+        );
+        assert_eq!(code_of(body(418, "UNKNOWN"), 418), code::INTERNAL_ERROR);
+        assert_eq!(
+            code_of(body(503, "UNAVAILABLE"), 503),
+            code::AGENT_UNAVAILABLE
+        );
+        // The body's own code wins over the HTTP status it came with (an SSE error event
+        // arrives in a 200 stream).
+        assert_eq!(
+            code_of(body(429, "RESOURCE_EXHAUSTED"), 500),
+            code::RATE_LIMITED
+        );
+        let no_name = r#"{"error":{"code":401,"message":"who?"}}"#.to_owned();
+        assert_eq!(code_of(no_name, 500), code::AUTH_REQUIRED);
     }
 }

@@ -12,6 +12,7 @@ use tower::{Service, ServiceExt};
 
 use super::call::{Call, EventStream, Reply};
 use super::error::ClientError;
+use super::http::ReplyLimits;
 use super::jsonrpc::JsonRpcTransport;
 use super::rest::RestTransport;
 use crate::error::{A2aError, FromErrorObject};
@@ -176,6 +177,8 @@ pub struct ClientBuilder<E = RemoteError> {
     http: Option<reqwest::Client>,
     version: HeaderValue,
     policy: RetryPolicy<E>,
+    limits: ReplyLimits,
+    max_redirects: usize,
 }
 
 impl<E> std::fmt::Debug for ClientBuilder<E> {
@@ -201,6 +204,8 @@ where
             http: None,
             version: HeaderValue::from_static(super::http::DEFAULT_VERSION),
             policy: RetryPolicy::default(),
+            limits: ReplyLimits::default(),
+            max_redirects: 0,
         }
     }
 
@@ -209,6 +214,23 @@ where
     /// [`http_client`](Self::http_client), whose own setting applies.
     pub fn connect_timeout(mut self, limit: Duration) -> Self {
         self.connect_timeout = limit;
+        self
+    }
+
+    /// What is accepted from the agent: reply and SSE event sizes, the idle limit of streams
+    /// (default [`ReplyLimits::default`]).
+    pub fn limits(mut self, limits: ReplyLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// How many redirects a call follows (default 0). A2A calls are POSTs to a known agent;
+    /// a redirect is answered as an HTTP reply (`ClientError::Status`, not retried) unless
+    /// allowed here, and a chain longer than allowed fails as `ClientError::Malformed`, not as
+    /// a retryable transport error. Ignored with [`http_client`](Self::http_client), whose
+    /// own redirect policy applies.
+    pub fn max_redirects(mut self, redirects: usize) -> Self {
+        self.max_redirects = redirects;
         self
     }
 
@@ -247,15 +269,23 @@ where
             Some(http) => http,
             None => reqwest::Client::builder()
                 .connect_timeout(self.connect_timeout)
+                .redirect(match self.max_redirects {
+                    0 => reqwest::redirect::Policy::none(),
+                    n => reqwest::redirect::Policy::limited(n),
+                })
                 .build()?,
         };
         Ok(match self.binding {
             Binding::JsonRpc => Client::from_service(Retry::new(
-                JsonRpcTransport::new(http, url).version(self.version),
+                JsonRpcTransport::new(http, url)
+                    .version(self.version)
+                    .limits(self.limits),
                 self.policy,
             )),
             Binding::Rest => Client::from_service(Retry::new(
-                RestTransport::new(http, url).version(self.version),
+                RestTransport::new(http, url)
+                    .version(self.version)
+                    .limits(self.limits),
                 self.policy,
             )),
         })

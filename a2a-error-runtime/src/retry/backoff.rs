@@ -51,18 +51,25 @@ impl Backoff {
         let r = r.clamp(0.0, 1.0);
         let delay = match self.jitter {
             Jitter::None => self.cap(n),
-            Jitter::Full => self.cap(n).mul_f64(r),
+            Jitter::Full => scale(self.cap(n), r),
             Jitter::Equal => {
                 let half = self.cap(n) / 2;
-                half + half.mul_f64(r)
+                half.saturating_add(scale(half, r))
             }
             Jitter::Decorrelated => {
                 let high = previous.max(self.base).saturating_mul(3);
-                self.base + high.saturating_sub(self.base).mul_f64(r)
+                self.base
+                    .saturating_add(scale(high.saturating_sub(self.base), r))
             }
         };
         delay.min(self.max)
     }
+}
+
+/// `d·r` for `r` in [0, 1], saturating: `Duration::mul_f64` panics when the product rounds past
+/// `Duration::MAX`, which a user-set `max` of `Duration::MAX` can reach.
+fn scale(d: Duration, r: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * r).map_or(d, |scaled| scaled.min(d))
 }
 
 #[cfg(test)]
@@ -94,5 +101,24 @@ mod tests {
             1000 * MS
         );
         assert_eq!(backoff(Jitter::None).cap(200), 1000 * MS);
+    }
+
+    #[test]
+    fn extreme_settings_saturate_instead_of_panicking() {
+        for jitter in [
+            Jitter::Full,
+            Jitter::Equal,
+            Jitter::Decorrelated,
+            Jitter::None,
+        ] {
+            let backoff = Backoff {
+                base: Duration::MAX,
+                max: Duration::MAX,
+                jitter,
+            };
+            for r in [0.0, 0.5, 0.999_999_999, 1.0] {
+                assert!(backoff.delay(u32::MAX, Duration::MAX, r) <= Duration::MAX);
+            }
+        }
     }
 }

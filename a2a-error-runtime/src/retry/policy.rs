@@ -53,17 +53,22 @@ const SAFE_METHODS: &[&str] = &[
 type Predicate<E> = Arc<dyn Fn(&ClientError<E>) -> bool + Send + Sync>;
 type Hook<E> = Arc<dyn Fn(u32, &ClientError<E>, Duration) + Send + Sync>;
 
+/// The longest delay a peer may ask for and still be waited for, by default.
+const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
+
 /// The retry policy of a client.
 ///
 /// Defaults: 4 attempts; full-jitter backoff from 250 ms capped at 30 s; 30 s per attempt and
 /// 90 s for the whole call; a retry budget of 20 % of calls (plus 10 retries a second) shared
 /// by every clone of the policy; the server's requested delay (`Retry-After`, RetryInfo,
-/// legacy `retryAfter`) wins over the computed one.
+/// legacy `retryAfter`) wins over the computed one, up to 5 minutes
+/// ([`max_server_delay`](Self::max_server_delay)).
 pub struct RetryPolicy<E = RemoteError> {
     max_attempts: u32,
     backoff: Backoff,
     attempt_timeout: Option<Duration>,
     total_timeout: Option<Duration>,
+    max_server_delay: Duration,
     budget: Arc<dyn Budget + Send + Sync>,
     retry_if: Option<Predicate<E>>,
     on_retry: Option<Hook<E>>,
@@ -80,6 +85,7 @@ impl<E> Clone for RetryPolicy<E> {
             backoff: self.backoff,
             attempt_timeout: self.attempt_timeout,
             total_timeout: self.total_timeout,
+            max_server_delay: self.max_server_delay,
             budget: self.budget.clone(),
             retry_if: self.retry_if.clone(),
             on_retry: self.on_retry.clone(),
@@ -98,6 +104,7 @@ impl<E> fmt::Debug for RetryPolicy<E> {
             .field("backoff", &self.backoff)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("total_timeout", &self.total_timeout)
+            .field("max_server_delay", &self.max_server_delay)
             .field("methods", &self.methods)
             .field("other_methods", &self.other_methods)
             .finish_non_exhaustive()
@@ -111,6 +118,7 @@ impl<E> Default for RetryPolicy<E> {
             backoff: Backoff::default(),
             attempt_timeout: Some(Duration::from_secs(30)),
             total_timeout: Some(Duration::from_secs(90)),
+            max_server_delay: DEFAULT_MAX_SERVER_DELAY,
             budget: Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.2)),
             retry_if: None,
             on_retry: None,
@@ -148,7 +156,8 @@ impl<E> RetryPolicy<E> {
         self
     }
 
-    /// The longest computed delay (a server's own delay is not capped; see `total_timeout`).
+    /// The longest computed delay (a server's own delay has its own cap,
+    /// [`max_server_delay`](Self::max_server_delay)).
     pub fn max_delay(mut self, delay: Duration) -> Self {
         self.backoff.max = delay;
         self
@@ -170,6 +179,16 @@ impl<E> RetryPolicy<E> {
     /// would end past it is not started: the call ends with the last error at once.
     pub fn total_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
         self.total_timeout = limit.into();
+        self
+    }
+
+    /// The longest delay a peer may ask for (`Retry-After`, RetryInfo, legacy `retryAfter`)
+    /// and still be waited for (default 5 minutes). A peer asking for more ends the call at
+    /// once with its error, which carries the delay it asked for, just as a delay that would
+    /// end past the total timeout does. This holds with `total_timeout(None)` too, so a
+    /// hostile `Retry-After: 999999999` cannot park a call for 31 years.
+    pub fn max_server_delay(mut self, limit: Duration) -> Self {
+        self.max_server_delay = limit;
         self
     }
 
@@ -238,6 +257,11 @@ impl<E> RetryPolicy<E> {
         self.attempt_timeout
     }
 
+    /// The longest server-requested delay that is waited for.
+    pub fn server_delay_limit(&self) -> Duration {
+        self.max_server_delay
+    }
+
     /// The limit of the whole call.
     pub fn total_limit(&self) -> Option<Duration> {
         self.total_timeout
@@ -291,6 +315,7 @@ impl<E: A2aError> RetryPolicy<E> {
             return None;
         }
         let delay = match error.retry_after_at(self.clock.wall()) {
+            Some(delay) if delay > self.max_server_delay => return None,
             Some(delay) => delay,
             None => {
                 let r = self.random.next_f64();
@@ -299,7 +324,11 @@ impl<E: A2aError> RetryPolicy<E> {
             }
         };
         if let Some(deadline) = call.deadline()
-            && self.clock.now() + delay >= deadline
+            && self
+                .clock
+                .now()
+                .checked_add(delay)
+                .is_none_or(|end| end >= deadline)
         {
             return None;
         }

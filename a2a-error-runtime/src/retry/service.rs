@@ -140,7 +140,9 @@ fn attempt_end<E>(
     now: Instant,
 ) -> Option<(Instant, Timeout)> {
     match (
-        policy.attempt_limit().map(|limit| now + limit),
+        policy
+            .attempt_limit()
+            .and_then(|limit| now.checked_add(limit)),
         call.deadline(),
     ) {
         (Some(a), Some(d)) if a < d => Some((a, Timeout::Attempt)),
@@ -163,8 +165,9 @@ impl<S, E> Retrying<S, E> {
     /// a call keeps the earlier of two deadlines.
     pub(super) fn start_clock(&mut self) -> Option<(Instant, Timeout)> {
         let now = self.policy.clock_ref().now();
-        if let Some(total) = self.policy.total_limit() {
-            self.call = self.call.clone().with_deadline(now + total);
+        // A limit too far away to be an `Instant` is no limit.
+        if let Some(end) = self.policy.total_limit().and_then(|t| now.checked_add(t)) {
+            self.call = self.call.clone().with_deadline(end);
         }
         attempt_end(&self.policy, &self.call, now)
     }

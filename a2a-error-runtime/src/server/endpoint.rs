@@ -20,7 +20,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::bad_request::BadRequest;
 use crate::encode;
 use crate::error::A2aError;
 use crate::jsonrpc::{self, Body as Parsed, Call, Id};
@@ -96,6 +95,7 @@ pub struct JsonRpc {
 struct Inner {
     methods: HashMap<String, Handler>,
     max_body_bytes: usize,
+    body_timeout: Duration,
     max_batch: usize,
     timeout: Option<Duration>,
     versions: Vec<String>,
@@ -110,13 +110,14 @@ impl Default for JsonRpc {
 }
 
 impl JsonRpc {
-    /// An endpoint with no methods, serving A2A 1.0, bodies up to 4 MiB, batches up to 100,
-    /// and no handler timeout.
+    /// An endpoint with no methods, serving A2A 1.0, bodies up to 4 MiB read within 30 s,
+    /// batches up to 100, and no handler timeout.
     pub fn new() -> Self {
         JsonRpc {
             inner: Arc::new(Inner {
                 methods: HashMap::new(),
                 max_body_bytes: 4 << 20,
+                body_timeout: Duration::from_secs(30),
                 max_batch: 100,
                 timeout: None,
                 versions: vec!["1.0".to_owned()],
@@ -142,19 +143,13 @@ impl JsonRpc {
     {
         let handler = Arc::new(handler);
         let erased: Handler = Arc::new(move |params: Value, ctx: RequestContext| {
-            let params = serde_path_to_error::deserialize::<_, P>(params);
             let handler = Arc::clone(&handler);
+            // Params are read inside the future, under the panic guard: a `Deserialize` impl
+            // that panics gets the same -32603 reply as a handler that does.
             async move {
-                let params = match params {
+                let params = match super::params::from_value::<P>(params) {
                     Ok(params) => params,
-                    Err(error) => {
-                        let path = error.path().to_string();
-                        let field = if path == "." { String::new() } else { path };
-                        return Err(
-                            Box::new(BadRequest::field(field, error.inner().to_string()))
-                                as DynError,
-                        );
-                    }
+                    Err(invalid) => return Err(Box::new(invalid) as DynError),
                 };
                 match handler(params, ctx).await {
                     Ok(result) => serde_json::to_vec(&result).map_err(|error| {
@@ -170,17 +165,35 @@ impl JsonRpc {
         self
     }
 
-    /// Makes `alias` call the handler registered as `target` (register `target` first).
+    /// Makes `alias` call the handler registered as `target`.
+    ///
+    /// # Panics
+    ///
+    /// When no method `target` is registered yet, at start-up, as axum does for a bad route:
+    /// an alias that silently answered "method not found" would only show in production.
     pub fn alias(mut self, alias: &str, target: &str) -> Self {
-        if let Some(handler) = self.inner.methods.get(target).cloned() {
-            self.inner_mut().methods.insert(alias.to_owned(), handler);
-        }
+        let Some(handler) = self.inner.methods.get(target).cloned() else {
+            panic!(
+                "JsonRpc::alias({alias:?}, {target:?}): no method {target:?} is registered; \
+                 register it with .method() before its aliases"
+            );
+        };
+        self.inner_mut().methods.insert(alias.to_owned(), handler);
         self
     }
 
     /// The largest request body accepted (default 4 MiB); larger ones get CONTENT_TOO_LARGE.
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.inner_mut().max_body_bytes = bytes;
+        self
+    }
+
+    /// How long a caller has to send the whole request body (default 30 s); a slower one gets
+    /// HTTP 408 with a DEADLINE_EXCEEDED error body, and the partial body is dropped. Headers
+    /// are read before the endpoint sees the request: bound them with
+    /// [`serve`](super::serve) (or your own server's settings).
+    pub fn body_timeout(mut self, limit: Duration) -> Self {
+        self.inner_mut().body_timeout = limit;
         self
     }
 
@@ -222,7 +235,7 @@ impl JsonRpc {
     /// Answers one HTTP request.
     pub async fn handle(&self, request: Request<Body>) -> Response {
         let (parts, body) = request.into_parts();
-        if !is_json(&parts.headers) {
+        if !super::is_json(&parts.headers) {
             return self.transport_error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 StandardError::InvalidRequest,
@@ -236,13 +249,13 @@ impl JsonRpc {
         if declared.is_some_and(|len| len > self.inner.max_body_bytes as u64) {
             return self.too_large();
         }
-        let bytes = match Limited::new(body, self.inner.max_body_bytes)
-            .collect()
-            .await
-        {
-            Ok(collected) => collected.to_bytes(),
-            Err(error) if error.is::<LengthLimitError>() => return self.too_large(),
-            Err(error) => {
+        let read = Limited::new(body, self.inner.max_body_bytes).collect();
+        let bytes = match tokio::time::timeout(self.inner.body_timeout, read).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.is::<LengthLimitError>() => return self.too_large(),
+            Ok(Err(error)) if super::serve::is_body_timeout(&*error) => return self.slow_body(),
+            Err(_) => return self.slow_body(),
+            Ok(Err(error)) => {
                 tracing::debug!("could not read a request body: {error}");
                 return self.transport_error(StatusCode::BAD_REQUEST, StandardError::ParseError);
             }
@@ -326,7 +339,7 @@ impl JsonRpc {
                     let deadline = headers
                         .get(DEADLINE_HEADER)
                         .and_then(|value| crate::headers::parse_deadline_ms(value.as_bytes()))
-                        .map(|left| tokio::time::Instant::now() + left);
+                        .and_then(|left| tokio::time::Instant::now().checked_add(left));
                     let ctx = RequestContext {
                         method: Arc::from(method.as_str()),
                         id: id.clone(),
@@ -339,6 +352,10 @@ impl JsonRpc {
                 }
             }
         };
+        // A failing notification gets no reply, but its failure is logged like any other.
+        if let Err(error) = &outcome {
+            super::log::error(&method, id.as_ref(), error.as_ref());
+        }
         let id = id?;
         Some(match outcome {
             Ok(result) => {
@@ -346,10 +363,7 @@ impl JsonRpc {
                 jsonrpc::write_result(&id, &result, &mut out);
                 out
             }
-            Err(error) => {
-                super::log::error(&method, Some(&id), error.as_ref());
-                self.error_response(&id, error.as_ref())
-            }
+            Err(error) => self.error_response(&id, error.as_ref()),
         })
     }
 
@@ -366,7 +380,7 @@ impl JsonRpc {
         let own = self
             .inner
             .timeout
-            .map(|limit| tokio::time::Instant::now() + limit);
+            .and_then(|limit| tokio::time::Instant::now().checked_add(limit));
         let end = match (own, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -382,7 +396,7 @@ impl JsonRpc {
             let text = super::log::panic_text(&*panic);
             let id = id.map(|id| String::from_utf8_lossy(&id.to_json()).into_owned());
             tracing::error!(method, id, "handler panicked: {text}");
-            Err(Box::new(StandardError::Internal))
+            Err(Box::new(super::log::Panicked))
         })
     }
 
@@ -406,23 +420,15 @@ impl JsonRpc {
         )
     }
 
+    fn slow_body(&self) -> Response {
+        self.transport_error(StatusCode::REQUEST_TIMEOUT, StandardError::DeadlineExceeded)
+    }
+
     /// A failure of the HTTP exchange itself: still a JSON-RPC error body, id null.
     fn transport_error(&self, status: StatusCode, error: StandardError) -> Response {
         super::log::error("", None, &error);
         super::json_response(status, self.error_response(&Id::Null, &error))
     }
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let essence = value.split(';').next().unwrap_or("").trim();
-    essence.eq_ignore_ascii_case("application/json")
-        || essence.eq_ignore_ascii_case(super::A2A_JSON)
 }
 
 impl tower::Service<Request<Body>> for JsonRpc {

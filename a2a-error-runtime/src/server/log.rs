@@ -43,3 +43,42 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic".to_owned())
 }
+
+/// What a caller is told about a handler that panicked: -32603 with nothing of the panic, and
+/// `retryable: false` on the wire. A panic is a bug in this server, which the next attempt
+/// would most likely hit again; this project's client reads the marker and does not repeat
+/// the call, where a plain -32603 (retried with backoff by default) would run it again.
+#[derive(Debug)]
+pub(crate) struct Panicked;
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("handler panicked")
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+impl A2aError for Panicked {
+    fn code(&self) -> i32 {
+        crate::code::INTERNAL_ERROR
+    }
+    fn reason(&self) -> &str {
+        "INTERNAL_ERROR"
+    }
+    fn domain(&self) -> &str {
+        crate::code::SPEC_DOMAIN
+    }
+    fn public_message(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed("Internal error")
+    }
+    fn retry_hint(&self) -> crate::error::RetryHint {
+        crate::error::RetryHint::Never
+    }
+    fn category(&self) -> Category {
+        Category::Fatal
+    }
+    fn http_status(&self) -> u16 {
+        500
+    }
+}

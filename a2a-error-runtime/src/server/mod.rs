@@ -5,17 +5,20 @@
 mod dedup;
 mod endpoint;
 mod log;
+mod params;
 pub mod rest;
+mod serve;
 mod sse;
 mod task;
 
 pub use dedup::Dedup;
 pub use endpoint::{JsonRpc, RequestContext};
+pub use serve::{ServeLimits, serve};
 pub use sse::{Binding, sse_response};
 pub use task::failed_status;
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 
 /// A response with a JSON body (`application/json`, as JSON-RPC replies are sent).
@@ -32,3 +35,15 @@ pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
 pub use crate::headers::{DEADLINE_HEADER, VERSION_HEADER};
 /// Content type of A2A JSON bodies (REST replies use it; `application/json` is accepted).
 pub const A2A_JSON: &str = "application/a2a+json";
+
+/// Whether a request says its body is JSON (`application/json` or `application/a2a+json`).
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json") || essence.eq_ignore_ascii_case(A2A_JSON)
+}

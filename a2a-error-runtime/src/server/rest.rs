@@ -30,8 +30,13 @@ pub fn error_response<E: A2aError + ?Sized>(err: &E) -> Response {
 /// The REST error response for `err` under the given status mapping.
 pub fn error_response_with<E: A2aError + ?Sized>(err: &E, mapping: StatusMapping) -> Response {
     let status = mapping.http_status(err.code(), err.http_status());
+    status_response(err, status, mapping)
+}
+
+/// The Status response for `err` sent with HTTP `status`.
+fn status_response<E: A2aError + ?Sized>(err: &E, status: u16, mapping: StatusMapping) -> Response {
     let mut body = Vec::with_capacity(256);
-    encode::write_rest_status(err, status, &mut body);
+    encode::write_rest_status(err, status, mapping, &mut body);
     let mut response = Response::new(Body::from(body));
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -42,7 +47,7 @@ pub fn error_response_with<E: A2aError + ?Sized>(err: &E, mapping: StatusMapping
     );
     if let Some(delay) = err.retry_hint().delay() {
         // Retry-After takes whole seconds: round up, so the client never comes back early.
-        let seconds = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
+        let seconds = crate::headers::whole_seconds_up(delay);
         headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
@@ -62,7 +67,7 @@ pub fn catch_panic() -> CatchPanicLayer<fn(Box<dyn Any + Send + 'static>) -> Res
 fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
     let text = super::log::panic_text(&*panic);
     tracing::error!("REST handler panicked: {text}");
-    error_response(&StandardError::Internal)
+    error_response(&super::log::Panicked)
 }
 
 /// A tower layer for REST routes: a request whose `A2A-Version` header names a version not
@@ -129,4 +134,186 @@ where
             ))))
         }
     }
+}
+
+/// Why a REST request was refused before its handler ran, answered as a `google.rpc.Status`
+/// body with ErrorInfo: the rejection of [`Json`], and what [`StatusBodiesLayer`] puts in
+/// place of a framework's plain-text error.
+#[derive(Debug)]
+pub struct Rejection {
+    status: StatusCode,
+    error: RejectionError,
+}
+
+#[derive(Debug)]
+enum RejectionError {
+    Standard(StandardError),
+    Params(crate::bad_request::BadRequest),
+}
+
+impl Rejection {
+    fn new(status: StatusCode, error: StandardError) -> Self {
+        Rejection {
+            status,
+            error: RejectionError::Standard(error),
+        }
+    }
+
+    /// The rejection a framework's error response with `status` stands for.
+    pub fn for_status(status: StatusCode) -> Self {
+        let error = match status.as_u16() {
+            401 => StandardError::AuthRequired,
+            403 => StandardError::InsufficientScope,
+            404 | 405 | 501 => StandardError::MethodNotFound,
+            408 | 504 => StandardError::DeadlineExceeded,
+            413 => StandardError::ContentTooLarge,
+            422 => StandardError::InvalidParams,
+            429 => StandardError::RateLimited { retry_after: None },
+            503 => StandardError::AgentUnavailable { retry_after: None },
+            400..=499 => StandardError::InvalidRequest,
+            _ => StandardError::Internal,
+        };
+        Rejection::new(status, error)
+    }
+
+    /// The HTTP status sent.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The JSON-RPC code the Status body's ErrorInfo stands for.
+    pub fn code(&self) -> i32 {
+        match &self.error {
+            RejectionError::Standard(error) => error.code(),
+            RejectionError::Params(error) => error.code(),
+        }
+    }
+}
+
+impl axum::response::IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        let status = self.status.as_u16();
+        match &self.error {
+            RejectionError::Standard(error) => {
+                status_response(error, status, StatusMapping::V1_0_1)
+            }
+            RejectionError::Params(error) => status_response(error, status, StatusMapping::V1_0_1),
+        }
+    }
+}
+
+/// An A2A-shaped JSON extractor for REST routes: like `axum::Json`, but every way a body can
+/// be wrong is a `google.rpc.Status` reply, and none echoes serde's text (which names Rust
+/// types):
+///
+/// - not `application/json` / `application/a2a+json`: 415 INVALID_REQUEST;
+/// - not JSON (bad syntax, bad UTF-8, empty, trailing bytes): 400 PARSE_ERROR;
+/// - JSON of the wrong shape: 400 INVALID_PARAMS with the field path in a BadRequest detail;
+/// - over axum's body limit (`DefaultBodyLimit`): 413 CONTENT_TOO_LARGE;
+/// - not received within [`ServeLimits::body_timeout`](super::ServeLimits::body_timeout):
+///   408 DEADLINE_EXCEEDED.
+///
+/// As a response it is `axum::Json`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Json<T>(pub T);
+
+impl<T, S> axum::extract::FromRequest<S> for Json<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Rejection;
+
+    async fn from_request(request: Request<Body>, state: &S) -> Result<Self, Rejection> {
+        if !super::is_json(request.headers()) {
+            return Err(Rejection::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                StandardError::InvalidRequest,
+            ));
+        }
+        let bytes = match bytes::Bytes::from_request(request, state).await {
+            Ok(bytes) => bytes,
+            Err(rejection) if super::serve::is_body_timeout(&rejection) => {
+                return Err(Rejection::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    StandardError::DeadlineExceeded,
+                ));
+            }
+            Err(rejection) => return Err(Rejection::for_status(rejection.status())),
+        };
+        match super::params::from_slice(&bytes) {
+            Ok(value) => Ok(Json(value)),
+            Err(None) => Err(Rejection::new(
+                StatusCode::BAD_REQUEST,
+                StandardError::ParseError,
+            )),
+            Err(Some(invalid)) => Err(Rejection {
+                status: StatusCode::BAD_REQUEST,
+                error: RejectionError::Params(invalid),
+            }),
+        }
+    }
+}
+
+impl<T: serde::Serialize> axum::response::IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+/// A layer that makes every error response of the routes it wraps a `google.rpc.Status` body:
+/// an error status (4xx, 5xx) whose body is not JSON (axum's plain-text rejections, the empty
+/// 405 of a wrong HTTP method, a proxy-style page from any layer) is answered again by
+/// [`Rejection::for_status`], keeping the status and the `Allow` and `Retry-After` headers.
+/// JSON error bodies (this crate's own) pass through untouched.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StatusBodiesLayer;
+
+impl<S> Layer<S> for StatusBodiesLayer {
+    type Service = StatusBodies<S>;
+
+    fn layer(&self, inner: S) -> StatusBodies<S> {
+        StatusBodies { inner }
+    }
+}
+
+/// The service made by [`StatusBodiesLayer`].
+#[derive(Clone, Debug)]
+pub struct StatusBodies<S> {
+    inner: S,
+}
+
+impl<S, B> Service<Request<B>> for StatusBodies<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = futures_util::future::MapOk<S::Future, fn(Response) -> Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        use futures_util::TryFutureExt;
+        self.inner
+            .call(request)
+            .map_ok(status_body as fn(Response) -> Response)
+    }
+}
+
+fn status_body(response: Response) -> Response {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) || super::is_json(response.headers())
+    {
+        return response;
+    }
+    let mut replaced = axum::response::IntoResponse::into_response(Rejection::for_status(status));
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(value) = response.headers().get(&name) {
+            replaced.headers_mut().insert(name, value.clone());
+        }
+    }
+    replaced
 }

@@ -46,7 +46,12 @@ impl Binding {
             Binding::JsonRpc(id) => {
                 encode::write_error_response(err, WireProfile::A2a, &id.to_json(), &mut out)
             }
-            Binding::Rest => encode::write_rest_status(err, err.http_status(), &mut out),
+            Binding::Rest => encode::write_rest_status(
+                err,
+                err.http_status(),
+                crate::code::StatusMapping::V1_0_1,
+                &mut out,
+            ),
         }
         out
     }

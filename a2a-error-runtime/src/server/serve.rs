@@ -1,0 +1,199 @@
+//! `serve`: axum's `serve` with the limits a public agent needs. `axum::serve` sets no
+//! header-read timeout, no body-read timeout and no connection cap, so slow peers can hold
+//! connections and upload buffers for as long as they like (slowloris).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use pin_project_lite::pin_project;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Sleep;
+use tower::ServiceExt;
+
+/// The limits of [`serve`]. Defaults: 10 s to send the request headers, 30 s to send a request
+/// body, 1024 connections at once.
+///
+/// Memory held by uploads is at most `max_connections ×` the largest body a route accepts
+/// (`JsonRpc::max_body_bytes`, axum's `DefaultBodyLimit`); a body that times out is dropped
+/// with its buffer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ServeLimits {
+    header_timeout: Duration,
+    body_timeout: Duration,
+    max_connections: usize,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        ServeLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+        }
+    }
+}
+
+impl ServeLimits {
+    /// How long a peer has to send a request's headers, counted from the first byte of the
+    /// request (default 10 s); then the connection is closed.
+    pub fn header_timeout(mut self, limit: Duration) -> Self {
+        self.header_timeout = limit;
+        self
+    }
+
+    /// How long a peer has to send a request's whole body, counted from when its headers
+    /// arrived (default 30 s); then reading the body fails, which the JSON-RPC endpoint and
+    /// [`rest::Json`](super::rest::Json) answer with a 408 error body.
+    pub fn body_timeout(mut self, limit: Duration) -> Self {
+        self.body_timeout = limit;
+        self
+    }
+
+    /// How many connections are served at once (default 1024, at least 1). Further peers
+    /// wait in the listen backlog until a connection closes.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+}
+
+/// Serves `router` on `listener` over HTTP/1.1 within `limits`, until the listener fails for
+/// good. Each connection runs on its own task.
+///
+/// ```no_run
+/// # use a2a_error_runtime as a2a_error;
+/// # async fn run() -> std::io::Result<()> {
+/// use a2a_error::server::{JsonRpc, ServeLimits, serve};
+///
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// serve(listener, JsonRpc::new().into_router(), ServeLimits::default()).await
+/// # }
+/// ```
+pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -> io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    loop {
+        // Wait for a free slot before accepting: excess peers queue in the kernel.
+        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+            return Ok(());
+        };
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) if is_connection_error(&error) => continue,
+            Err(error) => {
+                // Out of file descriptors and the like: back off, as axum::serve does.
+                tracing::error!("accept failed: {error}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        let body_timeout = limits.body_timeout;
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
+            router.clone().oneshot(request)
+        });
+        let connection = http.serve_connection(TokioIo::new(stream), service);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!("connection ended: {error}");
+            }
+            drop(permit);
+        });
+    }
+}
+
+fn is_connection_error(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+/// Reading a request body took longer than [`ServeLimits::body_timeout`].
+#[derive(Debug)]
+pub(crate) struct BodyTimedOut;
+
+impl std::fmt::Display for BodyTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("request body not received in time")
+    }
+}
+
+impl std::error::Error for BodyTimedOut {}
+
+/// Whether a body read failed because of [`BodyTimedOut`], anywhere in its source chain.
+pub(crate) fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if error.is::<BodyTimedOut>() {
+            return true;
+        }
+        current = error.source();
+    }
+    false
+}
+
+pin_project! {
+    /// A request body that fails with [`BodyTimedOut`] once its deadline passes: a total
+    /// limit, unlike tower-http's `TimeoutBody`, which waits again after every frame and so
+    /// lets a peer that drips one byte at a time hold the request forever.
+    struct TimedBody {
+        #[pin]
+        body: Incoming,
+        #[pin]
+        deadline: Sleep,
+    }
+}
+
+impl TimedBody {
+    fn new(body: Incoming, limit: Duration) -> Self {
+        TimedBody {
+            body,
+            deadline: tokio::time::sleep(limit),
+        }
+    }
+}
+
+impl http_body::Body for TimedBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.project();
+        if let Poll::Ready(frame) = this.body.poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        match this.deadline.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
