@@ -30,6 +30,9 @@ pub mod standard;
 #[doc(hidden)]
 pub mod __private;
 
+#[cfg(all(test, feature = "client"))]
+mod hostile_input;
+
 pub use bad_request::{BadRequest, FieldViolation};
 pub use data::DataSink;
 pub use error::{A2aError, Category, FromErrorObject, RetryHint};

@@ -93,7 +93,7 @@ struct Response {
 
 /// Reads one JSON-RPC response: its result, or its error through `E`'s mirror. The HTTP reply
 /// is copied into the error only when there is one (an SSE stream decodes every event here).
-fn decode<E: FromErrorObject>(
+pub(crate) fn decode<E: FromErrorObject>(
     body: &[u8],
     id: u64,
     http: &HttpReply,

@@ -8,8 +8,8 @@
 mod call;
 mod error;
 mod http;
-mod jsonrpc;
-mod rest;
+pub(crate) mod jsonrpc;
+pub(crate) mod rest;
 mod typed;
 
 pub use call::{Call, EventStream, Reply};

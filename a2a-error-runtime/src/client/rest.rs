@@ -184,7 +184,10 @@ fn status_object<E: FromErrorObject>(body: &[u8], status: u16) -> Option<ErrorOb
     Some(object)
 }
 
-fn decode<E: FromErrorObject>(body: &[u8], http: HttpReply) -> Result<Value, ClientError<E>> {
+pub(crate) fn decode<E: FromErrorObject>(
+    body: &[u8],
+    http: HttpReply,
+) -> Result<Value, ClientError<E>> {
     if !http.is_success() {
         return match status_object::<E>(body, http.status) {
             Some(object) => Err(ClientError::from_object(object, Some(http))),
@@ -199,7 +202,7 @@ fn decode<E: FromErrorObject>(body: &[u8], http: HttpReply) -> Result<Value, Cli
 }
 
 /// One SSE event: an item, or (event `error`, or a Status body) the error that ends the stream.
-fn decode_event<E: FromErrorObject>(
+pub(crate) fn decode_event<E: FromErrorObject>(
     event: &eventsource_stream::Event,
     http: &HttpReply,
 ) -> Result<Value, ClientError<E>> {
