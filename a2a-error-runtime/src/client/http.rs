@@ -227,19 +227,12 @@ fn read_error<E>(error: reqwest::Error) -> ClientError<E> {
 }
 
 /// Why reading an SSE body stopped below the event parser.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 enum BodyError {
+    #[error(transparent)]
     Transport(reqwest::Error),
+    #[error("event too large")]
     EventTooLarge,
-}
-
-impl std::fmt::Display for BodyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BodyError::Transport(error) => error.fmt(f),
-            BodyError::EventTooLarge => f.write_str("event too large"),
-        }
-    }
 }
 
 /// The SSE events of `response`, each read by `decode`; the stream ends after the first error.

@@ -48,16 +48,9 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 /// `retryable: false` on the wire. A panic is a bug in this server, which the next attempt
 /// would most likely hit again; this project's client reads the marker and does not repeat
 /// the call, where a plain -32603 (retried with backoff by default) would run it again.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("handler panicked")]
 pub(crate) struct Panicked;
-
-impl std::fmt::Display for Panicked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("handler panicked")
-    }
-}
-
-impl std::error::Error for Panicked {}
 
 impl A2aError for Panicked {
     fn code(&self) -> i32 {

@@ -127,16 +127,9 @@ fn is_connection_error(error: &io::Error) -> bool {
 }
 
 /// Reading a request body took longer than [`ServeLimits::body_timeout`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("request body not received in time")]
 pub(crate) struct BodyTimedOut;
-
-impl std::fmt::Display for BodyTimedOut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("request body not received in time")
-    }
-}
-
-impl std::error::Error for BodyTimedOut {}
 
 /// Whether a body read failed because of [`BodyTimedOut`], anywhere in its source chain.
 pub(crate) fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
