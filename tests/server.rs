@@ -14,62 +14,12 @@ use a2a_error::server::{Binding, failed_status, sse_response};
 use a2a_error::{A2aError, ErrorObject, FromErrorObject, StandardError};
 use axum::Router;
 use axum::routing::get;
+use common::requests::{error_code, post_raw, rest_send, rpc, send};
 use common::serve;
 use serde_json::{Value, json};
 
 async fn agent() -> String {
     serve(app::router()).await
-}
-
-async fn post_raw(url: &str, body: impl Into<reqwest::Body>) -> (u16, String, String) {
-    let response = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("A2A-Version", "1.0")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    (status, content_type, response.text().await.unwrap())
-}
-
-async fn rpc(url: &str, body: Value) -> Value {
-    let (status, _, text) = post_raw(url, body.to_string()).await;
-    assert_eq!(status, 200, "{text}");
-    serde_json::from_str(&text).unwrap()
-}
-
-fn send(id: u64, message_id: &str, text: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {"message": {
-        "messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}}})
-}
-
-/// `POST /message:send` with one text part.
-async fn rest_send(
-    client: &reqwest::Client,
-    url: &str,
-    message_id: &str,
-    text: &str,
-) -> reqwest::Response {
-    let message = json!({"message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}});
-    client
-        .post(format!("{url}/message:send"))
-        .json(&message)
-        .send()
-        .await
-        .unwrap()
-}
-
-fn error_code(reply: &Value) -> i64 {
-    reply["error"]["code"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("not an error: {reply}"))
 }
 
 #[tokio::test]

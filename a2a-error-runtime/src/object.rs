@@ -92,12 +92,8 @@ impl ErrorObject {
     /// The first detail whose `@type` names `type_name` (`"google.rpc.ErrorInfo"`), with or
     /// without the `type.googleapis.com/` prefix.
     pub fn detail(&self, type_name: &str) -> Option<&Map<String, Value>> {
-        self.details().find(|detail| {
-            detail
-                .get("@type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| t.rsplit('/').next() == Some(type_name))
-        })
+        self.details()
+            .find(|detail| detail_type(detail) == Some(type_name))
     }
 
     /// The `google.rpc.ErrorInfo` detail, if any.
@@ -197,6 +193,12 @@ impl ErrorObject {
             _ => None,
         }
     }
+}
+
+/// The type name a typed detail's `@type` names (`"google.rpc.ErrorInfo"`), with or without
+/// the `type.googleapis.com/` prefix.
+pub(crate) fn detail_type(detail: &Map<String, Value>) -> Option<&str> {
+    detail.get("@type")?.as_str()?.rsplit('/').next()
 }
 
 fn duration_from_secs(seconds: f64) -> Option<Duration> {

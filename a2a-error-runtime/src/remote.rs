@@ -209,9 +209,12 @@ impl A2aError for RemoteError {
     /// DebugInfo…), so an error passed on over REST keeps them, as over JSON-RPC.
     fn write_extra_details(&self, out: &mut Vec<u8>) {
         for detail in self.object.details() {
-            let kind = detail.get("@type").and_then(Value::as_str).unwrap_or("");
-            let name = kind.rsplit('/').next().unwrap_or("");
-            if name == "google.rpc.ErrorInfo" || name == "google.rpc.RetryInfo" || kind.is_empty() {
+            let untyped = detail
+                .get("@type")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
+            let name = crate::object::detail_type(detail);
+            if untyped || matches!(name, Some("google.rpc.ErrorInfo" | "google.rpc.RetryInfo")) {
                 continue;
             }
             out.push(b',');

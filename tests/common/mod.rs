@@ -1,5 +1,7 @@
 //! What the loopback test files share.
 
+pub mod requests;
+
 use axum::Router;
 
 /// Serves `router` on a fresh 127.0.0.1 port with `a2a_error::server::serve` and its default

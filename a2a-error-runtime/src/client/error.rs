@@ -68,6 +68,19 @@ pub enum Timeout {
 }
 
 impl Timeout {
+    /// The limit that fires first: `limit` (which fires as itself) or the call's `deadline`
+    /// (which fires as [`Timeout::Total`] and wins a tie). `None` when there is neither.
+    pub(crate) fn first(
+        limit: Option<(tokio::time::Instant, Timeout)>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<(tokio::time::Instant, Timeout)> {
+        match (limit, deadline) {
+            (Some((at, fired)), Some(deadline)) if at < deadline => Some((at, fired)),
+            (_, Some(deadline)) => Some((deadline, Timeout::Total)),
+            (limit, None) => limit,
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Timeout::Connect => "connect",

@@ -293,14 +293,7 @@ where
     stream::unfold(Some(events), move |events| async move {
         let mut events = events?;
         let idle_end = idle.and_then(|idle| Instant::now().checked_add(idle));
-        let end = match (idle_end, deadline) {
-            (Some(idle_end), Some(deadline)) if idle_end < deadline => {
-                Some((idle_end, Timeout::Idle))
-            }
-            (_, Some(deadline)) => Some((deadline, Timeout::Total)),
-            (Some(idle_end), None) => Some((idle_end, Timeout::Idle)),
-            (None, None) => None,
-        };
+        let end = Timeout::first(idle_end.map(|at| (at, Timeout::Idle)), deadline);
         let item = match end {
             None => events.next().await?,
             Some((end, fired)) => match tokio::time::timeout_at(end, events.next()).await {

@@ -139,17 +139,10 @@ fn attempt_end<E>(
     call: &Call,
     now: Instant,
 ) -> Option<(Instant, Timeout)> {
-    match (
-        policy
-            .attempt_limit()
-            .and_then(|limit| now.checked_add(limit)),
-        call.deadline(),
-    ) {
-        (Some(a), Some(d)) if a < d => Some((a, Timeout::Attempt)),
-        (_, Some(d)) => Some((d, Timeout::Total)),
-        (Some(a), None) => Some((a, Timeout::Attempt)),
-        (None, None) => None,
-    }
+    let attempt = policy
+        .attempt_limit()
+        .and_then(|limit| now.checked_add(limit));
+    Timeout::first(attempt.map(|at| (at, Timeout::Attempt)), call.deadline())
 }
 
 /// What the retries of a call need once its first attempt has failed.

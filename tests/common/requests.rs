@@ -1,0 +1,56 @@
+//! JSON-RPC and REST requests to an agent on loopback, as the server test files send them.
+// Each test binary compiles this module and uses only some of it.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+
+pub async fn post_raw(url: &str, body: impl Into<reqwest::Body>) -> (u16, String, String) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, content_type, response.text().await.unwrap())
+}
+
+pub async fn rpc(url: &str, body: Value) -> Value {
+    let (status, _, text) = post_raw(url, body.to_string()).await;
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+pub fn send(id: u64, message_id: &str, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {"message": {
+        "messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}}})
+}
+
+/// `POST /message:send` with one text part.
+pub async fn rest_send(
+    client: &reqwest::Client,
+    url: &str,
+    message_id: &str,
+    text: &str,
+) -> reqwest::Response {
+    let message = json!({"message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}});
+    client
+        .post(format!("{url}/message:send"))
+        .json(&message)
+        .send()
+        .await
+        .unwrap()
+}
+
+pub fn error_code(reply: &Value) -> i64 {
+    reply["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {reply}"))
+}
