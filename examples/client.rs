@@ -21,8 +21,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use a2a_error::client::{Client, ClientError};
-use a2a_error::retry::RetryPolicy;
+use a2a_error::Client;
+use a2a_error::client::ClientError;
+use a2a_error::resilience::RetryPolicy;
 use a2a_error::{A2aError, RemoteError};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -44,7 +45,7 @@ fn describe(error: &ClientError) -> String {
             remote.reason(),
             remote.message()
         ),
-        None => match error.http_status() {
+        None => match error.reply_status() {
             Some(status) => format!("HTTP {status} ({error})"),
             None => error.to_string(),
         },

@@ -11,8 +11,9 @@ use std::time::Duration;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use a2a_error::client::{Client, ClientError};
-use a2a_error::retry::{RetryPolicy, RetrySafety};
+use a2a_error::Client;
+use a2a_error::client::ClientError;
+use a2a_error::resilience::{RetryPolicy, RetrySafety};
 use a2a_error::server::{JsonRpc, RequestContext};
 use a2a_error::{A2aError, ErrorObject, FromErrorObject, RemoteError, StandardError, WireProfile};
 use serde_json::{Value, json};
@@ -99,7 +100,7 @@ async fn main() {
                 println!(
                     "{kind:?}: not rebuildable; kept as RemoteError (reason {}, metadata {:?})",
                     remote.reason(),
-                    remote.metadata_map()
+                    remote.metadata()
                 );
             }
         }
@@ -149,7 +150,6 @@ async fn over_http() {
     tokio::spawn(async move { axum::serve(listener, server.into_router()).await });
 
     let policy = RetryPolicy::new()
-        .total_timeout(Duration::from_secs(5))
         .method("Quote", RetrySafety::Safe)
         .on_retry(|attempt, error: &ClientError<AgentError>, delay| {
             println!(
@@ -163,6 +163,7 @@ async fn over_http() {
     // into a deadline it would miss.
     let client = Client::<AgentError>::jsonrpc(url.as_str())
         .retry(policy)
+        .total_timeout(Duration::from_secs(5))
         .build()
         .expect("a valid URL");
 

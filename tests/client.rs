@@ -10,9 +10,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use a2a_error::client::{Client, ClientError, Timeout};
-use a2a_error::jsonrpc::Id;
-use a2a_error::retry::{Jitter, RetryPolicy};
+use a2a_error::Client;
+use a2a_error::Id;
+use a2a_error::client::{ClientError, Timeout};
+use a2a_error::resilience::{Jitter, RetryPolicy};
 use a2a_error::server::{Binding, sse_response};
 use a2a_error::{A2aError, RemoteError, StandardError};
 use app::AgentError;
@@ -156,7 +157,7 @@ fn recording<E: A2aError + 'static>() -> (RetryPolicy<E>, Log) {
         .on_retry(move |attempt, error: &ClientError<E>, delay| {
             hook.lock()
                 .unwrap()
-                .push((attempt, error.remote_code(), error.http_status(), delay))
+                .push((attempt, error.remote_code(), error.reply_status(), delay))
         });
     (policy, log)
 }
@@ -219,7 +220,7 @@ async fn a_non_json_502_from_a_proxy_keeps_status_and_headers() {
         .await
         .unwrap_err();
     assert!(matches!(error, ClientError::Status(_)), "{error:?}");
-    assert_eq!(error.http_status(), Some(502));
+    assert_eq!(error.reply_status(), Some(502));
     assert_eq!(error.http().unwrap().headers["content-type"], "text/html");
     assert_eq!(error.category(), a2a_error::Category::Transient);
     assert_eq!(faults.seen().len(), 3);
@@ -278,10 +279,11 @@ async fn a_reset_mid_response_is_retried_for_safe_methods_only() {
 async fn a_reply_slower_than_the_attempt_timeout_is_cut_and_retried() {
     let (faults, url) = Faults::start([Fault::Slow(Duration::from_secs(3))]).await;
     let (policy, log) = recording::<RemoteError>();
-    let client = jsonrpc(
-        &format!("{url}/"),
-        policy.attempt_timeout(Duration::from_millis(300)),
-    );
+    let client = Client::jsonrpc(format!("{url}/"))
+        .retry(policy)
+        .attempt_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
     let start = Instant::now();
     let _: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
     assert!(
@@ -294,10 +296,11 @@ async fn a_reply_slower_than_the_attempt_timeout_is_cut_and_retried() {
 
     // Without retries the timeout is the error, as its own variant.
     let (_, url) = Faults::start([Fault::Slow(Duration::from_secs(3))]).await;
-    let client = jsonrpc::<RemoteError>(
-        &format!("{url}/"),
-        RetryPolicy::none().attempt_timeout(Duration::from_millis(200)),
-    );
+    let client = Client::<RemoteError>::jsonrpc(format!("{url}/"))
+        .retry(RetryPolicy::none())
+        .attempt_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
     let error = client
         .call::<_, Value>("GetTask", &json!({"id": "t"}))
         .await
@@ -312,10 +315,11 @@ async fn a_reply_slower_than_the_attempt_timeout_is_cut_and_retried() {
 async fn version_and_remaining_deadline_travel_as_headers() {
     let (faults, url) = Faults::start([Fault::Unavailable]).await;
     let (policy, _) = recording::<RemoteError>();
-    let client = jsonrpc(
-        &format!("{url}/"),
-        policy.total_timeout(Duration::from_secs(20)),
-    );
+    let client = Client::jsonrpc(format!("{url}/"))
+        .retry(policy)
+        .total_timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
     let _: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
     let seen = faults.seen();
     let left: Vec<u64> = seen
@@ -622,5 +626,5 @@ async fn rest_errors_with_application_codes_decode_into_the_typed_enum() {
     }
     assert_eq!(error.code(), -31000, "the code is rebuilt from the reason");
     assert!(error.is_retryable());
-    assert_eq!(error.http_status(), Some(500));
+    assert_eq!(error.reply_status(), Some(500));
 }

@@ -311,7 +311,7 @@ fn remote_error_is_the_catch_all() {
     match PeerError::from_error_object(&unknown) {
         Some(PeerError::Other(remote)) => {
             assert_eq!(remote.code(), -31000);
-            assert_eq!(remote.metadata_map()["k"], json!([1, 2]));
+            assert_eq!(remote.metadata()["k"], json!([1, 2]));
             // Passing it on sends exactly what came.
             assert_eq!(
                 serde_json::to_value(PeerError::Other(remote).to_error_object()).unwrap(),

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use a2a_error::client::{Client, ClientError, ReplyLimits, Timeout};
-use a2a_error::retry::{RetryPolicy, RetrySafety};
+use a2a_error::Client;
+use a2a_error::client::{ClientError, ReplyLimits, Timeout};
+use a2a_error::resilience::{RetryPolicy, RetrySafety};
 use a2a_error::{A2aError, RemoteError};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -201,14 +202,19 @@ async fn hostile_durations_neither_panic_nor_park_the_call() {
         ),
     ];
     for script in cases {
-        for policy in [
-            RetryPolicy::default(),
-            RetryPolicy::default().total_timeout(None),
-            RetryPolicy::none(),
+        for (policy, total) in [
+            (RetryPolicy::default(), Some(Duration::from_secs(90))),
+            (RetryPolicy::default(), None),
+            (RetryPolicy::none(), Some(Duration::from_secs(90))),
         ] {
             let (url, requests) = hostile(script.clone()).await;
+            let client = Client::jsonrpc(&url)
+                .retry(policy)
+                .total_timeout(total)
+                .build()
+                .unwrap();
             let result: Result<Value, ClientError> =
-                bounded(client(&url, policy).send_message(&message("x"))).await;
+                bounded(client.send_message(&message("x"))).await;
             let error = result.unwrap_err();
             // Asked to wait longer than the policy's cap: the call ends at once.
             assert_eq!(requests.load(Ordering::SeqCst), 1, "{error:?}");
@@ -277,7 +283,7 @@ async fn an_endless_reply_body_is_cut_at_the_limit() {
         matches!(error, ClientError::ReplyTooLarge { .. }),
         "{error:?}"
     );
-    assert_eq!(error.http_status(), Some(200));
+    assert_eq!(error.reply_status(), Some(200));
 }
 
 #[tokio::test]
@@ -364,9 +370,9 @@ async fn the_total_deadline_bounds_a_stream_after_its_first_event() {
             }
         }
     });
-    let policy = RetryPolicy::none().total_timeout(Duration::from_millis(800));
     let client = Client::<RemoteError>::jsonrpc(&url)
-        .retry(policy)
+        .retry(RetryPolicy::none())
+        .total_timeout(Duration::from_millis(800))
         .build()
         .unwrap();
     let mut events = bounded(client.send_streaming_message(&message("x")))
@@ -393,7 +399,7 @@ async fn a_redirect_loop_is_one_post_and_is_not_retried() {
     .await
     .unwrap_err();
     assert_eq!(requests.load(Ordering::SeqCst), 1);
-    assert_eq!(error.http_status(), Some(307), "{error:?}");
+    assert_eq!(error.reply_status(), Some(307), "{error:?}");
     assert!(!error.is_retryable());
 
     // Allowed redirects that still loop end as a non-retryable error, not a transport one.

@@ -119,7 +119,7 @@ fn python_non_string_metadata_is_kept_typed() {
     let obj = error_object(&reply).unwrap();
     let remote = RemoteError::from_object(obj.clone());
     assert_eq!(
-        remote.metadata_map()["errors"][0]["field"],
+        remote.metadata()["errors"][0]["field"],
         Value::from("message.role")
     );
     let violations = obj.detail("google.rpc.BadRequest").unwrap();

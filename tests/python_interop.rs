@@ -122,9 +122,9 @@ async fn python_agent(python: &PathBuf) -> (tokio::process::Child, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_reads_the_official_python_server() {
-    use a2a_error::StandardError;
-    use a2a_error::client::Client;
-    use a2a_error::retry::RetryPolicy;
+    use a2a_error::Client;
+    use a2a_error::resilience::RetryPolicy;
+    use a2a_error::{A2aError, StandardError};
     use serde_json::{Value, json};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -175,7 +175,7 @@ async fn our_client_reads_the_official_python_server() {
             "{binding}: {error:?}"
         );
         if binding == "rest" {
-            assert_eq!(error.http_status(), Some(404));
+            assert_eq!(error.reply_status(), Some(404));
         }
         assert_eq!(
             retries.load(Ordering::SeqCst),

@@ -1,5 +1,6 @@
-//! The `Retry` decorator in paused tokio time: exact delays per jitter mode, the cap, the
-//! server's delay in every form, the budget, the deadlines, classification and method safety.
+//! The resilience layers in paused tokio time: exact delays per jitter mode, the cap, the
+//! server's delay in every form, the budget, the total and attempt timeouts, classification
+//! and method safety.
 //!
 //! The transport here is scripted (a `tower::service_fn` answering from a list), because these
 //! tests are about the decorator's decisions and timing; `tests/client.rs` runs the real
@@ -9,10 +10,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a_error::client::{Call, Client, ClientError, HttpReply, Reply, Timeout};
-use a2a_error::retry::{
-    Budget, FixedWallClock, Jitter, Retry, RetryLayer, RetryPolicy, RetrySafety, SeededRandom,
-    TpsBudget,
+use a2a_error::Client;
+use a2a_error::client::{Call, ClientError, HttpReply, Reply, Timeout};
+use a2a_error::resilience::{
+    AttemptTimeoutLayer, Budget, Clock, Jitter, Random, Retry, RetryLayer, RetryPolicy,
+    RetrySafety, TotalTimeoutLayer, TpsBudget,
 };
 use a2a_error::{A2aError, ErrorObject, RemoteError};
 use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
@@ -21,6 +23,30 @@ use tokio::time::Instant;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 const MS: Duration = Duration::from_millis(1);
+
+/// A wall clock that stands still (HTTP-date `Retry-After` is read against it).
+struct FixedWallClock(std::time::SystemTime);
+
+impl Clock for FixedWallClock {
+    fn wall(&self) -> std::time::SystemTime {
+        self.0
+    }
+}
+
+/// A seeded random source: the same seed gives the same delays.
+struct SeededRandom(Mutex<fastrand::Rng>);
+
+impl SeededRandom {
+    fn new(seed: u64) -> Self {
+        SeededRandom(Mutex::new(fastrand::Rng::with_seed(seed)))
+    }
+}
+
+impl Random for SeededRandom {
+    fn next_f64(&self) -> f64 {
+        self.0.lock().unwrap().f64()
+    }
+}
 
 /// What the scripted transport does on one attempt.
 enum Step {
@@ -142,6 +168,23 @@ fn policy(seed: u64) -> (RetryPolicy, Retries) {
 
 async fn run(script: &Script, policy: RetryPolicy, call: Call) -> Result<Reply, ClientError> {
     Retry::new(script.transport(), policy).oneshot(call).await
+}
+
+/// The typed client's stack: total timeout → retry → attempt timeout → the script.
+async fn run_stack(
+    script: &Script,
+    policy: RetryPolicy,
+    attempt: Duration,
+    total: Duration,
+    call: Call,
+) -> Result<Reply, ClientError> {
+    ServiceBuilder::new()
+        .layer(TotalTimeoutLayer::new(total))
+        .layer(RetryLayer::new(policy))
+        .layer(AttemptTimeoutLayer::new(attempt))
+        .service(script.transport())
+        .oneshot(call)
+        .await
 }
 
 fn call() -> Call {
@@ -290,10 +333,16 @@ async fn a_server_delay_past_the_deadline_stops_at_once() {
     let script = Script::failing(|| status(429, Some("120")), 1);
     let (p, seen) = policy(1);
     let start = Instant::now();
-    let error = run(&script, p.total_timeout(Duration::from_secs(90)), call())
-        .await
-        .unwrap_err();
-    assert_eq!(error.http_status(), Some(429));
+    let error = run_stack(
+        &script,
+        p,
+        Duration::from_secs(30),
+        Duration::from_secs(90),
+        call(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.reply_status(), Some(429));
     assert_eq!(error.retry_after(), Some(Duration::from_secs(120)));
     assert_eq!(script.attempts(), 1);
     assert!(seen.lock().unwrap().is_empty());
@@ -308,11 +357,16 @@ async fn a_server_delay_past_the_deadline_stops_at_once() {
 async fn the_total_deadline_ends_a_slow_call() {
     let script = Script::new([Step::Slow(Duration::from_secs(60))]);
     let (p, _) = policy(1);
-    let p = p
-        .attempt_timeout(Duration::from_secs(30))
-        .total_timeout(Duration::from_secs(5));
     let start = Instant::now();
-    let error = run(&script, p, call()).await.unwrap_err();
+    let error = run_stack(
+        &script,
+        p,
+        Duration::from_secs(30),
+        Duration::from_secs(5),
+        call(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(error, ClientError::Timeout(Timeout::Total)),
         "{error:?}"
@@ -326,13 +380,17 @@ async fn the_total_deadline_ends_a_slow_call() {
 async fn an_attempt_timeout_is_retried_and_the_deadline_travels_down() {
     let script = Script::new([Step::Slow(Duration::from_secs(60))]);
     let (p, seen) = policy(1);
-    let p = p
-        .jitter(Jitter::None)
-        .base_delay(100 * MS)
-        .attempt_timeout(Duration::from_secs(2))
-        .total_timeout(Duration::from_secs(20));
+    let p = p.jitter(Jitter::None).base_delay(100 * MS);
     let start = Instant::now();
-    let reply = run(&script, p, call()).await.unwrap();
+    let reply = run_stack(
+        &script,
+        p,
+        Duration::from_secs(2),
+        Duration::from_secs(20),
+        call(),
+    )
+    .await
+    .unwrap();
     assert!(matches!(reply, Reply::Result(ref v) if v == "ok"));
     assert_eq!(start.elapsed(), 2100 * MS);
     assert_eq!(seen.lock().unwrap()[0].1, 100 * MS);
@@ -366,7 +424,7 @@ async fn the_budget_limits_retries_across_calls() {
     let service = Retry::new(script.transport(), p);
     for _ in 0..10 {
         let error = service.clone().oneshot(call()).await.unwrap_err();
-        assert_eq!(error.http_status(), Some(503));
+        assert_eq!(error.reply_status(), Some(503));
     }
     assert_eq!(script.attempts(), 12);
 }
@@ -394,7 +452,7 @@ async fn non_retryable_errors_make_exactly_one_attempt() {
 async fn a_predicate_overrides_the_classification() {
     let script = Script::failing(|| status(400, None), 2);
     let (p, _) = policy(1);
-    let p = p.retry_if(|error| error.http_status() == Some(400));
+    let p = p.retry_if(|error| error.reply_status() == Some(400));
     run(&script, p, call()).await.unwrap();
     assert_eq!(script.attempts(), 3);
 
@@ -457,7 +515,7 @@ async fn max_attempts_returns_the_last_error() {
     let script = Script::failing(unavailable, 10);
     let (p, seen) = policy(1);
     let error = run(&script, p.max_attempts(3), call()).await.unwrap_err();
-    assert_eq!(error.http_status(), Some(503));
+    assert_eq!(error.reply_status(), Some(503));
     assert_eq!(script.attempts(), 3);
     assert_eq!(seen.lock().unwrap().len(), 2);
 }

@@ -124,7 +124,7 @@ proptest! {
     ) {
         let metadata: std::collections::BTreeMap<_, _> = metadata
             .into_iter()
-            .filter(|(k, _)| !a2a_error::object::LEGACY_RESERVED_KEYS.contains(&k.as_str()))
+            .filter(|(k, _)| !["reason", "domain", "retryable", "retryAfter"].contains(&k.as_str()))
             .collect();
         let mut err = RemoteError::new(code, message.clone())
             .with_reason(reason.clone())
@@ -145,7 +145,7 @@ proptest! {
         for (key, value) in &metadata {
             prop_assert_eq!(obj.data_field::<String>(key), Some(value.clone()));
         }
-        prop_assert_eq!(back.metadata_map().len(), metadata.len());
+        prop_assert_eq!(back.metadata().len(), metadata.len());
         match (delay, profile) {
             (Some(d), WireProfile::A2a) => prop_assert_eq!(back.retry_delay(), Some(d)),
             (Some(d), WireProfile::Legacy) => {

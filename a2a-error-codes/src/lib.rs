@@ -284,6 +284,59 @@ pub fn by_reason(reason: &str) -> Option<&'static CodeRow> {
     TABLE.iter().find(|row| row.reason == reason)
 }
 
+/// The code a bare HTTP status stands for (with the `google.rpc.Status` gRPC name when a body
+/// gives one): what a client reads from a reply that carries no ErrorInfo reason. This and
+/// [`grpc_status_for_http`] are the reverse direction of the table's own statuses, kept here so
+/// that every HTTP fact lives in one place.
+///
+/// The v1.0.0 statuses (409, 415) map to the spec errors that had them. Whatever is left is
+/// INTERNAL_ERROR, which is retried with backoff and may have run: never a claim that the
+/// caller made a mistake or that the peer did not act, which an unknown status does not prove.
+pub fn code_for_http(status: u16, grpc: Option<&str>) -> i32 {
+    match (grpc, status) {
+        (Some("UNAUTHENTICATED"), _) | (None, 401) => AUTH_REQUIRED,
+        (Some("PERMISSION_DENIED"), _) | (None, 403) => INSUFFICIENT_SCOPE,
+        (Some("RESOURCE_EXHAUSTED"), _) | (None, 429) => RATE_LIMITED,
+        (Some("DEADLINE_EXCEEDED"), _) | (None, 408 | 504) => DEADLINE_EXCEEDED,
+        (Some("UNAVAILABLE"), 502) | (None, 502) => DOWNSTREAM_FAILED,
+        (Some("UNAVAILABLE"), _) | (None, 503) => AGENT_UNAVAILABLE,
+        // A REST route names a task; a route this peer lacks is METHOD_NOT_FOUND with an
+        // ErrorInfo when the peer is A2A at all.
+        (Some("NOT_FOUND"), _) | (None, 404) => TASK_NOT_FOUND,
+        (Some("UNIMPLEMENTED"), _) | (None, 405 | 501) => UNSUPPORTED_OPERATION,
+        (Some("FAILED_PRECONDITION") | None, 409) => TASK_NOT_CANCELABLE,
+        (_, 413) => CONTENT_TOO_LARGE,
+        (Some("INVALID_ARGUMENT") | None, 415) => CONTENT_TYPE_NOT_SUPPORTED,
+        (Some("INVALID_ARGUMENT" | "OUT_OF_RANGE"), _) | (None, 400 | 422) => INVALID_PARAMS,
+        // Not an error status at all (a redirect where an answer was due): not A2A.
+        (None, 100..=399) => INVALID_AGENT_RESPONSE,
+        _ => INTERNAL_ERROR,
+    }
+}
+
+/// The gRPC status name conventionally paired with an HTTP status (the google.rpc mapping),
+/// for an error sent with a status other than its code's own.
+pub const fn grpc_status_for_http(status: u16) -> &'static str {
+    match status {
+        200..=299 => "OK",
+        400 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        408 | 504 => "DEADLINE_EXCEEDED",
+        405 => "UNIMPLEMENTED",
+        409 => "ABORTED",
+        412 => "FAILED_PRECONDITION",
+        413 | 415 | 422 => "INVALID_ARGUMENT",
+        429 => "RESOURCE_EXHAUSTED",
+        499 => "CANCELLED",
+        501 => "UNIMPLEMENTED",
+        502 | 503 => "UNAVAILABLE",
+        402..=499 => "FAILED_PRECONDITION",
+        _ => "INTERNAL",
+    }
+}
+
 /// The JSON-RPC reserved range, -32768..=-32000.
 pub const RESERVED: core::ops::RangeInclusive<i32> = -32768..=-32000;
 /// The part of the reserved range left to servers, -32099..=-32000.
@@ -300,6 +353,18 @@ pub const fn is_reserved_undefined(code: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bare_statuses_read_as_table_codes() {
+        assert_eq!(code_for_http(404, None), TASK_NOT_FOUND);
+        assert_eq!(code_for_http(502, None), DOWNSTREAM_FAILED);
+        assert_eq!(code_for_http(502, Some("UNAVAILABLE")), DOWNSTREAM_FAILED);
+        assert_eq!(code_for_http(500, Some("UNAVAILABLE")), AGENT_UNAVAILABLE);
+        assert_eq!(code_for_http(307, None), INVALID_AGENT_RESPONSE);
+        assert_eq!(code_for_http(418, None), INTERNAL_ERROR);
+        assert_eq!(grpc_status_for_http(429), "RESOURCE_EXHAUSTED");
+        assert_eq!(grpc_status_for_http(451), "FAILED_PRECONDITION");
+    }
 
     #[test]
     fn names_codes_and_reasons_are_unique() {

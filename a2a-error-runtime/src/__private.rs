@@ -11,10 +11,10 @@ pub use std::borrow::Cow;
 pub use std::option::Option::{self, None, Some};
 pub use std::vec::Vec;
 
-pub use crate::data::DataSink;
-pub use crate::error::{A2aError, Category, FromErrorObject, RetryHint};
-pub use crate::object::{ErrorObject, WireProfile};
-pub use crate::spec::ErrorSpec;
+pub use crate::wire::data::DataSink;
+pub use crate::wire::error::{A2aError, Category, FromErrorObject, RetryHint};
+pub use crate::wire::object::{ErrorObject, WireProfile};
+pub use crate::wire::spec::ErrorSpec;
 
 /// `format!`, re-exported for interpolated public messages.
 pub use std::format;
@@ -37,7 +37,7 @@ impl EncodedCache {
         };
         let bytes = slot.get_or_init(|| {
             let mut bytes = Vec::with_capacity(192);
-            crate::encode::write_error_object(err, profile, &mut bytes);
+            crate::wire::encode::write_error_object(err, profile, &mut bytes);
             bytes.into_boxed_slice()
         });
         out.extend_from_slice(bytes);
@@ -46,13 +46,13 @@ impl EncodedCache {
 
 /// The encoder, for variants that are not cached.
 pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, out: &mut Vec<u8>) {
-    crate::encode::write_error_object(err, profile, out);
+    crate::wire::encode::write_error_object(err, profile, out);
 }
 
 /// The default gRPC status name of `err`, for the coded variants of an enum that also has
 /// transparent ones.
 pub fn grpc_status<E: A2aError + ?Sized>(err: &E) -> &'static str {
-    crate::code::StatusMapping::V1_0_1.grpc_status(err.code(), err.http_status())
+    crate::wire::code::StatusMapping::V1_0_1.grpc_status(err.code(), err.http_status())
 }
 
 /// Whether a received reason selects a variant whose reason is `expected`. A peer that sent
@@ -60,7 +60,7 @@ pub fn grpc_status<E: A2aError + ?Sized>(err: &E) -> &'static str {
 pub fn reason_matches(received: Option<&str>, code: i32, expected: &str) -> bool {
     match received {
         Some(reason) => reason == expected,
-        None => crate::code::default_reason(code) == Some(expected),
+        None => crate::wire::code::default_reason(code) == Some(expected),
     }
 }
 
@@ -95,7 +95,7 @@ macro_rules! seconds_field {
             fn from_delay(delay: Option<Duration>) -> Option<Self> {
                 // Round up: waiting a little longer is safe, a little shorter is not.
                 let delay = delay?;
-                <$int>::try_from(crate::headers::whole_seconds_up(delay)).ok()
+                <$int>::try_from(crate::wire::headers::whole_seconds_up(delay)).ok()
             }
         }
     )*};

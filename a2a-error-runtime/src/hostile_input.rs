@@ -14,10 +14,10 @@ use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
 use crate::client::{Call, ClientError, HttpReply};
-use crate::error::A2aError;
-use crate::remote::RemoteError;
-use crate::retry::RetryPolicy;
-use crate::{jsonrpc, standard::StandardError};
+use crate::resilience::retry::RetryPolicy;
+use crate::wire::error::A2aError;
+use crate::wire::remote::RemoteError;
+use crate::wire::{jsonrpc, standard::StandardError};
 
 /// Any JSON value, a few levels deep.
 fn any_json() -> impl Strategy<Value = Value> {
@@ -94,19 +94,24 @@ fn use_error(error: &ClientError<StandardError>) {
         error.grpc_status(),
         error.to_string(),
     );
-    let call =
-        Call::from_json("SendMessage", &b"{}"[..]).with_deadline(tokio::time::Instant::now());
+    let policy = RetryPolicy::default();
     let mut previous = Duration::MAX;
-    for policy in [
-        RetryPolicy::default(),
-        RetryPolicy::default().total_timeout(None),
-    ] {
+    let without_deadline = Call::from_json("SendMessage", &b"{}"[..]);
+    let due_now = without_deadline
+        .clone()
+        .with_deadline(tokio::time::Instant::now());
+    for call in [without_deadline, due_now] {
         for attempt in [1, u32::MAX] {
             let _ = policy.next_delay(&call, error, attempt, &mut previous);
         }
     }
     let mut out = Vec::new();
-    crate::encode::write_rest_status(error, 502, crate::code::StatusMapping::V1_0_0, &mut out);
+    crate::wire::encode::write_rest_status(
+        error,
+        502,
+        crate::wire::code::StatusMapping::V1_0_0,
+        &mut out,
+    );
 }
 
 fn decode_everything(body: &[u8]) {

@@ -1,31 +1,33 @@
-//! The runtime behind `#[derive(A2aError)]`: the A2A error wire model.
+//! The runtime behind `#[derive(A2aError)]`. Use it through the `a2a-error` crate, which
+//! re-exports everything here, one path per item, together with the derive.
 //!
-//! Use it through the `a2a-error` crate, which re-exports everything here together with the
-//! derive. This ground floor has no I/O and no async: an error value becomes an
-//! [`ErrorObject`] (or its JSON bytes) and a received [`ErrorObject`] becomes a typed error.
+//! The modules are the floors of the house; each stands only on the ones below it:
+//!
+//! | floor | module | what it is |
+//! |---|---|---|
+//! | 0 | the crate root, [`code`] | the wire model: no I/O, no async |
+//! | 1 | [`server`] (feature `axum`), [`client`] (feature `client`) | the two sides of HTTP; neither names the other |
+//! | 2 | [`resilience`] (feature `client`) | tower layers over a transport, one idea each |
+//! | 3 | [`Client`] (feature `client`) | the typed client that stacks them |
 #![deny(missing_docs)]
 
 // The derive names `::a2a_error::__private`; this lets `StandardError`, written with the
 // derive inside this crate, resolve that path to this crate's own `__private`.
 extern crate self as a2a_error;
 
-pub mod bad_request;
-#[cfg(feature = "client")]
-pub mod client;
-pub mod code;
-pub mod data;
-pub mod encode;
-pub mod error;
-pub mod headers;
-pub mod jsonrpc;
-pub mod object;
-pub mod remote;
-#[cfg(feature = "client")]
-pub mod retry;
+mod wire;
+
 #[cfg(feature = "axum")]
 pub mod server;
-pub mod spec;
-pub mod standard;
+
+#[cfg(feature = "client")]
+pub mod client;
+
+#[cfg(feature = "client")]
+pub mod resilience;
+
+#[cfg(feature = "client")]
+mod typed;
 
 #[doc(hidden)]
 pub mod __private;
@@ -33,10 +35,17 @@ pub mod __private;
 #[cfg(all(test, feature = "client"))]
 mod hostile_input;
 
-pub use bad_request::{BadRequest, FieldViolation};
-pub use data::DataSink;
-pub use error::{A2aError, Category, FromErrorObject, RetryHint};
-pub use object::{ErrorObject, WireProfile};
-pub use remote::RemoteError;
-pub use spec::ErrorSpec;
-pub use standard::{StandardError, StandardErrorKind};
+pub use wire::bad_request::{BadRequest, FieldViolation};
+pub use wire::code;
+pub use wire::data::DataSink;
+pub use wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
+pub use wire::error::{A2aError, Category, FromErrorObject, RetryHint};
+pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
+pub use wire::jsonrpc::Id;
+pub use wire::object::{ErrorObject, WireProfile};
+pub use wire::remote::RemoteError;
+pub use wire::spec::ErrorSpec;
+pub use wire::standard::{StandardError, StandardErrorKind};
+
+#[cfg(feature = "client")]
+pub use typed::{BuildError, Client, ClientBuilder};

@@ -332,7 +332,7 @@ pub fn router_with(agent: Agent) -> Router {
         .route("/.well-known/agent-card.json", get(agent_card))
         .fallback(rest::not_found)
         .layer(rest::catch_panic())
-        .layer(rest::RequireVersion::new(["1.0"]))
+        .layer(rest::RequireVersionLayer::new(["1.0"]))
         .with_state(agent.clone());
     // Every REST error a framework layer produces (a wrong HTTP method, a bad path) is a
     // google.rpc.Status body too.

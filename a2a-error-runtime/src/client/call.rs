@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error::ClientError;
-use crate::remote::RemoteError;
+use crate::wire::remote::RemoteError;
 
 /// One A2A call: a method, its params as JSON bytes and a JSON-RPC id, fixed when the call is
 /// made. Cloning is cheap, and every attempt of a retried call sends the same bytes, so a
@@ -25,10 +25,28 @@ pub struct Call {
     params: Bytes,
     id: u64,
     streaming: bool,
+    limit: TimeLimit,
+}
+
+/// How long a call may take: a deadline, and a time budget whose clock has not started yet.
+/// A first attempt sends the budget as it is, which spares a clock read on calls that finish
+/// without waiting; a layer that has to wait turns it into a deadline
+/// ([`deadline_from`](TimeLimit::deadline_from)).
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct TimeLimit {
     deadline: Option<Instant>,
-    // A time budget whose clock has not started: a first attempt sends it as it is, which
-    // spares a clock read on calls that finish without waiting.
     budget: Option<Duration>,
+}
+
+impl TimeLimit {
+    /// The deadline of a call whose budget starts at `now`: the earlier of the two.
+    pub(crate) fn deadline_from(self, now: Instant) -> Option<Instant> {
+        let from_budget = self.budget.and_then(|budget| now.checked_add(budget));
+        match (self.deadline, from_budget) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -49,8 +67,7 @@ impl Call {
             params: params.into(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             streaming: false,
-            deadline: None,
-            budget: None,
+            limit: TimeLimit::default(),
         }
     }
 
@@ -63,26 +80,41 @@ impl Call {
     /// Sets the instant by which the whole call must be done; transports send what is left of
     /// it as the `A2A-Deadline-Ms` header. An earlier deadline already set is kept.
     pub fn with_deadline(mut self, deadline: Instant) -> Call {
-        self.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        self.limit.deadline = Some(self.limit.deadline.map_or(deadline, |d| d.min(deadline)));
         self
     }
 
     /// Gives the call `budget` of time from its first send, for a caller that has not read
-    /// the clock yet (the `Retry` decorator turns it into a deadline once it does).
+    /// the clock yet (the layers that wait turn it into a deadline once they do). A smaller
+    /// budget already set is kept.
     pub fn with_budget(mut self, budget: Duration) -> Call {
-        self.budget = Some(self.budget.map_or(budget, |b| b.min(budget)));
+        self.limit.budget = Some(self.limit.budget.map_or(budget, |b| b.min(budget)));
         self
     }
 
     /// The time left for the whole call, as sent in `A2A-Deadline-Ms`.
     pub fn time_left(&self) -> Option<Duration> {
         let left = self
+            .limit
             .deadline
             .map(|deadline| deadline.saturating_duration_since(Instant::now()));
-        match (left, self.budget) {
+        match (left, self.limit.budget) {
             (Some(left), Some(budget)) => Some(left.min(budget)),
             (left, budget) => left.or(budget),
         }
+    }
+
+    /// The call's deadline and unstarted budget.
+    pub(crate) fn time_limit(&self) -> TimeLimit {
+        self.limit
+    }
+
+    /// Starts the budget's clock at `now`: from here on the call has a deadline only.
+    pub(crate) fn start_clock(&mut self, now: Instant) {
+        self.limit = TimeLimit {
+            deadline: self.limit.deadline_from(now),
+            budget: None,
+        };
     }
 
     /// The method name.
@@ -105,9 +137,10 @@ impl Call {
         self.streaming
     }
 
-    /// When the whole call must be done, if there is a limit.
+    /// When the whole call must be done, if it has a deadline (a budget whose clock has not
+    /// started yet is not one; see [`time_left`](Self::time_left)).
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        self.limit.deadline
     }
 }
 

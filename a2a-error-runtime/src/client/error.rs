@@ -5,15 +5,16 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use a2a_error_codes::CodeRow;
+use a2a_error_codes::{CodeRow, DefaultRetry};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use crate::code::{self, SPEC_DOMAIN};
-use crate::data::DataSink;
-use crate::error::{A2aError, Category, RetryHint};
-use crate::object::{ErrorObject, WireProfile};
-use crate::remote::RemoteError;
-use crate::standard::PROJECT_DOMAIN;
+use crate::wire::code::{self, SPEC_DOMAIN};
+use crate::wire::data::DataSink;
+use crate::wire::error::HasKind;
+use crate::wire::error::{A2aError, Category, RetryHint};
+use crate::wire::object::{ErrorObject, WireProfile};
+use crate::wire::remote::RemoteError;
+use crate::wire::standard::PROJECT_DOMAIN;
 
 /// A boxed source error (reqwest's, an I/O error).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -36,20 +37,15 @@ impl HttpReply {
     /// The `Retry-After` header as a delay from `now`: delta-seconds or an HTTP-date
     /// (RFC 9110 §10.2.3). A date in the past is a zero delay.
     pub fn retry_after_at(&self, now: SystemTime) -> Option<Duration> {
-        let value = self.headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-        if let Ok(seconds) = value.parse::<u64>() {
-            return Some(Duration::from_secs(seconds));
-        }
-        let at = httpdate::parse_http_date(value).ok()?;
-        Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+        crate::wire::headers::parse_retry_after(self.headers.get(RETRY_AFTER)?.as_bytes(), now)
     }
 }
 
 /// An error object the peer sent, with the HTTP reply it came in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ErrorReply {
-    /// The object as received, nothing dropped.
-    pub object: RemoteError,
+    /// The error as received, nothing dropped.
+    pub error: RemoteError,
     /// The HTTP reply it came in (absent for an SSE error event).
     pub http: Option<HttpReply>,
 }
@@ -97,9 +93,9 @@ impl Timeout {
 /// mirrors arrives as [`ClientError::Remote`], anything else as [`ClientError::Unrecognized`],
 /// and both keep the received object whole.
 ///
-/// The inherent [`http_status`](ClientError::http_status) is the status of the reply that was
-/// received, if any; [`A2aError::http_status`] is the status this error maps to when an agent
-/// passes it on to its own caller.
+/// [`reply_status`](ClientError::reply_status) is the status of the reply that was received,
+/// if any; [`A2aError::http_status`] is the status this error maps to when an agent passes it
+/// on to its own caller. [`A2aError`] also gives its category and whether a retry may help.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ClientError<E = RemoteError> {
@@ -134,11 +130,6 @@ pub enum ClientError<E = RemoteError> {
         limit: usize,
         /// The HTTP reply, if the limit was hit reading a whole body.
         http: Option<Box<HttpReply>>,
-    },
-    /// A circuit breaker refused the call without sending it.
-    CircuitOpen {
-        /// When the breaker will let a call through again.
-        retry_after: Option<Duration>,
     },
     /// The call could not be built (params that do not serialize, a method the binding has
     /// no route for).
@@ -181,11 +172,11 @@ impl<E> ClientError<E> {
     /// Builds the error for a received error object: `E` when it mirrors, else unrecognized.
     pub fn from_object(object: ErrorObject, http: Option<HttpReply>) -> Self
     where
-        E: crate::error::FromErrorObject,
+        E: crate::wire::error::FromErrorObject,
     {
         let typed = E::from_error_object(&object);
         let reply = Box::new(ErrorReply {
-            object: RemoteError::from_object(object),
+            error: RemoteError::from_object(object),
             http,
         });
         match typed {
@@ -201,7 +192,7 @@ impl<E> ClientError<E> {
     pub fn remote(&self) -> Option<&RemoteError> {
         match self {
             ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
-                Some(&reply.object)
+                Some(&reply.error)
             }
             _ => None,
         }
@@ -230,13 +221,27 @@ impl<E> ClientError<E> {
     }
 
     /// The HTTP status of the reply, when one arrived.
-    pub fn http_status(&self) -> Option<u16> {
+    pub fn reply_status(&self) -> Option<u16> {
         self.http().map(|http| http.status)
     }
 
     /// The JSON-RPC code of the received error object.
     pub fn remote_code(&self) -> Option<i32> {
-        self.remote().map(|object| object.object().code)
+        self.remote().map(|remote| remote.object().code)
+    }
+
+    /// Which variant of `E` the peer's error stands for: the rebuilt error's kind, or, for
+    /// a variant that cannot be rebuilt (its fields do not all travel), the kind its code
+    /// and reason select. `None` for an error `E` does not mirror and for local failures.
+    pub fn kind(&self) -> Option<E::Kind>
+    where
+        E: HasKind,
+    {
+        match self {
+            ClientError::Remote { error, .. } => Some(error.kind()),
+            ClientError::Unrecognized(reply) => E::kind_of(reply.error.object()),
+            _ => None,
+        }
     }
 
     /// Whether the peer may have run the request: `false` only when it provably did not (no
@@ -246,8 +251,8 @@ impl<E> ClientError<E> {
     pub fn may_have_run(&self) -> bool {
         match self {
             ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
-                let code = reply.object.code();
-                let pushback = reply.object.retry_delay().is_some()
+                let code = reply.error.code();
+                let pushback = reply.error.retry_delay().is_some()
                     || reply
                         .http
                         .as_ref()
@@ -257,8 +262,8 @@ impl<E> ClientError<E> {
             }
             ClientError::Connect(_)
             | ClientError::Timeout(Timeout::Connect)
-            | ClientError::CircuitOpen { .. }
             | ClientError::InvalidCall { .. } => false,
+            // 408: the request never fully arrived; 429 and 503: refused for load.
             ClientError::Status(http) => !matches!(http.status, 408 | 429 | 503),
             ClientError::Timeout(_)
             | ClientError::Transport(_)
@@ -274,14 +279,13 @@ impl<E> ClientError<E> {
         E: A2aError,
     {
         match self {
-            ClientError::CircuitOpen { retry_after } => *retry_after,
             ClientError::Remote { error, reply } => reply
-                .object
+                .error
                 .retry_delay()
                 .or_else(|| self.http()?.retry_after_at(now))
                 .or_else(|| error.retry_hint().delay()),
             ClientError::Unrecognized(reply) => reply
-                .object
+                .error
                 .retry_delay()
                 .or_else(|| self.http()?.retry_after_at(now)),
             _ => self.http()?.retry_after_at(now),
@@ -299,61 +303,64 @@ impl<E> ClientError<E> {
     /// Whether trying again may help: the error's own retry hint for a peer's error object
     /// (never for -32700/-32600/-32601/-32602 or auth), HTTP 408/429/502/503/504, connection
     /// failures and connect or attempt timeouts.
-    pub fn is_retryable(&self) -> bool
+    fn may_help_to_retry(&self) -> bool
     where
         E: A2aError,
     {
         match self {
-            ClientError::Remote { error, reply } => remote_retryable(&**error, &reply.object),
-            ClientError::Unrecognized(reply) => remote_retryable(&reply.object, &reply.object),
-            ClientError::Status(http) => matches!(http.status, 408 | 429 | 502 | 503 | 504),
+            ClientError::Remote { error, reply } => remote_retryable(&**error, &reply.error),
+            ClientError::Unrecognized(reply) => remote_retryable(&reply.error, &reply.error),
+            ClientError::Status(http) => status_row(http).retry != DefaultRetry::Never,
             ClientError::Timeout(timeout) => *timeout != Timeout::Total,
             ClientError::Connect(_) | ClientError::Transport(_) => true,
             // The same peer would send the same oversized reply again.
             ClientError::Malformed { .. }
             | ClientError::ReplyTooLarge { .. }
-            | ClientError::CircuitOpen { .. }
             | ClientError::InvalidCall { .. } => false,
         }
     }
 
     /// What kind of failure this is.
-    pub fn category(&self) -> Category
+    fn failure_category(&self) -> Category
     where
         E: A2aError,
     {
         match self {
             ClientError::Remote { error, .. } => error.category(),
-            ClientError::Unrecognized(reply) => reply.object.category(),
-            ClientError::Status(http) => match http.status {
-                401 | 403 => Category::Auth,
-                404 => Category::NotFound,
-                408 | 504 => Category::Timeout,
-                429 => Category::RateLimit,
-                500..=599 => Category::Transient,
-                _ => Category::Validation,
-            },
+            ClientError::Unrecognized(reply) => reply.error.category(),
+            ClientError::Status(http) => status_row(http).category,
             ClientError::Timeout(_) => Category::Timeout,
-            ClientError::Connect(_)
-            | ClientError::Transport(_)
-            | ClientError::CircuitOpen { .. } => Category::Transient,
+            ClientError::Connect(_) | ClientError::Transport(_) => Category::Transient,
             ClientError::Malformed { .. } | ClientError::ReplyTooLarge { .. } => Category::Fatal,
             ClientError::InvalidCall { .. } => Category::Validation,
         }
     }
 
-    /// The table row a local failure is passed on as.
+    /// The table row a local failure is passed on as. A bare status passes on only as a
+    /// refusal for load (which the caller may retry just the same); a downstream 404 or 401 is
+    /// not the caller's missing task or missing credentials.
     fn local_row(&self) -> &'static CodeRow {
         let code = match self {
             ClientError::Timeout(_) => code::DEADLINE_EXCEEDED,
-            ClientError::Status(http) if http.status == 429 => code::RATE_LIMITED,
-            ClientError::Status(http) if http.status == 503 => code::AGENT_UNAVAILABLE,
+            ClientError::Status(http) => match status_row(http).code {
+                code @ (code::RATE_LIMITED | code::AGENT_UNAVAILABLE) => code,
+                _ => code::DOWNSTREAM_FAILED,
+            },
             ClientError::InvalidCall { .. } => code::INTERNAL_ERROR,
             _ => code::DOWNSTREAM_FAILED,
         };
-        // Every code above is a table row.
-        code::lookup(code).unwrap_or(&a2a_error_codes::TABLE[0])
+        row(code)
     }
+}
+
+/// The table row of a code this module names (every one is in the table).
+fn row(code: i32) -> &'static CodeRow {
+    code::lookup(code).unwrap_or(&a2a_error_codes::TABLE[0])
+}
+
+/// The table row a bare HTTP status stands for ([`code::code_for_http`]).
+fn status_row(http: &HttpReply) -> &'static CodeRow {
+    row(code::code_for_http(http.status, None))
 }
 
 /// A peer's error, read as `error` (the typed mirror, or the object itself): retryable when
@@ -374,7 +381,7 @@ impl<E: fmt::Display> fmt::Display for ClientError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
-                fmt::Display::fmt(&reply.object, f)
+                fmt::Display::fmt(&reply.error, f)
             }
             ClientError::Status(http) => {
                 write!(f, "HTTP {} reply that is not an A2A answer", http.status)
@@ -388,7 +395,6 @@ impl<E: fmt::Display> fmt::Display for ClientError<E> {
             ClientError::ReplyTooLarge { limit, .. } => {
                 write!(f, "reply larger than the client's limit of {limit} bytes")
             }
-            ClientError::CircuitOpen { .. } => f.write_str("circuit open"),
             ClientError::InvalidCall { detail } => write!(f, "invalid call: {detail}"),
         }
     }
@@ -455,7 +461,7 @@ impl<E: A2aError + 'static> A2aError for ClientError<E> {
     }
 
     fn retry_hint(&self) -> RetryHint {
-        if !ClientError::is_retryable(self) {
+        if !self.may_help_to_retry() {
             return RetryHint::Never;
         }
         match self.retry_after() {
@@ -465,7 +471,7 @@ impl<E: A2aError + 'static> A2aError for ClientError<E> {
     }
 
     fn category(&self) -> Category {
-        ClientError::category(self)
+        self.failure_category()
     }
 
     fn http_status(&self) -> u16 {
@@ -497,14 +503,14 @@ impl<E: A2aError + 'static> A2aError for ClientError<E> {
     fn write_error_object(&self, profile: WireProfile, out: &mut Vec<u8>) {
         match self.remote() {
             Some(object) => object.write_error_object(profile, out),
-            None => crate::encode::write_error_object(self, profile, out),
+            None => crate::wire::encode::write_error_object(self, profile, out),
         }
     }
 
     fn to_error_object_with(&self, profile: WireProfile) -> ErrorObject {
         match self.remote() {
             Some(object) => object.to_error_object_with(profile),
-            None => crate::encode::to_error_object(self, profile),
+            None => crate::wire::encode::to_error_object(self, profile),
         }
     }
 }
@@ -539,12 +545,15 @@ mod tests {
 
     #[test]
     fn classification_of_http_statuses() {
-        for code in [408, 429, 502, 503, 504] {
+        // Read through the code table: a bare status is what `code_for_http` says it is.
+        for code in [408, 429, 500, 502, 503, 504] {
             assert!(status(code, None).is_retryable(), "{code}");
         }
-        for code in [400, 401, 403, 404, 500] {
+        for code in [400, 401, 403, 404, 409, 413] {
             assert!(!status(code, None).is_retryable(), "{code}");
         }
+        assert_eq!(status(404, None).category(), Category::NotFound);
+        assert_eq!(status(504, None).category(), Category::Timeout);
         assert!(!status(429, None).may_have_run());
         assert!(status(502, None).may_have_run());
         assert_eq!(status(401, None).category(), Category::Auth);

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::call::{Call, EventStream, Reply};
 use super::error::{ClientError, HttpReply, Timeout};
 
-pub use crate::headers::{DEADLINE_HEADER, VERSION_HEADER};
+pub use crate::wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 
 /// The version this client speaks.
 pub const DEFAULT_VERSION: &str = "1.0";

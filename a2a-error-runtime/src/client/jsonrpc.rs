@@ -1,82 +1,20 @@
 //! The JSON-RPC binding: one `POST` per call, SSE for streaming methods.
 
-use std::future::Future;
-use std::marker::PhantomData;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::header::CONTENT_TYPE;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::call::{Call, Reply};
 use super::error::{ClientError, HttpReply};
-use super::http::{self, Http, ReplyLimits};
-use crate::error::FromErrorObject;
-use crate::object::ErrorObject;
-use crate::remote::RemoteError;
-
-/// A transport for the JSON-RPC binding: a `tower::Service<Call>` that posts each call to one
-/// URL and decodes error objects through `E`'s mirror.
-pub struct JsonRpcTransport<E = RemoteError> {
-    http: Http,
-    errors: PhantomData<fn() -> E>,
-}
-
-impl<E> Clone for JsonRpcTransport<E> {
-    fn clone(&self) -> Self {
-        Self::from_http(self.http.clone())
-    }
-}
-
-impl<E> std::fmt::Debug for JsonRpcTransport<E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("JsonRpcTransport")
-            .field(&self.http.url.as_str())
-            .finish()
-    }
-}
-
-impl<E> JsonRpcTransport<E> {
-    /// A transport posting to `url` with `client` (its connect timeout, TLS and pool apply).
-    pub fn new(client: reqwest::Client, url: reqwest::Url) -> Self {
-        Self::from_http(Http::new(client, url))
-    }
-
-    fn from_http(http: Http) -> Self {
-        JsonRpcTransport {
-            http,
-            errors: PhantomData,
-        }
-    }
-
-    /// Sets the `A2A-Version` header sent (default `1.0`).
-    pub fn version(mut self, version: HeaderValue) -> Self {
-        self.http.version = version;
-        self
-    }
-
-    /// Sets what is accepted from the peer (default [`ReplyLimits::default`]).
-    pub fn limits(mut self, limits: ReplyLimits) -> Self {
-        self.http.limits = limits;
-        self
-    }
-}
+use super::http::{self, Http};
+use crate::wire::error::FromErrorObject;
+use crate::wire::object::ErrorObject;
 
 /// The JSON-RPC request, built as bytes: the params go in exactly as the call holds them.
 fn request_body(call: &Call) -> Vec<u8> {
     let params = call.params();
     let mut out = Vec::with_capacity(64 + call.method().len() + params.len());
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(call.id().to_string().as_bytes());
-    out.extend_from_slice(b",\"method\":");
-    // Serializing a string into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, call.method());
-    if !params.is_empty() {
-        out.extend_from_slice(b",\"params\":");
-        out.extend_from_slice(params);
-    }
-    out.push(b'}');
+    crate::wire::jsonrpc::write_request(call.id(), call.method(), params, &mut out);
     out
 }
 
@@ -86,7 +24,7 @@ struct Response {
     #[serde(default)]
     id: Value,
     // Tells `"result": null` (a valid result) from no result at all.
-    #[serde(default, deserialize_with = "crate::object::present")]
+    #[serde(default, deserialize_with = "crate::wire::object::present")]
     result: Option<Value>,
     error: Option<ErrorObject>,
 }
@@ -135,7 +73,7 @@ pub(crate) fn decode<E: FromErrorObject>(
     }
 }
 
-async fn exchange<E>(
+pub(super) async fn exchange<E>(
     http: Http,
     call: Call,
     deadline: Option<tokio::time::Instant>,
@@ -161,31 +99,11 @@ where
     decode(&body, id, &reply).map(Reply::Result)
 }
 
-impl<E> tower::Service<Call> for JsonRpcTransport<E>
-where
-    E: FromErrorObject + Send + 'static,
-{
-    type Response = Reply<E>;
-    type Error = ClientError<E>;
-    type Future = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, call: Call) -> Self::Future {
-        let deadline = http::call_deadline(&call);
-        Box::pin(http::within_deadline(
-            deadline,
-            exchange(self.http.clone(), call, deadline),
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::A2aError;
+    use crate::wire::error::A2aError;
+    use crate::wire::remote::RemoteError;
 
     fn ok() -> HttpReply {
         HttpReply {
@@ -233,7 +151,7 @@ mod tests {
             headers: Default::default(),
         };
         let err = decode::<RemoteError>(b"<html>bad gateway</html>", 7, &page).unwrap_err();
-        assert_eq!(err.http_status(), Some(502));
+        assert_eq!(err.reply_status(), Some(502));
         assert!(matches!(err, ClientError::Status(_)));
     }
 }

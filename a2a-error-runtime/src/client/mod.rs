@@ -1,20 +1,21 @@
-//! The client side: everything a call to another agent can end in ([`ClientError`]), the
-//! JSON-RPC and HTTP+JSON transports (`tower::Service<Call>`), and the typed [`Client`] that
-//! puts them behind the [`Retry`](crate::retry::Retry) decorator.
+//! Floor 1, the client side of HTTP: what a call is ([`Call`]) and what it ends in ([`Reply`],
+//! [`ClientError`]), and the [`Transport`] that sends it once to an agent over either binding,
+//! within [`ReplyLimits`].
 //!
-//! A stack is plain tower: `Retry<JsonRpcTransport<E>>`, or any layers of your own around a
-//! transport, then [`Client::from_service`].
+//! This floor knows nothing of retries or breakers: those are layers of
+//! [`resilience`](crate::resilience) stacked over a transport, and the typed
+//! [`Client`](crate::Client) puts them together.
 
 mod call;
 mod error;
 mod http;
 pub(crate) mod jsonrpc;
 pub(crate) mod rest;
-mod typed;
+mod transport;
 
+pub(crate) use call::TimeLimit;
 pub use call::{Call, EventStream, Reply};
-pub use error::{BoxError, ClientError, ErrorReply, HttpReply, Timeout};
-pub use http::{DEADLINE_HEADER, DEFAULT_VERSION, ReplyLimits, VERSION_HEADER};
-pub use jsonrpc::JsonRpcTransport;
-pub use rest::RestTransport;
-pub use typed::{BuildError, Client, ClientBuilder};
+pub use error::{BoxError, ClientError, DECIDED_BEFORE_WORK, ErrorReply, HttpReply, Timeout};
+pub(crate) use http::DEFAULT_VERSION;
+pub use http::ReplyLimits;
+pub use transport::Transport;

@@ -1,70 +1,16 @@
 //! The HTTP+JSON (REST) binding: A2A methods as routes, errors as `google.rpc.Status` bodies.
 
-use std::future::Future;
-use std::marker::PhantomData;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use reqwest::Method;
-use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::header::CONTENT_TYPE;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::call::{Call, Reply};
 use super::error::{ClientError, HttpReply};
-use super::http::{self, Http, ReplyLimits};
-use crate::code;
-use crate::error::FromErrorObject;
-use crate::object::ErrorObject;
-use crate::remote::RemoteError;
-
-/// A transport for the HTTP+JSON binding: a `tower::Service<Call>` that maps each A2A method to
-/// its route (`SendMessage` → `POST /message:send`, `GetTask` → `GET /tasks/{id}`, …) and
-/// decodes `google.rpc.Status` error bodies through `E`'s mirror.
-pub struct RestTransport<E = RemoteError> {
-    http: Http,
-    errors: PhantomData<fn() -> E>,
-}
-
-impl<E> Clone for RestTransport<E> {
-    fn clone(&self) -> Self {
-        Self::from_http(self.http.clone())
-    }
-}
-
-impl<E> std::fmt::Debug for RestTransport<E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("RestTransport")
-            .field(&self.http.url.as_str())
-            .finish()
-    }
-}
-
-impl<E> RestTransport<E> {
-    /// A transport for the agent whose HTTP+JSON interface is at `base`.
-    pub fn new(client: reqwest::Client, base: reqwest::Url) -> Self {
-        Self::from_http(Http::new(client, base))
-    }
-
-    fn from_http(http: Http) -> Self {
-        RestTransport {
-            http,
-            errors: PhantomData,
-        }
-    }
-
-    /// Sets the `A2A-Version` header sent (default `1.0`).
-    pub fn version(mut self, version: HeaderValue) -> Self {
-        self.http.version = version;
-        self
-    }
-
-    /// Sets what is accepted from the peer (default [`ReplyLimits::default`]).
-    pub fn limits(mut self, limits: ReplyLimits) -> Self {
-        self.http.limits = limits;
-        self
-    }
-}
+use super::http::{self, Http};
+use crate::wire::code;
+use crate::wire::error::FromErrorObject;
+use crate::wire::object::ErrorObject;
 
 /// Where a method goes: HTTP method, path segments, and whether the params are the body.
 struct Route {
@@ -138,31 +84,7 @@ fn code_for<E: FromErrorObject>(object: &ErrorObject, status: u16, grpc: Option<
             return row.code;
         }
     }
-    code_for_status(status, grpc)
-}
-
-/// The code of a Status body without a known reason. The v1.0.0 statuses (409, 415) map to
-/// the spec errors that had them. Whatever is left is INTERNAL_ERROR, which is retried with
-/// backoff and may have run: never a claim that the caller made a mistake or that the peer
-/// did not act, which an unknown status does not prove.
-fn code_for_status(status: u16, grpc: Option<&str>) -> i32 {
-    match (grpc, status) {
-        (Some("UNAUTHENTICATED"), _) | (None, 401) => code::AUTH_REQUIRED,
-        (Some("PERMISSION_DENIED"), _) | (None, 403) => code::INSUFFICIENT_SCOPE,
-        (Some("RESOURCE_EXHAUSTED"), _) | (None, 429) => code::RATE_LIMITED,
-        (Some("DEADLINE_EXCEEDED"), _) | (None, 408 | 504) => code::DEADLINE_EXCEEDED,
-        (Some("UNAVAILABLE"), 502) | (None, 502) => code::DOWNSTREAM_FAILED,
-        (Some("UNAVAILABLE"), _) | (None, 503) => code::AGENT_UNAVAILABLE,
-        // A REST route names a task; a route this peer lacks is METHOD_NOT_FOUND with an
-        // ErrorInfo when the peer is A2A at all.
-        (Some("NOT_FOUND"), _) | (None, 404) => code::TASK_NOT_FOUND,
-        (Some("UNIMPLEMENTED"), _) | (None, 405 | 501) => code::UNSUPPORTED_OPERATION,
-        (Some("FAILED_PRECONDITION") | None, 409) => code::TASK_NOT_CANCELABLE,
-        (_, 413) => code::CONTENT_TOO_LARGE,
-        (Some("INVALID_ARGUMENT") | None, 415) => code::CONTENT_TYPE_NOT_SUPPORTED,
-        (Some("INVALID_ARGUMENT" | "OUT_OF_RANGE"), _) | (None, 400 | 422) => code::INVALID_PARAMS,
-        _ => code::INTERNAL_ERROR,
-    }
+    code::code_for_http(status, grpc)
 }
 
 /// Reads a REST error body into an error object; `None` when it is not a `google.rpc.Status`.
@@ -226,7 +148,7 @@ pub(crate) fn decode_event<E: FromErrorObject>(
     Ok(value)
 }
 
-async fn exchange<E>(
+pub(super) async fn exchange<E>(
     http: Http,
     call: Call,
     deadline: Option<tokio::time::Instant>,
@@ -263,31 +185,11 @@ where
     decode(&body, reply).map(Reply::Result)
 }
 
-impl<E> tower::Service<Call> for RestTransport<E>
-where
-    E: FromErrorObject + Send + 'static,
-{
-    type Response = Reply<E>;
-    type Error = ClientError<E>;
-    type Future = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, call: Call) -> Self::Future {
-        let deadline = http::call_deadline(&call);
-        Box::pin(http::within_deadline(
-            deadline,
-            exchange(self.http.clone(), call, deadline),
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::A2aError;
+    use crate::wire::error::A2aError;
+    use crate::wire::remote::RemoteError;
 
     #[test]
     fn routes() {
@@ -314,7 +216,7 @@ mod tests {
         let err = decode::<RemoteError>(body, http.clone()).unwrap_err();
         let object = err.remote().unwrap();
         assert_eq!(object.code(), code::TASK_NOT_FOUND);
-        assert_eq!(object.metadata_map()["taskId"], "t");
+        assert_eq!(A2aError::metadata(object)["taskId"], "t");
         let custom = br#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"slow down",
             "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"QUOTA","domain":"x"}]}}"#;
         let err = decode::<RemoteError>(

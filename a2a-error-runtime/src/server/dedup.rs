@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
 use tokio::time::Instant;
 
-use crate::error::A2aError;
+use crate::wire::error::A2aError;
 
 /// The text of a panic in the deduplicated work, re-raised in every waiter.
 #[derive(Clone, Debug)]

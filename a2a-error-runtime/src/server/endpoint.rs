@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::extract::State;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
@@ -20,20 +20,22 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::encode;
-use crate::error::A2aError;
-use crate::jsonrpc::{self, Body as Parsed, Call, Id};
-use crate::object::WireProfile;
-use crate::standard::StandardError;
+use crate::wire::error::A2aError;
+use crate::wire::jsonrpc::{self, Body, Id, Request as RpcRequest};
+use crate::wire::object::WireProfile;
+use crate::wire::standard::StandardError;
 
-use super::{DEADLINE_HEADER, VERSION_HEADER};
+use super::DEADLINE_HEADER;
+use super::version::Versions;
 
 type DynError = Box<dyn A2aError + Send + Sync>;
 type Outcome = Result<Vec<u8>, DynError>;
-type Handler = Arc<dyn Fn(Value, RequestContext) -> BoxFuture<'static, Outcome> + Send + Sync>;
+type Erased<S> =
+    Arc<dyn Fn(&S, Value, RequestContext) -> BoxFuture<'static, Outcome> + Send + Sync>;
 
 /// What a handler knows about the request it serves.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RequestContext {
     /// The method as the caller named it (an alias stays an alias).
     pub method: Arc<str>,
@@ -56,6 +58,86 @@ impl RequestContext {
     }
 }
 
+/// A JSON-RPC method handler: an async closure or fn taking the method's params and the
+/// [`RequestContext`], optionally after the endpoint's state as axum's `State`:
+///
+/// - `|params: P, ctx: RequestContext| async { ... }`
+/// - `|State(state): State<S>, params: P, ctx: RequestContext| async { ... }`
+///
+/// `P` is deserialized from the request's `params` (a mismatch is -32602 with the field path);
+/// the `Ok` value is serialized as the `result`; the `Err` is sent through its [`A2aError`]
+/// impl. Implemented for every such closure; not meant to be implemented by hand.
+pub trait Handler<T, S>: Send + Sync + 'static {
+    /// Runs the handler on raw params, under the endpoint's panic guard.
+    #[doc(hidden)]
+    fn call(
+        self: Arc<Self>,
+        state: &S,
+        params: Value,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, Result<Vec<u8>, Box<dyn A2aError + Send + Sync>>>;
+}
+
+/// Params read inside the future, under the panic guard: a `Deserialize` impl that panics
+/// gets the same -32603 reply as a handler that does.
+async fn finish<P, T, E, Fut>(params: Value, run: impl FnOnce(P) -> Fut) -> Outcome
+where
+    P: DeserializeOwned,
+    T: Serialize,
+    E: A2aError + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let params = match super::params::from_value::<P>(params) {
+        Ok(params) => params,
+        Err(invalid) => return Err(Box::new(invalid) as DynError),
+    };
+    match run(params).await {
+        Ok(result) => serde_json::to_vec(&result).map_err(|error| {
+            tracing::error!("could not serialize a result: {error}");
+            Box::new(StandardError::Internal) as DynError
+        }),
+        Err(error) => Err(Box::new(error) as DynError),
+    }
+}
+
+impl<F, Fut, P, T, E, S> Handler<(P,), S> for F
+where
+    F: Fn(P, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    P: DeserializeOwned + Send + 'static,
+    T: Serialize + Send + 'static,
+    E: A2aError + Send + Sync + 'static,
+{
+    fn call(
+        self: Arc<Self>,
+        _: &S,
+        params: Value,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, Outcome> {
+        finish(params, move |params| self(params, ctx)).boxed()
+    }
+}
+
+impl<F, Fut, P, T, E, S> Handler<(State<S>, P), S> for F
+where
+    F: Fn(State<S>, P, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    P: DeserializeOwned + Send + 'static,
+    T: Serialize + Send + 'static,
+    E: A2aError + Send + Sync + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    fn call(
+        self: Arc<Self>,
+        state: &S,
+        params: Value,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, Outcome> {
+        let state = State(state.clone());
+        finish(params, move |params| self(state, params, ctx)).boxed()
+    }
+}
+
 /// A JSON-RPC 2.0 endpoint for A2A methods.
 ///
 /// ```
@@ -74,6 +156,35 @@ impl RequestContext {
 /// let app: axum::Router = rpc.into_router();
 /// ```
 ///
+/// With application state, handlers take axum's `State` first, and the endpoint mounts into
+/// a router of any state:
+///
+/// ```
+/// # use a2a_error_runtime as a2a_error;
+/// use std::sync::Arc;
+/// use a2a_error::server::{JsonRpc, RequestContext};
+/// use a2a_error::StandardError;
+/// use axum::extract::State;
+///
+/// #[derive(Clone, Default)]
+/// struct App { tasks: Arc<std::sync::Mutex<Vec<String>>> }
+///
+/// #[derive(serde::Deserialize)]
+/// struct GetTask { id: String }
+///
+/// async fn get_task(State(app): State<App>, p: GetTask, _: RequestContext)
+///     -> Result<String, StandardError> {
+///     let tasks = app.tasks.lock().unwrap();
+///     tasks.iter().find(|t| **t == p.id).cloned()
+///         .ok_or(StandardError::TaskNotFound { task_id: Some(p.id) })
+/// }
+///
+/// let app = App::default();
+/// let rpc = JsonRpc::with_state(app.clone()).method("GetTask", get_task);
+/// let router: axum::Router<App> = axum::Router::new().merge(rpc.into_router());
+/// let _: axum::Router = router.with_state(app);
+/// ```
+///
 /// - Parse error -32700 (bad JSON or UTF-8, nesting too deep), id null; Invalid Request -32600,
 ///   echoing the id whenever it could be read; Method not found -32601; Invalid params -32602
 ///   with the field path in a `google.rpc.BadRequest` detail; the handler's own error through
@@ -86,21 +197,52 @@ impl RequestContext {
 /// - An `A2A-Version` the endpoint does not serve gets VERSION_NOT_SUPPORTED.
 /// - Only the public message and data fields reach the wire; the full error goes to
 ///   `tracing` with the method and id.
-#[derive(Clone)]
-pub struct JsonRpc {
-    inner: Arc<Inner>,
+pub struct JsonRpc<S = ()> {
+    inner: Arc<Inner<S>>,
 }
 
-#[derive(Clone)]
-struct Inner {
-    methods: HashMap<String, Handler>,
+impl<S> Clone for JsonRpc<S> {
+    fn clone(&self) -> Self {
+        JsonRpc {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for JsonRpc<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut methods: Vec<&str> = self.inner.methods.keys().map(String::as_str).collect();
+        methods.sort_unstable();
+        f.debug_struct("JsonRpc")
+            .field("methods", &methods)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner<S> {
+    state: S,
+    methods: HashMap<String, Erased<S>>,
     max_body_bytes: usize,
     body_timeout: Duration,
     max_batch: usize,
     timeout: Option<Duration>,
-    versions: Vec<String>,
-    default_version: Arc<str>,
+    versions: Versions,
     profile: WireProfile,
+}
+
+impl<S: Clone> Clone for Inner<S> {
+    fn clone(&self) -> Self {
+        Inner {
+            state: self.state.clone(),
+            methods: self.methods.clone(),
+            max_body_bytes: self.max_body_bytes,
+            body_timeout: self.body_timeout,
+            max_batch: self.max_batch,
+            timeout: self.timeout,
+            versions: self.versions.clone(),
+            profile: self.profile,
+        }
+    }
 }
 
 impl Default for JsonRpc {
@@ -110,56 +252,40 @@ impl Default for JsonRpc {
 }
 
 impl JsonRpc {
-    /// An endpoint with no methods, serving A2A 1.0, bodies up to 4 MiB read within 30 s,
-    /// batches up to 100, and no handler timeout.
+    /// An endpoint with no methods and no state, serving A2A 1.0, bodies up to 4 MiB read
+    /// within 30 s, batches up to 100, and no handler timeout.
     pub fn new() -> Self {
+        JsonRpc::with_state(())
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
+    /// An endpoint whose handlers may take `State<S>` (axum's) before their params; the
+    /// defaults are those of [`JsonRpc::new`].
+    pub fn with_state(state: S) -> Self {
         JsonRpc {
             inner: Arc::new(Inner {
+                state,
                 methods: HashMap::new(),
                 max_body_bytes: 4 << 20,
                 body_timeout: Duration::from_secs(30),
                 max_batch: 100,
                 timeout: None,
-                versions: vec!["1.0".to_owned()],
-                default_version: Arc::from("1.0"),
+                versions: Versions::default(),
                 profile: WireProfile::A2a,
             }),
         }
     }
 
-    fn inner_mut(&mut self) -> &mut Inner {
+    fn inner_mut(&mut self) -> &mut Inner<S> {
         Arc::make_mut(&mut self.inner)
     }
 
-    /// Registers `handler` for `name`. Its params are deserialized from the request's
-    /// `params`; its `Ok` is the `result`, its `Err` the error object.
-    pub fn method<P, T, E, F, Fut>(mut self, name: &str, handler: F) -> Self
-    where
-        P: DeserializeOwned + Send + 'static,
-        T: Serialize + Send + 'static,
-        E: A2aError + Send + Sync + 'static,
-        F: Fn(P, RequestContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<T, E>> + Send + 'static,
-    {
+    /// Registers `handler` for `name` (see [`Handler`] for the shapes it may take).
+    pub fn method<T, H: Handler<T, S>>(mut self, name: &str, handler: H) -> Self {
         let handler = Arc::new(handler);
-        let erased: Handler = Arc::new(move |params: Value, ctx: RequestContext| {
-            let handler = Arc::clone(&handler);
-            // Params are read inside the future, under the panic guard: a `Deserialize` impl
-            // that panics gets the same -32603 reply as a handler that does.
-            async move {
-                let params = match super::params::from_value::<P>(params) {
-                    Ok(params) => params,
-                    Err(invalid) => return Err(Box::new(invalid) as DynError),
-                };
-                match handler(params, ctx).await {
-                    Ok(result) => serde_json::to_vec(&result).map_err(|error| {
-                        tracing::error!("could not serialize a result: {error}");
-                        Box::new(StandardError::Internal) as DynError
-                    }),
-                    Err(error) => Err(Box::new(error) as DynError),
-                }
-            }
-            .boxed()
+        let erased: Erased<S> = Arc::new(move |state: &S, params: Value, ctx: RequestContext| {
+            Arc::clone(&handler).call(state, params, ctx)
         });
         self.inner_mut().methods.insert(name.to_owned(), erased);
         self
@@ -210,14 +336,14 @@ impl JsonRpc {
     }
 
     /// The A2A versions served (default `["1.0"]`).
-    pub fn versions<I: IntoIterator<Item = S>, S: Into<String>>(mut self, versions: I) -> Self {
-        self.inner_mut().versions = versions.into_iter().map(Into::into).collect();
+    pub fn versions<I: IntoIterator<Item = V>, V: Into<String>>(mut self, versions: I) -> Self {
+        self.inner_mut().versions.set_served(versions);
         self
     }
 
     /// The version assumed when a request has no `A2A-Version` header (default `1.0`).
     pub fn default_version(mut self, version: &str) -> Self {
-        self.inner_mut().default_version = Arc::from(version);
+        self.inner_mut().versions.set_assumed(version);
         self
     }
 
@@ -227,13 +353,15 @@ impl JsonRpc {
         self
     }
 
-    /// An axum `Router` serving this endpoint at `POST /`.
-    pub fn into_router(self) -> axum::Router {
+    /// An axum `Router` serving this endpoint at `/` (every HTTP method gets a JSON-RPC
+    /// answer; only `POST` with a JSON body reaches a handler). The router's state `R` is free:
+    /// the endpoint carries its own, so it merges into a router of any state.
+    pub fn into_router<R: Clone + Send + Sync + 'static>(self) -> axum::Router<R> {
         axum::Router::new().route_service("/", self)
     }
 
     /// Answers one HTTP request.
-    pub async fn handle(&self, request: Request<Body>) -> Response {
+    pub async fn handle(&self, request: Request<axum::body::Body>) -> Response {
         let (parts, body) = request.into_parts();
         if !super::is_json(&parts.headers) {
             return self.transport_error(
@@ -260,29 +388,26 @@ impl JsonRpc {
                 return self.transport_error(StatusCode::BAD_REQUEST, StandardError::ParseError);
             }
         };
-        let version: Arc<str> = match parts.headers.get(VERSION_HEADER) {
-            Some(value) => Arc::from(value.to_str().unwrap_or("").trim()),
-            None => Arc::clone(&self.inner.default_version),
-        };
+        let version = self.inner.versions.asked(&parts.headers);
         let headers = Arc::new(parts.headers);
         match jsonrpc::parse(&bytes) {
-            Parsed::ParseError => self.reply(Some(
+            Body::ParseError => self.reply(Some(
                 self.error_response(&Id::Null, &StandardError::ParseError),
             )),
-            Parsed::EmptyBatch => self.reply(Some(
+            Body::EmptyBatch => self.reply(Some(
                 self.error_response(&Id::Null, &StandardError::InvalidRequest),
             )),
-            Parsed::Single(entry) => {
+            Body::Single(entry) => {
                 let reply = self.entry(entry, &headers, &version).await;
                 self.reply(reply)
             }
-            Parsed::Batch(entries) if entries.len() > self.inner.max_batch => {
+            Body::Batch(entries) if entries.len() > self.inner.max_batch => {
                 tracing::debug!(size = entries.len(), "batch too large");
                 self.reply(Some(
                     self.error_response(&Id::Null, &StandardError::InvalidRequest),
                 ))
             }
-            Parsed::Batch(entries) => {
+            Body::Batch(entries) => {
                 let replies = join_all(
                     entries
                         .into_iter()
@@ -319,18 +444,18 @@ impl JsonRpc {
                 tracing::debug!(reason = invalid.reason, "invalid request");
                 Some(self.error_response(&invalid.id, &StandardError::InvalidRequest))
             }
-            Ok(call) => self.call(call, headers, version).await,
+            Ok(request) => self.call(request, headers, version).await,
         }
     }
 
     async fn call(
         &self,
-        call: Call,
+        request: RpcRequest,
         headers: &Arc<HeaderMap>,
         version: &Arc<str>,
     ) -> Option<Vec<u8>> {
-        let Call { id, method, params } = call;
-        let outcome = if !self.inner.versions.iter().any(|v| **v == **version) {
+        let RpcRequest { id, method, params } = request;
+        let outcome = if !self.inner.versions.serves(version) {
             Err(Box::new(StandardError::VersionNotSupported) as DynError)
         } else {
             match self.inner.methods.get(&method) {
@@ -338,7 +463,7 @@ impl JsonRpc {
                 Some(handler) => {
                     let deadline = headers
                         .get(DEADLINE_HEADER)
-                        .and_then(|value| crate::headers::parse_deadline_ms(value.as_bytes()))
+                        .and_then(|value| crate::wire::headers::parse_deadline_ms(value.as_bytes()))
                         .and_then(|left| tokio::time::Instant::now().checked_add(left));
                     let ctx = RequestContext {
                         method: Arc::from(method.as_str()),
@@ -347,8 +472,8 @@ impl JsonRpc {
                         version: Arc::clone(version),
                         deadline,
                     };
-                    self.run(handler(params, ctx), deadline, &method, id.as_ref())
-                        .await
+                    let future = handler(&self.inner.state, params, ctx);
+                    self.run(future, deadline, &method, id.as_ref()).await
                 }
             }
         };
@@ -402,7 +527,7 @@ impl JsonRpc {
 
     fn error_response(&self, id: &Id, error: &(dyn A2aError + Send + Sync)) -> Vec<u8> {
         let mut out = Vec::with_capacity(256);
-        encode::write_error_response(error, self.inner.profile, &id.to_json(), &mut out);
+        jsonrpc::write_error(id, error, self.inner.profile, &mut out);
         out
     }
 
@@ -431,7 +556,7 @@ impl JsonRpc {
     }
 }
 
-impl tower::Service<Request<Body>> for JsonRpc {
+impl<S: Clone + Send + Sync + 'static> tower::Service<Request<axum::body::Body>> for JsonRpc<S> {
     type Response = Response;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
@@ -440,7 +565,7 @@ impl tower::Service<Request<Body>> for JsonRpc {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
+    fn call(&mut self, request: Request<axum::body::Body>) -> Self::Future {
         let endpoint = self.clone();
         Box::pin(async move { Ok(endpoint.handle(request).await) })
     }

@@ -1,7 +1,7 @@
 //! Where a server puts what it does not send: the full internal error, at the right level.
 
-use crate::error::{A2aError, Category};
-use crate::jsonrpc::Id;
+use crate::wire::error::{A2aError, Category};
+use crate::wire::jsonrpc::Id;
 
 /// Logs `err` with its Display text and source chain, which never reach the wire.
 /// Faults of the server are errors; mistakes of the caller are debug.
@@ -54,19 +54,19 @@ pub(crate) struct Panicked;
 
 impl A2aError for Panicked {
     fn code(&self) -> i32 {
-        crate::code::INTERNAL_ERROR
+        crate::wire::code::INTERNAL_ERROR
     }
     fn reason(&self) -> &str {
         "INTERNAL_ERROR"
     }
     fn domain(&self) -> &str {
-        crate::code::SPEC_DOMAIN
+        crate::wire::code::SPEC_DOMAIN
     }
     fn public_message(&self) -> std::borrow::Cow<'_, str> {
         std::borrow::Cow::Borrowed("Internal error")
     }
-    fn retry_hint(&self) -> crate::error::RetryHint {
-        crate::error::RetryHint::Never
+    fn retry_hint(&self) -> crate::wire::error::RetryHint {
+        crate::wire::error::RetryHint::Never
     }
     fn category(&self) -> Category {
         Category::Fatal

@@ -10,9 +10,10 @@ pub mod rest;
 mod serve;
 mod sse;
 mod task;
+mod version;
 
 pub use dedup::Dedup;
-pub use endpoint::{JsonRpc, RequestContext};
+pub use endpoint::{Handler, JsonRpc, RequestContext};
 pub use serve::{ServeLimits, serve};
 pub use sse::{Binding, sse_response};
 pub use task::failed_status;
@@ -32,7 +33,7 @@ pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     response
 }
 
-pub use crate::headers::{DEADLINE_HEADER, VERSION_HEADER};
+use crate::wire::headers::DEADLINE_HEADER;
 /// Content type of A2A JSON bodies (REST replies use it; `application/json` is accepted).
 pub const A2A_JSON: &str = "application/a2a+json";
 

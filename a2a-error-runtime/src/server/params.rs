@@ -5,7 +5,7 @@
 
 use serde::de::DeserializeOwned;
 
-use crate::bad_request::BadRequest;
+use crate::wire::bad_request::BadRequest;
 
 /// The longest field path published; a longer one (a hostile peer's keys) is cut.
 const MAX_FIELD_CHARS: usize = 256;

@@ -7,7 +7,6 @@
 
 use std::any::Any;
 use std::future::{Ready, ready};
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
@@ -17,10 +16,11 @@ use futures_util::future::Either;
 use tower::{Layer, Service};
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::code::StatusMapping;
-use crate::encode;
-use crate::error::A2aError;
-use crate::standard::StandardError;
+use super::version::Versions;
+use crate::wire::code::StatusMapping;
+use crate::wire::encode;
+use crate::wire::error::A2aError;
+use crate::wire::standard::StandardError;
 
 /// The REST error response for `err` (A2A v1.0.1 status mapping).
 pub fn error_response<E: A2aError + ?Sized>(err: &E) -> Response {
@@ -47,7 +47,7 @@ fn status_response<E: A2aError + ?Sized>(err: &E, status: u16, mapping: StatusMa
     );
     if let Some(delay) = err.retry_hint().delay() {
         // Retry-After takes whole seconds: round up, so the client never comes back early.
-        let seconds = crate::headers::whole_seconds_up(delay);
+        let seconds = crate::wire::headers::whole_seconds_up(delay);
         headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
@@ -70,42 +70,53 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
     error_response(&super::log::Panicked)
 }
 
-/// A tower layer for REST routes: a request whose `A2A-Version` header names a version not
-/// served gets VERSION_NOT_SUPPORTED (400, Status body). A request without the header is
-/// served (it is taken to mean the current version).
-#[derive(Clone, Debug)]
-pub struct RequireVersion {
-    versions: Arc<[String]>,
+/// A tower layer for REST routes: a request whose `A2A-Version` names a version not served
+/// gets VERSION_NOT_SUPPORTED (400, Status body). The rule is the JSON-RPC endpoint's: a
+/// request without the header asks for the default version (`1.0` unless set), which is
+/// served unless [`versions`](Self::versions) leaves it out.
+#[derive(Clone, Debug, Default)]
+pub struct RequireVersionLayer {
+    versions: Versions,
 }
 
-impl RequireVersion {
+impl RequireVersionLayer {
     /// Serves exactly `versions` (e.g. `["1.0"]`).
     pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(versions: I) -> Self {
-        RequireVersion {
-            versions: versions.into_iter().map(Into::into).collect(),
-        }
+        RequireVersionLayer::default().versions(versions)
+    }
+
+    /// The versions served (default `["1.0"]`).
+    pub fn versions<I: IntoIterator<Item = S>, S: Into<String>>(mut self, versions: I) -> Self {
+        self.versions.set_served(versions);
+        self
+    }
+
+    /// The version a request without `A2A-Version` asks for (default `1.0`).
+    pub fn default_version(mut self, version: &str) -> Self {
+        self.versions.set_assumed(version);
+        self
     }
 }
 
-impl<S> Layer<S> for RequireVersion {
-    type Service = RequireVersionService<S>;
+impl<S> Layer<S> for RequireVersionLayer {
+    type Service = RequireVersion<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RequireVersionService {
+        RequireVersion {
             inner,
-            versions: Arc::clone(&self.versions),
+            versions: self.versions.clone(),
         }
     }
 }
 
-/// The service made by [`RequireVersion`].
+/// The service made by [`RequireVersionLayer`].
 #[derive(Clone, Debug)]
-pub struct RequireVersionService<S> {
+pub struct RequireVersion<S> {
     inner: S,
-    versions: Arc<[String]>,
+    versions: Versions,
 }
 
-impl<S, B> Service<Request<B>> for RequireVersionService<S>
+impl<S, B> Service<Request<B>> for RequireVersion<S>
 where
     S: Service<Request<B>, Response = Response>,
 {
@@ -118,14 +129,10 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let served = match request.headers().get(super::VERSION_HEADER) {
-            None => true,
-            Some(value) => {
-                let asked = value.to_str().unwrap_or("").trim();
-                self.versions.iter().any(|v| v == asked)
-            }
-        };
-        if served {
+        if self
+            .versions
+            .serves(&self.versions.asked(request.headers()))
+        {
             Either::Right(self.inner.call(request))
         } else {
             tracing::debug!("REST request for an A2A version not served");
@@ -148,7 +155,7 @@ pub struct Rejection {
 #[derive(Debug)]
 enum RejectionError {
     Standard(StandardError),
-    Params(crate::bad_request::BadRequest),
+    Params(crate::wire::bad_request::BadRequest),
 }
 
 impl Rejection {

@@ -10,10 +10,10 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Serialize;
 
-use crate::encode;
-use crate::error::A2aError;
-use crate::jsonrpc::{self, Id};
-use crate::object::WireProfile;
+use crate::wire::encode;
+use crate::wire::error::A2aError;
+use crate::wire::jsonrpc::{self, Id};
+use crate::wire::object::WireProfile;
 
 /// Which binding a stream answers, and so the shape of its events.
 #[derive(Clone, Debug)]
@@ -43,13 +43,11 @@ impl Binding {
     fn error<E: A2aError + ?Sized>(&self, err: &E) -> Vec<u8> {
         let mut out = Vec::with_capacity(256);
         match self {
-            Binding::JsonRpc(id) => {
-                encode::write_error_response(err, WireProfile::A2a, &id.to_json(), &mut out)
-            }
+            Binding::JsonRpc(id) => jsonrpc::write_error(id, err, WireProfile::A2a, &mut out),
             Binding::Rest => encode::write_rest_status(
                 err,
                 err.http_status(),
-                crate::code::StatusMapping::V1_0_1,
+                crate::wire::code::StatusMapping::V1_0_1,
                 &mut out,
             ),
         }

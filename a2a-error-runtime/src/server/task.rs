@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::error::A2aError;
+use crate::wire::error::A2aError;
 
 /// The A2A 1.0 `TaskStatus` of a task that failed with `err`: state `TASK_STATE_FAILED` and an
 /// agent message whose text is the public message. Code, reason and domain go in the

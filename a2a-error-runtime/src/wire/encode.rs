@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use crate::data::{DataSink, write_str};
-use crate::error::{A2aError, RetryHint};
-use crate::object::{ErrorObject, WireProfile};
+use crate::wire::data::{DataSink, write_str};
+use crate::wire::error::{A2aError, RetryHint};
+use crate::wire::object::{ErrorObject, WireProfile};
 
 /// `@type` of a `google.rpc.ErrorInfo` detail.
 pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
@@ -18,7 +18,11 @@ pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
 pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
 
 /// Appends `err` as a JSON-RPC error object (`{"code":…,"message":…,"data":…}`) to `out`.
-pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, out: &mut Vec<u8>) {
+pub(crate) fn write_error_object<E: A2aError + ?Sized>(
+    err: &E,
+    profile: WireProfile,
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(b"{\"code\":");
     write_int(out, err.code());
     out.extend_from_slice(b",\"message\":");
@@ -52,7 +56,7 @@ pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, o
 
 /// The error object model of `err`, read back from the bytes `err.write_error_object` writes,
 /// so the model and the wire can never disagree.
-pub fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile) -> ErrorObject {
+pub(crate) fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile) -> ErrorObject {
     let mut bytes = Vec::with_capacity(256);
     err.write_error_object(profile, &mut bytes);
     serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorObject::fallback())
@@ -60,7 +64,7 @@ pub fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile) -> E
 
 /// Appends the A2A 1.0 typed details of `err`: `[{ErrorInfo}]`, plus `{RetryInfo}` when a
 /// delay is known. This is `error.data` in JSON-RPC and `error.details` in REST.
-pub fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
+pub(crate) fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
     out.extend_from_slice(b"[{\"@type\":\"");
     out.extend_from_slice(ERROR_INFO_TYPE.as_bytes());
     out.extend_from_slice(b"\",\"reason\":");
@@ -101,18 +105,18 @@ fn retry_marker(code: i32, hint: RetryHint) -> Option<bool> {
     if hint.delay().is_some() {
         return None;
     }
-    let by_default = crate::code::lookup(code)
-        .is_some_and(|row| row.retry == crate::code::DefaultRetry::Backoff);
+    let by_default = crate::wire::code::lookup(code)
+        .is_some_and(|row| row.retry == crate::wire::code::DefaultRetry::Backoff);
     (hint.is_retryable() != by_default).then_some(hint.is_retryable())
 }
 
 /// Appends the REST binding's `google.rpc.Status` body:
 /// `{"error":{"code":HTTP,"status":GRPC,"message":…,"details":[…]}}`, with the gRPC status
 /// name of `mapping`.
-pub fn write_rest_status<E: A2aError + ?Sized>(
+pub(crate) fn write_rest_status<E: A2aError + ?Sized>(
     err: &E,
     http_status: u16,
-    mapping: crate::code::StatusMapping,
+    mapping: crate::wire::code::StatusMapping,
     out: &mut Vec<u8>,
 ) {
     out.extend_from_slice(b"{\"error\":{\"code\":");
@@ -120,7 +124,9 @@ pub fn write_rest_status<E: A2aError + ?Sized>(
     out.extend_from_slice(b",\"status\":");
     let grpc = match mapping {
         // The error's own name, so a transparent variant or a received error keeps its own.
-        crate::code::StatusMapping::V1_0_1 if http_status == err.http_status() => err.grpc_status(),
+        crate::wire::code::StatusMapping::V1_0_1 if http_status == err.http_status() => {
+            err.grpc_status()
+        }
         _ => mapping.grpc_status(err.code(), http_status),
     };
     write_str(out, grpc);
@@ -131,34 +137,12 @@ pub fn write_rest_status<E: A2aError + ?Sized>(
     out.extend_from_slice(b"}}");
 }
 
-/// Appends the whole JSON-RPC error response `{"jsonrpc":"2.0","id":…,"error":{…}}`.
-///
-/// `id_json` is the request id as JSON text (`null`, a number or a string literal).
-pub fn write_error_response<E: A2aError + ?Sized>(
-    err: &E,
-    profile: WireProfile,
-    id_json: &[u8],
-    out: &mut Vec<u8>,
-) {
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(id_json);
-    out.extend_from_slice(b",\"error\":");
-    err.write_error_object(profile, out);
-    out.push(b'}');
-}
-
 fn write_int(out: &mut Vec<u8>, value: i32) {
     // Writing an integer into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, &value);
 }
 
 /// Protobuf `Duration` JSON: seconds with an `s` suffix and 0, 3, 6 or 9 fractional digits.
-pub fn format_proto_duration(delay: Duration) -> String {
-    let mut out = Vec::new();
-    write_proto_duration(&mut out, delay);
-    String::from_utf8(out).unwrap_or_default()
-}
-
 fn write_proto_duration(out: &mut Vec<u8>, delay: Duration) {
     let _ = serde_json::to_writer(&mut *out, &delay.as_secs());
     let nanos = delay.subsec_nanos();
@@ -187,6 +171,12 @@ fn write_seconds(out: &mut Vec<u8>, delay: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn format_proto_duration(delay: Duration) -> String {
+        let mut out = Vec::new();
+        write_proto_duration(&mut out, delay);
+        String::from_utf8(out).unwrap()
+    }
 
     #[test]
     fn proto_durations_use_0_3_6_or_9_digits() {

@@ -9,9 +9,9 @@ pub use a2a_error_codes::{
     DEADLINE_EXCEEDED, DOWNSTREAM_FAILED, DefaultRetry, EXTENDED_AGENT_CARD_NOT_CONFIGURED,
     EXTENSION_SUPPORT_REQUIRED, INSUFFICIENT_SCOPE, INTERNAL_ERROR, INVALID_AGENT_RESPONSE,
     INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Origin, PARSE_ERROR,
-    PUSH_NOTIFICATION_NOT_SUPPORTED, RATE_LIMITED, RESERVED, SERVER_DEFINED, SKILL_NOT_FOUND,
-    SPEC_DOMAIN, TABLE, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, UNSUPPORTED_OPERATION,
-    VERSION_NOT_SUPPORTED, by_name, is_reserved_undefined, lookup,
+    PUSH_NOTIFICATION_NOT_SUPPORTED, RATE_LIMITED, SERVER_DEFINED, SKILL_NOT_FOUND, SPEC_DOMAIN,
+    TABLE, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED,
+    code_for_http, lookup,
 };
 
 /// Which edition of the A2A HTTP/gRPC status mapping to speak.
@@ -53,35 +53,13 @@ impl StatusMapping {
             {
                 row.grpc_status_v1_0_0
             }
-            _ => grpc_status_for_http(status),
+            _ => a2a_error_codes::grpc_status_for_http(status),
         }
     }
 }
 
-/// The gRPC status name conventionally paired with an HTTP status (google.rpc mapping).
-pub fn grpc_status_for_http(status: u16) -> &'static str {
-    match status {
-        200..=299 => "OK",
-        400 => "INVALID_ARGUMENT",
-        401 => "UNAUTHENTICATED",
-        403 => "PERMISSION_DENIED",
-        404 => "NOT_FOUND",
-        408 | 504 => "DEADLINE_EXCEEDED",
-        405 => "UNIMPLEMENTED",
-        409 => "ABORTED",
-        412 => "FAILED_PRECONDITION",
-        413 | 415 | 422 => "INVALID_ARGUMENT",
-        429 => "RESOURCE_EXHAUSTED",
-        499 => "CANCELLED",
-        501 => "UNIMPLEMENTED",
-        502 | 503 => "UNAVAILABLE",
-        402..=499 => "FAILED_PRECONDITION",
-        _ => "INTERNAL",
-    }
-}
-
 /// The reason a code's own errors carry (`"TASK_NOT_FOUND"`), if the table knows the code.
-pub fn default_reason(code: i32) -> Option<&'static str> {
+pub(crate) fn default_reason(code: i32) -> Option<&'static str> {
     lookup(code).map(|row| row.reason)
 }
 

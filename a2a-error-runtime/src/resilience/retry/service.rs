@@ -3,18 +3,19 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tokio::time::Instant;
 use tower::{Layer, Service, ServiceExt};
 
-use super::future::ResponseFuture;
+use super::future::RetryFuture;
 use super::policy::RetryPolicy;
-use crate::client::{Call, ClientError, Reply, Timeout};
-use crate::error::A2aError;
-use crate::remote::RemoteError;
+use crate::client::{Call, ClientError, Reply};
+use crate::wire::error::A2aError;
+use crate::wire::remote::RemoteError;
 
-/// Retries calls on the service it wraps, by a [`RetryPolicy`], and enforces its attempt and
-/// total timeouts. The whole call's deadline goes down with the call (transports send it as
-/// `A2A-Deadline-Ms`). Clones share the policy and so its retry budget.
+/// Retries calls on the service it wraps, by a [`RetryPolicy`]. It keeps time only through the
+/// call's own deadline (set by a [`TotalTimeout`](crate::resilience::TotalTimeout) above it or
+/// by the caller): a wait that would end past it is not started. Bound each attempt with an
+/// [`AttemptTimeout`](crate::resilience::AttemptTimeout) below it. Clones share the policy and
+/// so its retry budget.
 pub struct Retry<S, E = RemoteError> {
     inner: S,
     policy: Arc<RetryPolicy<E>>,
@@ -58,7 +59,7 @@ impl<S, E> Retry<S, E> {
     }
 }
 
-/// The `tower::Layer` that wraps a transport in [`Retry`].
+/// The `tower::Layer` that builds [`Retry`].
 pub struct RetryLayer<E = RemoteError> {
     policy: Arc<RetryPolicy<E>>,
 }
@@ -105,24 +106,20 @@ where
 {
     type Response = Reply<E>;
     type Error = ClientError<E>;
-    type Future = ResponseFuture<S, E>;
+    type Future = RetryFuture<S, E>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut call: Call) -> Self::Future {
+    fn call(&mut self, call: Call) -> Self::Future {
         let policy = self.policy.clone();
-        // The clock is read only once the first attempt has to wait (see `ResponseFuture`).
-        if let Some(total) = policy.total_limit() {
-            call = call.with_budget(total);
-        }
         policy.deposit();
         // The service that was polled ready makes the first attempt; the clone stays here.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let attempt = inner.call(call.clone());
-        ResponseFuture::new(
+        RetryFuture::new(
             attempt,
             Retrying {
                 policy,
@@ -133,18 +130,6 @@ where
     }
 }
 
-/// When the attempt starting at `now` must end, and which timeout that is.
-fn attempt_end<E>(
-    policy: &RetryPolicy<E>,
-    call: &Call,
-    now: Instant,
-) -> Option<(Instant, Timeout)> {
-    let attempt = policy
-        .attempt_limit()
-        .and_then(|limit| now.checked_add(limit));
-    Timeout::first(attempt.map(|at| (at, Timeout::Attempt)), call.deadline())
-}
-
 /// What the retries of a call need once its first attempt has failed.
 pub(super) struct Retrying<S, E> {
     policy: Arc<RetryPolicy<E>>,
@@ -153,16 +138,11 @@ pub(super) struct Retrying<S, E> {
 }
 
 impl<S, E> Retrying<S, E> {
-    /// Starts the call's clock: the total limit becomes a deadline from now. Returns when the
-    /// first attempt must end, and which timeout that is. Starting it again changes nothing:
-    /// a call keeps the earlier of two deadlines.
-    pub(super) fn start_clock(&mut self) -> Option<(Instant, Timeout)> {
+    /// Starts the call's clock: a time budget becomes a deadline from now. Starting it again
+    /// changes nothing.
+    pub(super) fn start_clock(&mut self) {
         let now = self.policy.clock_ref().now();
-        // A limit too far away to be an `Instant` is no limit.
-        if let Some(end) = self.policy.total_limit().and_then(|t| now.checked_add(t)) {
-            self.call = self.call.clone().with_deadline(end);
-        }
-        attempt_end(&self.policy, &self.call, now)
+        self.call.start_clock(now);
     }
 }
 
@@ -199,34 +179,15 @@ where
             );
             tokio::time::sleep(delay).await;
             attempt += 1;
-            let end = attempt_end(&policy, &call, policy.clock_ref().now());
-            error = match attempt_once(&mut inner, &call, end).await {
+            let result = async {
+                inner.ready().await?;
+                inner.call(call.clone()).await
+            };
+            error = match result.await {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
         }
-    }
-}
-
-/// One retry, bounded by the attempt limit or the call's deadline, whichever comes first.
-async fn attempt_once<S, E>(
-    inner: &mut S,
-    call: &Call,
-    end: Option<(Instant, Timeout)>,
-) -> Result<Reply<E>, ClientError<E>>
-where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
-{
-    let exchange = async {
-        inner.ready().await?;
-        inner.call(call.clone()).await
-    };
-    match end {
-        None => exchange.await,
-        Some((end, fired)) => match tokio::time::timeout_at(end, exchange).await {
-            Ok(result) => result,
-            Err(_) => Err(ClientError::Timeout(fired)),
-        },
     }
 }
 

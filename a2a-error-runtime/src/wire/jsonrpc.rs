@@ -1,9 +1,13 @@
-//! JSON-RPC 2.0 envelopes: request ids, request validation and batches. Pure data, no I/O;
-//! the server and the client both stand on it.
+//! JSON-RPC 2.0 envelopes: request ids, request validation and batches, and the one writer of
+//! every envelope either side sends (request, result, error). Pure data, no I/O; the server
+//! and the client both stand on it.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
+
+use crate::wire::error::A2aError;
+use crate::wire::object::WireProfile;
 
 /// A request id: a string, a number or null (JSON-RPC 2.0 §4).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -63,7 +67,7 @@ impl From<u64> for Id {
 
 /// A valid request.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Call {
+pub(crate) struct Request {
     /// `None` for a notification (no `id` member): it runs but gets no reply.
     pub id: Option<Id>,
     /// The method name.
@@ -74,7 +78,7 @@ pub struct Call {
 
 /// Why a request is not a valid JSON-RPC 2.0 request object.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidRequest {
+pub(crate) struct InvalidRequest {
     /// The request's id when it could be read, else `Null`.
     pub id: Id,
     /// What is wrong, for logs.
@@ -82,11 +86,11 @@ pub struct InvalidRequest {
 }
 
 /// One element of a request body.
-pub type Entry = Result<Call, InvalidRequest>;
+pub(crate) type Entry = Result<Request, InvalidRequest>;
 
 /// A parsed request body.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Body {
+pub(crate) enum Body {
     /// One request.
     Single(Entry),
     /// A non-empty batch.
@@ -100,7 +104,7 @@ pub enum Body {
 /// Parses and validates a request body.
 ///
 /// Members are read from their raw JSON text, so an id is echoed exactly as it was sent.
-pub fn parse(bytes: &[u8]) -> Body {
+pub(crate) fn parse(bytes: &[u8]) -> Body {
     if nesting_exceeds(bytes, MAX_DEPTH) {
         return Body::ParseError;
     }
@@ -170,14 +174,6 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de Raw
     <&RawValue>::deserialize(deserializer).map(Some)
 }
 
-/// Checks one request object.
-pub fn validate(value: Value) -> Entry {
-    match serde_json::value::to_raw_value(&value) {
-        Ok(raw) => validate_raw(&raw),
-        Err(_) => Err(invalid(Id::Null, "a request must be an object")),
-    }
-}
-
 fn validate_raw(raw: &RawValue) -> Entry {
     if !raw.get().starts_with('{') {
         return Err(invalid(Id::Null, "a request must be an object"));
@@ -217,19 +213,50 @@ fn validate_raw(raw: &RawValue) -> Entry {
         },
         Some(_) => return Err(invalid(echo, "params must be an object or an array")),
     };
-    Ok(Call { id, method, params })
+    Ok(Request { id, method, params })
 }
 
 fn invalid(id: Id, reason: &'static str) -> InvalidRequest {
     InvalidRequest { id, reason }
 }
 
-/// Appends a success response `{"jsonrpc":"2.0","id":…,"result":…}`; `result` is JSON text.
-pub fn write_result(id: &Id, result: &[u8], out: &mut Vec<u8>) {
+/// Opens an envelope: `{"jsonrpc":"2.0","id":` and the id's JSON text.
+fn open(id_json: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(&id.to_json());
+    out.extend_from_slice(id_json);
+}
+
+/// Appends a request `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`; `params` is JSON text
+/// sent exactly as given (omitted when empty).
+pub(crate) fn write_request(id: u64, method: &str, params: &[u8], out: &mut Vec<u8>) {
+    open(id.to_string().as_bytes(), out);
+    out.extend_from_slice(b",\"method\":");
+    crate::wire::data::write_str(out, method);
+    if !params.is_empty() {
+        out.extend_from_slice(b",\"params\":");
+        out.extend_from_slice(params);
+    }
+    out.push(b'}');
+}
+
+/// Appends a success response `{"jsonrpc":"2.0","id":…,"result":…}`; `result` is JSON text.
+pub(crate) fn write_result(id: &Id, result: &[u8], out: &mut Vec<u8>) {
+    open(&id.to_json(), out);
     out.extend_from_slice(b",\"result\":");
     out.extend_from_slice(result);
+    out.push(b'}');
+}
+
+/// Appends an error response `{"jsonrpc":"2.0","id":…,"error":{…}}`.
+pub(crate) fn write_error<E: A2aError + ?Sized>(
+    id: &Id,
+    err: &E,
+    profile: WireProfile,
+    out: &mut Vec<u8>,
+) {
+    open(&id.to_json(), out);
+    out.extend_from_slice(b",\"error\":");
+    err.write_error_object(profile, out);
     out.push(b'}');
 }
 

@@ -24,7 +24,7 @@ enum Target<'a> {
 
 impl<'a> DataSink<'a> {
     /// A sink writing the members of an ErrorInfo `metadata` object (without braces).
-    pub fn metadata(out: &'a mut Vec<u8>) -> Self {
+    pub(crate) fn metadata(out: &'a mut Vec<u8>) -> Self {
         DataSink {
             target: Target::Metadata { out, first: true },
         }
@@ -38,14 +38,14 @@ impl<'a> DataSink<'a> {
     }
 
     /// A sink writing `,"key":value` members into an already-open JSON object.
-    pub fn members(out: &'a mut Vec<u8>) -> Self {
+    pub(crate) fn members(out: &'a mut Vec<u8>) -> Self {
         DataSink {
             target: Target::Members { out },
         }
     }
 
     /// A sink collecting typed JSON values into `map`.
-    pub fn map(map: &'a mut Map<String, Value>) -> Self {
+    pub(crate) fn map(map: &'a mut Map<String, Value>) -> Self {
         DataSink {
             target: Target::Map(map),
         }

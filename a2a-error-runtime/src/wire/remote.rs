@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::code::{self, SPEC_DOMAIN};
-use crate::data::DataSink;
-use crate::error::{A2aError, Category, FromErrorObject, RetryHint};
-use crate::object::{ErrorObject, WireProfile};
+use crate::wire::code::{self, SPEC_DOMAIN};
+use crate::wire::data::DataSink;
+use crate::wire::error::{A2aError, Category, FromErrorObject, RetryHint};
+use crate::wire::object::{ErrorObject, WireProfile};
 
 /// An error received from a peer: code, message, reason, domain, metadata, retry delay and the
 /// raw `data`, nothing dropped.
@@ -111,11 +111,6 @@ impl RemoteError {
         self.domain.as_deref()
     }
 
-    /// The published data fields (ErrorInfo metadata or legacy members).
-    pub fn metadata_map(&self) -> &Map<String, Value> {
-        &self.metadata
-    }
-
     /// The retry delay the peer asked for.
     pub fn retry_delay(&self) -> Option<Duration> {
         self.retry_delay
@@ -199,6 +194,11 @@ impl A2aError for RemoteError {
         code::lookup(self.object.code).map_or(500, |row| row.http_status)
     }
 
+    /// The received data fields (ErrorInfo metadata or legacy members), as they came.
+    fn metadata(&self) -> Map<String, Value> {
+        self.metadata.clone()
+    }
+
     fn write_data(&self, sink: &mut DataSink<'_>) {
         for (key, value) in &self.metadata {
             sink.field(key, value);
@@ -213,7 +213,7 @@ impl A2aError for RemoteError {
                 .get("@type")
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty);
-            let name = crate::object::detail_type(detail);
+            let name = crate::wire::object::detail_type(detail);
             if untyped || matches!(name, Some("google.rpc.ErrorInfo" | "google.rpc.RetryInfo")) {
                 continue;
             }
@@ -228,7 +228,7 @@ impl A2aError for RemoteError {
             // Serializing a Value-backed struct into a Vec cannot fail.
             let _ = serde_json::to_writer(&mut *out, &self.object);
         } else {
-            crate::encode::write_error_object(self, profile, out);
+            crate::wire::encode::write_error_object(self, profile, out);
         }
     }
 
@@ -236,7 +236,7 @@ impl A2aError for RemoteError {
         if self.received {
             return self.object.clone();
         }
-        crate::encode::to_error_object(self, profile)
+        crate::wire::encode::to_error_object(self, profile)
     }
 }
 
@@ -284,10 +284,10 @@ mod tests {
              "fieldViolations": [{"field": "message.role", "description": "unknown value"}]}]});
         let remote = RemoteError::from_object(serde_json::from_value(wire).unwrap());
         let mut body = Vec::new();
-        crate::encode::write_rest_status(
+        crate::wire::encode::write_rest_status(
             &remote,
             400,
-            crate::code::StatusMapping::V1_0_1,
+            crate::wire::code::StatusMapping::V1_0_1,
             &mut body,
         );
         let status: Value = serde_json::from_slice(&body).unwrap();

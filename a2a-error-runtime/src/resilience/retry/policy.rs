@@ -9,10 +9,10 @@ use std::time::Duration;
 use tower::retry::budget::{Budget, TpsBudget};
 
 use super::backoff::{Backoff, Jitter};
-use super::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::client::{Call, ClientError};
-use crate::error::A2aError;
-use crate::remote::RemoteError;
+use crate::resilience::clock::{Clock, Random, SystemClock, ThreadRandom};
+use crate::wire::error::A2aError;
+use crate::wire::remote::RemoteError;
 
 /// Whether a method may be sent again after a failure that leaves open whether the peer ran it
 /// (a lost reply, an attempt timeout, a 502 from a proxy).
@@ -58,16 +58,13 @@ const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 
 /// The retry policy of a client.
 ///
-/// Defaults: 4 attempts; full-jitter backoff from 250 ms capped at 30 s; 30 s per attempt and
-/// 90 s for the whole call; a retry budget of 20 % of calls (plus 10 retries a second) shared
+/// Defaults: 4 attempts; full-jitter backoff from 250 ms capped at 30 s; a retry budget of 20 % of calls (plus 10 retries a second) shared
 /// by every clone of the policy; the server's requested delay (`Retry-After`, RetryInfo,
 /// legacy `retryAfter`) wins over the computed one, up to 5 minutes
 /// ([`max_server_delay`](Self::max_server_delay)).
 pub struct RetryPolicy<E = RemoteError> {
     max_attempts: u32,
     backoff: Backoff,
-    attempt_timeout: Option<Duration>,
-    total_timeout: Option<Duration>,
     max_server_delay: Duration,
     budget: Arc<dyn Budget + Send + Sync>,
     retry_if: Option<Predicate<E>>,
@@ -83,8 +80,6 @@ impl<E> Clone for RetryPolicy<E> {
         RetryPolicy {
             max_attempts: self.max_attempts,
             backoff: self.backoff,
-            attempt_timeout: self.attempt_timeout,
-            total_timeout: self.total_timeout,
             max_server_delay: self.max_server_delay,
             budget: self.budget.clone(),
             retry_if: self.retry_if.clone(),
@@ -102,8 +97,6 @@ impl<E> fmt::Debug for RetryPolicy<E> {
         f.debug_struct("RetryPolicy")
             .field("max_attempts", &self.max_attempts)
             .field("backoff", &self.backoff)
-            .field("attempt_timeout", &self.attempt_timeout)
-            .field("total_timeout", &self.total_timeout)
             .field("max_server_delay", &self.max_server_delay)
             .field("methods", &self.methods)
             .field("other_methods", &self.other_methods)
@@ -116,8 +109,6 @@ impl<E> Default for RetryPolicy<E> {
         RetryPolicy {
             max_attempts: 4,
             backoff: Backoff::default(),
-            attempt_timeout: Some(Duration::from_secs(30)),
-            total_timeout: Some(Duration::from_secs(90)),
             max_server_delay: DEFAULT_MAX_SERVER_DELAY,
             budget: Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.2)),
             retry_if: None,
@@ -139,7 +130,7 @@ impl<E> RetryPolicy<E> {
         Self::default()
     }
 
-    /// One attempt, no retries; the attempt and total timeouts still apply.
+    /// One attempt, no retries.
     pub fn none() -> Self {
         Self::default().max_attempts(1)
     }
@@ -169,24 +160,11 @@ impl<E> RetryPolicy<E> {
         self
     }
 
-    /// The limit of one attempt (`None`: no limit).
-    pub fn attempt_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
-        self.attempt_timeout = limit.into();
-        self
-    }
-
-    /// The limit of the whole call, retries and waits included (`None`: no limit). A wait that
-    /// would end past it is not started: the call ends with the last error at once.
-    pub fn total_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
-        self.total_timeout = limit.into();
-        self
-    }
-
     /// The longest delay a peer may ask for (`Retry-After`, RetryInfo, legacy `retryAfter`)
     /// and still be waited for (default 5 minutes). A peer asking for more ends the call at
     /// once with its error, which carries the delay it asked for, just as a delay that would
-    /// end past the total timeout does. This holds with `total_timeout(None)` too, so a
-    /// hostile `Retry-After: 999999999` cannot park a call for 31 years.
+    /// end past the call's deadline does. This holds without any deadline too, so a hostile
+    /// `Retry-After: 999999999` cannot park a call for 31 years.
     pub fn max_server_delay(mut self, limit: Duration) -> Self {
         self.max_server_delay = limit;
         self
@@ -242,29 +220,8 @@ impl<E> RetryPolicy<E> {
         self
     }
 
-    /// The most attempts a call makes.
-    pub fn attempts(&self) -> u32 {
-        self.max_attempts
-    }
-
-    /// The backoff settings.
-    pub fn backoff(&self) -> &Backoff {
+    pub(crate) fn backoff(&self) -> &Backoff {
         &self.backoff
-    }
-
-    /// The limit of one attempt.
-    pub fn attempt_limit(&self) -> Option<Duration> {
-        self.attempt_timeout
-    }
-
-    /// The longest server-requested delay that is waited for.
-    pub fn server_delay_limit(&self) -> Duration {
-        self.max_server_delay
-    }
-
-    /// The limit of the whole call.
-    pub fn total_limit(&self) -> Option<Duration> {
-        self.total_timeout
     }
 
     /// Whether `method` may be repeated after an ambiguous failure.
@@ -290,7 +247,7 @@ impl<E> RetryPolicy<E> {
     }
 }
 
-impl<E: A2aError> RetryPolicy<E> {
+impl<E: A2aError + 'static> RetryPolicy<E> {
     /// Whether `error` from `call` may be retried, ignoring attempts, time and budget: the
     /// predicate (or the error's own classification), then the method's safety.
     pub fn is_retryable(&self, call: &Call, error: &ClientError<E>) -> bool {

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 pub use a2a_error_codes::Category;
 
-use crate::data::DataSink;
-use crate::encode;
-use crate::object::{ErrorObject, WireProfile};
+use crate::wire::data::DataSink;
+use crate::wire::encode;
+use crate::wire::object::{ErrorObject, WireProfile};
 
 /// Whether, and how, a failed call may be tried again.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -66,7 +66,7 @@ pub trait A2aError: std::error::Error {
 
     /// The gRPC status name (A2A v1.0.1 mapping).
     fn grpc_status(&self) -> &'static str {
-        crate::code::StatusMapping::V1_0_1.grpc_status(self.code(), self.http_status())
+        crate::wire::code::StatusMapping::V1_0_1.grpc_status(self.code(), self.http_status())
     }
 
     /// Writes the fields that are safe to publish (`#[a2a(data)]`) into `sink`.
@@ -106,6 +106,21 @@ pub trait A2aError: std::error::Error {
     fn write_error_object(&self, profile: WireProfile, out: &mut Vec<u8>) {
         encode::write_error_object(self, profile, out);
     }
+}
+
+/// An error enum with a fieldless twin that names its variants: `#[derive(A2aError)]` on an
+/// enum `MyError` makes `MyErrorKind` and implements this. It lets generic code (such as
+/// [`ClientError::kind`](crate::client::ClientError::kind)) say which variant a received
+/// error stands for even when the variant cannot be rebuilt.
+pub trait HasKind {
+    /// The fieldless enum of variants.
+    type Kind: Copy + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + 'static;
+
+    /// Which variant this is.
+    fn kind(&self) -> Self::Kind;
+
+    /// The variant `obj` stands for, by the same matching as the client mirror.
+    fn kind_of(obj: &ErrorObject) -> Option<Self::Kind>;
 }
 
 /// The client-side mirror: rebuilds a typed error from a received error object.

@@ -2,7 +2,7 @@
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::error::{Category, RetryHint};
+use crate::wire::error::{Category, RetryHint};
 
 /// What one variant of a derived error looks like on the wire.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

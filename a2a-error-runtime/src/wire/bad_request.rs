@@ -6,10 +6,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::code::{INVALID_PARAMS, SPEC_DOMAIN};
-use crate::data::write_str;
-use crate::encode::BAD_REQUEST_TYPE;
-use crate::error::{A2aError, Category, RetryHint};
+use crate::wire::code::{INVALID_PARAMS, SPEC_DOMAIN};
+use crate::wire::data::write_str;
+use crate::wire::encode::BAD_REQUEST_TYPE;
+use crate::wire::error::{A2aError, Category, RetryHint};
 
 /// One invalid field: its path in the request (`message.parts[0].text`) and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -124,7 +124,7 @@ pub enum StandardError {
 impl StandardError {
     /// The variant for `code` with no data, if the table knows the code.
     pub fn from_code(code: i32) -> Option<Self> {
-        use crate::code::*;
+        use crate::wire::code::*;
         Some(match code {
             PARSE_ERROR => StandardError::ParseError,
             INVALID_REQUEST => StandardError::InvalidRequest,

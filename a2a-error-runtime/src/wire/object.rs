@@ -28,7 +28,7 @@ impl WireProfile {
     pub const ALL: [WireProfile; 2] = [WireProfile::A2a, WireProfile::Legacy];
 }
 
-pub use a2a_error_codes::LEGACY_RESERVED_KEYS;
+use a2a_error_codes::LEGACY_RESERVED_KEYS;
 
 /// A JSON-RPC 2.0 error object: `code`, `message` and optional `data`, exactly as received or
 /// about to be sent.
@@ -68,7 +68,7 @@ impl ErrorObject {
 
     /// The object used when an error cannot even be encoded: a bare internal error.
     pub(crate) fn fallback() -> Self {
-        ErrorObject::new(crate::code::INTERNAL_ERROR, "Internal error")
+        ErrorObject::new(crate::wire::code::INTERNAL_ERROR, "Internal error")
     }
 
     /// Which profile `data` is in, if it is in either.
@@ -206,7 +206,7 @@ fn duration_from_secs(seconds: f64) -> Option<Duration> {
 }
 
 /// Parses protobuf `Duration` JSON: `"1.5s"`, or `{"seconds": 1, "nanos": 500000000}`.
-pub fn parse_proto_duration(value: &Value) -> Option<Duration> {
+pub(crate) fn parse_proto_duration(value: &Value) -> Option<Duration> {
     match value {
         Value::String(text) => {
             let number = text.trim().strip_suffix('s')?;

@@ -1,0 +1,117 @@
+//! `Transport`: one A2A agent over HTTP, as a `tower::Service<Call>`, in either binding.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use reqwest::header::HeaderValue;
+
+use super::call::{Call, Reply};
+use super::error::ClientError;
+use super::http::{self, Http, ReplyLimits};
+use super::{jsonrpc, rest};
+use crate::wire::error::FromErrorObject;
+use crate::wire::remote::RemoteError;
+
+/// Which binding a transport speaks.
+#[derive(Copy, Clone, Debug)]
+enum Wire {
+    /// JSON-RPC 2.0: one `POST` to one URL per call.
+    JsonRpc,
+    /// HTTP+JSON: methods as routes, errors as `google.rpc.Status` bodies.
+    Rest,
+}
+
+/// One agent over HTTP: a `tower::Service<Call>` that sends each call once, within what is
+/// left of its deadline, and decodes error objects through `E`'s mirror. Retries, timeouts
+/// and the rest are layers above it ([`resilience`](crate::resilience)).
+///
+/// - [`Transport::jsonrpc`]: the JSON-RPC binding, SSE for streaming methods.
+/// - [`Transport::rest`]: the HTTP+JSON binding: `SendMessage` → `POST /message:send`,
+///   `GetTask` → `GET /tasks/{id}`, …
+pub struct Transport<E = RemoteError> {
+    http: Http,
+    wire: Wire,
+    errors: PhantomData<fn() -> E>,
+}
+
+impl<E> Clone for Transport<E> {
+    fn clone(&self) -> Self {
+        Transport {
+            http: self.http.clone(),
+            wire: self.wire,
+            errors: PhantomData,
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for Transport<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport")
+            .field("wire", &self.wire)
+            .field("url", &self.http.url.as_str())
+            .finish()
+    }
+}
+
+impl<E> Transport<E> {
+    /// The agent's JSON-RPC endpoint at `url`, reached with `client` (its connect timeout,
+    /// TLS and pool apply).
+    pub fn jsonrpc(client: reqwest::Client, url: reqwest::Url) -> Self {
+        Transport::new(client, url, Wire::JsonRpc)
+    }
+
+    /// The agent whose HTTP+JSON interface is at base URL `base`, reached with `client`.
+    pub fn rest(client: reqwest::Client, base: reqwest::Url) -> Self {
+        Transport::new(client, base, Wire::Rest)
+    }
+
+    fn new(client: reqwest::Client, url: reqwest::Url, wire: Wire) -> Self {
+        Transport {
+            http: Http::new(client, url),
+            wire,
+            errors: PhantomData,
+        }
+    }
+
+    /// Sets the `A2A-Version` header sent (default `1.0`).
+    pub fn version(mut self, version: HeaderValue) -> Self {
+        self.http.version = version;
+        self
+    }
+
+    /// Sets what is accepted from the peer (default [`ReplyLimits::default`]).
+    pub fn limits(mut self, limits: ReplyLimits) -> Self {
+        self.http.limits = limits;
+        self
+    }
+}
+
+impl<E> tower::Service<Call> for Transport<E>
+where
+    E: FromErrorObject + Send + 'static,
+{
+    type Response = Reply<E>;
+    type Error = ClientError<E>;
+    type Future = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        let deadline = http::call_deadline(&call);
+        let http = self.http.clone();
+        match self.wire {
+            Wire::JsonRpc => Box::pin(http::within_deadline(
+                deadline,
+                jsonrpc::exchange(http, call, deadline),
+            )),
+            Wire::Rest => Box::pin(http::within_deadline(
+                deadline,
+                rest::exchange(http, call, deadline),
+            )),
+        }
+    }
+}

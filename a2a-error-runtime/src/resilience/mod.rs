@@ -1,0 +1,24 @@
+//! Floor 2: tower layers over a transport, one idea each, stacked by the typed client as
+//!
+//! ```text
+//! TotalTimeout → Retry → AttemptTimeout → transport
+//! ```
+//!
+//! [`TotalTimeoutLayer`] gives the whole call a time budget, which travels down with the
+//! [`Call`](crate::client::Call) (transports send what is left as `A2A-Deadline-Ms`).
+//! [`RetryLayer`] tries again by a [`RetryPolicy`]: attempts, backoff with jitter, the peer's
+//! requested delay, a retry budget shared across calls, per-method safety; it never starts a
+//! wait that would end past the call's deadline. [`AttemptTimeoutLayer`] bounds each attempt.
+//! Each works alone and in any stack of your own (`tower::ServiceBuilder`).
+
+mod clock;
+pub(crate) mod retry;
+mod timeout;
+
+pub use clock::{Clock, Random, SystemClock, ThreadRandom};
+pub use retry::{Backoff, Jitter, Retry, RetryFuture, RetryLayer, RetryPolicy, RetrySafety};
+pub use timeout::{
+    AttemptTimeout, AttemptTimeoutLayer, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,
+};
+/// Retry budgets from tower: every call deposits, every retry withdraws.
+pub use tower::retry::budget::{Budget, TpsBudget};

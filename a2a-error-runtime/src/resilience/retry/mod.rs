@@ -1,0 +1,11 @@
+//! Retries: the [`Retry`] service and its [`RetryLayer`], driven by a [`RetryPolicy`].
+
+mod backoff;
+mod future;
+mod policy;
+mod service;
+
+pub use backoff::{Backoff, Jitter};
+pub use future::RetryFuture;
+pub use policy::{RetryPolicy, RetrySafety};
+pub use service::{Retry, RetryLayer};

@@ -1,0 +1,206 @@
+//! `TotalTimeout` and `AttemptTimeout`: the two time limits of a call, as separate layers.
+//!
+//! Both read the clock only once the call has to wait: a reply that is ready at once costs
+//! no clock read and no timer (see `benches/retry.rs`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::time::{Instant, Sleep};
+use tower::{Layer, Service};
+
+use crate::client::{Call, ClientError, Reply, Timeout};
+
+/// Bounds a whole call, retries and waits included, by a time budget that starts at its first
+/// send. The budget goes down with the [`Call`], so layers below (a [`Retry`](super::Retry)
+/// that will not start a wait past it, an attempt timeout) and the peer (`A2A-Deadline-Ms`)
+/// see what is left. Fires as [`Timeout::Total`], which is never retried.
+#[derive(Clone, Debug)]
+pub struct TotalTimeout<S> {
+    inner: S,
+    limit: Duration,
+}
+
+impl<S> TotalTimeout<S> {
+    /// Bounds calls on `inner` by `limit`.
+    pub fn new(inner: S, limit: Duration) -> Self {
+        TotalTimeout { inner, limit }
+    }
+}
+
+/// The `tower::Layer` that builds [`TotalTimeout`].
+#[derive(Copy, Clone, Debug)]
+pub struct TotalTimeoutLayer {
+    limit: Duration,
+}
+
+impl TotalTimeoutLayer {
+    /// A layer bounding each call by `limit`.
+    pub fn new(limit: Duration) -> Self {
+        TotalTimeoutLayer { limit }
+    }
+}
+
+impl<S> Layer<S> for TotalTimeoutLayer {
+    type Service = TotalTimeout<S>;
+
+    fn layer(&self, inner: S) -> TotalTimeout<S> {
+        TotalTimeout::new(inner, self.limit)
+    }
+}
+
+impl<S, E> Service<Call> for TotalTimeout<S>
+where
+    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
+{
+    type Response = Reply<E>;
+    type Error = ClientError<E>;
+    type Future = TimeoutFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        let call = call.with_budget(self.limit);
+        TimeoutFuture::new(self.inner.call(call), Ends::Total(self.limit))
+    }
+}
+
+/// Bounds each attempt of a call: placed below a [`Retry`](super::Retry), a slow attempt
+/// fails as [`Timeout::Attempt`] (retried when the method is safe to repeat) while the call
+/// goes on. An attempt never outlives the call's deadline either; when that comes first it
+/// fires as [`Timeout::Total`].
+#[derive(Clone, Debug)]
+pub struct AttemptTimeout<S> {
+    inner: S,
+    limit: Duration,
+}
+
+impl<S> AttemptTimeout<S> {
+    /// Bounds each call on `inner` by `limit`.
+    pub fn new(inner: S, limit: Duration) -> Self {
+        AttemptTimeout { inner, limit }
+    }
+}
+
+/// The `tower::Layer` that builds [`AttemptTimeout`].
+#[derive(Copy, Clone, Debug)]
+pub struct AttemptTimeoutLayer {
+    limit: Duration,
+}
+
+impl AttemptTimeoutLayer {
+    /// A layer bounding each attempt by `limit`.
+    pub fn new(limit: Duration) -> Self {
+        AttemptTimeoutLayer { limit }
+    }
+}
+
+impl<S> Layer<S> for AttemptTimeoutLayer {
+    type Service = AttemptTimeout<S>;
+
+    fn layer(&self, inner: S) -> AttemptTimeout<S> {
+        AttemptTimeout::new(inner, self.limit)
+    }
+}
+
+impl<S, E> Service<Call> for AttemptTimeout<S>
+where
+    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
+{
+    type Response = Reply<E>;
+    type Error = ClientError<E>;
+    type Future = TimeoutFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        let ends = Ends::Attempt {
+            limit: self.limit,
+            call: call.time_limit(),
+        };
+        TimeoutFuture::new(self.inner.call(call), ends)
+    }
+}
+
+/// What a [`TimeoutFuture`] ends at, once it reads the clock.
+#[derive(Copy, Clone, Debug)]
+enum Ends {
+    /// The call's budget from now.
+    Total(Duration),
+    /// The attempt's limit from now, or the call's own limit if that comes first.
+    Attempt {
+        limit: Duration,
+        call: crate::client::TimeLimit,
+    },
+}
+
+impl Ends {
+    fn from(self, now: Instant) -> Option<(Instant, Timeout)> {
+        match self {
+            // A limit too far away to be an `Instant` is no limit.
+            Ends::Total(limit) => now.checked_add(limit).map(|at| (at, Timeout::Total)),
+            Ends::Attempt { limit, call } => Timeout::first(
+                now.checked_add(limit).map(|at| (at, Timeout::Attempt)),
+                call.deadline_from(now),
+            ),
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`TotalTimeout`] and [`AttemptTimeout`].
+    pub struct TimeoutFuture<F> {
+        #[pin]
+        inner: F,
+        ends: Ends,
+        // Made when the call first has to wait, and only if there is a limit.
+        timer: Option<(Pin<Box<Sleep>>, Timeout)>,
+        started: bool,
+    }
+}
+
+impl<F> TimeoutFuture<F> {
+    fn new(inner: F, ends: Ends) -> Self {
+        TimeoutFuture {
+            inner,
+            ends,
+            timer: None,
+            started: false,
+        }
+    }
+}
+
+impl<F, E> Future for TimeoutFuture<F>
+where
+    F: Future<Output = Result<Reply<E>, ClientError<E>>>,
+{
+    type Output = Result<Reply<E>, ClientError<E>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(result) = this.inner.poll(cx) {
+            return Poll::Ready(result);
+        }
+        if !*this.started {
+            *this.started = true;
+            *this.timer = this
+                .ends
+                .from(Instant::now())
+                .map(|(end, fired)| (Box::pin(tokio::time::sleep_until(end)), fired));
+        }
+        match this.timer {
+            Some((timer, fired)) => match timer.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(ClientError::Timeout(*fired))),
+                Poll::Pending => Poll::Pending,
+            },
+            None => Poll::Pending,
+        }
+    }
+}

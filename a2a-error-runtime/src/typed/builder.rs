@@ -1,0 +1,181 @@
+//! `ClientBuilder`: the default stack of a [`Client`], assembled from the resilience layers.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderValue;
+use tower::ServiceBuilder;
+
+use super::client::Client;
+use crate::client::{DEFAULT_VERSION, ReplyLimits, Transport};
+use crate::resilience::{AttemptTimeoutLayer, RetryLayer, RetryPolicy, TotalTimeoutLayer};
+use crate::wire::error::{A2aError, FromErrorObject};
+use crate::wire::remote::RemoteError;
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The URL does not parse.
+    #[error("invalid agent URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL given.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The HTTP client could not be set up (TLS).
+    #[error("cannot set up the HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
+}
+
+type MakeTransport<E> = fn(reqwest::Client, reqwest::Url) -> Transport<E>;
+
+/// Builds a [`Client`]: the stack
+///
+/// ```text
+/// TotalTimeout (90 s) → Retry (RetryPolicy::default()) → AttemptTimeout (30 s) → Transport
+/// ```
+///
+/// over the agent's JSON-RPC or HTTP+JSON interface, with a connect timeout (10 s), the
+/// protocol version sent (`1.0`), reply limits and a redirect policy (none followed). Every
+/// part can be changed here; for layers of your own, build the stack with
+/// `tower::ServiceBuilder` and [`Client::from_service`].
+pub struct ClientBuilder<E = RemoteError> {
+    url: String,
+    transport: MakeTransport<E>,
+    connect_timeout: Duration,
+    http: Option<reqwest::Client>,
+    version: HeaderValue,
+    policy: RetryPolicy<E>,
+    attempt_timeout: Option<Duration>,
+    total_timeout: Option<Duration>,
+    limits: ReplyLimits,
+    max_redirects: usize,
+}
+
+impl<E> std::fmt::Debug for ClientBuilder<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("url", &self.url)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("policy", &self.policy)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("total_timeout", &self.total_timeout)
+            .field("limits", &self.limits)
+            .field("max_redirects", &self.max_redirects)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E> ClientBuilder<E>
+where
+    E: A2aError + FromErrorObject + Send + 'static,
+{
+    pub(super) fn new(url: String, transport: MakeTransport<E>) -> Self {
+        ClientBuilder {
+            url,
+            transport,
+            connect_timeout: Duration::from_secs(10),
+            http: None,
+            version: HeaderValue::from_static(DEFAULT_VERSION),
+            policy: RetryPolicy::default(),
+            attempt_timeout: Some(Duration::from_secs(30)),
+            total_timeout: Some(Duration::from_secs(90)),
+            limits: ReplyLimits::default(),
+            max_redirects: 0,
+        }
+    }
+
+    /// The limit for setting up a connection (default 10 s); it fires as
+    /// [`Timeout::Connect`](crate::client::Timeout::Connect). Ignored with
+    /// [`http_client`](Self::http_client), whose own setting applies.
+    pub fn connect_timeout(mut self, limit: Duration) -> Self {
+        self.connect_timeout = limit;
+        self
+    }
+
+    /// The limit of one attempt (default 30 s; `None`: no limit). It fires as
+    /// [`Timeout::Attempt`](crate::client::Timeout::Attempt), which is retried.
+    pub fn attempt_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
+        self.attempt_timeout = limit.into();
+        self
+    }
+
+    /// The limit of the whole call, retries and waits included (default 90 s; `None`: no
+    /// limit). A wait that would end past it is not started: the call ends with its last
+    /// error at once. It fires as [`Timeout::Total`](crate::client::Timeout::Total), and what
+    /// is left of it travels to the agent as `A2A-Deadline-Ms`.
+    pub fn total_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
+        self.total_timeout = limit.into();
+        self
+    }
+
+    /// The retry policy (default [`RetryPolicy::default`]); [`RetryPolicy::none`] turns
+    /// retries off and keeps the timeouts.
+    pub fn retry(mut self, policy: RetryPolicy<E>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// What is accepted from the agent: reply and SSE event sizes, the idle limit of streams
+    /// (default [`ReplyLimits::default`]).
+    pub fn limits(mut self, limits: ReplyLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// How many redirects a call follows (default 0). A2A calls are POSTs to a known agent;
+    /// a redirect is answered as an HTTP reply (`ClientError::Status`, not retried) unless
+    /// allowed here, and a chain longer than allowed fails as `ClientError::Malformed`, not as
+    /// a retryable transport error. Ignored with [`http_client`](Self::http_client), whose
+    /// own redirect policy applies.
+    pub fn max_redirects(mut self, redirects: usize) -> Self {
+        self.max_redirects = redirects;
+        self
+    }
+
+    /// Uses `client` (its pool, TLS roots, proxies) instead of building one.
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// The `A2A-Version` header sent (default `1.0`).
+    pub fn version(mut self, version: &'static str) -> Self {
+        self.version = HeaderValue::from_static(version);
+        self
+    }
+
+    /// Builds the client.
+    pub fn build(self) -> Result<Client<E>, BuildError> {
+        let url = reqwest::Url::parse(&self.url).map_err(|error| BuildError::InvalidUrl {
+            url: self.url.clone(),
+            reason: error.to_string(),
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(BuildError::InvalidUrl {
+                url: self.url,
+                reason: "the scheme must be http or https".into(),
+            });
+        }
+        let http = match self.http {
+            Some(http) => http,
+            None => reqwest::Client::builder()
+                .connect_timeout(self.connect_timeout)
+                .redirect(match self.max_redirects {
+                    0 => reqwest::redirect::Policy::none(),
+                    n => reqwest::redirect::Policy::limited(n),
+                })
+                .build()?,
+        };
+        let transport = (self.transport)(http, url)
+            .version(self.version)
+            .limits(self.limits);
+        let stack = ServiceBuilder::new()
+            .option_layer(self.total_timeout.map(TotalTimeoutLayer::new))
+            .layer(RetryLayer::new(self.policy))
+            .option_layer(self.attempt_timeout.map(AttemptTimeoutLayer::new))
+            .service(transport);
+        Ok(Client::from_service(stack))
+    }
+}

@@ -1,0 +1,18 @@
+//! Floor 0, the wire model: an error value becomes an [`ErrorObject`](crate::ErrorObject) (or
+//! its JSON bytes), and received bytes become an `ErrorObject`, a
+//! [`RemoteError`](crate::RemoteError) or the user's own enum. No I/O, no async, nothing about
+//! HTTP beyond the names and values of its headers.
+//!
+//! The crate root re-exports the public items; everything else here is for the floors above.
+
+pub(crate) mod bad_request;
+pub mod code;
+pub(crate) mod data;
+pub(crate) mod encode;
+pub(crate) mod error;
+pub(crate) mod headers;
+pub(crate) mod jsonrpc;
+pub(crate) mod object;
+pub(crate) mod remote;
+pub(crate) mod spec;
+pub(crate) mod standard;
