@@ -130,16 +130,28 @@ fn transparent_delegates_everything() {
     });
     assert_eq!(err.code(), code::RATE_LIMITED);
     assert_eq!(err.reason(), "RATE_LIMITED");
-    assert_eq!(err.domain(), "a2a-error");
+    // The project's own codes go out in the application's domain, not the library's name.
+    assert_eq!(err.domain(), "billing.example.com");
     assert_eq!(
         err.retry_hint(),
         RetryHint::After(Duration::from_millis(1500))
     );
+    let a2a = wire(&err, WireProfile::A2a);
+    assert_eq!(a2a["data"][1]["retryDelay"], json!("1.500s"));
+    assert_eq!(a2a["data"][0]["domain"], "billing.example.com");
     assert_eq!(
-        wire(&err, WireProfile::A2a)["data"][1]["retryDelay"],
-        json!("1.500s")
+        wire(&err, WireProfile::Legacy)["data"]["domain"],
+        "billing.example.com"
     );
     assert_eq!(err.kind(), AgentErrorKind::Standard);
+    // The spec's own codes keep the spec's domain; StandardError alone keeps its placeholder.
+    let spec = AgentError::from(StandardError::TaskNotFound { task_id: None });
+    assert_eq!(spec.domain(), "a2a-protocol.org");
+    assert_eq!(
+        wire(&spec, WireProfile::A2a)["data"][0]["domain"],
+        "a2a-protocol.org"
+    );
+    assert_eq!(StandardError::AuthRequired.domain(), "a2a-error");
 }
 
 #[test]
@@ -518,4 +530,103 @@ fn reasons_map_back_to_codes_for_bindings_that_carry_only_the_reason() {
     );
     assert_eq!(AgentError::code_for_reason("NO_SUCH_REASON"), None);
     assert_eq!(RemoteError::code_for_reason("TASK_NOT_FOUND"), None);
+}
+
+/// A variant whose other fields have a sensible default comes back whole.
+#[derive(Debug, PartialEq, thiserror::Error, A2aError)]
+#[a2a(domain = "shop.example")]
+enum ShopError {
+    #[error("no task {task_id} in shard {shard}")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    TaskNotFound {
+        #[a2a(data)]
+        task_id: String,
+        #[a2a(default)]
+        shard: u32,
+    },
+    #[error("unsupported: {0}")]
+    #[a2a(code = UNSUPPORTED_OPERATION)]
+    Unsupported(#[a2a(default)] String),
+    #[error("internal: {0}")]
+    #[a2a(code = -32010)]
+    Opaque(String),
+}
+
+#[test]
+fn default_fields_are_rebuilt_and_kinds_are_known_either_way() {
+    let sent = ShopError::TaskNotFound {
+        task_id: "t-9".into(),
+        shard: 4,
+    };
+    let received = ShopError::from_error_object(&sent.to_error_object());
+    assert_eq!(
+        received,
+        Some(ShopError::TaskNotFound {
+            task_id: "t-9".into(),
+            shard: 0,
+        })
+    );
+    let unsupported = ShopError::Unsupported("streaming".into()).to_error_object();
+    assert_eq!(
+        ShopError::from_error_object(&unsupported),
+        Some(ShopError::Unsupported(String::new()))
+    );
+    // A field with neither `data` nor `default` still cannot come back; its kind can.
+    let opaque = ShopError::Opaque("secret".into()).to_error_object();
+    assert_eq!(ShopError::from_error_object(&opaque), None);
+    assert_eq!(ShopError::kind_of(&opaque), Some(ShopErrorKind::Opaque));
+    assert_eq!(
+        <ShopError as a2a_error::HasKind>::kind_of(&opaque),
+        Some(ShopErrorKind::Opaque)
+    );
+}
+
+#[test]
+fn client_errors_name_the_kind_whether_or_not_the_variant_was_rebuilt() {
+    use a2a_error::client::ClientError;
+    let rebuilt = ClientError::<ShopError>::from_object(
+        ShopError::Unsupported("x".into()).to_error_object(),
+        None,
+    );
+    assert!(rebuilt.typed().is_some());
+    assert_eq!(rebuilt.kind(), Some(ShopErrorKind::Unsupported));
+    let opaque = ClientError::<ShopError>::from_object(
+        ShopError::Opaque("x".into()).to_error_object(),
+        None,
+    );
+    assert!(opaque.typed().is_none());
+    assert_eq!(opaque.kind(), Some(ShopErrorKind::Opaque));
+    let foreign = ClientError::<ShopError>::from_object(
+        RemoteError::new(-32099, "?").to_error_object(),
+        None,
+    );
+    assert_eq!(foreign.kind(), None);
+    let local = ClientError::<ShopError>::Timeout(a2a_error::client::Timeout::Attempt);
+    assert_eq!(local.kind(), None);
+}
+
+/// An application enum wrapping a client's local failure passes it on in its own domain.
+#[derive(Debug, thiserror::Error, A2aError)]
+#[a2a(domain = "coordinator.example")]
+enum CoordinatorError {
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Downstream(a2a_error::client::ClientError),
+}
+
+#[test]
+fn local_failures_passed_on_take_the_wrapping_domain() {
+    use a2a_error::client::{ClientError, Timeout};
+    let err = CoordinatorError::Downstream(ClientError::Timeout(Timeout::Attempt));
+    assert_eq!(err.code(), code::DEADLINE_EXCEEDED);
+    assert_eq!(err.domain(), "coordinator.example");
+    assert_eq!(
+        wire(&err, WireProfile::A2a)["data"][0]["domain"],
+        "coordinator.example"
+    );
+    // A received error keeps the peer's domain.
+    let peer = RemoteError::new(-32010, "busy").with_domain("peer.example");
+    let received = ClientError::<RemoteError>::from_object(peer.to_error_object(), None);
+    let err = CoordinatorError::Downstream(received);
+    assert_eq!(err.domain(), "peer.example");
 }

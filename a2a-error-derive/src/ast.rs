@@ -136,6 +136,26 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// The path generated code names everything through: `::a2a_error::__private`, or the
+    /// `__private` of the crate given by `#[a2a(crate = "...")]`.
+    pub fn private(&self) -> TokenStream {
+        match &self.attrs.krate {
+            Some(krate) => {
+                let path = &krate.value;
+                quote!(#path::__private)
+            }
+            None => quote!(::a2a_error::__private),
+        }
+    }
+
+    /// Whether to emit the axum `IntoResponse` impl (`#[a2a(into_response = false)]` opts out).
+    pub fn into_response(&self) -> bool {
+        self.attrs
+            .into_response
+            .as_ref()
+            .is_none_or(|opt| opt.value)
+    }
+
     /// The name of the generated kind enum.
     pub fn kind_ident(&self) -> Ident {
         match &self.attrs.kind {

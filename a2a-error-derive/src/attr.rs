@@ -14,8 +14,10 @@ use crate::ctxt::Ctxt;
 pub struct Symbol(pub &'static str);
 
 pub const A2A: Symbol = Symbol("a2a");
-// Container (enum) keys.
+// Container keys (on the enum, or on the struct).
 pub const KIND: Symbol = Symbol("kind");
+pub const CRATE: Symbol = Symbol("crate");
+pub const INTO_RESPONSE: Symbol = Symbol("into_response");
 // Variant keys (on a struct they go on the struct).
 pub const CODE: Symbol = Symbol("code");
 pub const MESSAGE: Symbol = Symbol("message");
@@ -29,8 +31,11 @@ pub const TRANSPARENT: Symbol = Symbol("transparent");
 // Field keys.
 pub const DATA: Symbol = Symbol("data");
 pub const RENAME: Symbol = Symbol("rename");
+pub const DEFAULT: Symbol = Symbol("default");
 
-const ENUM_KEYS: &[Symbol] = &[DOMAIN, KIND];
+const ENUM_KEYS: &[Symbol] = &[DOMAIN, KIND, CRATE, INTO_RESPONSE];
+/// What a struct takes besides the variant keys.
+const STRUCT_KEYS: &[Symbol] = &[CRATE, INTO_RESPONSE];
 const VARIANT_KEYS: &[Symbol] = &[
     CODE,
     MESSAGE,
@@ -42,7 +47,7 @@ const VARIANT_KEYS: &[Symbol] = &[
     HTTP,
     TRANSPARENT,
 ];
-const FIELD_KEYS: &[Symbol] = &[DATA, RETRY_AFTER];
+const FIELD_KEYS: &[Symbol] = &[DATA, RETRY_AFTER, DEFAULT];
 
 /// Where an `#[a2a(...)]` list stands, which decides the keys it may hold.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -57,8 +62,8 @@ impl Position {
         match self {
             Position::Enum => ENUM_KEYS.to_vec(),
             Position::Variant => VARIANT_KEYS.to_vec(),
-            // A struct is one variant: it takes the variant keys plus the enum's domain.
-            Position::Struct => VARIANT_KEYS.to_vec(),
+            // A struct is one variant that is also the container.
+            Position::Struct => [VARIANT_KEYS, STRUCT_KEYS].concat(),
         }
     }
 
@@ -98,6 +103,10 @@ impl CodeValue {
 #[derive(Default)]
 pub struct ItemAttrs {
     pub kind: Option<Spanned<syn::Ident>>,
+    /// `crate = "..."`: the path of a renamed `a2a-error` dependency.
+    pub krate: Option<Spanned<syn::Path>>,
+    /// `into_response = false`: the user writes their own axum `IntoResponse`.
+    pub into_response: Option<Spanned<bool>>,
     pub code: Option<Spanned<CodeValue>>,
     /// Set when `code` was written, even with a value that did not parse (already reported).
     pub code_written: bool,
@@ -117,6 +126,8 @@ pub struct FieldAttrs {
     /// `data`, with its `rename` if any.
     pub data: Option<Spanned<Option<String>>>,
     pub retry_after: Option<Span>,
+    /// `default`: not on the wire; the client rebuilds it with `Default::default()`.
+    pub default: Option<Span>,
 }
 
 fn set<T>(cx: &Ctxt, slot: &mut Option<Spanned<T>>, key: Symbol, span: Span, value: T) {
@@ -167,6 +178,27 @@ pub fn item(cx: &Ctxt, attrs: &[Attribute], position: Position) -> ItemAttrs {
                             "`kind` must be a Rust type name, e.g. kind = \"BillingErrorKind\"",
                         ),
                     }
+                }
+                Some(CRATE) => {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    match lit.parse::<syn::Path>() {
+                        Ok(path) => set(cx, &mut out.krate, CRATE, span, path),
+                        Err(_) => cx.error(
+                            lit.span(),
+                            "`crate` must be a path, e.g. crate = \"::my_a2a_error\" for a \
+                             dependency renamed in Cargo.toml",
+                        ),
+                    }
+                }
+                Some(INTO_RESPONSE) => {
+                    let lit: syn::LitBool = meta.value().and_then(|v| v.parse()).map_err(|e| {
+                        syn::Error::new(
+                            e.span(),
+                            "`into_response` takes a bool: into_response = false leaves the \
+                             axum `IntoResponse` impl to you",
+                        )
+                    })?;
+                    set(cx, &mut out.into_response, INTO_RESPONSE, span, lit.value);
                 }
                 Some(CODE) => {
                     out.code_written = true;
@@ -287,6 +319,14 @@ pub fn field(cx: &Ctxt, attrs: &[Attribute]) -> FieldAttrs {
                     ));
                 }
                 set_flag(cx, &mut out.retry_after, RETRY_AFTER, span);
+            } else if is(&meta, DEFAULT) {
+                if meta.input.peek(syn::Token![=]) {
+                    return Err(meta.error(
+                        "`default` takes no value: the field is rebuilt with \
+                         `Default::default()` on the client",
+                    ));
+                }
+                set_flag(cx, &mut out.default, DEFAULT, span);
             } else {
                 cx.syn_error(unknown_field_key(&meta));
                 skip_value(&meta)?;
@@ -403,8 +443,8 @@ fn unknown_key(meta: &ParseNestedMeta, position: Position, allowed: &[Symbol]) -
         format!("; `{name}` goes on a field")
     } else if position == Position::Enum && VARIANT_KEYS.iter().any(|k| k.0 == name) {
         format!("; `{name}` goes on each variant")
-    } else if position != Position::Enum && name == KIND.0 {
-        "; `kind` goes on the enum".to_owned()
+    } else if position == Position::Variant && ENUM_KEYS.iter().any(|k| k.0 == name) {
+        format!("; `{name}` goes on the enum")
     } else {
         did_you_mean(nearest(&name, allowed.iter().map(|k| k.0)))
     };
@@ -425,6 +465,6 @@ fn unknown_field_key(meta: &ParseNestedMeta) -> syn::Error {
     };
     meta.error(format!(
         "unknown a2a attribute `{name}` on a field{elsewhere}; expected one of: data, \
-         data(rename = \"...\"), retry_after"
+         data(rename = \"...\"), retry_after, default"
     ))
 }

@@ -1,15 +1,25 @@
-//! Code generation. Every path goes through `::a2a_error::__private`.
+//! Code generation for valid input: the `A2aError` impl, the client mirror, the catalog and
+//! the kind methods. Every path goes through the runtime's `__private` (see
+//! [`Input::private`]); bounds come from `bounds`, the kind enum from `kind`, and invalid
+//! input goes to `fallback`.
 
-use proc_macro2::{Literal, Span, TokenStream, TokenTree};
+use proc_macro2::{Literal, Span, TokenStream};
 use quote::{ToTokens as _, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned as _;
 use syn::{DeriveInput, Ident, Type};
 
 use crate::ast::{Field, Input, Style, Variant};
+use crate::bounds;
 use crate::ctxt::Ctxt;
+use crate::fallback;
+use crate::kind;
 use crate::template::Piece;
 use crate::valid;
 use crate::wire::{self, Domain, Retry, Shape, Wire};
+
+/// The domain of the project's own codes when no application names one (the runtime's
+/// `StandardError`); a wrapping enum replaces it with its own.
+const PROJECT_DOMAIN: &str = "a2a-error";
 
 pub fn derive(node: &DeriveInput) -> TokenStream {
     let cx = Ctxt::default();
@@ -24,15 +34,11 @@ pub fn derive(node: &DeriveInput) -> TokenStream {
     valid::check(&cx, &input, &shapes);
     if cx.has_errors() {
         // Still emit the impls, so the one mistake is the only error the user sees.
-        let fallback = fallback(&input);
+        let fallback = fallback::expand(&input);
         let errors = cx.into_compile_errors();
         return quote!(#errors #fallback);
     }
     Expander::new(&input, &shapes).all()
-}
-
-fn private() -> TokenStream {
-    quote!(::a2a_error::__private)
 }
 
 /// An integer expression for `code` (negative literals as `-N`).
@@ -45,59 +51,55 @@ fn int(code: i32) -> TokenStream {
     }
 }
 
-fn category_tokens(category: a2a_error_codes::Category) -> TokenStream {
-    let p = private();
+fn category_tokens(p: &TokenStream, category: a2a_error_codes::Category) -> TokenStream {
     let name = Ident::new(&format!("{category:?}"), Span::call_site());
     quote!(#p::Category::#name)
 }
 
-fn retry_tokens(retry: Retry) -> TokenStream {
-    let p = private();
+fn retry_tokens(p: &TokenStream, retry: Retry) -> TokenStream {
     match retry {
         Retry::Never => quote!(#p::RetryHint::Never),
         Retry::Backoff => quote!(#p::RetryHint::Backoff),
         Retry::After(seconds) => {
-            quote!(#p::RetryHint::After(::core::time::Duration::from_secs(#seconds)))
+            quote!(#p::RetryHint::After(#p::Duration::from_secs(#seconds)))
         }
     }
 }
 
-fn domain_tokens(domain: &Domain) -> TokenStream {
+fn domain_tokens(p: &TokenStream, domain: &Domain) -> TokenStream {
     match domain {
         Domain::Literal(domain) => quote!(#domain),
-        Domain::Package => quote!(::core::env!("CARGO_PKG_NAME")),
+        Domain::Package => quote!(#p::env!("CARGO_PKG_NAME")),
     }
 }
 
-/// Whether `ty` names one of `params` anywhere inside it.
-fn mentions(ty: &Type, params: &[&Ident]) -> bool {
-    fn walk(tokens: TokenStream, params: &[&Ident]) -> bool {
-        tokens.into_iter().any(|token| match token {
-            TokenTree::Ident(ident) => params.iter().any(|p| **p == ident),
-            TokenTree::Group(group) => walk(group.stream(), params),
-            _ => false,
-        })
+/// The domain the enum gives errors it wraps whose own domain is the project's placeholder:
+/// its `domain` attribute, else the package name.
+fn container_domain(input: &Input) -> TokenStream {
+    let p = input.private();
+    match &input.attrs.domain {
+        Some(domain) => {
+            let domain = &domain.value;
+            quote!(#domain)
+        }
+        None => quote!(#p::env!("CARGO_PKG_NAME")),
     }
-    walk(quote!(#ty), params)
 }
 
 struct Expander<'a> {
     input: &'a Input<'a>,
+    shapes: &'a [Shape<'a>],
     rows: Vec<(&'a Variant<'a>, &'a Shape<'a>)>,
-    params: Vec<&'a Ident>,
+    p: TokenStream,
 }
 
 impl<'a> Expander<'a> {
     fn new(input: &'a Input<'a>, shapes: &'a [Shape<'a>]) -> Self {
-        let params = input
-            .generics
-            .type_params()
-            .map(|param| &param.ident)
-            .collect();
         Expander {
             input,
+            shapes,
             rows: input.variants.iter().zip(shapes).collect(),
-            params,
+            p: input.private(),
         }
     }
 
@@ -105,8 +107,10 @@ impl<'a> Expander<'a> {
         let a2a_error = self.a2a_error_impl();
         let mirror = self.mirror_impl();
         let inherent = self.inherent_impl();
-        let kind = self.kind_enum();
+        let kind = kind::kind_enum(self.input);
+        let error_check = bounds::error_check(self.input);
         quote! {
+            #error_check
             #a2a_error
             #mirror
             #inherent
@@ -114,38 +118,11 @@ impl<'a> Expander<'a> {
         }
     }
 
-    /// `where` with the input's own predicates plus `extra`.
-    fn where_clause(&self, extra: Vec<TokenStream>) -> TokenStream {
-        let own = self
-            .input
-            .generics
-            .where_clause
-            .iter()
-            .flat_map(|w| w.predicates.iter());
-        quote!(where #(#own,)* #(#extra,)*)
-    }
-
-    /// Bounds on field types that mention generic parameters, selected by `pick`.
     fn field_bounds(
         &self,
         pick: impl Fn(&Field, &Shape) -> Option<TokenStream>,
     ) -> Vec<TokenStream> {
-        let mut bounds = Vec::new();
-        for (variant, shape) in &self.rows {
-            for field in &variant.fields {
-                if mentions(field.ty, &self.params)
-                    && let Some(bound) = pick(field, shape)
-                {
-                    let ty = field.ty;
-                    bounds.push(quote!(#ty: #bound));
-                }
-            }
-        }
-        bounds
-    }
-
-    fn is_generic(&self) -> bool {
-        !self.input.generics.params.is_empty()
+        bounds::field_bounds(self.input, self.shapes, pick)
     }
 
     /// `match self { arms }`, or `match *self {}` for an enum without variants.
@@ -180,24 +157,22 @@ impl<'a> Expander<'a> {
     }
 
     fn a2a_error_impl(&self) -> TokenStream {
-        let p = private();
+        let p = &self.p;
         let ident = self.input.ident;
         let (impl_generics, ty_generics, _) = self.input.generics.split_for_impl();
         let mut extra = self.field_bounds(|field, shape| match shape {
             Shape::Transparent(_) => Some(quote!(#p::A2aError)),
-            Shape::Coded(_) if field.is_data() => Some(quote!(#p::Serialize)),
+            Shape::Coded(_) if field.is_data() => Some(quote!(#p::DataField)),
             Shape::Coded(_) if field.attrs.retry_after.is_some() => {
                 Some(quote!(#p::RetryDelayField))
             }
             _ => None,
         });
-        if self.is_generic() {
-            extra.push(quote!(Self: ::std::error::Error));
-        }
-        let where_clause = self.where_clause(extra);
+        extra.push(bounds::error_bound(self.input));
+        let where_clause = bounds::where_clause(self.input, &extra);
         let delegate = |method: TokenStream| {
             move |binding: &Ident, ty: &Type| {
-                let p = private();
+                let p = &self.p;
                 let binding = at(binding, ty);
                 quote_spanned!(ty.span()=> #p::A2aError::#method(#binding))
             }
@@ -214,17 +189,32 @@ impl<'a> Expander<'a> {
             },
             delegate(quote!(reason)),
         );
+        // A wrapped error whose domain is the project's placeholder (StandardError's own
+        // codes, a client's local failure) goes out in this enum's domain.
+        let wrapper_domain = container_domain(self.input);
         let domain = self.per_variant(
-            |v, w| (v.pattern_any(), domain_tokens(&w.domain)),
-            delegate(quote!(domain)),
+            |v, w| (v.pattern_any(), domain_tokens(p, &w.domain)),
+            |binding, ty| {
+                let binding = at(binding, ty);
+                quote_spanned! {ty.span()=>
+                    if #p::A2aError::has_placeholder_domain(#binding) {
+                        #wrapper_domain
+                    } else {
+                        #p::A2aError::domain(#binding)
+                    }
+                }
+            },
         );
-        let public_message = self.per_variant(public_message, delegate(quote!(public_message)));
+        let public_message = self.per_variant(
+            |v, w| public_message(p, v, w),
+            delegate(quote!(public_message)),
+        );
         let retry_hint = self.per_variant(
             |v, w| match w.retry_field {
-                None => (v.pattern_any(), retry_tokens(w.retry)),
+                None => (v.pattern_any(), retry_tokens(p, w.retry)),
                 Some(field) => {
                     let binding = &field.binding;
-                    let fallback = retry_tokens(w.retry);
+                    let fallback = retry_tokens(p, w.retry);
                     let pattern = v.pattern_binding(|f| f.binding == *binding);
                     let spanned = at(binding, field.ty);
                     let to_delay = quote_spanned! {field.ty.span()=>
@@ -242,7 +232,7 @@ impl<'a> Expander<'a> {
             delegate(quote!(retry_hint)),
         );
         let category = self.per_variant(
-            |v, w| (v.pattern_any(), category_tokens(w.category)),
+            |v, w| (v.pattern_any(), category_tokens(p, w.category)),
             delegate(quote!(category)),
         );
         let http_status = self.per_variant(
@@ -261,7 +251,8 @@ impl<'a> Expander<'a> {
                     let key = f.data_key().unwrap_or_default();
                     let binding = at(&f.binding, f.ty);
                     // Spanned at the field, so a type that is not Serialize is reported there.
-                    quote_spanned!(f.ty.span()=> __sink.field(#key, #binding);)
+                    let ty = f.ty;
+                    quote_spanned!(ty.span()=> (#p::data_field::<#ty>().write)(__sink, #key, #binding);)
                 });
                 (pattern, quote!({ #(#fields)* }))
             },
@@ -272,6 +263,8 @@ impl<'a> Expander<'a> {
         );
         let write_error_object = self.write_error_object();
         let transparent_only = self.transparent_only();
+        let placeholder = self.placeholder_domain();
+        let into_response = self.into_response_impl(&where_clause);
 
         quote! {
             #[automatically_derived]
@@ -286,8 +279,22 @@ impl<'a> Expander<'a> {
                 fn write_data(&self, __sink: &mut #p::DataSink<'_>) { #write_data }
                 #write_error_object
                 #transparent_only
+                #placeholder
             }
 
+            #into_response
+        }
+    }
+
+    /// The axum `IntoResponse` impl (a REST error response), unless opted out.
+    fn into_response_impl(&self, where_clause: &TokenStream) -> TokenStream {
+        if !self.input.into_response() {
+            return TokenStream::new();
+        }
+        let p = &self.p;
+        let ident = self.input.ident;
+        let (impl_generics, ty_generics, _) = self.input.generics.split_for_impl();
+        quote! {
             #p::with_axum! {
                 #[automatically_derived]
                 impl #impl_generics #p::axum::response::IntoResponse for #ident #ty_generics
@@ -312,7 +319,7 @@ impl<'a> Expander<'a> {
         {
             return TokenStream::new();
         }
-        let p = private();
+        let p = &self.p;
         let grpc_status = self.per_variant(
             |v, _| (v.pattern_any(), quote!(#p::grpc_status(self))),
             |binding, ty| {
@@ -333,9 +340,35 @@ impl<'a> Expander<'a> {
         }
     }
 
+    /// `has_placeholder_domain`, only for the runtime's own `StandardError`: its project
+    /// codes say `a2a-error` until an application's enum wraps them.
+    fn placeholder_domain(&self) -> TokenStream {
+        let placeholder: Vec<TokenStream> = self
+            .rows
+            .iter()
+            .filter_map(|(variant, shape)| match shape {
+                Shape::Coded(wire)
+                    if matches!(&wire.domain, Domain::Literal(d) if d == PROJECT_DOMAIN) =>
+                {
+                    Some(variant.pattern_any())
+                }
+                _ => None,
+            })
+            .collect();
+        if placeholder.is_empty() {
+            return TokenStream::new();
+        }
+        let p = &self.p;
+        quote! {
+            fn has_placeholder_domain(&self) -> bool {
+                #p::matches!(self, #(#placeholder)|*)
+            }
+        }
+    }
+
     /// Variants whose bytes never change are encoded once; transparent ones delegate.
     fn write_error_object(&self) -> TokenStream {
-        let p = private();
+        let p = &self.p;
         let mut arms = Vec::new();
         let mut rest = false;
         for (variant, shape) in &self.rows {
@@ -350,10 +383,16 @@ impl<'a> Expander<'a> {
                     });
                 }
                 Shape::Transparent(field) => {
+                    // Sent as it is, unless this enum gives it its own domain: then through
+                    // the encoder, which asks `self` for the domain.
                     let pattern = variant.pattern();
                     let binding = at(&field.binding, field.ty);
                     arms.push(quote_spanned! {field.ty.span()=>
-                        #pattern => #p::A2aError::write_error_object(#binding, __profile, __out),
+                        #pattern => if #p::A2aError::has_placeholder_domain(#binding) {
+                            #p::write_error_object(self, __profile, __out)
+                        } else {
+                            #p::A2aError::write_error_object(#binding, __profile, __out)
+                        },
                     });
                 }
                 _ => rest = true,
@@ -375,7 +414,7 @@ impl<'a> Expander<'a> {
     /// The (code, reason) tests in matching order: direct variants, then (for peers that send
     /// no reason) direct variants by code alone, then transparent variants in order.
     fn decode_chain(&self, found: impl Fn(&Variant, TokenStream) -> TokenStream) -> TokenStream {
-        let p = private();
+        let p = &self.p;
         let mut exact = Vec::new();
         let mut by_code = Vec::new();
         let mut transparent = Vec::new();
@@ -384,7 +423,7 @@ impl<'a> Expander<'a> {
                 Shape::Coded(wire) => {
                     let code = int(wire.code);
                     let reason = &wire.reason;
-                    let build = found(variant, build_variant(variant));
+                    let build = found(variant, build_variant(p, variant));
                     exact.push(quote! {
                         if __code == #code && #p::reason_matches(__reason, __code, #reason) {
                             return #build;
@@ -423,10 +462,10 @@ impl<'a> Expander<'a> {
     }
 
     fn mirror_impl(&self) -> TokenStream {
-        let p = private();
+        let p = &self.p;
         let ident = self.input.ident;
         let (impl_generics, ty_generics, _) = self.input.generics.split_for_impl();
-        let where_clause = self.where_clause(self.mirror_bounds());
+        let where_clause = bounds::where_clause(self.input, &self.mirror_bounds());
         let chain = self.decode_chain(|_, build| build);
         let reasons = self.reason_chain();
         quote! {
@@ -447,7 +486,7 @@ impl<'a> Expander<'a> {
 
     /// Reason → code for direct variants, then each transparent variant's own table.
     fn reason_chain(&self) -> TokenStream {
-        let p = private();
+        let p = &self.p;
         let mut direct = Vec::new();
         let mut transparent = Vec::new();
         for (_, shape) in &self.rows {
@@ -475,10 +514,11 @@ impl<'a> Expander<'a> {
     }
 
     fn mirror_bounds(&self) -> Vec<TokenStream> {
-        let p = private();
+        let p = &self.p;
         self.field_bounds(|field, shape| match shape {
             Shape::Transparent(_) => Some(quote!(#p::FromErrorObject)),
-            Shape::Coded(_) if field.is_data() => Some(quote!(#p::DeserializeOwned)),
+            Shape::Coded(_) if field.is_data() => Some(quote!(#p::DataField)),
+            Shape::Coded(_) if field.attrs.default.is_some() => Some(quote!(#p::Default)),
             Shape::Coded(_) if field.attrs.retry_after.is_some() => {
                 Some(quote!(#p::RetryDelayField))
             }
@@ -487,7 +527,7 @@ impl<'a> Expander<'a> {
     }
 
     fn inherent_impl(&self) -> TokenStream {
-        let p = private();
+        let p = &self.p;
         let ident = self.input.ident;
         let (impl_generics, ty_generics, where_clause) = self.input.generics.split_for_impl();
         let rows = self.rows.iter().filter_map(|(variant, shape)| {
@@ -497,10 +537,10 @@ impl<'a> Expander<'a> {
             let name = variant.ident.to_string();
             let code = int(wire.code);
             let reason = &wire.reason;
-            let domain = domain_tokens(&wire.domain);
+            let domain = domain_tokens(p, &wire.domain);
             let message = &wire.message;
-            let retry = retry_tokens(wire.retry);
-            let category = category_tokens(wire.category);
+            let retry = retry_tokens(p, wire.retry);
+            let category = category_tokens(p, wire.category);
             let http = wire.http;
             Some(quote! {
                 #p::ErrorSpec {
@@ -515,10 +555,10 @@ impl<'a> Expander<'a> {
                 }
             })
         });
-        let kind_methods = if self.input.is_enum {
+        let (kind_methods, has_kind) = if self.input.is_enum {
             self.kind_methods()
         } else {
-            TokenStream::new()
+            (TokenStream::new(), TokenStream::new())
         };
         quote! {
             #[automatically_derived]
@@ -528,11 +568,12 @@ impl<'a> Expander<'a> {
                 pub const CATALOG: &'static [#p::ErrorSpec] = &[#(#rows),*];
                 #kind_methods
             }
+            #has_kind
         }
     }
 
-    fn kind_methods(&self) -> TokenStream {
-        let p = private();
+    fn kind_methods(&self) -> (TokenStream, TokenStream) {
+        let p = &self.p;
         let kind = self.input.kind_ident();
         let arms = self.rows.iter().map(|(variant, _)| {
             let pattern = variant.pattern_any();
@@ -548,78 +589,7 @@ impl<'a> Expander<'a> {
             Shape::Transparent(_) => Some(quote!(#p::FromErrorObject)),
             _ => None,
         });
-        quote! {
-            /// Which variant this is, without its fields.
-            pub fn kind(&self) -> #kind {
-                #kind_match
-            }
-
-            /// The kind of error `obj` stands for, even when its variant cannot be rebuilt
-            /// (it has fields that do not travel). Same matching order as the client mirror.
-            pub fn kind_of(__obj: &#p::ErrorObject) -> #p::Option<#kind> where #(#bounds,)* {
-                #chain
-                #p::None
-            }
-        }
-    }
-
-    fn kind_enum(&self) -> TokenStream {
-        if !self.input.is_enum {
-            return TokenStream::new();
-        }
-        let p = private();
-        let ident = self.input.ident;
-        let vis = self.input.vis;
-        let kind = self.input.kind_ident();
-        let names: Vec<&Ident> = self.rows.iter().map(|(variant, _)| variant.ident).collect();
-        let name_strs = names.iter().map(|name| name.to_string());
-        let doc = format!(
-            "The variants of [`{ident}`] without their fields, for exhaustive `match`es on \
-             decoded errors."
-        );
-        let variant_docs = names.iter().map(|name| format!("[`{ident}::{name}`]"));
-        let from_error_object = if self.is_generic() {
-            TokenStream::new()
-        } else {
-            quote! {
-                /// The kind of error `obj` stands for (see `kind_of` on the error type).
-                pub fn from_error_object(obj: &#p::ErrorObject) -> #p::Option<Self> {
-                    #ident::kind_of(obj)
-                }
-            }
-        };
-        let name_match = if names.is_empty() {
-            quote!(match self {})
-        } else {
-            quote!(match self { #(Self::#names => #name_strs,)* })
-        };
-        quote! {
-            #[doc = #doc]
-            #[derive(
-                ::core::marker::Copy,
-                ::core::clone::Clone,
-                ::core::cmp::PartialEq,
-                ::core::cmp::Eq,
-                ::core::hash::Hash,
-                ::core::fmt::Debug
-            )]
-            #vis enum #kind {
-                #(#[doc = #variant_docs] #names,)*
-            }
-
-            #[automatically_derived]
-            impl #kind {
-                /// Every kind, in declaration order.
-                pub const ALL: &'static [Self] = &[#(Self::#names),*];
-
-                /// The variant's name.
-                pub const fn name(self) -> &'static str {
-                    #name_match
-                }
-
-                #from_error_object
-            }
-        }
+        kind::kind_methods(self.input, &kind_match, &quote!(#chain #p::None), &bounds)
     }
 }
 
@@ -628,8 +598,7 @@ fn at(binding: &Ident, ty: &Type) -> Ident {
     Ident::new(&binding.to_string(), ty.span())
 }
 
-fn public_message(variant: &Variant, wire: &Wire) -> (TokenStream, TokenStream) {
-    let p = private();
+fn public_message(p: &TokenStream, variant: &Variant, wire: &Wire) -> (TokenStream, TokenStream) {
     let has_args = wire.pieces.iter().any(|p| matches!(p, Piece::Arg { .. }));
     if !has_args {
         let text: String = wire
@@ -668,16 +637,19 @@ fn public_message(variant: &Variant, wire: &Wire) -> (TokenStream, TokenStream) 
 }
 
 /// `Some(variant)` rebuilt from `__obj`, or `None` when a field does not travel.
-fn build_variant(variant: &Variant) -> TokenStream {
-    let p = private();
+fn build_variant(p: &TokenStream, variant: &Variant) -> TokenStream {
     let mut values = Vec::new();
     for field in &variant.fields {
         let ty = field.ty;
         if let Some(key) = field.data_key() {
-            values.push(quote_spanned!(ty.span()=> __obj.data_field::<#ty>(#key)));
+            values.push(quote_spanned!(ty.span()=> (#p::data_field::<#ty>().read)(__obj, #key)));
         } else if field.attrs.retry_after.is_some() {
             values.push(quote_spanned! {ty.span()=>
                 <#ty as #p::RetryDelayField>::from_delay(__obj.retry_delay())
+            });
+        } else if field.attrs.default.is_some() {
+            values.push(quote_spanned! {ty.span()=>
+                #p::Some(<#ty as #p::Default>::default())
             });
         } else {
             // A field that is not on the wire cannot be rebuilt.
@@ -712,75 +684,5 @@ fn construct(variant: &Variant, values: &[TokenStream]) -> TokenStream {
         }
         Style::Tuple => quote!(#path ( #(#values),* )),
         Style::Unit => quote!(#path),
-    }
-}
-
-/// On invalid input: impls with the right signatures and no behaviour, so no second error
-/// ("A2aError is not implemented", "no variant Kind::X") follows the real one.
-fn fallback(input: &Input) -> TokenStream {
-    let p = private();
-    let ident = input.ident;
-    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    let own = where_clause.iter().flat_map(|w| w.predicates.iter());
-    let own2 = own.clone();
-    let error_bound = if input.generics.params.is_empty() {
-        quote!()
-    } else {
-        quote!(Self: ::std::error::Error,)
-    };
-    let (kind_enum, kind_methods) = if input.is_enum {
-        let vis = input.vis;
-        let kind = input.kind_ident();
-        let names = input.variants.iter().map(|v| v.ident);
-        (
-            quote! {
-                #[allow(missing_docs)]
-                #[derive(
-                    ::core::marker::Copy,
-                    ::core::clone::Clone,
-                    ::core::cmp::PartialEq,
-                    ::core::cmp::Eq,
-                    ::core::hash::Hash,
-                    ::core::fmt::Debug
-                )]
-                #vis enum #kind { #(#names,)* }
-            },
-            quote! {
-                #[allow(missing_docs)]
-                pub fn kind(&self) -> #kind { ::core::unreachable!() }
-                #[allow(missing_docs)]
-                pub fn kind_of(_: &#p::ErrorObject) -> #p::Option<#kind> { #p::None }
-            },
-        )
-    } else {
-        (TokenStream::new(), TokenStream::new())
-    };
-    quote! {
-        #[allow(unused_variables)]
-        impl #impl_generics #p::A2aError for #ident #ty_generics where #(#own,)* #error_bound {
-            fn code(&self) -> i32 { ::core::unreachable!() }
-            fn reason(&self) -> &str { ::core::unreachable!() }
-            fn domain(&self) -> &str { ::core::unreachable!() }
-            fn public_message(&self) -> #p::Cow<'_, str> { ::core::unreachable!() }
-            fn retry_hint(&self) -> #p::RetryHint { ::core::unreachable!() }
-            fn category(&self) -> #p::Category { ::core::unreachable!() }
-            fn http_status(&self) -> u16 { ::core::unreachable!() }
-        }
-        impl #impl_generics #p::FromErrorObject for #ident #ty_generics #where_clause {
-            fn from_error_object(_: &#p::ErrorObject) -> #p::Option<Self> { #p::None }
-        }
-        #p::with_axum! {
-            impl #impl_generics #p::axum::response::IntoResponse for #ident #ty_generics
-            where #(#own2,)* #error_bound
-            {
-                fn into_response(self) -> #p::axum::response::Response { ::core::unreachable!() }
-            }
-        }
-        impl #impl_generics #ident #ty_generics #where_clause {
-            #[allow(missing_docs)]
-            pub const CATALOG: &'static [#p::ErrorSpec] = &[];
-            #kind_methods
-        }
-        #kind_enum
     }
 }

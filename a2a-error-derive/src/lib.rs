@@ -1,14 +1,18 @@
 //! `#[derive(A2aError)]`. Use it through the `a2a-error` crate, which documents the attributes.
 //!
 //! parse (`attr`, `ast`) → resolve table defaults (`wire`) → check (`valid`) → generate
-//! (`expand`). Every attribute error is collected and reported at once; on invalid input the
-//! impls are still emitted next to the `compile_error!`s, so one mistake gives one error.
+//! (`expand`, with `bounds` and `kind`). Every attribute error is collected (`ctxt`) and
+//! reported at once; on invalid input `fallback` still emits every item next to the
+//! `compile_error!`s, so one mistake gives one error.
 
 mod ast;
 mod attr;
+mod bounds;
 mod case;
 mod ctxt;
 mod expand;
+mod fallback;
+mod kind;
 mod template;
 mod valid;
 mod wire;

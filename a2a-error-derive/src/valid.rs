@@ -103,6 +103,15 @@ fn check_fields(cx: &Ctxt, variant: &Variant) {
                 cx.error(span, "only one field may be #[a2a(retry_after)]");
             }
         }
+        if let Some(span) = field.attrs.default
+            && (field.attrs.data.is_some() || field.attrs.retry_after.is_some())
+        {
+            cx.error(
+                span,
+                "`default` is for a field that does not travel; a `data` or `retry_after` \
+                 field is rebuilt from the wire: remove one of the two",
+            );
+        }
         let Some(data) = &field.attrs.data else {
             continue;
         };

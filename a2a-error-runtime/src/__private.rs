@@ -3,18 +3,68 @@
 //! `::a2a_error::__private::…` so the runtime can change its internals freely.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
-pub use serde::Serialize;
-pub use serde::de::DeserializeOwned;
+pub use core::clone::Clone;
+pub use core::cmp::{Eq, PartialEq};
+pub use core::default::Default;
+pub use core::fmt::Debug;
+pub use core::hash::Hash;
+pub use core::marker::Copy;
+pub use core::time::Duration;
+pub use core::{env, matches, unreachable};
 pub use std::borrow::Cow;
+pub use std::error::Error as StdError;
 pub use std::option::Option::{self, None, Some};
 pub use std::vec::Vec;
 
 pub use crate::wire::data::DataSink;
-pub use crate::wire::error::{A2aError, Category, FromErrorObject, RetryHint};
+pub use crate::wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 pub use crate::wire::object::{ErrorObject, WireProfile};
 pub use crate::wire::spec::ErrorSpec;
+
+/// What `#[derive(A2aError)]` needs of the type: `std::error::Error`, whose `Display` is
+/// the log text.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` must implement `std::error::Error` to derive `A2aError`",
+    label = "no `Display` and `std::error::Error` impl",
+    note = "add `#[derive(thiserror::Error)]` and an `#[error(\"...\")]` on each variant: that \
+            `Display` text goes to logs only, never to the wire"
+)]
+pub trait IsStdError: std::error::Error {}
+
+impl<T: std::error::Error + ?Sized> IsStdError for T {}
+
+/// Checks [`IsStdError`] where the derive is, for the one error with its hint.
+pub fn is_std_error<T: IsStdError + ?Sized>() {}
+
+/// A `#[a2a(data)]` field: published by the server, read back by the client. One trait (and
+/// one function, [`data_field`]) for both directions, so a type that is not serde gets one
+/// error at the field, not one per direction.
+#[diagnostic::on_unimplemented(
+    message = "`#[a2a(data)]` field type `{Self}` is not serde",
+    label = "needs `serde::Serialize` and `serde::Deserialize`",
+    note = "derive them (`#[derive(serde::Serialize, serde::Deserialize)]`), or publish a \
+            field that is, or drop `#[a2a(data)]` to keep the field off the wire"
+)]
+pub trait DataField: serde::Serialize + serde::de::DeserializeOwned {}
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned> DataField for T {}
+
+/// How a data field is written and read.
+pub struct DataFieldFns<T> {
+    /// Publishes the field under its key.
+    pub write: fn(&mut DataSink<'_>, &str, &T),
+    /// Reads the field back from a received object.
+    pub read: fn(&ErrorObject, &str) -> Option<T>,
+}
+
+/// The functions for a data field of type `T`.
+pub fn data_field<T: DataField>() -> DataFieldFns<T> {
+    DataFieldFns {
+        write: |sink, key, value| sink.field(key, value),
+        read: |obj, key| obj.data_field::<T>(key),
+    }
+}
 
 /// `format!`, re-exported for interpolated public messages.
 pub use std::format;

@@ -11,10 +11,6 @@
 //! | 3 | [`Client`] (feature `client`) | the typed client that stacks them |
 #![deny(missing_docs)]
 
-// The derive names `::a2a_error::__private`; this lets `StandardError`, written with the
-// derive inside this crate, resolve that path to this crate's own `__private`.
-extern crate self as a2a_error;
-
 mod wire;
 
 #[cfg(feature = "axum")]
@@ -39,7 +35,7 @@ pub use wire::bad_request::{BadRequest, FieldViolation};
 pub use wire::code;
 pub use wire::data::DataSink;
 pub use wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
-pub use wire::error::{A2aError, Category, FromErrorObject, RetryHint};
+pub use wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 pub use wire::jsonrpc::Id;
 pub use wire::object::{ErrorObject, WireProfile};

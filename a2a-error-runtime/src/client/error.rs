@@ -11,7 +11,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use crate::wire::code::{self, SPEC_DOMAIN};
 use crate::wire::data::DataSink;
 use crate::wire::error::HasKind;
-use crate::wire::error::{A2aError, Category, RetryHint};
+use crate::wire::error::{A2aError, Category, FromErrorObject, RetryHint};
 use crate::wire::object::{ErrorObject, WireProfile};
 use crate::wire::remote::RemoteError;
 use crate::wire::standard::PROJECT_DOMAIN;
@@ -172,7 +172,7 @@ impl<E> ClientError<E> {
     /// Builds the error for a received error object: `E` when it mirrors, else unrecognized.
     pub fn from_object(object: ErrorObject, http: Option<HttpReply>) -> Self
     where
-        E: crate::wire::error::FromErrorObject,
+        E: FromErrorObject,
     {
         let typed = E::from_error_object(&object);
         let reply = Box::new(ErrorReply {
@@ -427,6 +427,19 @@ impl<E: std::error::Error + 'static> std::error::Error for ClientError<E> {
     }
 }
 
+/// Read back from an error object (an agent's caller decoding the failure this agent passed
+/// on): `E`'s variant when it mirrors the object, else the object as received. It matches
+/// every object, so as a `transparent` variant it belongs last.
+impl<E: FromErrorObject> FromErrorObject for ClientError<E> {
+    fn from_error_object(obj: &ErrorObject) -> Option<Self> {
+        Some(ClientError::from_object(obj.clone(), None))
+    }
+
+    fn code_for_reason(reason: &str) -> Option<i32> {
+        E::code_for_reason(reason)
+    }
+}
+
 /// Passing a downstream failure on: a received error object travels unchanged (re-encoded
 /// verbatim); a local failure becomes DEADLINE_EXCEEDED, RATE_LIMITED, AGENT_UNAVAILABLE or
 /// DOWNSTREAM_FAILED with nothing of its `Display` text on the wire.
@@ -451,6 +464,10 @@ impl<E: A2aError + 'static> A2aError for ClientError<E> {
             None if self.local_row().origin.is_spec() => SPEC_DOMAIN,
             None => PROJECT_DOMAIN,
         }
+    }
+
+    fn has_placeholder_domain(&self) -> bool {
+        self.remote().is_none() && !self.local_row().origin.is_spec()
     }
 
     fn public_message(&self) -> Cow<'_, str> {

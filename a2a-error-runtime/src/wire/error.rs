@@ -80,6 +80,14 @@ pub trait A2aError: std::error::Error {
         let _ = out;
     }
 
+    /// Whether [`domain`](A2aError::domain) is the project's placeholder (`a2a-error`, the
+    /// domain of `StandardError`'s own codes and of a client's local failures), which an
+    /// application's enum wrapping this error replaces with its own domain.
+    #[doc(hidden)]
+    fn has_placeholder_domain(&self) -> bool {
+        false
+    }
+
     /// Whether a retry may help.
     fn is_retryable(&self) -> bool {
         self.retry_hint().is_retryable()

@@ -1,0 +1,104 @@
+//! The `{Name}Kind` enum of an error enum, its `kind`/`kind_of` methods and its `HasKind`
+//! impl. The fallback emits the same items, so code using them compiles while the real
+//! mistake is reported.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::Ident;
+
+use crate::ast::Input;
+
+/// The kind enum and its inherent impl; `None` for a struct.
+pub fn kind_enum(input: &Input) -> TokenStream {
+    if !input.is_enum {
+        return TokenStream::new();
+    }
+    let p = input.private();
+    let ident = input.ident;
+    let vis = input.vis;
+    let kind = input.kind_ident();
+    let names: Vec<&Ident> = input.variants.iter().map(|variant| variant.ident).collect();
+    let name_strs = names.iter().map(|name| name.to_string());
+    let doc = format!(
+        "The variants of [`{ident}`] without their fields, for exhaustive `match`es on decoded \
+         errors."
+    );
+    let variant_docs = names.iter().map(|name| format!("[`{ident}::{name}`]"));
+    let from_error_object = if input.generics.params.is_empty() {
+        quote! {
+            /// The kind of error `obj` stands for (see `kind_of` on the error type).
+            pub fn from_error_object(obj: &#p::ErrorObject) -> #p::Option<Self> {
+                <#ident as #p::HasKind>::kind_of(obj)
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
+    let name_match = if names.is_empty() {
+        quote!(match self {})
+    } else {
+        quote!(match self { #(Self::#names => #name_strs,)* })
+    };
+    quote! {
+        #[doc = #doc]
+        #[derive(#p::Copy, #p::Clone, #p::PartialEq, #p::Eq, #p::Hash, #p::Debug)]
+        #vis enum #kind {
+            #(#[doc = #variant_docs] #names,)*
+        }
+
+        #[automatically_derived]
+        impl #kind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [Self] = &[#(Self::#names),*];
+
+            /// The variant's name.
+            pub const fn name(self) -> &'static str {
+                #name_match
+            }
+
+            #from_error_object
+        }
+    }
+}
+
+/// The inherent `kind`/`kind_of` methods (for use without importing a trait) and the
+/// `HasKind` impl (for generic code such as `ClientError::kind`), given their bodies.
+pub fn kind_methods(
+    input: &Input,
+    kind_body: &TokenStream,
+    kind_of_body: &TokenStream,
+    kind_of_bounds: &[TokenStream],
+) -> (TokenStream, TokenStream) {
+    let p = input.private();
+    let ident = input.ident;
+    let kind = input.kind_ident();
+    let (impl_generics, ty_generics, _) = input.generics.split_for_impl();
+    let where_clause = crate::bounds::where_clause(input, kind_of_bounds);
+    let inherent = quote! {
+        /// Which variant this is, without its fields.
+        pub fn kind(&self) -> #kind {
+            #kind_body
+        }
+
+        /// The kind of error `obj` stands for, even when its variant cannot be rebuilt
+        /// (it has fields that do not travel). Same matching order as the client mirror.
+        pub fn kind_of(__obj: &#p::ErrorObject) -> #p::Option<#kind> #where_clause {
+            #kind_of_body
+        }
+    };
+    let trait_impl = quote! {
+        #[automatically_derived]
+        impl #impl_generics #p::HasKind for #ident #ty_generics #where_clause {
+            type Kind = #kind;
+
+            fn kind(&self) -> #kind {
+                <#ident #ty_generics>::kind(self)
+            }
+
+            fn kind_of(__obj: &#p::ErrorObject) -> #p::Option<#kind> {
+                <#ident #ty_generics>::kind_of(__obj)
+            }
+        }
+    };
+    (inherent, trait_impl)
+}

@@ -1,0 +1,13 @@
+use a2a_error::A2aError;
+
+#[derive(Debug, thiserror::Error, A2aError)]
+pub enum AgentError {
+    #[error("gone")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    Gone {
+        #[a2a(data, default)]
+        task_id: String,
+    },
+}
+
+fn main() {}
