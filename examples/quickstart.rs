@@ -2,20 +2,18 @@
 //! client side decoding the same bytes back into the typed enum.
 //!
 //! Then the same enum over real HTTP on loopback: an axum JSON-RPC endpoint that fails on
-//! purpose, and the typed client retrying what is worth retrying.
+//! purpose, and the typed client retrying what is worth retrying and saying why.
 //!
 //! `cargo run --example quickstart`
 
-use std::time::Duration;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
-use a2a_error::Client;
 use a2a_error::client::ClientError;
 use a2a_error::resilience::{RetryPolicy, RetrySafety};
 use a2a_error::server::{JsonRpc, RequestContext};
-use a2a_error::{A2aError, ErrorObject, FromErrorObject, RemoteError, StandardError, WireProfile};
+use a2a_error::{A2aError, Client, ErrorObject, FromErrorObject, StandardError, WireProfile};
 use serde_json::{Value, json};
 
 #[derive(Debug, thiserror::Error, A2aError)]
@@ -26,9 +24,12 @@ pub enum AgentError {
     TaskNotFound {
         #[a2a(data)]
         task_id: String,
+        /// Internal: never sent, and 0 when a client rebuilds the error.
+        #[a2a(default)]
         shard: u32,
     },
 
+    /// The provider's text may hold anything: it stays in the logs.
     #[error("LLM provider said {0}")]
     #[a2a(code = -32603, reason = "LLM_UNAVAILABLE", retryable)]
     Llm(String),
@@ -49,6 +50,9 @@ pub enum AgentError {
     Standard(#[from] StandardError),
 }
 
+/// The total time budget of every call the client below makes.
+const BUDGET: Duration = Duration::from_secs(5);
+
 #[tokio::main]
 async fn main() {
     let errors = [
@@ -67,16 +71,20 @@ async fn main() {
 
     println!("== server side: what each error puts on the wire ==");
     for err in &errors {
-        println!("\n{:?}  (Display, logs only: {err})", err.kind());
+        println!("\n{}  (Display, logs only: {err})", err.kind().name());
+        let retry = match err.retry_hint().delay() {
+            Some(delay) => format!("after {:.1}s", delay.as_secs_f64()),
+            None if err.is_retryable() => "with backoff".to_owned(),
+            None => "never".to_owned(),
+        };
         println!(
-            "  code {} · reason {} · domain {} · HTTP {} · gRPC {} · category {} · retry {:?}",
+            "  code {} · reason {} · domain {} · HTTP {} · gRPC {} · category {} · retry {retry}",
             err.code(),
             err.reason(),
             err.domain(),
             err.http_status(),
             err.grpc_status(),
             err.category().as_str(),
-            err.retry_hint()
         );
         for profile in WireProfile::ALL {
             let mut bytes = Vec::new();
@@ -87,22 +95,17 @@ async fn main() {
 
     println!("\n== client side: the same bytes decoded back ==");
     for err in &errors {
-        let object = err.to_error_object();
-        let wire = serde_json::to_vec(&object).expect("an error object serializes");
+        let wire = serde_json::to_vec(&err.to_error_object()).expect("an error object serializes");
         let received: ErrorObject = serde_json::from_slice(&wire).expect("and parses back");
-        let kind = AgentError::kind_of(&received);
+        let kind = AgentError::kind_of(&received).map_or("unknown", |kind| kind.name());
         match AgentError::from_error_object(&received) {
-            Some(typed) => println!("{kind:?}: rebuilt {typed:?}"),
-            None => {
-                // Fields that never travel (Llm's String, TaskNotFound's shard) can't be
-                // rebuilt; the kind is still known and nothing the peer sent is lost.
-                let remote = RemoteError::from_object(received);
-                println!(
-                    "{kind:?}: not rebuildable; kept as RemoteError (reason {}, metadata {:?})",
-                    remote.reason(),
-                    remote.metadata()
-                );
-            }
+            Some(typed) => println!("{kind}: rebuilt as {typed:?}"),
+            // Llm's String is not `data` (nor `default`): it never travels, so the variant
+            // can't be rebuilt. The kind is still known and nothing the peer sent is lost.
+            None => println!(
+                "{kind}: kind known, value not rebuilt: a field of it never travels \
+                 (mark it #[a2a(data)] to send it, or #[a2a(default)] to rebuild without it)"
+            ),
         }
     }
 
@@ -159,11 +162,9 @@ async fn over_http() {
                 delay.as_millis()
             )
         });
-    // Bill's 10 s wait is past the 5 s budget: the client stops at once instead of sleeping
-    // into a deadline it would miss.
     let client = Client::<AgentError>::jsonrpc(url.as_str())
         .retry(policy)
-        .total_timeout(Duration::from_secs(5))
+        .total_timeout(BUDGET)
         .build()
         .expect("a valid URL");
 
@@ -176,18 +177,37 @@ async fn over_http() {
         match client.call::<_, Value>(method, &params).await {
             Ok(result) => println!("  ok: {result}"),
             Err(error) => {
-                // The kind is known even when the variant can't be rebuilt (TaskNotFound's
-                // shard never travels); `typed()` has the value when it can.
-                let kind = error.remote().and_then(|r| AgentError::kind_of(r.object()));
+                let kind = error.kind().map_or("unknown", |kind| kind.name());
                 println!(
-                    "  failed: {} {} · kind {kind:?} · rebuilt {} · retryable {} · wait asked {:?}",
+                    "  failed: {} {} (kind {kind}); {}",
                     error.code(),
                     error.reason(),
-                    error.typed().is_some(),
-                    error.is_retryable(),
-                    error.retry_after()
+                    why_not_retried(&error)
                 );
+                if let Some(typed) = error.typed() {
+                    println!("  rebuilt: {typed:?}");
+                }
             }
         }
+    }
+}
+
+/// Why the client gave up on `error` without (another) retry.
+fn why_not_retried(error: &ClientError<AgentError>) -> String {
+    if !error.is_retryable() {
+        return format!(
+            "not retried: {} errors are never retried (category {})",
+            error.reason(),
+            error.category().as_str()
+        );
+    }
+    match error.retry_after() {
+        Some(delay) if delay >= BUDGET => format!(
+            "retryable, but not retried: the agent asked to wait {}s and the whole call had {}s, \
+             so the client stopped at once instead of sleeping past its deadline",
+            delay.as_secs(),
+            BUDGET.as_secs()
+        ),
+        _ => "retryable, but the attempts or the time budget ran out".to_owned(),
     }
 }

@@ -149,7 +149,7 @@ impl<'a> Input<'a> {
     }
 
     /// Whether to emit the axum `IntoResponse` impl (`#[a2a(into_response = false)]` opts out).
-    pub fn into_response(&self) -> bool {
+    pub fn emits_into_response(&self) -> bool {
         self.attrs
             .into_response
             .as_ref()

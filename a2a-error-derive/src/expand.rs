@@ -264,7 +264,7 @@ impl<'a> Expander<'a> {
         let write_error_object = self.write_error_object();
         let transparent_only = self.transparent_only();
         let placeholder = self.placeholder_domain();
-        let into_response = self.into_response_impl(&where_clause);
+        let into_response = self.response_impl(&where_clause);
 
         quote! {
             #[automatically_derived]
@@ -287,8 +287,8 @@ impl<'a> Expander<'a> {
     }
 
     /// The axum `IntoResponse` impl (a REST error response), unless opted out.
-    fn into_response_impl(&self, where_clause: &TokenStream) -> TokenStream {
-        if !self.input.into_response() {
+    fn response_impl(&self, where_clause: &TokenStream) -> TokenStream {
+        if !self.input.emits_into_response() {
             return TokenStream::new();
         }
         let p = &self.p;

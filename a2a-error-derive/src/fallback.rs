@@ -21,7 +21,7 @@ pub fn expand(input: &Input) -> TokenStream {
         (TokenStream::new(), TokenStream::new())
     };
     let kind_enum = kind::kind_enum(input);
-    let into_response = if input.into_response() {
+    let into_response = if input.emits_into_response() {
         quote! {
             #p::with_axum! {
                 impl #impl_generics #p::axum::response::IntoResponse for #ident #ty_generics

@@ -1,4 +1,5 @@
-//! `#[derive(A2aError)]`. Use it through the `a2a-error` crate, which documents the attributes.
+//! `#[derive(A2aError)]`. Use it through the `a2a-error` crate; the derive's own rustdoc is
+//! the attribute reference (`src/attributes.md`).
 //!
 //! parse (`attr`, `ast`) → resolve table defaults (`wire`) → check (`valid`) → generate
 //! (`expand`, with `bounds` and `kind`). Every attribute error is collected (`ctxt`) and
@@ -20,8 +21,7 @@ mod wire;
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
-/// Derives `a2a_error::A2aError`, the client mirror `FromErrorObject`, a `{Name}Kind` enum and
-/// a `CATALOG`. See the `a2a-error` crate for the attribute reference.
+#[doc = include_str!("attributes.md")]
 #[proc_macro_derive(A2aError, attributes(a2a))]
 pub fn derive_a2a_error(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
