@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a_error::Client;
-use a2a_error::client::{Call, ClientError, HttpReply, Reply, Timeout};
+use a2a_error::client::{Call, ClientError, Reply, ResponseHead, Timeout};
 use a2a_error::resilience::{
     AttemptTimeoutLayer, Budget, Clock, Jitter, Random, Retry, RetryLayer, RetryPolicy,
     RetrySafety, TotalTimeoutLayer, TpsBudget,
@@ -131,7 +131,7 @@ fn status(code: u16, retry_after: Option<&str>) -> ClientError {
     if let Some(value) = retry_after {
         headers.insert(RETRY_AFTER, HeaderValue::from_str(value).unwrap());
     }
-    ClientError::Status(Box::new(HttpReply {
+    ClientError::Status(Box::new(ResponseHead {
         status: code,
         headers,
     }))
@@ -518,4 +518,56 @@ async fn max_attempts_returns_the_last_error() {
     assert_eq!(error.reply_status(), Some(503));
     assert_eq!(script.attempts(), 3);
     assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_timeout_layer_works_alone() {
+    use a2a_error::resilience::{AttemptTimeout, TotalTimeout};
+    // An attempt timeout alone fires as Attempt (retryable), at exactly its limit.
+    let script = Script::new([Step::Slow(Duration::from_secs(60))]);
+    let start = Instant::now();
+    let error = AttemptTimeout::new(script.transport(), Duration::from_secs(3))
+        .oneshot(call())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::Timeout(Timeout::Attempt)),
+        "{error:?}"
+    );
+    assert!(error.is_retryable());
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+
+    // A total timeout alone fires as Total, and its budget travels down with the call.
+    let script = Script::new([Step::Slow(Duration::from_secs(60))]);
+    let start = Instant::now();
+    let error = TotalTimeout::new(script.transport(), Duration::from_secs(4))
+        .oneshot(call())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::Timeout(Timeout::Total)),
+        "{error:?}"
+    );
+    assert!(!error.is_retryable());
+    assert_eq!(start.elapsed(), Duration::from_secs(4));
+    assert_eq!(
+        script.calls.lock().unwrap()[0].time_left(),
+        Some(Duration::from_secs(4))
+    );
+
+    // Under a total timeout, an attempt timeout that would outlast it fires as Total.
+    let script = Script::new([Step::Slow(Duration::from_secs(60))]);
+    let start = Instant::now();
+    let error = ServiceBuilder::new()
+        .layer(TotalTimeoutLayer::new(Duration::from_secs(2)))
+        .layer(AttemptTimeoutLayer::new(Duration::from_secs(10)))
+        .service(script.transport())
+        .oneshot(call())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::Timeout(Timeout::Total)),
+        "{error:?}"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(2));
 }

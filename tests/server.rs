@@ -686,3 +686,122 @@ fn failed_task_status_carries_the_public_message_only() {
     );
     assert_eq!(err.code(), -32603);
 }
+
+/// Application state, shared by a JSON-RPC handler and a REST handler of one router.
+#[derive(Clone, Default)]
+struct Counter(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+#[tokio::test]
+async fn jsonrpc_handlers_reach_state_in_a_stateful_router() {
+    use a2a_error::server::{JsonRpc, RequestContext, rest};
+    use axum::extract::State;
+    use std::sync::atomic::Ordering;
+
+    #[derive(serde::Deserialize)]
+    struct Bump {
+        by: u64,
+    }
+    async fn bump(
+        State(counter): State<Counter>,
+        Bump { by }: Bump,
+        _: RequestContext,
+    ) -> Result<u64, StandardError> {
+        Ok(counter.0.fetch_add(by, Ordering::SeqCst) + by)
+    }
+    async fn read(State(counter): State<Counter>) -> String {
+        counter.0.load(Ordering::SeqCst).to_string()
+    }
+    let state = Counter::default();
+    let endpoint = JsonRpc::with_state(state.clone())
+        .method("Bump", bump)
+        // A stateless handler on the same endpoint.
+        .method("Echo", |params: Value, _: RequestContext| async move {
+            Ok::<_, StandardError>(params)
+        });
+    let router: Router<Counter> = Router::new()
+        .route("/count", get(read))
+        .merge(endpoint.into_router())
+        .layer(rest::RequireVersionLayer::new(["1.0"]));
+    let url = serve(router.with_state(state.clone())).await;
+
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "Bump", "params": {"by": 5}}),
+    )
+    .await;
+    assert_eq!(reply["result"], 5);
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "Bump", "params": {"by": 2}}),
+    )
+    .await;
+    assert_eq!(reply["result"], 7);
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "Echo", "params": [1]}),
+    )
+    .await;
+    assert_eq!(reply["result"], json!([1]));
+    // The REST route sees the same state.
+    let http = reqwest::Client::new();
+    let count = http.get(format!("{url}/count")).send().await.unwrap();
+    assert_eq!(count.text().await.unwrap(), "7");
+    // Wrong params for a stateful handler are -32602 as for any other.
+    let reply = rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "Bump", "params": {"by": "x"}}),
+    )
+    .await;
+    assert_eq!(error_code(&reply), -32602);
+    assert_eq!(state.0.load(Ordering::SeqCst), 7);
+}
+
+#[tokio::test]
+async fn rest_and_jsonrpc_read_a_missing_version_header_the_same_way() {
+    use a2a_error::server::{JsonRpc, RequestContext, rest};
+    let versioned = |default: &str| {
+        let rpc = JsonRpc::new()
+            .default_version(default)
+            .method("Ping", |_: Value, _: RequestContext| async {
+                Ok::<_, StandardError>("pong")
+            });
+        Router::new()
+            .route("/ping", get(|| async { "pong" }))
+            .layer(rest::RequireVersionLayer::new(["1.0"]).default_version(default))
+            .merge(rpc.into_router())
+    };
+    let http = reqwest::Client::new();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "Ping"}).to_string();
+    for (default, served) in [("1.0", true), ("0.3", false)] {
+        let url = serve(versioned(default)).await;
+        // No A2A-Version header: both bindings assume `default`.
+        let rest_reply = http.get(format!("{url}/ping")).send().await.unwrap();
+        assert_eq!(
+            rest_reply.status().is_success(),
+            served,
+            "REST, default {default}"
+        );
+        let rpc_reply: Value = http
+            .post(format!("{url}/"))
+            .header("content-type", "application/json")
+            .body(ping.clone())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(rpc_reply.get("result").is_some(), served, "{rpc_reply}");
+        if !served {
+            assert_eq!(error_code(&rpc_reply), -32009);
+        }
+        // An explicit version not served is refused by both, whatever the default.
+        let old = http
+            .get(format!("{url}/ping"))
+            .header("A2A-Version", "0.2")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(old.status(), 400);
+    }
+}

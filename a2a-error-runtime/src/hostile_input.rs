@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
-use crate::client::{Call, ClientError, HttpReply};
+use crate::client::{Call, ClientError, ResponseHead};
 use crate::resilience::retry::RetryPolicy;
 use crate::wire::error::A2aError;
 use crate::wire::remote::RemoteError;
@@ -75,13 +75,13 @@ fn any_error_reply() -> impl Strategy<Value = Value> {
         })
 }
 
-fn reply(status: u16) -> HttpReply {
+fn reply(status: u16) -> ResponseHead {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         reqwest::header::RETRY_AFTER,
         reqwest::header::HeaderValue::from_static("18446744073709551615"),
     );
-    HttpReply { status, headers }
+    ResponseHead { status, headers }
 }
 
 /// Everything a caller does with an error; none of it may panic.

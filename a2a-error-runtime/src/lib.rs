@@ -6,9 +6,9 @@
 //! | floor | module | what it is |
 //! |---|---|---|
 //! | 0 | the crate root, [`code`] | the wire model: no I/O, no async |
-//! | 1 | [`server`] (feature `axum`), [`client`] (feature `client`) | the two sides of HTTP; neither names the other |
-//! | 2 | [`resilience`] (feature `client`) | tower layers over a transport, one idea each |
-//! | 3 | [`Client`] (feature `client`) | the typed client that stacks them |
+//! | 1 | `server` (feature `axum`), `client` (feature `client`) | the two sides of HTTP; neither names the other |
+//! | 2 | `resilience` (feature `client`) | tower layers over a transport, one idea each |
+//! | 3 | `Client` (feature `client`) | the typed client that stacks them |
 #![deny(missing_docs)]
 
 mod wire;

@@ -19,16 +19,16 @@ use crate::wire::standard::PROJECT_DOMAIN;
 /// A boxed source error (reqwest's, an I/O error).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// The HTTP status line and headers of a reply.
+/// The head of an HTTP response: its status and headers (the body has been read already).
 #[derive(Clone, Debug, PartialEq)]
-pub struct HttpReply {
+pub struct ResponseHead {
     /// The HTTP status code.
     pub status: u16,
     /// The response headers.
     pub headers: HeaderMap,
 }
 
-impl HttpReply {
+impl ResponseHead {
     /// Whether the status is 2xx.
     pub fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
@@ -47,7 +47,7 @@ pub struct ErrorReply {
     /// The error as received, nothing dropped.
     pub error: RemoteError,
     /// The HTTP reply it came in (absent for an SSE error event).
-    pub http: Option<HttpReply>,
+    pub http: Option<ResponseHead>,
 }
 
 /// Which timeout fired.
@@ -109,7 +109,7 @@ pub enum ClientError<E = RemoteError> {
     /// The peer answered with an error object that `E` does not mirror.
     Unrecognized(Box<ErrorReply>),
     /// An HTTP reply that is not an A2A answer at all (a proxy's 502 page, a 404).
-    Status(Box<HttpReply>),
+    Status(Box<ResponseHead>),
     /// A timeout fired.
     Timeout(Timeout),
     /// No connection could be made (refused, DNS, TLS); the request was never sent.
@@ -121,7 +121,7 @@ pub enum ClientError<E = RemoteError> {
         /// What was wrong, for logs.
         detail: String,
         /// The HTTP reply, if one arrived.
-        http: Option<Box<HttpReply>>,
+        http: Option<Box<ResponseHead>>,
     },
     /// The reply, or one event of a stream, was larger than the client's limit
     /// ([`ReplyLimits`](super::ReplyLimits)); reading stopped there.
@@ -129,7 +129,7 @@ pub enum ClientError<E = RemoteError> {
         /// The limit in bytes.
         limit: usize,
         /// The HTTP reply, if the limit was hit reading a whole body.
-        http: Option<Box<HttpReply>>,
+        http: Option<Box<ResponseHead>>,
     },
     /// The call could not be built (params that do not serialize, a method the binding has
     /// no route for).
@@ -170,7 +170,7 @@ pub const DECIDED_BEFORE_WORK: [i32; 11] = [
 
 impl<E> ClientError<E> {
     /// Builds the error for a received error object: `E` when it mirrors, else unrecognized.
-    pub fn from_object(object: ErrorObject, http: Option<HttpReply>) -> Self
+    pub fn from_object(object: ErrorObject, http: Option<ResponseHead>) -> Self
     where
         E: FromErrorObject,
     {
@@ -207,7 +207,7 @@ impl<E> ClientError<E> {
     }
 
     /// The HTTP reply, when one arrived.
-    pub fn http(&self) -> Option<&HttpReply> {
+    pub fn http(&self) -> Option<&ResponseHead> {
         match self {
             ClientError::Remote { reply, .. } | ClientError::Unrecognized(reply) => {
                 reply.http.as_ref()
@@ -359,7 +359,7 @@ fn row(code: i32) -> &'static CodeRow {
 }
 
 /// The table row a bare HTTP status stands for ([`code::code_for_http`]).
-fn status_row(http: &HttpReply) -> &'static CodeRow {
+fn status_row(http: &ResponseHead) -> &'static CodeRow {
     row(code::code_for_http(http.status, None))
 }
 
@@ -542,7 +542,7 @@ mod tests {
         if let Some(value) = retry_after {
             headers.insert(RETRY_AFTER, HeaderValue::from_static(value));
         }
-        ClientError::Status(Box::new(HttpReply {
+        ClientError::Status(Box::new(ResponseHead {
             status: code,
             headers,
         }))

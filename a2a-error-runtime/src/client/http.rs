@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::call::{Call, EventStream, Reply};
-use super::error::{ClientError, HttpReply, Timeout};
+use super::error::{ClientError, ResponseHead, Timeout};
 
 pub use crate::wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 
@@ -67,18 +67,8 @@ impl ReplyLimits {
     }
 
     /// The largest reply body read.
-    pub fn body_limit(&self) -> usize {
+    pub(crate) fn body_limit(&self) -> usize {
         self.max_body_bytes
-    }
-
-    /// The largest SSE event read.
-    pub fn event_limit(&self) -> usize {
-        self.max_event_bytes
-    }
-
-    /// The longest wait between SSE events.
-    pub fn idle_limit(&self) -> Option<Duration> {
-        self.idle_timeout
     }
 }
 
@@ -170,15 +160,15 @@ pub(crate) async fn within_deadline<T, E>(
 }
 
 /// The status and headers of `response`.
-pub(crate) fn http_reply(response: &reqwest::Response) -> HttpReply {
-    HttpReply {
+pub(crate) fn http_reply(response: &reqwest::Response) -> ResponseHead {
+    ResponseHead {
         status: response.status().as_u16(),
         headers: response.headers().clone(),
     }
 }
 
 /// Whether the reply is an SSE stream.
-pub(crate) fn is_event_stream(http: &HttpReply) -> bool {
+pub(crate) fn is_event_stream(http: &ResponseHead) -> bool {
     http.headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -195,7 +185,7 @@ pub(crate) fn call_deadline(call: &Call) -> Option<Instant> {
 /// transport failure.
 pub(crate) async fn body<E>(
     mut response: reqwest::Response,
-    http: &HttpReply,
+    http: &ResponseHead,
     limit: usize,
 ) -> Result<Bytes, ClientError<E>> {
     let too_large = || ClientError::ReplyTooLarge {
@@ -321,7 +311,7 @@ fn stream_error<E>(error: EventStreamError<BodyError>, limit: usize) -> ClientEr
 
 /// A reply that is not what the binding promises: a non-2xx one is reported by its status
 /// (a proxy's error page), a 2xx one as malformed.
-pub(crate) fn unexpected<E>(http: HttpReply, detail: impl Into<String>) -> ClientError<E> {
+pub(crate) fn unexpected<E>(http: ResponseHead, detail: impl Into<String>) -> ClientError<E> {
     if http.is_success() {
         ClientError::Malformed {
             detail: detail.into(),

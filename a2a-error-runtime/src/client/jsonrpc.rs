@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::call::{Call, Reply};
-use super::error::{ClientError, HttpReply};
+use super::error::{ClientError, ResponseHead};
 use super::http::{self, Http};
 use crate::wire::error::FromErrorObject;
 use crate::wire::object::ErrorObject;
@@ -34,7 +34,7 @@ struct Response {
 pub(crate) fn decode<E: FromErrorObject>(
     body: &[u8],
     id: u64,
-    http: &HttpReply,
+    http: &ResponseHead,
 ) -> Result<Value, ClientError<E>> {
     let response: Response = match serde_json::from_slice(body) {
         Ok(response) => response,
@@ -105,8 +105,8 @@ mod tests {
     use crate::wire::error::A2aError;
     use crate::wire::remote::RemoteError;
 
-    fn ok() -> HttpReply {
-        HttpReply {
+    fn ok() -> ResponseHead {
+        ResponseHead {
             status: 200,
             headers: Default::default(),
         }
@@ -146,7 +146,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(other, ClientError::Malformed { .. }), "{other:?}");
-        let page = HttpReply {
+        let page = ResponseHead {
             status: 502,
             headers: Default::default(),
         };

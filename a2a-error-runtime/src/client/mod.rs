@@ -15,7 +15,7 @@ mod transport;
 
 pub(crate) use call::TimeLimit;
 pub use call::{Call, EventStream, Reply};
-pub use error::{BoxError, ClientError, DECIDED_BEFORE_WORK, ErrorReply, HttpReply, Timeout};
+pub use error::{BoxError, ClientError, DECIDED_BEFORE_WORK, ErrorReply, ResponseHead, Timeout};
 pub(crate) use http::DEFAULT_VERSION;
 pub use http::ReplyLimits;
 pub use transport::Transport;

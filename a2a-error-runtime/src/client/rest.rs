@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::call::{Call, Reply};
-use super::error::{ClientError, HttpReply};
+use super::error::{ClientError, ResponseHead};
 use super::http::{self, Http};
 use crate::wire::code;
 use crate::wire::error::FromErrorObject;
@@ -108,7 +108,7 @@ fn status_object<E: FromErrorObject>(body: &[u8], status: u16) -> Option<ErrorOb
 
 pub(crate) fn decode<E: FromErrorObject>(
     body: &[u8],
-    http: HttpReply,
+    http: ResponseHead,
 ) -> Result<Value, ClientError<E>> {
     if !http.is_success() {
         return match status_object::<E>(body, http.status) {
@@ -126,7 +126,7 @@ pub(crate) fn decode<E: FromErrorObject>(
 /// One SSE event: an item, or (event `error`, or a Status body) the error that ends the stream.
 pub(crate) fn decode_event<E: FromErrorObject>(
     event: &eventsource_stream::Event,
-    http: &HttpReply,
+    http: &ResponseHead,
 ) -> Result<Value, ClientError<E>> {
     let value: Value =
         serde_json::from_str(&event.data).map_err(|error| ClientError::Malformed {
@@ -209,7 +209,7 @@ mod tests {
         let body = br#"{"error":{"code":404,"status":"NOT_FOUND","message":"Task not found",
             "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo",
             "reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org","metadata":{"taskId":"t"}}]}}"#;
-        let http = HttpReply {
+        let http = ResponseHead {
             status: 404,
             headers: Default::default(),
         };
@@ -221,7 +221,7 @@ mod tests {
             "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"QUOTA","domain":"x"}]}}"#;
         let err = decode::<RemoteError>(
             custom,
-            HttpReply {
+            ResponseHead {
                 status: 429,
                 ..http.clone()
             },
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(err.remote().unwrap().reason(), "QUOTA");
         let page = decode::<RemoteError>(
             b"<html/>",
-            HttpReply {
+            ResponseHead {
                 status: 502,
                 ..http
             },
@@ -246,7 +246,7 @@ mod tests {
             format!(r#"{{"error":{{"code":{code},"status":"{status}","message":"m"}}}}"#)
         };
         let code_of = |text: String, http: u16| {
-            let http = HttpReply {
+            let http = ResponseHead {
                 status: http,
                 headers: Default::default(),
             };

@@ -53,6 +53,14 @@ fn status_response<E: A2aError + ?Sized>(err: &E, status: u16, mapping: StatusMa
     response
 }
 
+/// `StandardError` is a floor-0 type: its axum response lives here, on the server's floor,
+/// rather than being derived where it is defined.
+impl axum::response::IntoResponse for StandardError {
+    fn into_response(self) -> Response {
+        error_response(&self)
+    }
+}
+
 /// A fallback handler for unknown REST routes: 404 with a METHOD_NOT_FOUND Status body.
 pub async fn not_found() -> Response {
     error_response(&StandardError::MethodNotFound)

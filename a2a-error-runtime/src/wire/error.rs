@@ -118,7 +118,7 @@ pub trait A2aError: std::error::Error {
 
 /// An error enum with a fieldless twin that names its variants: `#[derive(A2aError)]` on an
 /// enum `MyError` makes `MyErrorKind` and implements this. It lets generic code (such as
-/// [`ClientError::kind`](crate::client::ClientError::kind)) say which variant a received
+/// `ClientError::kind`) say which variant a received
 /// error stands for even when the variant cannot be rebuilt.
 pub trait HasKind {
     /// The fieldless enum of variants.

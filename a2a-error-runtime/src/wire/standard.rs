@@ -16,7 +16,7 @@ pub(crate) const PROJECT_DOMAIN: &str = "a2a-error";
 /// domain on the wire; here that domain is `a2a-error` unless the enum wrapping this one says
 /// otherwise.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, A2aError)]
-#[a2a(domain = "a2a-error", crate = "crate")]
+#[a2a(domain = "a2a-error", crate = "crate", into_response = false)]
 #[non_exhaustive]
 pub enum StandardError {
     /// -32700: invalid JSON was received.
