@@ -3,7 +3,7 @@
 //! and method safety.
 //!
 //! The transport here is scripted (a `tower::service_fn` answering from a list), because these
-//! tests are about the decorator's decisions and timing; `tests/client.rs` runs the real
+//! tests are about the layers' decisions and timing; `tests/client.rs` runs the real
 //! transports over loopback.
 
 use std::collections::VecDeque;

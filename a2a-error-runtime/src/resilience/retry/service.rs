@@ -1,4 +1,4 @@
-//! `Retry`: the decorator over any transport, and its `tower::Layer`.
+//! `Retry`: the retrying service over any transport, and its `tower::Layer`.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
