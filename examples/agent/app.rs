@@ -242,35 +242,41 @@ impl Agent {
     }
 }
 
-/// The JSON-RPC endpoint (A2A 1.0 method names, and the 0.3 names as aliases).
-pub fn json_rpc(agent: Agent) -> JsonRpc {
-    let (send, get, cancel) = (agent.clone(), agent.clone(), agent);
-    JsonRpc::new()
+/// The JSON-RPC endpoint (A2A 1.0 method names, and the 0.3 names as aliases). Its handlers
+/// reach the agent as axum's `State`, as the REST handlers below do.
+pub fn json_rpc(agent: Agent) -> JsonRpc<Agent> {
+    JsonRpc::with_state(agent)
         .timeout(Duration::from_secs(30))
-        .method(
-            "SendMessage",
-            move |request: SendMessageRequest, _: RequestContext| {
-                let agent = send.clone();
-                async move { agent.send_message(request).await }
-            },
-        )
-        .method(
-            "GetTask",
-            move |request: TaskIdRequest, _: RequestContext| {
-                let result = get.get_task(&request.id);
-                async move { result }
-            },
-        )
-        .method(
-            "CancelTask",
-            move |request: TaskIdRequest, _: RequestContext| {
-                let result = cancel.cancel_task(&request.id);
-                async move { result }
-            },
-        )
+        .method("SendMessage", rpc_send)
+        .method("GetTask", rpc_get)
+        .method("CancelTask", rpc_cancel)
         .alias("message/send", "SendMessage")
         .alias("tasks/get", "GetTask")
         .alias("tasks/cancel", "CancelTask")
+}
+
+async fn rpc_send(
+    State(agent): State<Agent>,
+    request: SendMessageRequest,
+    _: RequestContext,
+) -> Result<SendMessageResponse, AgentError> {
+    agent.send_message(request).await
+}
+
+async fn rpc_get(
+    State(agent): State<Agent>,
+    request: TaskIdRequest,
+    _: RequestContext,
+) -> Result<Task, AgentError> {
+    agent.get_task(&request.id)
+}
+
+async fn rpc_cancel(
+    State(agent): State<Agent>,
+    request: TaskIdRequest,
+    _: RequestContext,
+) -> Result<Task, AgentError> {
+    agent.cancel_task(&request.id)
 }
 
 async fn rest_send(
@@ -332,12 +338,12 @@ pub fn router_with(agent: Agent) -> Router {
         .route("/.well-known/agent-card.json", get(agent_card))
         .fallback(rest::not_found)
         .layer(rest::catch_panic())
-        .layer(rest::RequireVersionLayer::new(["1.0"]))
-        .with_state(agent.clone());
-    // Every REST error a framework layer produces (a wrong HTTP method, a bad path) is a
-    // google.rpc.Status body too.
-    json_rpc(agent)
-        .into_router()
+        .layer(rest::RequireVersionLayer::new(["1.0"]));
+    // One router, one state; every REST error a framework layer produces (a wrong HTTP
+    // method, a bad path) is a google.rpc.Status body too.
+    Router::new()
+        .merge(json_rpc(agent.clone()).into_router())
         .merge(rest)
         .layer(rest::StatusBodiesLayer)
+        .with_state(agent)
 }
