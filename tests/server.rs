@@ -563,10 +563,67 @@ async fn send_message_retries_run_the_work_once() {
     assert_eq!(tries[0]["error"]["data"][0]["metadata"]["attempt"], "1");
     assert_eq!(error_code(&tries[1]), -32053);
     assert!(tries[2].get("result").is_some(), "{}", tries[2]);
-    // A final error is remembered: the secret internal error is answered from memory.
-    let one = rpc(&url, send(20, "dup-4", "fail:internal")).await;
-    let two = rpc(&url, send(21, "dup-4", "fail:internal")).await;
+}
+
+#[tokio::test]
+async fn final_errors_are_remembered_and_retryable_ones_run_again() {
+    let agent = app::Agent::default();
+    let url = serve(app::router_with(agent.clone())).await;
+    // A final error is replayed from memory: one run for two requests.
+    let one = rpc(&url, send(1, "final", "fail:unsupported")).await;
+    let two = rpc(&url, send(2, "final", "fail:unsupported")).await;
+    assert_eq!(error_code(&one), -32004);
     assert_eq!(one["error"], two["error"]);
+    assert_eq!(agent.runs("final"), 1);
+    // INTERNAL_ERROR is retryable: forgotten, so the retry runs again.
+    rpc(&url, send(3, "internal", "fail:internal")).await;
+    rpc(&url, send(4, "internal", "fail:internal")).await;
+    assert_eq!(agent.runs("internal"), 2);
+}
+
+#[tokio::test]
+async fn send_message_keys_are_scoped_bounded_and_tied_to_their_message() {
+    let agent = app::Agent::default();
+    let url = serve(app::router_with(agent.clone())).await;
+    let http = reqwest::Client::new();
+    let post = |auth: Option<&'static str>, body: Value| {
+        let mut request = http
+            .post(format!("{url}/"))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    // Two callers, one messageId: each gets their own task.
+    let alice = post(Some("Bearer alice"), send(1, "shared-id", "hello")).await;
+    let mallory = post(Some("Bearer mallory"), send(2, "shared-id", "hello")).await;
+    assert_ne!(
+        alice["result"]["task"]["id"],
+        mallory["result"]["task"]["id"]
+    );
+    let alice_again = post(Some("Bearer alice"), send(3, "shared-id", "hello")).await;
+    assert_eq!(alice_again["result"], alice["result"]);
+    assert_eq!(agent.runs("shared-id"), 2);
+    // The same messageId with another message: refused, not replayed, not run.
+    let reused = post(Some("Bearer alice"), send(4, "shared-id", "goodbye")).await;
+    assert_eq!(error_code(&reused), -32602, "{reused}");
+    assert_eq!(reused["error"]["data"][0]["reason"], "MESSAGE_ID_REUSED");
+    assert_eq!(agent.runs("shared-id"), 2);
+    // A messageId over 64 KiB: invalid params.
+    let long = "m".repeat(64 * 1024 + 1);
+    let too_long = post(None, send(5, &long, "hello")).await;
+    assert_eq!(error_code(&too_long), -32602, "{too_long}");
+    // Over REST too, with the same store: a JSON-RPC reply is replayed to a REST retry.
+    let rest: Value = rest_send(&http, &url, "shared-rest", "hi")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rpc_reply = rpc(&url, send(6, "shared-rest", "hi")).await;
+    assert_eq!(rpc_reply["result"], rest);
+    assert_eq!(agent.runs("shared-rest"), 1);
 }
 
 async fn numbers(

@@ -303,7 +303,10 @@ async fn the_example_agents_task_store_is_bounded() {
         let request: app::SendMessageRequest = serde_json::from_value(json!({"message": {
             "messageId": format!("m-{i}"), "role": "ROLE_USER", "parts": [{"text": "hi"}]}}))
         .unwrap();
-        agent.send_message(request).await.unwrap();
+        agent
+            .send_message(&Default::default(), request)
+            .await
+            .unwrap();
     }
     assert!(agent.task_count() <= 10_000, "{}", agent.task_count());
 }

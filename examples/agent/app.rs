@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use a2a_error::server::rest::{self, Json};
-use a2a_error::server::{Dedup, JsonRpc, RequestContext};
+use a2a_error::server::{Dedup, DedupError, DedupStore, JsonRpc, MemoryStore, RequestContext};
 use a2a_error::{A2aError, StandardError};
 use axum::Router;
 use axum::extract::{Path, State};
@@ -85,7 +85,7 @@ pub struct SendMessageRequest {
 }
 
 /// A2A 1.0 `Task`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     pub id: String,
@@ -94,8 +94,9 @@ pub struct Task {
     pub history: Vec<Message>,
 }
 
-/// A2A 1.0 `SendMessageResponse`: this agent always answers with a task.
-#[derive(Clone, Debug, Serialize)]
+/// A2A 1.0 `SendMessageResponse`: this agent always answers with a task. Deserialize too: a
+/// remembered reply is read back from the dedup store.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SendMessageResponse {
     pub task: Task,
 }
@@ -110,6 +111,14 @@ pub struct TaskIdRequest {
 /// grows with every request is a memory leak any caller can drive: bound it, and let the
 /// oldest go (a real agent would page them out to its database).
 const REMEMBERED: u64 = 10_000;
+/// How long a SendMessage may run, and so how long a replica that died mid-work blocks its
+/// messageId (`A2A_DEDUP_CLAIM_MS` shortens it, for the tests that kill a replica).
+static CLAIM_TTL: std::sync::LazyLock<Duration> = std::sync::LazyLock::new(|| {
+    std::env::var("A2A_DEDUP_CLAIM_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(Duration::from_secs(60), Duration::from_millis)
+});
 /// How long a finished task stays readable.
 const TASK_TTL: Duration = Duration::from_secs(3600);
 
@@ -118,12 +127,22 @@ const TASK_TTL: Duration = Duration::from_secs(3600);
 pub struct Agent {
     tasks: Cache<String, Task>,
     attempts: Cache<String, u32>,
+    /// Tells this process's task ids from every other replica's and run's.
+    replica: Arc<str>,
     next: Arc<AtomicU64>,
     dedup: Dedup<SendMessageResponse, AgentError>,
 }
 
 impl Default for Agent {
     fn default() -> Self {
+        Agent::with_store(MemoryStore::default())
+    }
+}
+
+impl Agent {
+    /// An agent whose SendMessage replies are remembered in `store`: in this process
+    /// ([`MemoryStore`]), or shared by replicas (`RedisStore`, `--redis URL`).
+    pub fn with_store(store: impl DedupStore) -> Self {
         Agent {
             tasks: Cache::builder()
                 .max_capacity(REMEMBERED)
@@ -133,14 +152,27 @@ impl Default for Agent {
                 .max_capacity(REMEMBERED)
                 .time_to_live(TASK_TTL)
                 .build(),
+            replica: Arc::from(format!("{:08x}", fastrand::u32(..))),
             next: Arc::default(),
-            // Client retries of SendMessage within 10 minutes get the first reply.
-            dedup: Dedup::new(Duration::from_secs(600), 10_000),
+            // Retries of SendMessage within 10 minutes of its reply get that reply, scoped by
+            // the caller's Authorization header; a handler never runs longer than its claim.
+            dedup: Dedup::with_store(store)
+                .window(Duration::from_secs(600))
+                .claim_ttl(*CLAIM_TTL)
+                .identify(|headers| {
+                    headers
+                        .get(axum::http::header::AUTHORIZATION)
+                        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+                }),
         }
     }
-}
 
-impl Agent {
+    /// How many times this replica ran the work of `message_id`; read by the tests.
+    #[allow(dead_code)]
+    pub fn runs(&self, message_id: &str) -> u32 {
+        self.attempts.get(message_id).unwrap_or(0)
+    }
+
     /// How many tasks are remembered now (bounded by `REMEMBERED`); read by the tests.
     #[allow(dead_code)]
     pub fn task_count(&self) -> u64 {
@@ -148,17 +180,24 @@ impl Agent {
         self.tasks.entry_count()
     }
 
-    /// SendMessage, safe to retry: the same messageId runs the work once.
+    /// SendMessage, safe to retry: the same messageId from the same caller runs the work
+    /// once, on any replica sharing the store.
     pub async fn send_message(
         &self,
+        headers: &HeaderMap,
         request: SendMessageRequest,
-    ) -> Result<SendMessageResponse, AgentError> {
-        let key = request.message.message_id.clone();
+    ) -> Result<SendMessageResponse, DedupError<AgentError>> {
         let agent = self.clone();
+        let message = request.message;
+        let work = message.clone();
         self.dedup
-            .run(Some(&key), move || async move {
-                agent.run_message(request.message).await
-            })
+            .run(
+                "SendMessage",
+                headers,
+                &message.message_id,
+                &message,
+                move || async move { agent.run_message(work).await },
+            )
             .await
     }
 
@@ -200,7 +239,8 @@ impl Agent {
         {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
-        let id = format!("task-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("task-{}-{n}", self.replica);
         let context_id = message
             .context_id
             .clone()
@@ -258,9 +298,9 @@ pub fn json_rpc(agent: Agent) -> JsonRpc<Agent> {
 async fn rpc_send(
     State(agent): State<Agent>,
     request: SendMessageRequest,
-    _: RequestContext,
-) -> Result<SendMessageResponse, AgentError> {
-    agent.send_message(request).await
+    ctx: RequestContext,
+) -> Result<SendMessageResponse, DedupError<AgentError>> {
+    agent.send_message(&ctx.headers, request).await
 }
 
 async fn rpc_get(
@@ -281,9 +321,10 @@ async fn rpc_cancel(
 
 async fn rest_send(
     State(agent): State<Agent>,
+    headers: HeaderMap,
     Json(request): Json<SendMessageRequest>,
-) -> Result<Json<SendMessageResponse>, AgentError> {
-    agent.send_message(request).await.map(Json)
+) -> Result<Json<SendMessageResponse>, DedupError<AgentError>> {
+    agent.send_message(&headers, request).await.map(Json)
 }
 
 async fn rest_get(
@@ -326,6 +367,7 @@ async fn agent_card(headers: HeaderMap) -> Json<Value> {
 }
 
 /// The whole agent on one router: JSON-RPC at `POST /`, REST, and the agent card.
+#[allow(dead_code)]
 pub fn router() -> Router {
     router_with(Agent::default())
 }

@@ -1,11 +1,12 @@
-//! The example agent: `cargo run --example agent -- --addr 127.0.0.1:8080`.
+//! The example agent: `cargo run --example agent -- --addr 127.0.0.1:8080 [--redis URL]`.
 //!
 //! Serves JSON-RPC at `POST /`, REST at `GET /tasks/{id}`, `POST /message:send` and
-//! `POST /tasks/{id}:cancel`, and its agent card at `GET /.well-known/agent-card.json`.
+//! `POST /tasks/{id}:cancel`, and its agent card at `GET /.well-known/agent-card.json`. With
+//! `--redis redis://HOST:PORT`, replicas pointed at the same Redis share SendMessage replies.
 
 mod app;
 
-use a2a_error::server::{ServeLimits, serve};
+use a2a_error::server::{RedisStore, ServeLimits, serve};
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -15,15 +16,27 @@ async fn main() {
         .init();
     let mut args = std::env::args().skip(1);
     let mut addr = "127.0.0.1:8080".to_owned();
+    let mut redis = None;
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--addr", Some(value)) => addr = value,
+            ("--redis", Some(url)) => redis = Some(url),
             _ => {
-                eprintln!("usage: agent [--addr HOST:PORT]");
+                eprintln!("usage: agent [--addr HOST:PORT] [--redis redis://HOST:PORT]");
                 std::process::exit(2);
             }
         }
     }
+    let agent = match redis {
+        None => app::Agent::default(),
+        Some(url) => match RedisStore::connect(&url) {
+            Ok(store) => app::Agent::with_store(store),
+            Err(error) => {
+                eprintln!("cannot use Redis at {url}: {error}");
+                std::process::exit(2);
+            }
+        },
+    };
     let listener = match tokio::net::TcpListener::bind(&addr).await {
         Ok(listener) => listener,
         Err(error) => {
@@ -33,7 +46,7 @@ async fn main() {
     };
     tracing::info!("example agent listening on http://{addr}");
     // Not axum::serve: it bounds neither header nor body read time nor connections.
-    if let Err(error) = serve(listener, app::router(), ServeLimits::default()).await {
+    if let Err(error) = serve(listener, app::router_with(agent), ServeLimits::default()).await {
         eprintln!("server error: {error}");
         std::process::exit(1);
     }

@@ -12,7 +12,9 @@ mod sse;
 mod task;
 mod version;
 
-pub use dedup::Dedup;
+#[cfg(feature = "redis")]
+pub use dedup::RedisStore;
+pub use dedup::{Dedup, DedupError, DedupStore, MemoryStore, Refusal, StoreError, StoreFailure};
 pub use endpoint::{Handler, JsonRpc, RequestContext};
 pub use serve::{ServeLimits, serve};
 pub use sse::{Binding, sse_response};

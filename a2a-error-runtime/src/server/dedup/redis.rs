@@ -1,0 +1,187 @@
+//! `RedisStore` (feature `redis`): replicas of one agent share claims and outcomes.
+//!
+//! The claim is one Lua script (read, and write only if nothing is there), so two replicas
+//! can never both claim a key; finishing and releasing compare the claim first, so a replica
+//! whose claim expired cannot overwrite the claim of the one that took over. Expiry is Redis's
+//! own TTL (`PX`): a replica that dies mid-work leaves a claim that expires, and the client's
+//! retry then runs the work once more. Every command is bounded by a timeout, so a Redis that
+//! stops answering gives an error, never a hang.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use super::store::{DedupStore, StoreError};
+
+/// Claims `KEYS[1]` for `ARGV[2]` ms unless it holds a record; returns the record, or nil.
+const CLAIM: &str = r#"
+local held = redis.call('GET', KEYS[1])
+if held then return held end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
+"#;
+
+/// Replaces the claim `ARGV[1]` by `ARGV[2]` for `ARGV[3]` ms, if it is still there.
+const FINISH: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return 1
+"#;
+
+/// Deletes the key if it still holds the claim `ARGV[1]`.
+const RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"#;
+
+/// A store in Redis (or any server speaking its protocol), through redis-rs's tokio
+/// connection manager, which reconnects on its own.
+#[derive(Clone)]
+pub struct RedisStore {
+    connection: ConnectionManager,
+    prefix: String,
+    timeout: Duration,
+    claim: redis::Script,
+    finish: redis::Script,
+    release: redis::Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://host:port/db`). Keys are prefixed `a2a-dedup:`; every
+    /// command times out after 1 s. The connection is made lazily and remade when it drops.
+    pub fn connect(url: &str) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(store_error)?;
+        let timeout = Duration::from_secs(1);
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(200));
+        let connection =
+            ConnectionManager::new_lazy_with_config(client, config).map_err(store_error)?;
+        Ok(RedisStore {
+            connection,
+            prefix: "a2a-dedup:".to_owned(),
+            timeout,
+            claim: redis::Script::new(CLAIM),
+            finish: redis::Script::new(FINISH),
+            release: redis::Script::new(RELEASE),
+        })
+    }
+
+    /// Prefixes every key with `prefix` (agents sharing one Redis keep apart).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Bounds every command (default 1 s): past it the command fails as unreachable.
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = limit;
+        self
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    async fn bounded<T>(
+        &self,
+        command: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.timeout, command).await {
+            Ok(result) => result.map_err(store_error),
+            Err(_) => Err(StoreError(format!(
+                "no answer within {} ms",
+                self.timeout.as_millis()
+            ))),
+        }
+    }
+}
+
+fn store_error(error: redis::RedisError) -> StoreError {
+    StoreError(error.to_string())
+}
+
+fn millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl DedupStore for RedisStore {
+    fn claim<'a>(
+        &'a self,
+        key: &'a str,
+        claim: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Option<Bytes>, StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let mut invocation = self.claim.key(self.key(key));
+            invocation.arg(claim).arg(millis(ttl));
+            let held: Option<Vec<u8>> = self
+                .bounded(invocation.invoke_async(&mut connection))
+                .await?;
+            Ok(held.map(Bytes::from))
+        })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        key: &'a str,
+        claim: &'a [u8],
+        outcome: Bytes,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let mut invocation = self.finish.key(self.key(key));
+            invocation.arg(claim).arg(outcome.as_ref()).arg(millis(ttl));
+            let _: i64 = self
+                .bounded(invocation.invoke_async(&mut connection))
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        claim: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let mut invocation = self.release.key(self.key(key));
+            invocation.arg(claim);
+            let _: i64 = self
+                .bounded(invocation.invoke_async(&mut connection))
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Bytes>, StoreError>> {
+        Box::pin(async move {
+            let mut connection = self.connection.clone();
+            let held: Option<Vec<u8>> = self
+                .bounded(
+                    redis::cmd("GET")
+                        .arg(self.key(key))
+                        .query_async(&mut connection),
+                )
+                .await?;
+            Ok(held.map(Bytes::from))
+        })
+    }
+}

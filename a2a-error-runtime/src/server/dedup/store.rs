@@ -1,0 +1,126 @@
+//! `DedupStore`: where remembered outcomes live, and the one record format every store keeps.
+//!
+//! A key holds one record: a claim by work in flight (`R`, the request's fingerprint and the
+//! claim's token), or an outcome (`D`, the fingerprint, `O` or `E`, and the reply bytes).
+//! Stores only move opaque bytes and compare them; the records are read here.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+
+/// Why a store could not answer (unreachable, timed out, refused the command).
+#[derive(Debug, thiserror::Error)]
+#[error("dedup store: {0}")]
+pub struct StoreError(pub String);
+
+/// A place for remembered outcomes, shared by every replica that uses the same one.
+///
+/// Every operation is atomic per key. Implemented by [`MemoryStore`](super::MemoryStore) and,
+/// with the `redis` feature, [`RedisStore`](super::RedisStore).
+pub trait DedupStore: Send + Sync + 'static {
+    /// Stores `claim` at `key` for `ttl` unless the key holds a live record; returns that
+    /// record, or `None` when the claim was stored.
+    fn claim<'a>(
+        &'a self,
+        key: &'a str,
+        claim: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Option<Bytes>, StoreError>>;
+
+    /// Replaces `claim` at `key` by `outcome`, kept for `ttl`; does nothing when the key no
+    /// longer holds this claim (it expired, and another claim may stand there now).
+    fn finish<'a>(
+        &'a self,
+        key: &'a str,
+        claim: &'a [u8],
+        outcome: Bytes,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Removes `key` if it still holds `claim`, so the next attempt runs the work again.
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        claim: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The live record at `key`.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Bytes>, StoreError>>;
+}
+
+/// A record read back.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Record {
+    /// Work in flight for a request with this fingerprint.
+    Running { fingerprint: u64 },
+    /// A success: the reply's JSON.
+    Succeeded { fingerprint: u64, reply: Bytes },
+    /// A final error: its error object's JSON.
+    Failed { fingerprint: u64, error: Bytes },
+}
+
+pub(crate) fn claim_record(fingerprint: u64, token: u64) -> Vec<u8> {
+    format!("R{fingerprint:016x}{token:016x}").into_bytes()
+}
+
+pub(crate) fn outcome_record(fingerprint: u64, ok: bool, body: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(18 + body.len());
+    out.push(b'D');
+    out.extend_from_slice(format!("{fingerprint:016x}").as_bytes());
+    out.push(if ok { b'O' } else { b'E' });
+    out.extend_from_slice(body);
+    Bytes::from(out)
+}
+
+/// Reads a record; `None` for bytes no store of this crate wrote.
+pub(crate) fn read_record(bytes: &Bytes) -> Option<Record> {
+    let fingerprint = u64::from_str_radix(std::str::from_utf8(bytes.get(1..17)?).ok()?, 16).ok()?;
+    match (bytes.first()?, bytes.get(17)?) {
+        (b'R', _) => Some(Record::Running { fingerprint }),
+        (b'D', b'O') => Some(Record::Succeeded {
+            fingerprint,
+            reply: bytes.slice(18..),
+        }),
+        (b'D', b'E') => Some(Record::Failed {
+            fingerprint,
+            error: bytes.slice(18..),
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back() {
+        let claim = Bytes::from(claim_record(0xabc, 7));
+        assert_eq!(
+            read_record(&claim),
+            Some(Record::Running { fingerprint: 0xabc })
+        );
+        let done = outcome_record(u64::MAX, true, b"{\"a\":1}");
+        assert_eq!(
+            read_record(&done),
+            Some(Record::Succeeded {
+                fingerprint: u64::MAX,
+                reply: Bytes::from_static(b"{\"a\":1}")
+            })
+        );
+        let failed = outcome_record(1, false, b"{}");
+        assert!(matches!(
+            read_record(&failed),
+            Some(Record::Failed { fingerprint: 1, .. })
+        ));
+        for junk in [
+            &b""[..],
+            b"R12",
+            b"Xzzzzzzzzzzzzzzzzz",
+            b"D0000000000000001Q",
+        ] {
+            assert_eq!(read_record(&Bytes::copy_from_slice(junk)), None, "{junk:?}");
+        }
+    }
+}
