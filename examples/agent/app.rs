@@ -112,13 +112,8 @@ pub struct TaskIdRequest {
 /// oldest go (a real agent would page them out to its database).
 const REMEMBERED: u64 = 10_000;
 /// How long a SendMessage may run, and so how long a replica that died mid-work blocks its
-/// messageId (`A2A_DEDUP_CLAIM_MS` shortens it, for the tests that kill a replica).
-static CLAIM_TTL: std::sync::LazyLock<Duration> = std::sync::LazyLock::new(|| {
-    std::env::var("A2A_DEDUP_CLAIM_MS")
-        .ok()
-        .and_then(|ms| ms.parse().ok())
-        .map_or(Duration::from_secs(60), Duration::from_millis)
-});
+/// messageId.
+const CLAIM_TTL: Duration = Duration::from_secs(60);
 /// How long a finished task stays readable.
 const TASK_TTL: Duration = Duration::from_secs(3600);
 
@@ -143,6 +138,12 @@ impl Agent {
     /// An agent whose SendMessage replies are remembered in `store`: in this process
     /// ([`MemoryStore`]), or shared by replicas (`RedisStore`, `--redis URL`).
     pub fn with_store(store: impl DedupStore) -> Self {
+        Agent::with_claim_ttl(store, CLAIM_TTL)
+    }
+
+    /// As [`with_store`](Self::with_store), with claims that last `claim_ttl` (the tests that
+    /// kill a replica shorten it).
+    pub fn with_claim_ttl(store: impl DedupStore, claim_ttl: Duration) -> Self {
         Agent {
             tasks: Cache::builder()
                 .max_capacity(REMEMBERED)
@@ -158,7 +159,7 @@ impl Agent {
             // the caller's Authorization header; a handler never runs longer than its claim.
             dedup: Dedup::with_store(store)
                 .window(Duration::from_secs(600))
-                .claim_ttl(*CLAIM_TTL)
+                .claim_ttl(claim_ttl)
                 .identify(|headers| {
                     headers
                         .get(axum::http::header::AUTHORIZATION)

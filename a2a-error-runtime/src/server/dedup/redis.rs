@@ -60,7 +60,9 @@ impl std::fmt::Debug for RedisStore {
 
 impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`). Keys are prefixed `a2a-dedup:`; every
-    /// command times out after 1 s. The connection is made lazily and remade when it drops.
+    /// command times out after 1 s. The connection is made lazily and remade when it drops;
+    /// call this inside the tokio runtime that will use the store (its connection task runs
+    /// there).
     pub fn connect(url: &str) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(store_error)?;
         let timeout = Duration::from_secs(1);

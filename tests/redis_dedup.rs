@@ -1,0 +1,362 @@
+//! The Redis dedup store against a real `redis-server` that these tests start on loopback:
+//! replicas of the example agent sharing one Redis run a SendMessage once, whichever replica a
+//! retry lands on; a replica that dies mid-work leaves a claim that expires; a Redis that stops
+//! answering gives the configured behaviour, not a hang.
+//!
+//! `redis-server` comes from the Debian package of that name (`.ci/run` installs it). Without
+//! it these tests fail and say how to install it; `A2A_REDIS_SKIP=1` skips them on purpose,
+//! and each then prints `SKIPPED` on stderr.
+
+#[path = "../examples/agent/app.rs"]
+#[allow(dead_code)]
+mod app;
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use a2a_error::Client;
+use a2a_error::StandardError;
+use a2a_error::resilience::{Jitter, RetryPolicy};
+use a2a_error::server::{Dedup, DedupError, RedisStore, Refusal, StoreFailure};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use common::serve;
+use serde_json::{Value, json};
+
+/// A redis-server of our own on a free loopback port, stopped when dropped.
+struct Redis {
+    child: Child,
+    url: String,
+}
+
+impl Redis {
+    fn start() -> Option<Redis> {
+        if std::env::var_os("A2A_REDIS_SKIP").is_some_and(|v| v == "1") {
+            eprintln!("SKIPPED: Redis dedup tests (A2A_REDIS_SKIP=1)");
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!(
+                    "cannot start redis-server ({error}): install it (`apt-get install -y \
+                     redis-server`), or skip these tests on purpose with A2A_REDIS_SKIP=1"
+                )
+            });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Redis {
+            child,
+            url: format!("redis://127.0.0.1:{port}/"),
+        })
+    }
+
+    fn store(&self) -> RedisStore {
+        RedisStore::connect(&self.url).unwrap()
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn message(text: &str, id: &str) -> Value {
+    json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}})
+}
+
+fn rpc_body(id: u64, text: &str, message_id: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage",
+           "params": message(text, message_id)})
+    .to_string()
+}
+
+async fn post_rpc(url: &str, body: String) -> Value {
+    reqwest::Client::new()
+        .post(format!("{url}/"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A load balancer that sends the first request to `first` and breaks the connection after
+/// its reply (a lost reply), and every later request to `rest`.
+async fn lossy_balancer(first: String, rest: String) -> (String, Arc<AtomicU32>) {
+    let seen = Arc::new(AtomicU32::new(0));
+    let count = Arc::clone(&seen);
+    let http = reqwest::Client::new();
+    let router = Router::new().route(
+        "/",
+        post(move |headers: HeaderMap, body: Bytes| {
+            let (http, count) = (http.clone(), Arc::clone(&count));
+            let (first, rest) = (first.clone(), rest.clone());
+            async move {
+                let n = count.fetch_add(1, Ordering::SeqCst);
+                let upstream = if n == 0 { first } else { rest };
+                let reply = http
+                    .post(format!("{upstream}/"))
+                    .header("content-type", "application/json")
+                    .header("a2a-version", headers["a2a-version"].clone())
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                let bytes = reply.bytes().await.unwrap();
+                if n == 0 {
+                    let parts = futures_util::stream::iter([
+                        Ok(Bytes::from_static(b"{\"jsonrpc\"")),
+                        Err(std::io::Error::other("connection reset")),
+                    ]);
+                    return Response::builder()
+                        .header("content-type", "application/json")
+                        .body(Body::from_stream(parts))
+                        .unwrap();
+                }
+                ([("content-type", "application/json")], bytes).into_response()
+            }
+        }),
+    );
+    (serve(router).await, seen)
+}
+
+fn client(url: &str) -> Client<app::AgentError> {
+    Client::jsonrpc(format!("{url}/"))
+        .retry(
+            RetryPolicy::new()
+                .base_delay(Duration::from_millis(20))
+                .jitter(Jitter::None),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_lost_on_one_replica_is_replayed_by_another() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let (a, b) = (
+        app::Agent::with_store(redis.store()),
+        app::Agent::with_store(redis.store()),
+    );
+    let url_a = serve(app::router_with(a.clone())).await;
+    let url_b = serve(app::router_with(b.clone())).await;
+    let (balancer, seen) = lossy_balancer(url_a.clone(), url_b).await;
+
+    let reply: Value = client(&balancer)
+        .send_message(&message("hello", "m-lost"))
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        2,
+        "A got the first try, B the retry"
+    );
+    assert_eq!(
+        (a.runs("m-lost"), b.runs("m-lost")),
+        (1, 0),
+        "the work ran once"
+    );
+    // The reply B gave is A's run: the task exists on A, not on B.
+    let id = reply["task"]["id"].as_str().unwrap().to_owned();
+    assert!(a.get_task(&id).is_ok());
+    assert!(b.get_task(&id).is_err());
+
+    drop(redis);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicates_on_two_replicas_at_once_run_once() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let (a, b) = (
+        app::Agent::with_store(redis.store()),
+        app::Agent::with_store(redis.store()),
+    );
+    let urls = [
+        serve(app::router_with(a.clone())).await,
+        serve(app::router_with(b.clone())).await,
+    ];
+    let results = futures_util::future::join_all((0..10u64).map(|i| {
+        let url = urls[(i % 2) as usize].clone();
+        async move { post_rpc(&url, rpc_body(i, "sleep:200", "m-race")).await }
+    }))
+    .await;
+    let tasks: std::collections::BTreeSet<&str> = results
+        .iter()
+        .map(|r| r["result"]["task"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(tasks.len(), 1, "{results:?}");
+    assert_eq!(a.runs("m-race") + b.runs("m-race"), 1);
+}
+
+#[test]
+fn a_replica_that_dies_mid_work_leaves_a_claim_that_expires() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let claim = Duration::from_millis(1500);
+    // Replica A on a runtime of its own, so that it can die with its work in flight.
+    let a_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // The store's connection lives on the runtime it is made on, and dies with it.
+    let a = a_runtime.block_on(async { app::Agent::with_claim_ttl(redis.store(), claim) });
+    let url_a = a_runtime.block_on(serve(app::router_with(a.clone())));
+    let b_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let b = b_runtime.block_on(async { app::Agent::with_claim_ttl(redis.store(), claim) });
+    let url_b = b_runtime.block_on(serve(app::router_with(b.clone())));
+
+    let body = rpc_body(1, "sleep:1000", "m-die");
+    let first = b_runtime.spawn(post_rpc_detached(url_a, body.clone()));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(a.runs("m-die"), 1, "A started the work");
+    // A dies: its server and the work in flight are gone; its claim stays in Redis.
+    a_runtime.shutdown_background();
+    let started = Instant::now();
+    let retry = b_runtime.block_on(post_rpc(&url_b, body));
+    let waited = started.elapsed();
+    assert!(retry.get("result").is_some(), "{retry}");
+    assert_eq!(b.runs("m-die"), 1, "B ran it once, after the claim expired");
+    // B did not start before A's claim expired (1.5 s after A took it, 0.3 s before the
+    // retry), so the work never ran twice at once; it then took B's 1 s.
+    assert!(waited >= Duration::from_millis(2000), "{waited:?}");
+    assert!(waited < Duration::from_secs(8), "{waited:?}");
+    drop(first);
+}
+
+/// A request whose caller may be gone by the time it ends.
+async fn post_rpc_detached(url: String, body: String) -> Option<Value> {
+    let reply = reqwest::Client::new()
+        .post(format!("{url}/"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .ok()?;
+    reply.json().await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_stops_fails_closed_in_bounded_time_or_runs_as_configured() {
+    let Some(mut redis) = Redis::start() else {
+        return;
+    };
+    let agent = app::Agent::with_store(redis.store());
+    let url = serve(app::router_with(agent.clone())).await;
+    let ok = post_rpc(&url, rpc_body(1, "hello", "m-before")).await;
+    assert!(ok.get("result").is_some(), "{ok}");
+    let open: Dedup<Value, StandardError> =
+        Dedup::with_store(redis.store()).on_store_failure(StoreFailure::RunWithoutDedup);
+
+    redis.stop();
+    let started = Instant::now();
+    let refused = post_rpc(&url, rpc_body(2, "hello", "m-after")).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(refused["error"]["code"], -32053, "{refused}");
+    assert_eq!(
+        agent.runs("m-after"),
+        0,
+        "no work without the once-only guarantee"
+    );
+    // Through the typed client: AGENT_UNAVAILABLE with pushback, decided before any work.
+    let error = Client::<app::AgentError>::jsonrpc(format!("{url}/"))
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap()
+        .send_message::<_, Value>(&message("hello", "m-after"))
+        .await
+        .unwrap_err();
+    assert!(!error.may_have_run(), "{error:?}");
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(1)));
+
+    // Configured to run without dedup instead: it runs.
+    let ran = open
+        .run("SendMessage", &HeaderMap::new(), "m", "x", || async {
+            Ok::<_, StandardError>(json!("ran"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(ran, "ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_travel_through_redis_too() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let dedup: Dedup<Value, StandardError> = Dedup::with_store(redis.store());
+    let first = dedup
+        .run(
+            "SendMessage",
+            &HeaderMap::new(),
+            "k",
+            &json!({"a": 1}),
+            || async { Ok::<_, StandardError>(json!(1)) },
+        )
+        .await
+        .unwrap();
+    let replay = dedup
+        .run(
+            "SendMessage",
+            &HeaderMap::new(),
+            "k",
+            &json!({"a": 1}),
+            || async { Ok::<_, StandardError>(json!(2)) },
+        )
+        .await
+        .unwrap();
+    assert_eq!(first, replay);
+    let reused = dedup
+        .run(
+            "SendMessage",
+            &HeaderMap::new(),
+            "k",
+            &json!({"a": 2}),
+            || async { Ok::<_, StandardError>(json!(3)) },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(reused, DedupError::Refused(Refusal::IdReused)));
+}
