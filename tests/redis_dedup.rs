@@ -313,7 +313,7 @@ async fn a_redis_that_stops_fails_closed_in_bounded_time_or_runs_as_configured()
 
     // Configured to run without dedup instead: it runs.
     let ran = open
-        .run("SendMessage", &HeaderMap::new(), "m", "x", || async {
+        .run("SendMessage", &HeaderMap::new(), "m", "x", |_| async {
             Ok::<_, StandardError>(json!("ran"))
         })
         .await
@@ -332,8 +332,8 @@ async fn refusals_travel_through_redis_too() {
             "SendMessage",
             &HeaderMap::new(),
             "k",
-            &json!({"a": 1}),
-            || async { Ok::<_, StandardError>(json!(1)) },
+            json!({"a": 1}),
+            |_| async { Ok::<_, StandardError>(json!(1)) },
         )
         .await
         .unwrap();
@@ -342,8 +342,8 @@ async fn refusals_travel_through_redis_too() {
             "SendMessage",
             &HeaderMap::new(),
             "k",
-            &json!({"a": 1}),
-            || async { Ok::<_, StandardError>(json!(2)) },
+            json!({"a": 1}),
+            |_| async { Ok::<_, StandardError>(json!(2)) },
         )
         .await
         .unwrap();
@@ -353,8 +353,8 @@ async fn refusals_travel_through_redis_too() {
             "SendMessage",
             &HeaderMap::new(),
             "k",
-            &json!({"a": 2}),
-            || async { Ok::<_, StandardError>(json!(3)) },
+            json!({"a": 2}),
+            |_| async { Ok::<_, StandardError>(json!(3)) },
         )
         .await
         .unwrap_err();

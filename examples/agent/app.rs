@@ -189,15 +189,14 @@ impl Agent {
         request: SendMessageRequest,
     ) -> Result<SendMessageResponse, DedupError<AgentError>> {
         let agent = self.clone();
-        let message = request.message;
-        let work = message.clone();
+        let id = request.message.message_id.clone();
         self.dedup
             .run(
                 "SendMessage",
                 headers,
-                &message.message_id,
-                &message,
-                move || async move { agent.run_message(work).await },
+                &id,
+                request.message,
+                |message| async move { agent.run_message(message).await },
             )
             .await
     }

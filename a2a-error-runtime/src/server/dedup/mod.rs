@@ -31,7 +31,9 @@ use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::http::HeaderMap;
@@ -109,7 +111,7 @@ impl<T, E> Dedup<T, E> {
         Dedup::with_store(MemoryStore::default())
     }
 
-    /// Deduplication in `store` (a [`RedisStore`](self) shared by replicas, a bounded
+    /// Deduplication in `store` (a `RedisStore` shared by replicas, a bounded
     /// [`MemoryStore`], or your own), with the defaults of [`in_memory`](Self::in_memory).
     pub fn with_store(store: impl DedupStore) -> Self {
         Dedup {
@@ -198,19 +200,21 @@ where
         format!("{method}:{caller}:{id}")
     }
 
-    /// Runs `work` for `method` at most once per (caller, `id`), and returns its outcome or
-    /// the remembered one. `request` is what makes two uses of one id the same request (the
-    /// message); `headers` are the request's, for [`identify`](Self::identify).
-    pub async fn run<F, Fut>(
+    /// Runs `work(request)` for `method` at most once per (caller, `id`), and returns its
+    /// outcome or the remembered one. `request` is what makes two uses of one id the same
+    /// request (the message; its JSON is hashed) and is handed to the work when it runs;
+    /// `headers` are the request's, for [`identify`](Self::identify).
+    pub async fn run<R, F, Fut>(
         &self,
         method: &str,
         headers: &HeaderMap,
         id: &str,
-        request: &(impl Serialize + ?Sized),
+        request: R,
         work: F,
     ) -> Result<T, DedupError<E>>
     where
-        F: FnOnce() -> Fut,
+        R: Serialize,
+        F: FnOnce(R) -> Fut,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
         let settings = &self.settings;
@@ -220,7 +224,8 @@ where
             }));
         }
         let key = self.key(method, headers, id);
-        let fingerprint = hash(&serde_json::to_vec(request).unwrap_or_default());
+        let fingerprint = hash(&serde_json::to_vec(&request).unwrap_or_default());
+        let work = move || work(request);
         let claim = claim_record(fingerprint, fastrand::u64(..));
         let waited_since = tokio::time::Instant::now();
         loop {
@@ -292,8 +297,9 @@ where
         }
     }
 
-    /// Runs the work under our claim, in a task of its own, so it finishes (and its outcome is
-    /// recorded) even if this caller goes away.
+    /// Runs the work under our claim and records its outcome. The work is polled right here
+    /// (no task, no thread hop on the common path); if this caller goes away first, the rest
+    /// of it moves to a task of its own, so it still finishes and its outcome is recorded.
     async fn run_claimed<F, Fut>(
         &self,
         key: String,
@@ -307,7 +313,7 @@ where
     {
         let settings = Arc::clone(&self.settings);
         let work = AssertUnwindSafe(work()).catch_unwind();
-        let task = tokio::spawn(async move {
+        let recorded = Detachable::new(async move {
             let outcome = tokio::time::timeout(settings.claim_ttl, work).await;
             let record = match &outcome {
                 Ok(Ok(Ok(reply))) => serde_json::to_vec(reply)
@@ -336,11 +342,9 @@ where
             }
             outcome
         });
-        match task.await {
-            Ok(Ok(Ok(outcome))) => outcome.map_err(DedupError::Failed),
-            Ok(Ok(Err(panic))) => std::panic::resume_unwind(panic),
-            Ok(Err(_)) => Err(DedupError::Refused(Refusal::Abandoned)),
-            // The runtime is shutting down.
+        match recorded.await {
+            Ok(Ok(outcome)) => outcome.map_err(DedupError::Failed),
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
             Err(_) => Err(DedupError::Refused(Refusal::Abandoned)),
         }
     }
@@ -365,6 +369,46 @@ where
     }
 }
 
+/// A future polled in place that, dropped before it is done, finishes in a task of its own.
+struct Detachable<F: Future<Output: Send> + Send + 'static> {
+    inner: Option<Pin<Box<F>>>,
+}
+
+impl<F: Future<Output: Send> + Send + 'static> Detachable<F> {
+    fn new(inner: F) -> Self {
+        Detachable {
+            inner: Some(Box::pin(inner)),
+        }
+    }
+}
+
+impl<F: Future<Output: Send> + Send + 'static> Future for Detachable<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // Unpin: the work itself is boxed.
+        let this = self.get_mut();
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Pending;
+        };
+        let output = std::task::ready!(inner.as_mut().poll(cx));
+        this.inner = None;
+        Poll::Ready(output)
+    }
+}
+
+impl<F: Future<Output: Send> + Send + 'static> Drop for Detachable<F> {
+    fn drop(&mut self) {
+        if let Some(rest) = self.inner.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                rest.await;
+            });
+        }
+    }
+}
+
 fn replay_success<T: DeserializeOwned, E>(reply: &Bytes) -> Result<T, DedupError<E>> {
     serde_json::from_slice(reply).map_err(|error| {
         tracing::warn!("a remembered reply does not read back: {error}");
@@ -376,7 +420,7 @@ fn replay_success<T: DeserializeOwned, E>(reply: &Bytes) -> Result<T, DedupError
 
 fn replay_error<E>(error: &Bytes) -> DedupError<E> {
     match serde_json::from_slice::<ErrorObject>(error) {
-        Ok(object) => DedupError::Replayed(RemoteError::from_object(object)),
+        Ok(object) => DedupError::Replayed(Box::new(RemoteError::from_object(object))),
         Err(_) => DedupError::Refused(Refusal::StoreUnavailable {
             retry_after: Duration::from_secs(1),
         }),
@@ -440,7 +484,7 @@ pub enum DedupError<E> {
     Failed(E),
     /// A final error remembered from the first run, replayed byte for byte.
     #[error(transparent)]
-    Replayed(RemoteError),
+    Replayed(Box<RemoteError>),
     /// Answered without running the work.
     #[error(transparent)]
     Refused(Refusal),
@@ -450,7 +494,7 @@ impl<E: A2aError + 'static> DedupError<E> {
     fn inner(&self) -> &dyn A2aError {
         match self {
             DedupError::Failed(error) => error,
-            DedupError::Replayed(error) => error,
+            DedupError::Replayed(error) => &**error,
             DedupError::Refused(refusal) => refusal,
         }
     }

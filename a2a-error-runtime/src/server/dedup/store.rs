@@ -17,7 +17,7 @@ pub struct StoreError(pub String);
 /// A place for remembered outcomes, shared by every replica that uses the same one.
 ///
 /// Every operation is atomic per key. Implemented by [`MemoryStore`](super::MemoryStore) and,
-/// with the `redis` feature, [`RedisStore`](super::RedisStore).
+/// with the `redis` feature, `RedisStore`.
 pub trait DedupStore: Send + Sync + 'static {
     /// Stores `claim` at `key` for `ttl` unless the key holds a live record; returns that
     /// record, or `None` when the claim was stored.

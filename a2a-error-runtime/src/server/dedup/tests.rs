@@ -21,13 +21,13 @@ struct Work {
 }
 
 impl Work {
-    fn run(
+    fn run<R>(
         &self,
         takes: Duration,
         outcome: Result<Value, StandardError>,
-    ) -> impl FnOnce() -> BoxFuture<'static, Result<Value, StandardError>> {
+    ) -> impl FnOnce(R) -> BoxFuture<'static, Result<Value, StandardError>> {
         let runs = Arc::clone(&self.runs);
-        move || {
+        move |_: R| {
             Box::pin(async move {
                 let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
                 tokio::time::sleep(takes).await;
@@ -198,7 +198,7 @@ async fn panics_are_forgotten_and_reach_the_caller_as_panics() {
     let panicking = dedup.clone();
     let caller = tokio::spawn(async move {
         panicking
-            .run("SendMessage", headers(), "p", "x", move || async move {
+            .run("SendMessage", headers(), "p", "x", move |_| async move {
                 counted.fetch_add(1, Ordering::SeqCst);
                 panic!("on purpose");
             })
@@ -288,7 +288,7 @@ async fn a_key_reused_for_another_request_is_refused() {
             "SendMessage",
             headers(),
             "m",
-            &json!({"text": "pay 5"}),
+            json!({"text": "pay 5"}),
             work.run(S, Ok(json!(1))),
         )
         .await
@@ -298,7 +298,7 @@ async fn a_key_reused_for_another_request_is_refused() {
             "SendMessage",
             headers(),
             "m",
-            &json!({"text": "pay 500"}),
+            json!({"text": "pay 500"}),
             work.run(S, Ok(json!(2))),
         )
         .await

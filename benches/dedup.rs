@@ -1,0 +1,125 @@
+//! Keyed SendMessage through `server::Dedup`: each call a new messageId (the common case: a
+//! claim, the work in a task of its own, the outcome recorded), with 0, 10k and 1M outcomes
+//! already remembered in memory, and through Redis on loopback when `redis-server` is on the
+//! PATH. The baseline, in the same run, is the same work called without dedup.
+//!
+//! `cargo bench --bench dedup`
+
+use std::hint::black_box;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use a2a_error::StandardError;
+use a2a_error::server::{Dedup, DedupStore, MemoryStore, RedisStore};
+use axum::http::HeaderMap;
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+
+type D = Dedup<Value, StandardError>;
+
+async fn work(n: u64) -> Result<Value, StandardError> {
+    Ok(json!({"task": {"id": n, "status": "completed"}}))
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn message_id() -> String {
+    format!("m-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+fn filled(store: impl DedupStore, entries: u64, runtime: &tokio::runtime::Runtime) -> D {
+    let dedup = D::with_store(store);
+    let headers = HeaderMap::new();
+    runtime.block_on(async {
+        for n in 0..entries {
+            let id = message_id();
+            dedup
+                .run("SendMessage", &headers, &id, &id, move |_| work(n))
+                .await
+                .unwrap();
+        }
+    });
+    dedup
+}
+
+fn timed(runtime: &tokio::runtime::Runtime, dedup: Option<&D>, iters: u64) -> Duration {
+    let headers = HeaderMap::new();
+    runtime.block_on(async {
+        let start = Instant::now();
+        for n in 0..iters {
+            let reply = match dedup {
+                None => work(n).await.unwrap(),
+                Some(dedup) => {
+                    let id = message_id();
+                    dedup
+                        .run("SendMessage", &headers, &id, &id, move |_| work(n))
+                        .await
+                        .unwrap()
+                }
+            };
+            black_box(reply);
+        }
+        start.elapsed()
+    })
+}
+
+/// A redis-server of the bench's own, if there is one on the PATH.
+fn redis() -> Option<(Child, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    for _ in 0..500 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some((child, format!("redis://127.0.0.1:{port}/")));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+fn keyed_send_message(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("dedup_send_message");
+    group.bench_function("unkeyed", |b| {
+        b.iter_custom(|iters| timed(&runtime, None, iters))
+    });
+    for (name, entries) in [
+        ("memory_0", 0),
+        ("memory_10k", 10_000),
+        ("memory_1m", 1_000_000),
+    ] {
+        // Room for what is filled and what the bench adds: nothing is evicted under it.
+        let store = MemoryStore::new(4_000_000, 4 << 30);
+        let dedup = filled(store, entries, &runtime);
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| timed(&runtime, Some(&dedup), iters))
+        });
+    }
+    if let Some((mut child, url)) = redis() {
+        let dedup = runtime.block_on(async { D::with_store(RedisStore::connect(&url).unwrap()) });
+        group.bench_function("redis_loopback", |b| {
+            b.iter_custom(|iters| timed(&runtime, Some(&dedup), iters))
+        });
+        let _ = child.kill();
+    } else {
+        eprintln!("redis-server not found: the Redis row is not measured");
+    }
+    group.finish();
+}
+
+criterion_group!(benches, keyed_send_message);
+criterion_main!(benches);
