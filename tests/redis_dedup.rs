@@ -360,3 +360,97 @@ async fn refusals_travel_through_redis_too() {
         .unwrap_err();
     assert!(matches!(reused, DedupError::Refused(Refusal::IdReused)));
 }
+
+/// The built `agent` example, started as its own process (killed when dropped).
+struct AgentProcess(Child);
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn agent_exe() -> std::path::PathBuf {
+    // Test binaries live in target/<profile>/deps; examples in target/<profile>/examples.
+    let exe = std::env::current_exe().unwrap();
+    let agent = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("examples")
+        .join(format!("agent{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        agent.exists(),
+        "{} is missing: run `cargo test --workspace`, which builds the examples",
+        agent.display()
+    );
+    agent
+}
+
+fn start_agent(redis_url: &str) -> (AgentProcess, String) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(agent_exe())
+        .args(["--addr", &format!("127.0.0.1:{port}"), "--redis", redis_url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the agent did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (AgentProcess(child), format!("http://127.0.0.1:{port}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_agent_processes_with_redis_share_replies() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let (_a, url_a) = start_agent(&redis.url);
+    let (_b, url_b) = start_agent(&redis.url);
+    let http = reqwest::Client::new();
+    let send = |url: &str, auth: &str, id: u64, message_id: &str| {
+        http.post(format!("{url}/"))
+            .header("content-type", "application/json")
+            .header("authorization", auth.to_owned())
+            .body(rpc_body(id, "hello", message_id))
+            .send()
+    };
+    let first: Value = send(&url_a, "Bearer alice", 1, "m-procs")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let retry: Value = send(&url_b, "Bearer alice", 2, "m-procs")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // B answered with A's run: the same task id, which carries A's prefix.
+    assert_eq!(retry["result"], first["result"], "{retry}");
+    // Another caller with the same messageId gets a task of its own.
+    let other: Value = send(&url_b, "Bearer bob", 3, "m-procs")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_ne!(other["result"]["task"]["id"], first["result"]["task"]["id"]);
+    // A bad Redis URL is a usage error at start-up.
+    let status = Command::new(agent_exe())
+        .args(["--addr", "127.0.0.1:0", "--redis", "not a url"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2));
+}
