@@ -5,8 +5,10 @@
 //!
 //! `cargo bench --bench dedup`
 
+#[path = "../tests/common/redis_server.rs"]
+mod redis_server;
+
 use std::hint::black_box;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -14,6 +16,7 @@ use a2a_error::StandardError;
 use a2a_error::server::{Dedup, DedupStore, MemoryStore, RedisStore};
 use axum::http::HeaderMap;
 use criterion::{Criterion, criterion_group, criterion_main};
+use redis_server::RedisServer;
 use serde_json::{Value, json};
 
 type D = Dedup<Value, StandardError>;
@@ -64,29 +67,6 @@ fn timed(runtime: &tokio::runtime::Runtime, dedup: Option<&D>, iters: u64) -> Du
     })
 }
 
-/// A redis-server of the bench's own, if there is one on the PATH.
-fn redis() -> Option<(Child, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    for _ in 0..500 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some((child, format!("redis://127.0.0.1:{port}/")));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    None
-}
-
 fn keyed_send_message(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -109,14 +89,15 @@ fn keyed_send_message(c: &mut Criterion) {
             b.iter_custom(|iters| timed(&runtime, Some(&dedup), iters))
         });
     }
-    if let Some((mut child, url)) = redis() {
-        let dedup = runtime.block_on(async { D::with_store(RedisStore::connect(&url).unwrap()) });
-        group.bench_function("redis_loopback", |b| {
-            b.iter_custom(|iters| timed(&runtime, Some(&dedup), iters))
-        });
-        let _ = child.kill();
-    } else {
-        eprintln!("redis-server not found: the Redis row is not measured");
+    match RedisServer::spawn() {
+        Ok(redis) => {
+            let store = runtime.block_on(async { RedisStore::connect(&redis.url).unwrap() });
+            let dedup = D::with_store(store);
+            group.bench_function("redis_loopback", |b| {
+                b.iter_custom(|iters| timed(&runtime, Some(&dedup), iters))
+            });
+        }
+        Err(error) => eprintln!("no redis-server ({error}): the Redis row is not measured"),
     }
     group.finish();
 }

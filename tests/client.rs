@@ -513,19 +513,7 @@ async fn a_downstream_error_passes_on_unchanged() {
 
 /// Runs the built `client` example against `url`.
 fn run_example(args: &[&str]) -> (i32, String) {
-    // Test binaries live in target/<profile>/deps; examples in target/<profile>/examples.
-    let exe = std::env::current_exe().unwrap();
-    let example = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("examples")
-        .join(format!("client{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        example.exists(),
-        "{} is missing: run `cargo test --workspace`, which builds the examples",
-        example.display()
-    );
+    let example = common::example_exe("client");
     let output = std::process::Command::new(example)
         .args(args)
         .output()

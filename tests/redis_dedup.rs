@@ -27,14 +27,12 @@ use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use common::redis_server::RedisServer;
 use common::serve;
 use serde_json::{Value, json};
 
-/// A redis-server of our own on a free loopback port, stopped when dropped.
-struct Redis {
-    child: Child,
-    url: String,
-}
+/// A redis-server of the test's own, or `None` when skipped on purpose.
+struct Redis(RedisServer);
 
 impl Redis {
     fn start() -> Option<Redis> {
@@ -42,47 +40,25 @@ impl Redis {
             eprintln!("SKIPPED: Redis dedup tests (A2A_REDIS_SKIP=1)");
             return None;
         }
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|error| {
-                panic!(
-                    "cannot start redis-server ({error}): install it (`apt-get install -y \
-                     redis-server`), or skip these tests on purpose with A2A_REDIS_SKIP=1"
-                )
-            });
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
+        match RedisServer::spawn() {
+            Ok(server) => Some(Redis(server)),
+            Err(error) => panic!(
+                "cannot start redis-server ({error}): install it (`apt-get install -y \
+                 redis-server`), or skip these tests on purpose with A2A_REDIS_SKIP=1"
+            ),
         }
-        Some(Redis {
-            child,
-            url: format!("redis://127.0.0.1:{port}/"),
-        })
+    }
+
+    fn url(&self) -> &str {
+        &self.0.url
     }
 
     fn store(&self) -> RedisStore {
-        RedisStore::connect(&self.url).unwrap()
+        RedisStore::connect(self.url()).unwrap()
     }
 
     fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
+        self.0.stop();
     }
 }
 
@@ -371,30 +347,13 @@ impl Drop for AgentProcess {
     }
 }
 
-fn agent_exe() -> std::path::PathBuf {
-    // Test binaries live in target/<profile>/deps; examples in target/<profile>/examples.
-    let exe = std::env::current_exe().unwrap();
-    let agent = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("examples")
-        .join(format!("agent{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        agent.exists(),
-        "{} is missing: run `cargo test --workspace`, which builds the examples",
-        agent.display()
-    );
-    agent
-}
-
 fn start_agent(redis_url: &str) -> (AgentProcess, String) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let child = Command::new(agent_exe())
+    let child = Command::new(common::example_exe("agent"))
         .args(["--addr", &format!("127.0.0.1:{port}"), "--redis", redis_url])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -413,8 +372,8 @@ async fn two_agent_processes_with_redis_share_replies() {
     let Some(redis) = Redis::start() else {
         return;
     };
-    let (_a, url_a) = start_agent(&redis.url);
-    let (_b, url_b) = start_agent(&redis.url);
+    let (_a, url_a) = start_agent(redis.url());
+    let (_b, url_b) = start_agent(redis.url());
     let http = reqwest::Client::new();
     let send = |url: &str, auth: &str, id: u64, message_id: &str| {
         http.post(format!("{url}/"))
@@ -446,7 +405,7 @@ async fn two_agent_processes_with_redis_share_replies() {
         .unwrap();
     assert_ne!(other["result"]["task"]["id"], first["result"]["task"]["id"]);
     // A bad Redis URL is a usage error at start-up.
-    let status = Command::new(agent_exe())
+    let status = Command::new(common::example_exe("agent"))
         .args(["--addr", "127.0.0.1:0", "--redis", "not a url"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

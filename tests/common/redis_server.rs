@@ -1,0 +1,54 @@
+//! A `redis-server` of a test's (or a bench's) own on a free loopback port, stopped when
+//! dropped. Shared by `tests/redis_dedup.rs` and `benches/dedup.rs`.
+// Each test binary compiles this module; only some use it.
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct RedisServer {
+    child: Child,
+    /// `redis://127.0.0.1:PORT/`.
+    pub url: String,
+}
+
+impl RedisServer {
+    /// Starts one with nothing persisted and waits until it listens (at most 10 s).
+    pub fn spawn() -> std::io::Result<RedisServer> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let mut server = RedisServer {
+            child,
+            url: format!("redis://127.0.0.1:{port}/"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                server.stop();
+                return Err(std::io::Error::other(
+                    "redis-server did not start listening",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(server)
+    }
+
+    /// Stops it (as a crash would: no shutdown handshake).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
