@@ -10,8 +10,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 
 use crate::wire::code::{self, SPEC_DOMAIN};
 use crate::wire::data::DataSink;
-use crate::wire::error::HasKind;
-use crate::wire::error::{A2aError, Category, FromErrorObject, RetryHint};
+use crate::wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 use crate::wire::object::{ErrorObject, WireProfile};
 use crate::wire::remote::RemoteError;
 use crate::wire::standard::PROJECT_DOMAIN;

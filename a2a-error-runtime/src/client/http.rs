@@ -175,12 +175,6 @@ pub(crate) fn is_event_stream(http: &ResponseHead) -> bool {
         .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
 }
 
-/// When a call that starts now must be done: what is left of its deadline or budget.
-pub(crate) fn call_deadline(call: &Call) -> Option<Instant> {
-    call.time_left()
-        .and_then(|left| Instant::now().checked_add(left))
-}
-
 /// Reads the whole body, at most `limit` bytes; a connection that breaks while reading is a
 /// transport failure.
 pub(crate) async fn body<E>(

@@ -101,7 +101,8 @@ where
     }
 
     fn call(&mut self, call: Call) -> Self::Future {
-        let deadline = http::call_deadline(&call);
+        // A call that starts now must be done by its deadline, or its budget from now.
+        let deadline = call.time_limit().deadline_from(tokio::time::Instant::now());
         let http = self.http.clone();
         match self.wire {
             Wire::JsonRpc => Box::pin(http::within_deadline(

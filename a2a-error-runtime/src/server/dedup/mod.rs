@@ -66,6 +66,19 @@ pub enum StoreFailure {
 
 type Identify = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
+/// The retry delay of every refusal that asks the caller to come back.
+const COME_BACK: Duration = Duration::from_secs(1);
+
+/// What a record found at a key means for a request with a given fingerprint.
+enum Found<T, E> {
+    /// A finished outcome for this request (or a refusal: the id serves another request).
+    Settled(Result<T, DedupError<E>>),
+    /// This request is in flight elsewhere.
+    Running,
+    /// Bytes no store of this crate wrote.
+    Unreadable,
+}
+
 struct Settings {
     store: Arc<dyn DedupStore>,
     window: Duration,
@@ -192,11 +205,15 @@ where
 {
     /// The store key of `id` for `method` from the caller of `headers`.
     fn key(&self, method: &str, headers: &HeaderMap, id: &str) -> String {
-        let caller = match &self.settings.identify {
-            Some(identify) => identify(headers).map(|who| hash(who.as_bytes())),
-            None => None,
-        };
-        let caller = caller.map_or_else(|| "anonymous".to_owned(), |h| format!("{h:016x}"));
+        let caller = self
+            .settings
+            .identify
+            .as_ref()
+            .and_then(|identify| identify(headers))
+            .map_or_else(
+                || "anonymous".to_owned(),
+                |who| format!("{:016x}", hash(who.as_bytes())),
+            );
         format!("{method}:{caller}:{id}")
     }
 
@@ -236,27 +253,17 @@ where
             let Some(held) = held else {
                 return self.run_claimed(key, claim, fingerprint, work).await;
             };
-            match read_record(&held) {
-                Some(Record::Running { fingerprint: other })
-                | Some(Record::Succeeded {
-                    fingerprint: other, ..
-                })
-                | Some(Record::Failed {
-                    fingerprint: other, ..
-                }) if other != fingerprint => {
-                    return Err(DedupError::Refused(Refusal::IdReused));
-                }
-                Some(Record::Succeeded { reply, .. }) => return replay_success(&reply),
-                Some(Record::Failed { error, .. }) => return Err(replay_error(&error)),
-                Some(Record::Running { .. }) => {}
-                None => {
+            match found(&held, fingerprint) {
+                Found::Settled(outcome) => return outcome,
+                Found::Running => {}
+                Found::Unreadable => {
                     return self
                         .store_failed(StoreError("unreadable record".into()), work)
                         .await;
                 }
             }
             // In flight elsewhere: wait for it to finish or to be forgotten.
-            match self.wait(&key, waited_since).await {
+            match self.wait(&key, fingerprint, waited_since).await {
                 Ok(Some(outcome)) => return outcome,
                 // Forgotten (a retryable failure, a panic, a claim that expired): claim again.
                 Ok(None) => continue,
@@ -265,11 +272,12 @@ where
         }
     }
 
-    /// Waits for the record at `key` to stop being a claim: `Some(outcome)` when it finished,
+    /// Waits for the record at `key` to stop being a claim: `Some(outcome)` when it settled,
     /// `None` when it was forgotten; past the wait limit, the in-progress refusal.
     async fn wait(
         &self,
         key: &str,
+        fingerprint: u64,
         since: tokio::time::Instant,
     ) -> Result<Option<Result<T, DedupError<E>>>, StoreError> {
         let limit = self.settings.wait_limit;
@@ -277,21 +285,18 @@ where
         loop {
             if since.elapsed() >= limit {
                 return Ok(Some(Err(DedupError::Refused(Refusal::InProgress {
-                    retry_after: Duration::from_secs(1),
+                    retry_after: COME_BACK,
                 }))));
             }
             tokio::time::sleep(pause.min(limit.saturating_sub(since.elapsed()))).await;
             pause = (pause * 2).min(Duration::from_millis(100));
             match self.settings.store.get(key).await? {
                 None => return Ok(None),
-                Some(held) => match read_record(&held) {
-                    Some(Record::Succeeded { reply, .. }) => {
-                        return Ok(Some(replay_success(&reply)));
-                    }
-                    Some(Record::Failed { error, .. }) => {
-                        return Ok(Some(Err(replay_error(&error))));
-                    }
-                    _ => {}
+                Some(held) => match found(&held, fingerprint) {
+                    Found::Settled(outcome) => return Ok(Some(outcome)),
+                    // Still running; bytes that do not read keep the caller waiting until
+                    // the limit, as before.
+                    Found::Running | Found::Unreadable => {}
                 },
             }
         }
@@ -358,7 +363,7 @@ where
             StoreFailure::FailClosed => {
                 tracing::warn!("dedup store unavailable, refusing the call: {error}");
                 Err(DedupError::Refused(Refusal::StoreUnavailable {
-                    retry_after: Duration::from_secs(1),
+                    retry_after: COME_BACK,
                 }))
             }
             StoreFailure::RunWithoutDedup => {
@@ -409,11 +414,28 @@ impl<F: Future<Output: Send> + Send + 'static> Drop for Detachable<F> {
     }
 }
 
+/// Reads the record `held` for a request with `fingerprint`.
+fn found<T: DeserializeOwned, E>(held: &Bytes, fingerprint: u64) -> Found<T, E> {
+    match read_record(held) {
+        Some(Record::Running { fingerprint: other })
+        | Some(Record::Succeeded {
+            fingerprint: other, ..
+        })
+        | Some(Record::Failed {
+            fingerprint: other, ..
+        }) if other != fingerprint => Found::Settled(Err(DedupError::Refused(Refusal::IdReused))),
+        Some(Record::Succeeded { reply, .. }) => Found::Settled(replay_success(&reply)),
+        Some(Record::Failed { error, .. }) => Found::Settled(Err(replay_error(&error))),
+        Some(Record::Running { .. }) => Found::Running,
+        None => Found::Unreadable,
+    }
+}
+
 fn replay_success<T: DeserializeOwned, E>(reply: &Bytes) -> Result<T, DedupError<E>> {
     serde_json::from_slice(reply).map_err(|error| {
         tracing::warn!("a remembered reply does not read back: {error}");
         DedupError::Refused(Refusal::StoreUnavailable {
-            retry_after: Duration::from_secs(1),
+            retry_after: COME_BACK,
         })
     })
 }
@@ -422,7 +444,7 @@ fn replay_error<E>(error: &Bytes) -> DedupError<E> {
     match serde_json::from_slice::<ErrorObject>(error) {
         Ok(object) => DedupError::Replayed(Box::new(RemoteError::from_object(object))),
         Err(_) => DedupError::Refused(Refusal::StoreUnavailable {
-            retry_after: Duration::from_secs(1),
+            retry_after: COME_BACK,
         }),
     }
 }
