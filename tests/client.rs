@@ -18,11 +18,12 @@ use a2a_error::server::{Binding, sse_response};
 use a2a_error::{A2aError, RemoteError, StandardError};
 use app::AgentError;
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use common::proxy::{broken_reply, lossy_balancer};
 use common::serve;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -106,17 +107,6 @@ impl Faults {
 }
 
 /// A 200 whose body breaks off after `prefix`: hyper drops the connection mid-response.
-fn broken_reply(prefix: &'static [u8]) -> Response {
-    let parts = futures_util::stream::iter([
-        Ok(Bytes::from_static(prefix)),
-        Err(std::io::Error::other("connection reset")),
-    ]);
-    Response::builder()
-        .header("content-type", "application/json")
-        .body(Body::from_stream(parts))
-        .unwrap()
-}
-
 fn request_id(body: &Bytes) -> Id {
     let request: Value = serde_json::from_slice(body).unwrap();
     Id::from_value(&request["id"]).unwrap()
@@ -430,52 +420,11 @@ async fn example_agent_non_retryable_errors_stop_after_one_attempt() {
     assert!(log.lock().unwrap().is_empty());
 }
 
-/// A proxy in front of the agent that forwards the first request, lets the agent finish,
-/// and then breaks the connection before the reply reaches the client.
-async fn lossy_proxy(upstream: String) -> (String, Arc<Mutex<u32>>) {
-    let forwarded = Arc::new(Mutex::new(0u32));
-    let count = forwarded.clone();
-    let http = reqwest::Client::new();
-    let router = Router::new().route(
-        "/",
-        post(move |headers: HeaderMap, body: Bytes| {
-            let (http, upstream, count) = (http.clone(), upstream.clone(), count.clone());
-            async move {
-                let reply = http
-                    .post(format!("{upstream}/"))
-                    .header("content-type", "application/json")
-                    .header("a2a-version", headers["a2a-version"].clone())
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
-                let status = reply.status().as_u16();
-                let bytes = reply.bytes().await.unwrap();
-                let first = {
-                    let mut n = count.lock().unwrap();
-                    *n += 1;
-                    *n == 1
-                };
-                if first {
-                    return broken_reply(b"{\"jsonrpc\":\"2.0\"");
-                }
-                (
-                    StatusCode::from_u16(status).unwrap(),
-                    [("content-type", "application/json")],
-                    bytes,
-                )
-                    .into_response()
-            }
-        }),
-    );
-    (serve(router).await, forwarded)
-}
-
 #[tokio::test]
 async fn send_message_after_a_lost_reply_runs_the_handler_once() {
     let state = app::Agent::default();
     let agent = serve(app::router_with(state.clone())).await;
-    let (proxy, forwarded) = lossy_proxy(agent.clone()).await;
+    let (proxy, forwarded) = lossy_balancer(agent.clone(), agent.clone()).await;
     let (policy, log) = recording::<AgentError>();
     let client = jsonrpc(&format!("{proxy}/"), policy);
     let reply: Value = client
@@ -483,7 +432,7 @@ async fn send_message_after_a_lost_reply_runs_the_handler_once() {
         .await
         .unwrap();
     assert_eq!(
-        *forwarded.lock().unwrap(),
+        forwarded.load(std::sync::atomic::Ordering::SeqCst),
         2,
         "the agent saw the message twice"
     );

@@ -14,20 +14,17 @@ mod common;
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use a2a_error::Client;
 use a2a_error::StandardError;
 use a2a_error::resilience::{Jitter, RetryPolicy};
 use a2a_error::server::{Dedup, DedupError, RedisStore, Refusal, StoreFailure};
-use axum::Router;
-use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use common::proxy::lossy_balancer;
 use common::redis_server::RedisServer;
+use common::requests::{rpc, send};
 use common::serve;
 use serde_json::{Value, json};
 
@@ -64,65 +61,6 @@ impl Redis {
 
 fn message(text: &str, id: &str) -> Value {
     json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}})
-}
-
-fn rpc_body(id: u64, text: &str, message_id: &str) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage",
-           "params": message(text, message_id)})
-    .to_string()
-}
-
-async fn post_rpc(url: &str, body: String) -> Value {
-    reqwest::Client::new()
-        .post(format!("{url}/"))
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-/// A load balancer that sends the first request to `first` and breaks the connection after
-/// its reply (a lost reply), and every later request to `rest`.
-async fn lossy_balancer(first: String, rest: String) -> (String, Arc<AtomicU32>) {
-    let seen = Arc::new(AtomicU32::new(0));
-    let count = Arc::clone(&seen);
-    let http = reqwest::Client::new();
-    let router = Router::new().route(
-        "/",
-        post(move |headers: HeaderMap, body: Bytes| {
-            let (http, count) = (http.clone(), Arc::clone(&count));
-            let (first, rest) = (first.clone(), rest.clone());
-            async move {
-                let n = count.fetch_add(1, Ordering::SeqCst);
-                let upstream = if n == 0 { first } else { rest };
-                let reply = http
-                    .post(format!("{upstream}/"))
-                    .header("content-type", "application/json")
-                    .header("a2a-version", headers["a2a-version"].clone())
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
-                let bytes = reply.bytes().await.unwrap();
-                if n == 0 {
-                    let parts = futures_util::stream::iter([
-                        Ok(Bytes::from_static(b"{\"jsonrpc\"")),
-                        Err(std::io::Error::other("connection reset")),
-                    ]);
-                    return Response::builder()
-                        .header("content-type", "application/json")
-                        .body(Body::from_stream(parts))
-                        .unwrap();
-                }
-                ([("content-type", "application/json")], bytes).into_response()
-            }
-        }),
-    );
-    (serve(router).await, seen)
 }
 
 fn client(url: &str) -> Client<app::AgentError> {
@@ -186,7 +124,7 @@ async fn duplicates_on_two_replicas_at_once_run_once() {
     ];
     let results = futures_util::future::join_all((0..10u64).map(|i| {
         let url = urls[(i % 2) as usize].clone();
-        async move { post_rpc(&url, rpc_body(i, "sleep:200", "m-race")).await }
+        async move { rpc(&format!("{url}/"), send(i, "m-race", "sleep:200")).await }
     }))
     .await;
     let tasks: std::collections::BTreeSet<&str> = results
@@ -220,14 +158,14 @@ fn a_replica_that_dies_mid_work_leaves_a_claim_that_expires() {
     let b = b_runtime.block_on(async { app::Agent::with_claim_ttl(redis.store(), claim) });
     let url_b = b_runtime.block_on(serve(app::router_with(b.clone())));
 
-    let body = rpc_body(1, "sleep:1000", "m-die");
+    let body = send(1, "m-die", "sleep:1000");
     let first = b_runtime.spawn(post_rpc_detached(url_a, body.clone()));
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(a.runs("m-die"), 1, "A started the work");
     // A dies: its server and the work in flight are gone; its claim stays in Redis.
     a_runtime.shutdown_background();
     let started = Instant::now();
-    let retry = b_runtime.block_on(post_rpc(&url_b, body));
+    let retry = b_runtime.block_on(rpc(&format!("{url_b}/"), body));
     let waited = started.elapsed();
     assert!(retry.get("result").is_some(), "{retry}");
     assert_eq!(b.runs("m-die"), 1, "B ran it once, after the claim expired");
@@ -239,11 +177,11 @@ fn a_replica_that_dies_mid_work_leaves_a_claim_that_expires() {
 }
 
 /// A request whose caller may be gone by the time it ends.
-async fn post_rpc_detached(url: String, body: String) -> Option<Value> {
+async fn post_rpc_detached(url: String, body: Value) -> Option<Value> {
     let reply = reqwest::Client::new()
         .post(format!("{url}/"))
         .header("content-type", "application/json")
-        .body(body)
+        .body(body.to_string())
         .send()
         .await
         .ok()?;
@@ -257,14 +195,14 @@ async fn a_redis_that_stops_fails_closed_in_bounded_time_or_runs_as_configured()
     };
     let agent = app::Agent::with_store(redis.store());
     let url = serve(app::router_with(agent.clone())).await;
-    let ok = post_rpc(&url, rpc_body(1, "hello", "m-before")).await;
+    let ok = rpc(&format!("{url}/"), send(1, "m-before", "hello")).await;
     assert!(ok.get("result").is_some(), "{ok}");
     let open: Dedup<Value, StandardError> =
         Dedup::with_store(redis.store()).on_store_failure(StoreFailure::RunWithoutDedup);
 
     redis.stop();
     let started = Instant::now();
-    let refused = post_rpc(&url, rpc_body(2, "hello", "m-after")).await;
+    let refused = rpc(&format!("{url}/"), send(2, "m-after", "hello")).await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -375,20 +313,20 @@ async fn two_agent_processes_with_redis_share_replies() {
     let (_a, url_a) = start_agent(redis.url());
     let (_b, url_b) = start_agent(redis.url());
     let http = reqwest::Client::new();
-    let send = |url: &str, auth: &str, id: u64, message_id: &str| {
+    let post_as = |url: &str, auth: &str, id: u64, message_id: &str| {
         http.post(format!("{url}/"))
             .header("content-type", "application/json")
             .header("authorization", auth.to_owned())
-            .body(rpc_body(id, "hello", message_id))
+            .body(send(id, message_id, "hello").to_string())
             .send()
     };
-    let first: Value = send(&url_a, "Bearer alice", 1, "m-procs")
+    let first: Value = post_as(&url_a, "Bearer alice", 1, "m-procs")
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    let retry: Value = send(&url_b, "Bearer alice", 2, "m-procs")
+    let retry: Value = post_as(&url_b, "Bearer alice", 2, "m-procs")
         .await
         .unwrap()
         .json()
@@ -397,7 +335,7 @@ async fn two_agent_processes_with_redis_share_replies() {
     // B answered with A's run: the same task id, which carries A's prefix.
     assert_eq!(retry["result"], first["result"], "{retry}");
     // Another caller with the same messageId gets a task of its own.
-    let other: Value = send(&url_b, "Bearer bob", 3, "m-procs")
+    let other: Value = post_as(&url_b, "Bearer bob", 3, "m-procs")
         .await
         .unwrap()
         .json()
