@@ -150,6 +150,10 @@ pub const LEGACY_RESERVED_KEYS: [&str; 4] = ["reason", "domain", "retryable", "r
 /// The domain of the spec's own reasons.
 pub const SPEC_DOMAIN: &str = "a2a-protocol.org";
 
+/// The domain of the project's own codes when no application names one (`StandardError`'s,
+/// a client's local failures); an application's enum wrapping such an error replaces it.
+pub const PROJECT_DOMAIN: &str = "a2a-error";
+
 /// Invalid JSON was received (JSON-RPC 2.0).
 pub const PARSE_ERROR: i32 = -32700;
 /// The JSON sent is not a valid request object (JSON-RPC 2.0).

@@ -3,6 +3,7 @@
 //! [`Input::private`]); bounds come from `bounds`, the kind enum from `kind`, and invalid
 //! input goes to `fallback`.
 
+use a2a_error_codes::PROJECT_DOMAIN;
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{ToTokens as _, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned as _;
@@ -16,10 +17,6 @@ use crate::kind;
 use crate::template::Piece;
 use crate::valid;
 use crate::wire::{self, Domain, Retry, Shape, Wire};
-
-/// The domain of the project's own codes when no application names one (the runtime's
-/// `StandardError`); a wrapping enum replaces it with its own.
-const PROJECT_DOMAIN: &str = "a2a-error";
 
 pub fn derive(node: &DeriveInput) -> TokenStream {
     let cx = Ctxt::default();
@@ -76,14 +73,11 @@ fn domain_tokens(p: &TokenStream, domain: &Domain) -> TokenStream {
 /// The domain the enum gives errors it wraps whose own domain is the project's placeholder:
 /// its `domain` attribute, else the package name.
 fn container_domain(input: &Input) -> TokenStream {
-    let p = input.private();
-    match &input.attrs.domain {
-        Some(domain) => {
-            let domain = &domain.value;
-            quote!(#domain)
-        }
-        None => quote!(#p::env!("CARGO_PKG_NAME")),
-    }
+    let domain = match &input.attrs.domain {
+        Some(domain) => Domain::Literal(domain.value.clone()),
+        None => Domain::Package,
+    };
+    domain_tokens(&input.private(), &domain)
 }
 
 struct Expander<'a> {

@@ -219,6 +219,7 @@ impl<S> std::fmt::Debug for JsonRpc<S> {
     }
 }
 
+#[derive(Clone)]
 struct Inner<S> {
     state: S,
     methods: HashMap<String, Erased<S>>,
@@ -228,21 +229,6 @@ struct Inner<S> {
     timeout: Option<Duration>,
     versions: Versions,
     profile: WireProfile,
-}
-
-impl<S: Clone> Clone for Inner<S> {
-    fn clone(&self) -> Self {
-        Inner {
-            state: self.state.clone(),
-            methods: self.methods.clone(),
-            max_body_bytes: self.max_body_bytes,
-            body_timeout: self.body_timeout,
-            max_batch: self.max_batch,
-            timeout: self.timeout,
-            versions: self.versions.clone(),
-            profile: self.profile,
-        }
-    }
 }
 
 impl Default for JsonRpc {

@@ -4,10 +4,8 @@ use std::time::Duration;
 
 use a2a_error_derive::A2aError;
 
-/// The domain of the project's own codes when no application names one: the domain of
-/// `StandardError` (the attribute below must say the same; the table test checks it) and of
-/// a client's local failures passed on.
-pub(crate) const PROJECT_DOMAIN: &str = "a2a-error";
+// The attribute below must say the same; the table test checks it.
+pub(crate) use a2a_error_codes::PROJECT_DOMAIN;
 
 /// Every JSON-RPC, A2A and project error code as one enum, for servers that need no errors of
 /// their own and as a `transparent` member of an application's error enum.
