@@ -235,7 +235,7 @@ async fn connection_refused_is_retried_then_reported() {
         .await
         .unwrap_err();
     assert!(matches!(error, ClientError::Connect(_)), "{error:?}");
-    assert!(error.is_retryable() && !error.may_have_run());
+    assert!(error.retry_advice().is_retryable() && !error.may_have_run());
     assert_eq!(log.lock().unwrap().len(), 2);
 }
 
@@ -406,7 +406,7 @@ async fn example_agent_non_retryable_errors_stop_after_one_attempt() {
             Some(AgentError::TaskNotFound { task_id }) => assert_eq!(task_id, "nope"),
             other => panic!("{binding}: {other:?}"),
         }
-        assert!(!error.is_retryable());
+        assert!(!error.retry_advice().is_retryable());
         assert!(log.lock().unwrap().is_empty(), "{binding}");
     }
     // A malformed call (-32602) is the caller's own mistake: one attempt.
@@ -446,18 +446,26 @@ async fn send_message_after_a_lost_reply_runs_the_handler_once() {
 }
 
 #[tokio::test]
-async fn a_downstream_error_passes_on_unchanged() {
+async fn a_downstream_error_is_translated_not_forwarded() {
     let url = serve(app::router()).await;
     let client = jsonrpc::<RemoteError>(&format!("{url}/"), RetryPolicy::none());
     let error = client
         .call::<_, Value>("GetTask", &json!({"id": "gone"}))
         .await
         .unwrap_err();
-    // What this agent would send its own caller is exactly what it received.
     let received = error.remote().unwrap().object().clone();
-    assert_eq!(error.to_error_object(), received);
-    assert_eq!(error.code(), -32001);
     assert_eq!(received.metadata()["taskId"], "gone");
+    // What this agent sends its own caller: DOWNSTREAM_FAILED in its own words, naming the
+    // agent and what it failed with, but not the downstream's data.
+    let passed_on = client.downstream(error).to_error_object();
+    assert_eq!(passed_on.code, a2a_error::code::DOWNSTREAM_FAILED);
+    let metadata = passed_on.metadata();
+    assert_eq!(metadata["downstreamReason"], "TASK_NOT_FOUND");
+    assert_eq!(metadata["downstreamCode"], "-32001");
+    assert!(metadata["downstreamAgent"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert!(!metadata.contains_key("taskId"));
+    let root = RemoteError::from_object(passed_on).root_cause().unwrap();
+    assert_eq!((root.code, root.reason.as_str()), (-32001, "TASK_NOT_FOUND"));
 }
 
 /// Runs the built `client` example against `url`.
@@ -557,7 +565,7 @@ async fn rest_errors_with_application_codes_decode_into_the_typed_enum() {
         Some(BillingError::Quota { account }) => assert_eq!(account, "acme"),
         other => panic!("{other:?} from {error:?}"),
     }
-    assert_eq!(error.code(), -31000, "the code is rebuilt from the reason");
-    assert!(error.is_retryable());
+    assert_eq!(error.remote_code(), Some(-31000), "the code is rebuilt from the reason");
+    assert!(error.retry_advice().is_retryable());
     assert_eq!(error.reply_status(), Some(500));
 }

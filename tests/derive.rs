@@ -624,9 +624,14 @@ fn local_failures_passed_on_take_the_wrapping_domain() {
         wire(&err, WireProfile::A2a)["data"][0]["domain"],
         "coordinator.example"
     );
-    // A received error keeps the peer's domain.
+    // A received error is translated: DOWNSTREAM_FAILED in the coordinator's domain, the
+    // peer's domain named as the downstream's.
     let peer = RemoteError::new(-32010, "busy").with_domain("peer.example");
     let received = ClientError::<RemoteError>::from_object(peer.to_error_object(), None);
     let err = CoordinatorError::Downstream(received);
-    assert_eq!(err.domain(), "peer.example");
+    assert_eq!(err.domain(), "coordinator.example");
+    let object = err.to_error_object();
+    assert_eq!(object.code, code::DOWNSTREAM_FAILED);
+    assert_eq!(object.domain(), Some("coordinator.example"));
+    assert_eq!(object.metadata()["downstreamDomain"], "peer.example");
 }

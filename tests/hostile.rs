@@ -220,7 +220,7 @@ async fn hostile_durations_neither_panic_nor_park_the_call() {
             assert_eq!(requests.load(Ordering::SeqCst), 1, "{error:?}");
             let _ = (
                 error.retry_after(),
-                error.is_retryable(),
+                error.retry_advice().is_retryable(),
                 error.to_error_object(),
             );
         }
@@ -263,7 +263,7 @@ async fn an_endless_reply_body_is_cut_at_the_limit() {
         matches!(error, ClientError::ReplyTooLarge { limit, .. } if limit == 1 << 20),
         "{error:?}"
     );
-    assert!(!error.is_retryable());
+    assert!(!error.retry_advice().is_retryable());
     assert!(error.to_string().contains("limit"), "{error}");
 
     // A declared length over the limit is refused before reading.
@@ -400,7 +400,7 @@ async fn a_redirect_loop_is_one_post_and_is_not_retried() {
     .unwrap_err();
     assert_eq!(requests.load(Ordering::SeqCst), 1);
     assert_eq!(error.reply_status(), Some(307), "{error:?}");
-    assert!(!error.is_retryable());
+    assert!(!error.retry_advice().is_retryable());
 
     // Allowed redirects that still loop end as a non-retryable error, not a transport one.
     let client = Client::<RemoteError>::jsonrpc(&url)
@@ -455,7 +455,7 @@ async fn a_delay_never_overrides_do_not_retry() {
         )
         .await
         .unwrap_err();
-        assert!(!error.is_retryable(), "{error:?}");
+        assert!(!error.retry_advice().is_retryable(), "{error:?}");
         assert_eq!(requests.load(Ordering::SeqCst), 1, "{error:?}");
     }
 }
@@ -513,7 +513,7 @@ async fn a_panic_on_our_server_is_answered_once_and_not_retried() {
     let remote = error.remote().unwrap();
     assert_eq!(remote.code(), -32603);
     assert_eq!(remote.retryable(), Some(false));
-    assert!(!error.is_retryable());
+    assert!(!error.retry_advice().is_retryable());
     // A -32603 that does not say "never" (a peer that is not this project) keeps today's
     // reading: retried with backoff.
     let (url, requests) = hostile(error_reply(Value::Null, -32603, json!(null))).await;

@@ -123,7 +123,7 @@ async fn python_agent(python: &PathBuf) -> (tokio::process::Child, String) {
 async fn our_client_reads_the_official_python_server() {
     use a2a_error::Client;
     use a2a_error::resilience::RetryPolicy;
-    use a2a_error::{A2aError, StandardError};
+    use a2a_error::StandardError;
     use serde_json::{Value, json};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -163,7 +163,7 @@ async fn our_client_reads_the_official_python_server() {
             matches!(error.typed(), Some(StandardError::UnsupportedOperation)),
             "{binding}: {error:?}"
         );
-        assert!(!error.is_retryable());
+        assert!(!error.retry_advice().is_retryable());
 
         let error = client
             .call::<_, Value>("GetTask", &json!({"id": "nope"}))

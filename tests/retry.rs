@@ -373,7 +373,7 @@ async fn the_total_deadline_ends_a_slow_call() {
     );
     assert_eq!(start.elapsed(), Duration::from_secs(5));
     assert_eq!(script.attempts(), 1);
-    assert!(!error.is_retryable());
+    assert!(!error.retry_advice().is_retryable());
 }
 
 #[tokio::test(start_paused = true)]
@@ -534,7 +534,7 @@ async fn each_timeout_layer_works_alone() {
         matches!(error, ClientError::Timeout(Timeout::Attempt)),
         "{error:?}"
     );
-    assert!(error.is_retryable());
+    assert!(error.retry_advice().is_retryable());
     assert_eq!(start.elapsed(), Duration::from_secs(3));
 
     // A total timeout alone fires as Total, and its budget travels down with the call.
@@ -548,7 +548,7 @@ async fn each_timeout_layer_works_alone() {
         matches!(error, ClientError::Timeout(Timeout::Total)),
         "{error:?}"
     );
-    assert!(!error.is_retryable());
+    assert!(!error.retry_advice().is_retryable());
     assert_eq!(start.elapsed(), Duration::from_secs(4));
     assert_eq!(
         script.calls.lock().unwrap()[0].time_left(),

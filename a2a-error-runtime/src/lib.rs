@@ -25,6 +25,12 @@ pub mod resilience;
 #[cfg(feature = "client")]
 mod typed;
 
+#[cfg(any(feature = "axum", feature = "client"))]
+mod deadline;
+
+#[cfg(any(feature = "axum", feature = "client"))]
+pub mod observe;
+
 #[doc(hidden)]
 pub mod __private;
 
@@ -32,6 +38,7 @@ pub mod __private;
 mod hostile_input;
 
 pub use wire::bad_request::{BadRequest, FieldViolation};
+pub use wire::chain::Hop;
 pub use wire::code;
 pub use wire::data::DataSink;
 pub use wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
@@ -45,3 +52,6 @@ pub use wire::standard::{StandardError, StandardErrorKind};
 
 #[cfg(feature = "client")]
 pub use typed::{BuildError, Client, ClientBuilder};
+
+#[cfg(any(feature = "axum", feature = "client"))]
+pub use deadline::with_deadline;

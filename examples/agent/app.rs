@@ -126,6 +126,8 @@ pub struct Agent {
     replica: Arc<str>,
     next: Arc<AtomicU64>,
     dedup: Dedup<SendMessageResponse, AgentError>,
+    /// Every SendMessage fails with AGENT_UNAVAILABLE (`--fail`): a specialist that is down.
+    unavailable: bool,
 }
 
 impl Default for Agent {
@@ -165,7 +167,15 @@ impl Agent {
                         .get(axum::http::header::AUTHORIZATION)
                         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
                 }),
+            unavailable: false,
         }
+    }
+
+    /// This agent, failing every SendMessage with AGENT_UNAVAILABLE (a specialist that is
+    /// down, for the coordinator's tests and demos).
+    pub fn unavailable(mut self) -> Self {
+        self.unavailable = true;
+        self
     }
 
     /// How many times this replica ran the work of `message_id`; read by the tests.
@@ -212,6 +222,9 @@ impl Agent {
             .entry(message.message_id.clone())
             .and_upsert_with(|seen| seen.map_or(1, |entry| entry.into_value() + 1))
             .into_value();
+        if self.unavailable {
+            return Err(AgentError::Unavailable { attempt });
+        }
         if text == "fail:internal" {
             return Err(AgentError::Storage(
                 "relation \"tasks\" does not exist".into(),

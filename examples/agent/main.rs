@@ -1,8 +1,9 @@
-//! The example agent: `cargo run --example agent -- --addr 127.0.0.1:8080 [--redis URL]`.
+//! The example agent: `cargo run --example agent -- --addr 127.0.0.1:8080 [--redis URL] [--fail]`.
 //!
 //! Serves JSON-RPC at `POST /`, REST at `GET /tasks/{id}`, `POST /message:send` and
 //! `POST /tasks/{id}:cancel`, and its agent card at `GET /.well-known/agent-card.json`. With
 //! `--redis redis://HOST:PORT`, replicas pointed at the same Redis share SendMessage replies.
+//! With `--fail`, every SendMessage fails with AGENT_UNAVAILABLE (a specialist that is down).
 
 mod app;
 
@@ -17,12 +18,17 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut redis = None;
+    let mut unavailable = false;
     while let Some(arg) = args.next() {
+        if arg == "--fail" {
+            unavailable = true;
+            continue;
+        }
         match (arg.as_str(), args.next()) {
             ("--addr", Some(value)) => addr = value,
             ("--redis", Some(url)) => redis = Some(url),
             _ => {
-                eprintln!("usage: agent [--addr HOST:PORT] [--redis redis://HOST:PORT]");
+                eprintln!("usage: agent [--addr HOST:PORT] [--redis redis://HOST:PORT] [--fail]");
                 std::process::exit(2);
             }
         }
@@ -37,6 +43,7 @@ async fn main() {
             }
         },
     };
+    let agent = if unavailable { agent.unavailable() } else { agent };
     let listener = match tokio::net::TcpListener::bind(&addr).await {
         Ok(listener) => listener,
         Err(error) => {

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -26,6 +27,7 @@ pub struct Call {
     id: u64,
     streaming: bool,
     limit: TimeLimit,
+    agent: Option<Arc<str>>,
 }
 
 /// How long a call may take: a deadline, and a time budget whose clock has not started yet.
@@ -68,6 +70,7 @@ impl Call {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             streaming: false,
             limit: TimeLimit::default(),
+            agent: None,
         }
     }
 
@@ -75,6 +78,18 @@ impl Call {
     pub fn streaming(mut self) -> Call {
         self.streaming = true;
         self
+    }
+
+    /// Names the agent the call goes to, for the layers' metrics and logs (the typed
+    /// [`Client`](crate::Client) sets its own name).
+    pub fn with_agent(mut self, agent: Arc<str>) -> Call {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// The agent the call goes to, if named.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
     }
 
     /// Sets the instant by which the whole call must be done; transports send what is left of

@@ -9,11 +9,12 @@ use a2a_error_codes::{CodeRow, DefaultRetry};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
 use crate::wire::code::{self, SPEC_DOMAIN};
+use crate::wire::chain::{self, Hop};
 use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
-use crate::wire::object::{ErrorObject, WireProfile};
+use crate::wire::object::ErrorObject;
 use crate::wire::remote::RemoteError;
-use crate::wire::standard::PROJECT_DOMAIN;
+use a2a_error_codes::PROJECT_DOMAIN;
 
 /// A boxed source error (reqwest's, an I/O error).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -135,6 +136,13 @@ pub enum ClientError<E = RemoteError> {
     InvalidCall {
         /// What was wrong, for logs.
         detail: String,
+    },
+    /// The agent's circuit breaker is open: the call failed fast without being sent. Passed
+    /// on to our own caller it is AGENT_UNAVAILABLE with this delay as its RetryInfo.
+    CircuitOpen {
+        /// The time until the circuit half-opens (zero when that is not known: isolated by
+        /// hand, or every half-open probe slot taken).
+        retry_after: Duration,
     },
 }
 
@@ -261,7 +269,8 @@ impl<E> ClientError<E> {
             }
             ClientError::Connect(_)
             | ClientError::Timeout(Timeout::Connect)
-            | ClientError::InvalidCall { .. } => false,
+            | ClientError::InvalidCall { .. }
+            | ClientError::CircuitOpen { .. } => false,
             // 408: the request never fully arrived; 429 and 503: refused for load.
             ClientError::Status(http) => !matches!(http.status, 408 | 429 | 503),
             ClientError::Timeout(_)
@@ -287,6 +296,9 @@ impl<E> ClientError<E> {
                 .error
                 .retry_delay()
                 .or_else(|| self.http()?.retry_after_at(now)),
+            ClientError::CircuitOpen { retry_after } => {
+                (!retry_after.is_zero()).then_some(*retry_after)
+            }
             _ => self.http()?.retry_after_at(now),
         }
     }
@@ -299,9 +311,7 @@ impl<E> ClientError<E> {
         self.retry_after_at(SystemTime::now())
     }
 
-    /// Whether trying again may help: the error's own retry hint for a peer's error object
-    /// (never for -32700/-32600/-32601/-32602 or auth), HTTP 408/429/502/503/504, connection
-    /// failures and connect or attempt timeouts.
+    /// Whether trying again may help (see [`retry_advice`](Self::retry_advice)).
     fn may_help_to_retry(&self) -> bool
     where
         E: A2aError,
@@ -311,7 +321,9 @@ impl<E> ClientError<E> {
             ClientError::Unrecognized(reply) => remote_retryable(&reply.error, &reply.error),
             ClientError::Status(http) => status_row(http).retry != DefaultRetry::Never,
             ClientError::Timeout(timeout) => *timeout != Timeout::Total,
-            ClientError::Connect(_) | ClientError::Transport(_) => true,
+            ClientError::Connect(_) | ClientError::Transport(_) | ClientError::CircuitOpen { .. } => {
+                true
+            }
             // The same peer would send the same oversized reply again.
             ClientError::Malformed { .. }
             | ClientError::ReplyTooLarge { .. }
@@ -329,7 +341,9 @@ impl<E> ClientError<E> {
             ClientError::Unrecognized(reply) => reply.error.category(),
             ClientError::Status(http) => status_row(http).category,
             ClientError::Timeout(_) => Category::Timeout,
-            ClientError::Connect(_) | ClientError::Transport(_) => Category::Transient,
+            ClientError::Connect(_)
+            | ClientError::Transport(_)
+            | ClientError::CircuitOpen { .. } => Category::Transient,
             ClientError::Malformed { .. } | ClientError::ReplyTooLarge { .. } => Category::Fatal,
             ClientError::InvalidCall { .. } => Category::Validation,
         }
@@ -346,6 +360,7 @@ impl<E> ClientError<E> {
                 _ => code::DOWNSTREAM_FAILED,
             },
             ClientError::InvalidCall { .. } => code::INTERNAL_ERROR,
+            ClientError::CircuitOpen { .. } => code::AGENT_UNAVAILABLE,
             _ => code::DOWNSTREAM_FAILED,
         };
         row(code)
@@ -395,6 +410,9 @@ impl<E: fmt::Display> fmt::Display for ClientError<E> {
                 write!(f, "reply larger than the client's limit of {limit} bytes")
             }
             ClientError::InvalidCall { detail } => write!(f, "invalid call: {detail}"),
+            ClientError::CircuitOpen { retry_after } => {
+                write!(f, "circuit open for another {retry_after:?}")
+            }
         }
     }
 }
@@ -439,44 +457,93 @@ impl<E: FromErrorObject> FromErrorObject for ClientError<E> {
     }
 }
 
-/// Passing a downstream failure on: a received error object travels unchanged (re-encoded
-/// verbatim); a local failure becomes DEADLINE_EXCEEDED, RATE_LIMITED, AGENT_UNAVAILABLE or
-/// DOWNSTREAM_FAILED with nothing of its `Display` text on the wire.
+/// Passing a downstream failure on, translated, never forwarded (Google's API design guide,
+/// "Propagating errors"): a received error object becomes DOWNSTREAM_FAILED with this
+/// agent's own public message, naming in ErrorInfo metadata what the downstream failed with
+/// and the chain below it (see [`Hop`](crate::Hop) for the fields and their limits); a local
+/// failure becomes DEADLINE_EXCEEDED (a timeout), RATE_LIMITED or AGENT_UNAVAILABLE (a bare
+/// 429 or 503), AGENT_UNAVAILABLE with the time to half-open as its RetryInfo (an open
+/// circuit), or DOWNSTREAM_FAILED, with nothing of its `Display` text on the wire.
+///
+/// Retry advice, and retry amplification: the client that got this error has already retried
+/// it as far as its policy allowed, so a failure that was retryable goes on marked
+/// `retriesExhausted` and not retryable. A chain of agents retries in one layer only, the one
+/// right above the failure: with the default policy everywhere, a failing leaf sees the
+/// attempts of one policy per top-level call, not their product. An open circuit is the
+/// exception: nothing was sent, and its delay is the truth for every layer above. The
+/// category is the root cause's.
 impl<E: A2aError + 'static> A2aError for ClientError<E> {
     fn code(&self) -> i32 {
         match self.remote() {
-            Some(object) => object.code(),
+            Some(_) => code::DOWNSTREAM_FAILED,
             None => self.local_row().code,
         }
     }
 
     fn reason(&self) -> &str {
         match self.remote() {
-            Some(object) => object.reason(),
+            Some(_) => row(code::DOWNSTREAM_FAILED).reason,
             None => self.local_row().reason,
         }
     }
 
     fn domain(&self) -> &str {
-        match self.remote() {
-            Some(object) => object.domain(),
-            None if self.local_row().origin.is_spec() => SPEC_DOMAIN,
-            None => PROJECT_DOMAIN,
+        if self.has_placeholder_domain() {
+            PROJECT_DOMAIN
+        } else {
+            SPEC_DOMAIN
         }
     }
 
     fn has_placeholder_domain(&self) -> bool {
-        self.remote().is_none() && !self.local_row().origin.is_spec()
+        self.remote().is_some() || !self.local_row().origin.is_spec()
     }
 
     fn public_message(&self) -> Cow<'_, str> {
-        match self.remote() {
-            Some(object) => object.public_message(),
-            None => Cow::Borrowed(self.local_row().message),
-        }
+        Cow::Borrowed(row(self.code()).message)
     }
 
     fn retry_hint(&self) -> RetryHint {
+        match self {
+            ClientError::CircuitOpen { retry_after } if !retry_after.is_zero() => {
+                RetryHint::After(*retry_after)
+            }
+            ClientError::CircuitOpen { .. } => RetryHint::Backoff,
+            _ => RetryHint::Never,
+        }
+    }
+
+    fn category(&self) -> Category {
+        let root = self
+            .remote()
+            .and_then(|remote| chain::hops_of(remote.object()).pop())
+            .and_then(|hop| code::lookup(hop.code));
+        match root {
+            Some(row) => row.category,
+            None => self.failure_category(),
+        }
+    }
+
+    fn http_status(&self) -> u16 {
+        row(self.code()).http_status
+    }
+
+    fn grpc_status(&self) -> &'static str {
+        row(self.code()).grpc_status
+    }
+
+    fn write_data(&self, sink: &mut DataSink<'_>) {
+        self.write_downstream(None, sink);
+    }
+}
+
+impl<E: A2aError + 'static> ClientError<E> {
+    /// Whether retrying this call may help, and after what delay: the advice a retry layer
+    /// acts on. A peer's error object says so itself (never for -32700/-32600/-32601/-32602
+    /// or auth); HTTP 408/429/502/503/504, connection failures, connect and attempt timeouts
+    /// and an open circuit may clear. This is not what the error says once passed on to our
+    /// own caller ([`A2aError::retry_hint`]): by then this client has retried it.
+    pub fn retry_advice(&self) -> RetryHint {
         if !self.may_help_to_retry() {
             return RetryHint::Never;
         }
@@ -486,54 +553,113 @@ impl<E: A2aError + 'static> A2aError for ClientError<E> {
         }
     }
 
-    fn category(&self) -> Category {
-        self.failure_category()
-    }
-
-    fn http_status(&self) -> u16 {
+    /// The hops this failure names when passed on: the failed agent (`agent`, when known)
+    /// with what it failed with, then the chain its own error named.
+    pub(crate) fn hops(&self, agent: Option<&str>) -> Vec<Hop> {
         match self.remote() {
-            Some(object) => object.http_status(),
-            None => self.local_row().http_status,
+            Some(remote) => {
+                let mut hops = vec![Hop::new(
+                    agent,
+                    remote.code(),
+                    remote.reason(),
+                    Some(remote.domain()),
+                )];
+                hops.extend(chain::hops_of(remote.object()));
+                hops
+            }
+            None => vec![Hop::new(agent, self.local_row().code, self.local_reason(), None)],
         }
     }
 
-    fn grpc_status(&self) -> &'static str {
-        match self.remote() {
-            Some(object) => object.grpc_status(),
-            None => self.local_row().grpc_status,
+    /// Whether the layer below has retried this as far as it goes: it was retryable here, or
+    /// the downstream said its own layer had.
+    pub(crate) fn retries_exhausted(&self) -> bool {
+        if matches!(self, ClientError::CircuitOpen { .. }) {
+            return false;
+        }
+        self.retry_advice().is_retryable()
+            || self.remote().is_some_and(|remote| {
+                remote.object().metadata_value("retriesExhausted")
+                    == Some(&serde_json::Value::String("true".into()))
+                    || remote.object().metadata_value("retriesExhausted")
+                        == Some(&serde_json::Value::Bool(true))
+            })
+    }
+
+    /// Writes the hop fields of this failure, `agent` naming the failed agent, within the
+    /// size limits of [`chain`].
+    pub(crate) fn write_downstream(&self, agent: Option<&str>, sink: &mut DataSink<'_>) {
+        self.write_downstream_within(agent, sink, CHAIN_BYTES);
+    }
+
+    /// As [`write_downstream`](Self::write_downstream), the hop fields within `budget` bytes.
+    pub(crate) fn write_downstream_within(
+        &self,
+        agent: Option<&str>,
+        sink: &mut DataSink<'_>,
+        budget: usize,
+    ) {
+        let mut hops = self.hops(agent);
+        let mut truncated = chain::cut_depth(&mut hops, chain::MAX_HOPS);
+        let exhausted = self.retries_exhausted();
+        let legacy = sink.is_legacy();
+        loop {
+            let fields = if legacy {
+                chain::legacy_fields(&hops, truncated, exhausted)
+            } else {
+                chain::a2a_fields(&hops, truncated, exhausted)
+            };
+            let size: usize = fields
+                .iter()
+                .map(|(key, value)| key.len() + encoded_len(value, legacy))
+                .sum();
+            if size <= budget || hops.len() <= 2 {
+                for (key, value) in &fields {
+                    sink.field(key, value);
+                }
+                return;
+            }
+            // Too big: drop the hop just above the root cause.
+            hops.remove(hops.len() - 2);
+            truncated += 1;
         }
     }
 
-    fn write_data(&self, sink: &mut DataSink<'_>) {
-        if let Some(object) = self.remote() {
-            object.write_data(sink);
+    /// The reason of a local failure in a chain of hops.
+    fn local_reason(&self) -> &'static str {
+        match self {
+            ClientError::Connect(_) | ClientError::Timeout(Timeout::Connect) => "UNREACHABLE",
+            ClientError::Transport(_) => "CONNECTION_LOST",
+            ClientError::Timeout(_) => "TIMEOUT",
+            ClientError::CircuitOpen { .. } => "CIRCUIT_OPEN",
+            ClientError::Malformed { .. } => "INVALID_AGENT_RESPONSE",
+            ClientError::ReplyTooLarge { .. } => "REPLY_TOO_LARGE",
+            ClientError::InvalidCall { .. } => "INVALID_CALL",
+            ClientError::Status(_) => self.local_row().reason,
+            ClientError::Remote { .. } | ClientError::Unrecognized(_) => "DOWNSTREAM_FAILED",
         }
     }
+}
 
-    fn write_extra_details(&self, out: &mut Vec<u8>) {
-        if let Some(object) = self.remote() {
-            object.write_extra_details(out);
-        }
-    }
+/// The bytes the hop fields of a passed-on failure may take: what is left of
+/// [`chain::MAX_ERROR_BYTES`] after the rest of the error object (code, message, ErrorInfo
+/// and RetryInfo framing, a domain of up to 200 bytes).
+pub(crate) const CHAIN_BYTES: usize = chain::MAX_ERROR_BYTES - 640;
 
-    fn write_error_object(&self, profile: WireProfile, out: &mut Vec<u8>) {
-        match self.remote() {
-            Some(object) => object.write_error_object(profile, out),
-            None => crate::wire::encode::write_error_object(self, profile, out),
-        }
+/// The length of `value` as written: JSON text, quoted once more as a metadata string in the
+/// A2A profile.
+fn encoded_len(value: &serde_json::Value, legacy: bool) -> usize {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    if legacy || value.is_string() {
+        return text.len() + 4;
     }
-
-    fn to_error_object_with(&self, profile: WireProfile) -> ErrorObject {
-        match self.remote() {
-            Some(object) => object.to_error_object_with(profile),
-            None => crate::wire::encode::to_error_object(self, profile),
-        }
-    }
+    serde_json::to_string(&text).map_or(0, |quoted| quoted.len() + 4)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::object::WireProfile;
     use reqwest::header::HeaderValue;
 
     fn status(code: u16, retry_after: Option<&'static str>) -> ClientError {
@@ -563,10 +689,10 @@ mod tests {
     fn classification_of_http_statuses() {
         // Read through the code table: a bare status is what `code_for_http` says it is.
         for code in [408, 429, 500, 502, 503, 504] {
-            assert!(status(code, None).is_retryable(), "{code}");
+            assert!(status(code, None).retry_advice().is_retryable(), "{code}");
         }
         for code in [400, 401, 403, 404, 409, 413] {
-            assert!(!status(code, None).is_retryable(), "{code}");
+            assert!(!status(code, None).retry_advice().is_retryable(), "{code}");
         }
         assert_eq!(status(404, None).category(), Category::NotFound);
         assert_eq!(status(504, None).category(), Category::Timeout);
@@ -582,7 +708,7 @@ mod tests {
                 "code": code, "message": "m", "data": {"retryAfter": 3}}))
             .unwrap();
             let err = ClientError::<RemoteError>::from_object(object, None);
-            assert!(!err.is_retryable(), "{code}");
+            assert!(!err.retry_advice().is_retryable(), "{code}");
         }
     }
 
@@ -594,10 +720,100 @@ mod tests {
         assert!(!wire.contains("hunter2"), "{wire}");
         let timeout: ClientError = ClientError::Timeout(Timeout::Attempt);
         assert_eq!(timeout.code(), code::DEADLINE_EXCEEDED);
+        let limited = status(429, Some("4"));
         assert_eq!(
-            A2aError::retry_hint(&status(429, Some("4"))),
+            limited.retry_advice(),
             RetryHint::After(Duration::from_secs(4))
         );
-        assert_eq!(status(429, None).code(), code::RATE_LIMITED);
+        assert_eq!(limited.code(), code::RATE_LIMITED);
+        // Passed on, it has been retried here already: not again above.
+        assert_eq!(A2aError::retry_hint(&limited), RetryHint::Never);
+        let object = limited.to_error_object();
+        assert_eq!(object.metadata_value("retriesExhausted"), Some(&"true".into()));
+        assert_eq!(object.retryable(), Some(false));
+    }
+
+    /// A received error of agent `b` that names `c` below it.
+    fn from_b() -> ClientError {
+        let below = crate::client::Downstream::new(
+            "c",
+            ClientError::<RemoteError>::from_object(
+                RemoteError::new(code::AGENT_UNAVAILABLE, "c is down: /srv/secret")
+                    .with_domain("c.example")
+                    .with_metadata("internal", "x")
+                    .to_error_object(),
+                None,
+            ),
+        );
+        ClientError::from_object(below.to_error_object(), None)
+    }
+
+    #[test]
+    fn a_received_error_is_translated_with_its_chain() {
+        let err = crate::client::Downstream::new("b", from_b());
+        let object = err.to_error_object();
+        assert_eq!(object.code, code::DOWNSTREAM_FAILED);
+        assert_eq!(object.message, "Downstream agent failed");
+        let text = serde_json::to_string(&object).unwrap();
+        assert!(!text.contains("secret") && !text.contains("internal"), "{text}");
+        let received = RemoteError::from_object(object);
+        let hops: Vec<Hop> = received.chain().collect();
+        assert_eq!(
+            hops,
+            [
+                Hop::new(Some("b"), code::DOWNSTREAM_FAILED, "DOWNSTREAM_FAILED", Some(PROJECT_DOMAIN)),
+                Hop::new(Some("c"), code::AGENT_UNAVAILABLE, "AGENT_UNAVAILABLE", Some("c.example")),
+            ]
+        );
+        assert_eq!(received.metadata()["downstreamAgent"], "b");
+        assert_eq!(received.metadata()["retriesExhausted"], "true");
+        // The category is the root cause's; nobody above retries it.
+        assert_eq!(err.category(), Category::Transient);
+        assert_eq!(received.retryable(), Some(false));
+        // The legacy profile nests the same chain.
+        let legacy = err.to_error_object_with(WireProfile::Legacy);
+        let data = legacy.data.as_ref().unwrap();
+        assert_eq!(data["downstreamAgent"], "b");
+        assert_eq!(data["downstreamError"]["data"]["downstreamAgent"], "c");
+        assert_eq!(RemoteError::from_object(legacy).chain().count(), 2);
+    }
+
+    #[test]
+    fn a_hostile_downstream_cannot_grow_our_error() {
+        // 1 MiB of message, 200 hops of 1 KiB names.
+        let long = "x".repeat(1024);
+        let hops: Vec<serde_json::Value> = (0..200)
+            .map(|i| serde_json::json!({"agent": format!("{i}{long}"), "code": -32057, "reason": long, "domain": long}))
+            .collect();
+        let object: ErrorObject = serde_json::from_value(serde_json::json!({
+            "code": -32057, "message": "m".repeat(1 << 20),
+            "data": [{"@type": crate::ERROR_INFO_TYPE, "reason": long, "domain": long,
+                "metadata": {"downstreamChain": serde_json::to_string(&hops).unwrap(), "big": long}}]
+        }))
+        .unwrap();
+        let err = crate::client::Downstream::new(long.as_str(), ClientError::<RemoteError>::from_object(object, None));
+        for profile in [WireProfile::A2a, WireProfile::Legacy] {
+            let mut out = Vec::new();
+            err.write_error_object(profile, &mut out);
+            assert!(out.len() <= chain::MAX_ERROR_BYTES, "{profile:?}: {}", out.len());
+            let back: ErrorObject = serde_json::from_slice(&out).unwrap();
+            let hops: Vec<Hop> = RemoteError::from_object(back.clone()).chain().collect();
+            assert!((2..=chain::MAX_HOPS).contains(&hops.len()), "{profile:?}");
+            // The root cause survives the cut, and the cut is marked.
+            assert!(hops.last().unwrap().agent.as_ref().unwrap().starts_with("199"));
+            assert!(back.metadata_value("chainTruncated").is_some(), "{profile:?}");
+        }
+    }
+
+    #[test]
+    fn an_open_circuit_passes_on_its_delay() {
+        let err: ClientError = ClientError::CircuitOpen {
+            retry_after: Duration::from_secs(3),
+        };
+        let object = crate::client::Downstream::new("b", err).to_error_object();
+        assert_eq!(object.code, code::AGENT_UNAVAILABLE);
+        assert_eq!(object.retry_delay(), Some(Duration::from_secs(3)));
+        assert_eq!(object.metadata_value("downstreamReason"), Some(&"CIRCUIT_OPEN".into()));
+        assert!(object.metadata_value("retriesExhausted").is_none());
     }
 }

@@ -7,6 +7,7 @@
 //! [`Client`](crate::Client) puts them together.
 
 mod call;
+mod downstream;
 mod error;
 mod http;
 pub(crate) mod jsonrpc;
@@ -15,6 +16,8 @@ mod transport;
 
 pub(crate) use call::TimeLimit;
 pub use call::{Call, EventStream, Reply};
+pub use downstream::Downstream;
+pub(crate) use error::CHAIN_BYTES;
 pub use error::{BoxError, ClientError, DECIDED_BEFORE_WORK, ErrorReply, ResponseHead, Timeout};
 pub(crate) use http::DEFAULT_VERSION;
 pub use http::ReplyLimits;

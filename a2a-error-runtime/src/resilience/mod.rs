@@ -11,11 +11,16 @@
 //! wait that would end past the call's deadline. [`AttemptTimeoutLayer`] bounds each attempt.
 //! Each works alone and in any stack of your own (`tower::ServiceBuilder`).
 
+pub mod breaker;
 mod clock;
+mod fallback;
+mod fan_out;
 pub(crate) mod retry;
 mod timeout;
 
 pub use clock::{Clock, Random, SystemClock, ThreadRandom};
+pub use fallback::{Answered, DEGRADED_KEY, Fallback};
+pub use fan_out::{FanOut, FanOutError, FanOutResult, Settle};
 pub use retry::{Backoff, Jitter, Retry, RetryFuture, RetryLayer, RetryPolicy, RetrySafety};
 pub use timeout::{
     AttemptTimeout, AttemptTimeoutLayer, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,

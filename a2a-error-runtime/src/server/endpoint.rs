@@ -496,6 +496,8 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        // Calls the handler makes with the typed client inherit the deadline.
+        let guarded = crate::deadline::scope(end, guarded);
         let finished = match end {
             Some(end) => match tokio::time::timeout_at(end, guarded).await {
                 Ok(finished) => finished,

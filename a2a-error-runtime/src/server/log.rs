@@ -13,6 +13,7 @@ pub(crate) fn error(method: &str, id: Option<&Id>, err: &(dyn A2aError + Send + 
         chain.push_str(&cause.to_string());
         source = cause.source();
     }
+    crate::observe::error_sent(method, err.code(), err.reason());
     let id = id.map(|id| String::from_utf8_lossy(&id.to_json()).into_owned());
     let server_fault =
         err.http_status() >= 500 || matches!(err.category(), Category::Fatal | Category::Unknown);

@@ -1,5 +1,6 @@
 //! `ClientBuilder`: the default stack of a [`Client`], assembled from the resilience layers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::HeaderValue;
@@ -7,6 +8,9 @@ use tower::ServiceBuilder;
 
 use super::client::Client;
 use crate::client::{DEFAULT_VERSION, ReplyLimits, Transport};
+use crate::resilience::breaker::{
+    BreakerConfig, BreakerRegistry, CircuitBreaker, CircuitBreakerLayer,
+};
 use crate::resilience::{AttemptTimeoutLayer, RetryLayer, RetryPolicy, TotalTimeoutLayer};
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::remote::RemoteError;
@@ -33,8 +37,16 @@ type MakeTransport<E> = fn(reqwest::Client, reqwest::Url) -> Transport<E>;
 /// Builds a [`Client`]: the stack
 ///
 /// ```text
-/// TotalTimeout (90 s) → Retry (RetryPolicy::default()) → AttemptTimeout (30 s) → Transport
+/// TotalTimeout (90 s) → Retry (RetryPolicy::default()) → CircuitBreaker (BreakerConfig::default())
+///     → AttemptTimeout (30 s) → Transport
 /// ```
+///
+/// The order, and why: the total timeout is outermost so that it bounds everything, waits
+/// included, and its deadline travels down to every layer and to the agent. Retry is above
+/// the breaker, so that each attempt is one sample of the agent's health, and an open
+/// circuit fails an attempt fast instead of being waited out (its error carries when it
+/// half-opens). The breaker is above the attempt timeout, so that an attempt cut for being
+/// slow counts as a failure. The transport sends one attempt.
 ///
 /// over the agent's JSON-RPC or HTTP+JSON interface, with a connect timeout (10 s), the
 /// protocol version sent (`1.0`), reply limits and a redirect policy (none followed). Every
@@ -51,6 +63,18 @@ pub struct ClientBuilder<E = RemoteError> {
     total_timeout: Option<Duration>,
     limits: ReplyLimits,
     max_redirects: usize,
+    name: Option<Arc<str>>,
+    breaker: BreakerChoice,
+}
+
+/// Where the client's circuit breaker comes from.
+enum BreakerChoice {
+    /// Its own, with the default config.
+    Own,
+    /// The registry's breaker for the client's name.
+    Registry(BreakerRegistry),
+    /// None.
+    Off,
 }
 
 impl<E> std::fmt::Debug for ClientBuilder<E> {
@@ -83,6 +107,8 @@ where
             total_timeout: Some(Duration::from_secs(90)),
             limits: ReplyLimits::default(),
             max_redirects: 0,
+            name: None,
+            breaker: BreakerChoice::Own,
         }
     }
 
@@ -146,6 +172,28 @@ where
         self
     }
 
+    /// The agent's name, in metrics, logs, breaker registries and the `downstreamAgent` of
+    /// errors passed on (default: the URL's host and port).
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Takes the circuit breaker from `registry`, by the client's name: clients of one agent
+    /// built with one registry share a circuit. By default a client has a breaker of its own
+    /// with [`BreakerConfig::default`](crate::resilience::breaker::BreakerConfig), shared by
+    /// its clones.
+    pub fn breakers(mut self, registry: &BreakerRegistry) -> Self {
+        self.breaker = BreakerChoice::Registry(registry.clone());
+        self
+    }
+
+    /// No circuit breaker.
+    pub fn without_breaker(mut self) -> Self {
+        self.breaker = BreakerChoice::Off;
+        self
+    }
+
     /// Builds the client.
     pub fn build(self) -> Result<Client<E>, BuildError> {
         let url = reqwest::Url::parse(&self.url).map_err(|error| BuildError::InvalidUrl {
@@ -168,14 +216,30 @@ where
                 })
                 .build()?,
         };
+        let name: Arc<str> = match self.name {
+            Some(name) => name,
+            None => match (url.host_str(), url.port()) {
+                (Some(host), Some(port)) => format!("{host}:{port}").into(),
+                (Some(host), None) => host.into(),
+                _ => self.url.as_str().into(),
+            },
+        };
+        let breaker = match self.breaker {
+            BreakerChoice::Own => Some(CircuitBreaker::new(name.clone(), BreakerConfig::default())),
+            BreakerChoice::Registry(registry) => Some(registry.get(&name)),
+            BreakerChoice::Off => None,
+        };
         let transport = (self.transport)(http, url)
             .version(self.version)
             .limits(self.limits);
         let stack = ServiceBuilder::new()
             .option_layer(self.total_timeout.map(TotalTimeoutLayer::new))
             .layer(RetryLayer::new(self.policy))
+            .option_layer(breaker.clone().map(CircuitBreakerLayer::new))
             .option_layer(self.attempt_timeout.map(AttemptTimeoutLayer::new))
             .service(transport);
-        Ok(Client::from_service(stack))
+        Ok(Client::from_service(stack)
+            .with_name(name)
+            .with_breaker(breaker))
     }
 }

@@ -8,8 +8,14 @@ use serde::de::DeserializeOwned;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
 
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tracing::Instrument;
+
 use super::builder::ClientBuilder;
-use crate::client::{Call, ClientError, EventStream, Reply, Transport};
+use crate::client::{Call, ClientError, Downstream, EventStream, Reply, Timeout, Transport};
+use crate::resilience::breaker::CircuitBreaker;
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::remote::RemoteError;
 
@@ -20,19 +26,43 @@ use crate::wire::remote::RemoteError;
 /// Cloning is cheap and clones share the connection pool and the retry budget.
 pub struct Client<E = RemoteError> {
     service: BoxCloneSyncService<Call, Reply<E>, ClientError<E>>,
+    name: Arc<str>,
+    breaker: Option<CircuitBreaker>,
 }
 
 impl<E> Clone for Client<E> {
     fn clone(&self) -> Self {
         Client {
             service: self.service.clone(),
+            name: self.name.clone(),
+            breaker: self.breaker.clone(),
         }
     }
 }
 
 impl<E> std::fmt::Debug for Client<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E> Client<E> {
+    /// The agent's name: in metrics, logs, breaker registries and the `downstreamAgent` of
+    /// errors passed on ([`ClientBuilder::name`]; by default the URL's host and port).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The agent's circuit breaker, when the stack has one (its state for a health endpoint).
+    pub fn breaker(&self) -> Option<&CircuitBreaker> {
+        self.breaker.as_ref()
+    }
+
+    /// `error` from this client, named for passing on: see [`Downstream`].
+    pub fn downstream(&self, error: ClientError<E>) -> Downstream<E> {
+        Downstream::new(self.name.clone(), error)
     }
 }
 
@@ -60,12 +90,53 @@ where
     {
         Client {
             service: BoxCloneSyncService::new(service),
+            name: Arc::from("agent"),
+            breaker: None,
         }
     }
 
+    /// Names the agent (see [`name`](Self::name)).
+    pub fn with_name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    pub(super) fn with_breaker(mut self, breaker: Option<CircuitBreaker>) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
     /// Sends a prepared call through the stack.
+    ///
+    /// Inside a handler of this crate's server, the call inherits what is left of the
+    /// request's deadline (less a small margin, so that our reply can still reach our caller):
+    /// a deadline already past fails at once as [`Timeout::Total`] (DEADLINE_EXCEEDED when
+    /// passed on), without calling the agent.
     pub async fn send(&self, call: Call) -> Result<Reply<E>, ClientError<E>> {
-        self.service.clone().oneshot(call).await
+        let mut call = call.with_agent(self.name.clone());
+        if let Some(deadline) = crate::deadline::inherited() {
+            let now = Instant::now();
+            let left = deadline.saturating_duration_since(now);
+            let margin = (left / 10).min(crate::deadline::MARGIN);
+            if left <= margin {
+                tracing::debug!(agent = &*self.name, "no time left for the downstream call");
+                return Err(ClientError::Timeout(Timeout::Total));
+            }
+            call = call.with_deadline(deadline - margin);
+        }
+        let span = tracing::debug_span!(
+            "a2a.client.call",
+            rpc.system = "jsonrpc",
+            rpc.method = call.method(),
+            server.address = &*self.name,
+            rpc.jsonrpc.request_id = call.id(),
+            error.r#type = tracing::field::Empty,
+        );
+        let method = call.method().to_owned();
+        let started = Instant::now();
+        let result = self.service.clone().oneshot(call).instrument(span.clone()).await;
+        crate::observe::call_ended(&self.name, &method, started.elapsed(), &result, &span);
+        result
     }
 
     /// Calls `method` with `params` and reads its result as `R`.

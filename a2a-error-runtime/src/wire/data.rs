@@ -51,6 +51,12 @@ impl<'a> DataSink<'a> {
         }
     }
 
+    /// Whether the fields go into the legacy profile's `data` object (JSON values), rather than
+    /// A2A 1.0 ErrorInfo metadata (strings) or a typed map.
+    pub(crate) fn is_legacy(&self) -> bool {
+        matches!(self.target, Target::Members { .. })
+    }
+
     /// Publishes one data field. A value that serializes to `null` (a `None`) is omitted, and
     /// so is one whose `Serialize` impl fails: a broken field must not break the error reply.
     pub fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {

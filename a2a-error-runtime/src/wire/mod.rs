@@ -8,6 +8,7 @@
 #![cfg_attr(not(all(feature = "axum", feature = "client")), allow(dead_code))]
 
 pub(crate) mod bad_request;
+pub(crate) mod chain;
 pub mod code;
 pub(crate) mod data;
 pub(crate) mod encode;

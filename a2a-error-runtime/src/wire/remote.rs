@@ -124,6 +124,18 @@ impl RemoteError {
         self.retryable
     }
 
+    /// The agents below the one that sent this error, as it named them (a DOWNSTREAM_FAILED
+    /// from an agent built with this crate, or the legacy nested `downstreamError`): the
+    /// agent it called first, the root cause last. Empty when it names none.
+    pub fn chain(&self) -> std::vec::IntoIter<crate::wire::chain::Hop> {
+        crate::wire::chain::hops_of(&self.object).into_iter()
+    }
+
+    /// The last hop of [`chain`](Self::chain): where the failure started.
+    pub fn root_cause(&self) -> Option<crate::wire::chain::Hop> {
+        self.chain().next_back()
+    }
+
     /// The raw `data` member as received.
     pub fn data(&self) -> Option<&Value> {
         self.object.data.as_ref()

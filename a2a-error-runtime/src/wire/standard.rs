@@ -5,7 +5,6 @@ use std::time::Duration;
 use a2a_error_derive::A2aError;
 
 // The attribute below must say the same; the table test checks it.
-pub(crate) use a2a_error_codes::PROJECT_DOMAIN;
 
 /// Every JSON-RPC, A2A and project error code as one enum, for servers that need no errors of
 /// their own and as a `transparent` member of an application's error enum.
@@ -170,7 +169,7 @@ mod tests {
             let domain = if row.origin.is_spec() {
                 code::SPEC_DOMAIN
             } else {
-                PROJECT_DOMAIN
+                a2a_error_codes::PROJECT_DOMAIN
             };
             assert_eq!(error.domain(), domain);
             let object = error.to_error_object();

@@ -68,7 +68,12 @@ where
         let error = match this.state.as_mut().project() {
             StateProj::Retrying { future } => return future.as_mut().poll(cx),
             StateProj::First { attempt } => match attempt.poll(cx) {
-                Poll::Ready(Ok(reply)) => return Poll::Ready(Ok(reply)),
+                Poll::Ready(Ok(reply)) => {
+                    if let Some(retrying) = this.retrying.as_ref() {
+                        retrying.first_attempt_ended();
+                    }
+                    return Poll::Ready(Ok(reply));
+                }
                 Poll::Ready(Err(error)) => error,
                 Poll::Pending => {
                     // The call's budget counts from its first send: the waiting layers below

@@ -249,11 +249,17 @@ impl<E> RetryPolicy<E> {
 
 impl<E: A2aError + 'static> RetryPolicy<E> {
     /// Whether `error` from `call` may be retried, ignoring attempts, time and budget: the
-    /// predicate (or the error's own classification), then the method's safety.
+    /// predicate (or the error's own classification, which never waits for an open circuit),
+    /// then the method's safety.
     pub fn is_retryable(&self, call: &Call, error: &ClientError<E>) -> bool {
         let retryable = match &self.retry_if {
             Some(predicate) => predicate(error),
-            None => error.is_retryable(),
+            // Waiting out an open circuit is the caller's choice (its error says when it
+            // half-opens); a retry here would only turn a fail-fast into a wait.
+            None => {
+                error.retry_advice().is_retryable()
+                    && !matches!(error, ClientError::CircuitOpen { .. })
+            }
         };
         retryable && (self.safety(call.method()) == RetrySafety::Safe || !error.may_have_run())
     }

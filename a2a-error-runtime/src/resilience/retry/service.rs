@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tower::{Layer, Service, ServiceExt};
+use tracing::Instrument;
 
 use super::future::RetryFuture;
 use super::policy::RetryPolicy;
@@ -165,37 +166,32 @@ where
         } = self;
         let mut previous = policy.backoff().base;
         let mut attempt = 1;
-        loop {
+        let result = loop {
             let Some(delay) = policy.next_delay(&call, &error, attempt, &mut previous) else {
-                return Err(error);
+                break Err(error);
             };
             policy.notify(attempt, &error, delay);
-            tracing::debug!(
-                method = call.method(),
-                attempt,
-                delay_ms = delay.as_millis() as u64,
-                error = %DisplayCode(&error),
-                "retrying"
-            );
+            crate::observe::retry(call.agent(), call.method(), attempt, &error, delay);
             tokio::time::sleep(delay).await;
             attempt += 1;
+            let span = tracing::debug_span!("a2a.client.attempt", http.request.resend_count = attempt - 1);
             let result = async {
                 inner.ready().await?;
                 inner.call(call.clone()).await
             };
-            error = match result.await {
-                Ok(reply) => return Ok(reply),
+            error = match result.instrument(span).await {
+                Ok(reply) => break Ok(reply),
                 Err(error) => error,
             };
-        }
+        };
+        crate::observe::attempts(call.agent(), call.method(), attempt);
+        result
     }
 }
 
-/// Code and reason, for the retry log line; never the peer's message.
-struct DisplayCode<'a, E>(&'a ClientError<E>);
-
-impl<E: A2aError + 'static> std::fmt::Display for DisplayCode<'_, E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.0.code(), self.0.reason())
+impl<S, E> Retrying<S, E> {
+    /// The call ended on its first attempt.
+    pub(super) fn first_attempt_ended(&self) {
+        crate::observe::attempts(self.call.agent(), self.call.method(), 1);
     }
 }

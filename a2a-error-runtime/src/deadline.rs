@@ -1,0 +1,46 @@
+//! The deadline of the request being served, inherited by the calls made on its behalf.
+//!
+//! The server runs each handler inside [`scope`] with the request's deadline (the caller's
+//! `A2A-Deadline-Ms` or the endpoint's own timeout, whichever ends first); the typed client
+//! reads it with [`inherited`], so a handler that calls another agent passes its deadline on
+//! without doing arithmetic. A task-local rather than a parameter, so that it reaches calls
+//! made deep inside a handler's own code; tasks the handler spawns do not inherit it (use
+//! [`with_deadline`] in them).
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+tokio::task_local! {
+    static DEADLINE: Instant;
+}
+
+/// What a downstream call leaves of the inherited time, so that our reply still reaches our
+/// caller: a tenth of the time left, at most this much.
+pub(crate) const MARGIN: Duration = Duration::from_millis(50);
+
+/// The deadline of the request being served, when there is one.
+pub(crate) fn inherited() -> Option<Instant> {
+    DEADLINE.try_with(|deadline| *deadline).ok()
+}
+
+/// Runs `future` with `deadline` as the one calls made inside it inherit (an earlier one
+/// already in force is kept).
+pub(crate) async fn scope<F: Future>(deadline: Option<Instant>, future: F) -> F::Output {
+    let deadline = match (deadline, inherited()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    match deadline {
+        Some(deadline) => DEADLINE.scope(deadline, future).await,
+        None => future.await,
+    }
+}
+
+/// Runs `future` so that the typed [`Client`](crate::Client) calls made inside it end by
+/// `deadline` (less a small margin), as inside a handler of this crate's server. For tasks a
+/// handler spawns, and for servers of your own.
+pub async fn with_deadline<F: Future>(deadline: Instant, future: F) -> F::Output {
+    scope(Some(deadline), future).await
+}

@@ -1,0 +1,122 @@
+//! Metrics (through the `metrics` facade) and span fields, in one place so that every name is
+//! written once. Names follow OpenTelemetry's conventions where one exists.
+//!
+//! | metric | kind | labels |
+//! |---|---|---|
+//! | `a2a.client.call.duration` | histogram, seconds | `agent`, `rpc.method`, `outcome` |
+//! | `a2a.client.attempts` | histogram | `agent`, `rpc.method` |
+//! | `a2a.client.retries` | counter | `agent`, `rpc.method`, `error.type` |
+//! | `a2a.client.errors` | counter | `agent`, `code`, `error.type` |
+//! | `a2a.server.errors` | counter | `rpc.method`, `code`, `error.type` |
+//! | `a2a.breaker.state` | gauge: 0 closed, 1 half-open, 2 open, 3 isolated | `agent` |
+//! | `a2a.breaker.transitions` | counter | `agent`, `from`, `to` |
+//! | `a2a.breaker.rejections` | counter | `agent` |
+//! | `a2a.fallback.steps` | counter | `step`, `outcome` |
+//! | `a2a.degraded` | counter | `source` |
+//! | `a2a.hedges` | counter | `agent`, `rpc.method` |
+//!
+//! `error.type` is the error's reason (`AGENT_UNAVAILABLE`, `UNREACHABLE`, …).
+
+#[cfg(feature = "client")]
+pub(crate) use client::*;
+
+#[cfg(feature = "client")]
+mod client {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::client::{ClientError, Reply};
+    use crate::wire::error::A2aError;
+
+    /// The reason a client error is known by in metrics and spans: the peer's reason for an
+    /// error reply, the local failure's otherwise.
+    pub(crate) fn error_type<E: A2aError + 'static>(error: &ClientError<E>) -> String {
+        match error.remote() {
+            Some(remote) => remote.reason().to_owned(),
+            None => error
+                .hops(None)
+                .first()
+                .map_or_else(String::new, |hop| hop.reason.clone()),
+        }
+    }
+
+    /// A call through the typed client ended.
+    pub(crate) fn call_ended<E: A2aError + 'static>(
+        agent: &Arc<str>,
+        method: &str,
+        elapsed: Duration,
+        result: &Result<Reply<E>, ClientError<E>>,
+        span: &tracing::Span,
+    ) {
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        metrics::histogram!(
+            "a2a.client.call.duration",
+            "agent" => agent.clone(),
+            "rpc.method" => method.to_owned(),
+            "outcome" => outcome
+        )
+        .record(elapsed.as_secs_f64());
+        if let Err(error) = result {
+            let reason = error_type(error);
+            span.record("error.type", reason.as_str());
+            let code = error
+                .remote_code()
+                .unwrap_or_else(|| error.hops(None).first().map_or(0, |hop| hop.code));
+            metrics::counter!(
+                "a2a.client.errors",
+                "agent" => agent.clone(),
+                "code" => code.to_string(),
+                "error.type" => reason
+            )
+            .increment(1);
+        }
+    }
+
+    /// A call through a retry layer ended after `attempts` attempts.
+    pub(crate) fn attempts(agent: Option<&str>, method: &str, attempts: u32) {
+        metrics::histogram!(
+            "a2a.client.attempts",
+            "agent" => agent.unwrap_or("").to_owned(),
+            "rpc.method" => method.to_owned()
+        )
+        .record(f64::from(attempts));
+    }
+
+    /// A retry is about to wait `delay`.
+    pub(crate) fn retry<E: A2aError + 'static>(
+        agent: Option<&str>,
+        method: &str,
+        attempt: u32,
+        error: &ClientError<E>,
+        delay: Duration,
+    ) {
+        let reason = error_type(error);
+        tracing::info!(
+            agent,
+            rpc.method = method,
+            http.request.resend_count = attempt,
+            error.r#type = reason.as_str(),
+            delay_ms = delay.as_millis() as u64,
+            "retrying"
+        );
+        metrics::counter!(
+            "a2a.client.retries",
+            "agent" => agent.unwrap_or("").to_owned(),
+            "rpc.method" => method.to_owned(),
+            "error.type" => reason
+        )
+        .increment(1);
+    }
+}
+
+/// An error reply a server sent.
+#[cfg(feature = "axum")]
+pub(crate) fn error_sent(method: &str, code: i32, reason: &str) {
+    metrics::counter!(
+        "a2a.server.errors",
+        "rpc.method" => method.to_owned(),
+        "code" => code.to_string(),
+        "error.type" => reason.to_owned()
+    )
+    .increment(1);
+}

@@ -1,0 +1,132 @@
+//! `CircuitBreakerService`: a breaker in a tower stack, each call through it one sample.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
+
+use super::{CircuitBreaker, Outcome, Permit};
+use crate::client::{Call, ClientError, Reply};
+use crate::wire::error::A2aError;
+
+/// Guards the service it wraps with a [`CircuitBreaker`]: an open circuit fails calls at once
+/// with [`ClientError::CircuitOpen`], carrying the time until it half-opens. Place it below
+/// a [`Retry`](crate::resilience::Retry) so that each attempt is one sample, and above an
+/// [`AttemptTimeout`](crate::resilience::AttemptTimeout) so that a slow attempt counts.
+#[derive(Clone, Debug)]
+pub struct CircuitBreakerService<S> {
+    inner: S,
+    breaker: CircuitBreaker,
+}
+
+impl<S> CircuitBreakerService<S> {
+    /// Guards `inner` with `breaker`.
+    pub fn new(inner: S, breaker: CircuitBreaker) -> Self {
+        CircuitBreakerService { inner, breaker }
+    }
+
+    /// The breaker.
+    pub fn breaker(&self) -> &CircuitBreaker {
+        &self.breaker
+    }
+}
+
+/// The `tower::Layer` that builds [`CircuitBreakerService`]; every service it wraps shares
+/// the one breaker.
+#[derive(Clone, Debug)]
+pub struct CircuitBreakerLayer {
+    breaker: CircuitBreaker,
+}
+
+impl CircuitBreakerLayer {
+    /// A layer guarding with `breaker`.
+    pub fn new(breaker: CircuitBreaker) -> Self {
+        CircuitBreakerLayer { breaker }
+    }
+}
+
+impl<S> Layer<S> for CircuitBreakerLayer {
+    type Service = CircuitBreakerService<S>;
+
+    fn layer(&self, inner: S) -> CircuitBreakerService<S> {
+        CircuitBreakerService::new(inner, self.breaker.clone())
+    }
+}
+
+impl<S, E> Service<Call> for CircuitBreakerService<S>
+where
+    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
+    E: A2aError + 'static,
+{
+    type Response = Reply<E>;
+    type Error = ClientError<E>;
+    type Future = BreakerFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        match self.breaker.try_acquire() {
+            Ok(permit) => BreakerFuture {
+                state: State::Admitted {
+                    future: self.inner.call(call),
+                },
+                permit: Some(permit),
+            },
+            Err(open) => BreakerFuture {
+                state: State::Rejected {
+                    retry_after: Some(open.retry_after),
+                },
+                permit: None,
+            },
+        }
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Admitted { #[pin] future: F },
+        Rejected { retry_after: Option<std::time::Duration> },
+    }
+}
+
+pin_project! {
+    /// The future of a call through [`CircuitBreakerService`]. Dropped before it finishes,
+    /// it counts as nothing, and a half-open probe gives its slot back.
+    pub struct BreakerFuture<F> {
+        #[pin]
+        state: State<F>,
+        permit: Option<Permit>,
+    }
+}
+
+impl<F, E> Future for BreakerFuture<F>
+where
+    F: Future<Output = Result<Reply<E>, ClientError<E>>>,
+    E: A2aError + 'static,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.state.project() {
+            StateProj::Rejected { retry_after } => Poll::Ready(Err(ClientError::CircuitOpen {
+                retry_after: retry_after.take().unwrap_or_default(),
+            })),
+            StateProj::Admitted { future } => {
+                let result = std::task::ready!(future.poll(cx));
+                if let Some(permit) = this.permit.take() {
+                    permit.record(match &result {
+                        Ok(_) => Outcome::Success,
+                        Err(error) => Outcome::of(error),
+                    });
+                }
+                Poll::Ready(result)
+            }
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! Fan-out: the same request to several agents at once, each through its own client (its own
+//! breaker and retries), decided by how many answer.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use futures_util::future::{self, Either};
+use futures_util::stream::FuturesUnordered;
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use crate::client::{ClientError, Downstream};
+use crate::client::CHAIN_BYTES;
+use crate::wire::code;
+use crate::wire::data::DataSink;
+use crate::wire::error::{A2aError, Category, RetryHint};
+use crate::wire::remote::RemoteError;
+
+/// When a fan-out stops waiting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Settle {
+    /// As soon as `min_results` agents answered; the rest are cancelled.
+    AtMinimum,
+    /// When every agent has answered or failed (or the deadline passed): the result has every
+    /// answer there is.
+    All,
+}
+
+/// Calls several agents concurrently and succeeds once at least `min_results` answer.
+///
+/// It stops early when the outcome is decided: with [`Settle::AtMinimum`] as soon as enough
+/// answered, and in either mode as soon as too many failed for `min_results` to be reached.
+/// Calls not finished by then are cancelled (dropped, which cancels their HTTP requests) and
+/// listed as unfinished. A deadline bounds the whole fan-out.
+#[derive(Copy, Clone, Debug)]
+pub struct FanOut {
+    min_results: usize,
+    settle: Settle,
+    deadline: Option<Instant>,
+}
+
+impl FanOut {
+    /// A fan-out that needs `min_results` answers (at least 1), waiting for all by default.
+    pub fn new(min_results: usize) -> Self {
+        FanOut {
+            min_results: min_results.max(1),
+            settle: Settle::All,
+            deadline: None,
+        }
+    }
+
+    /// When to stop waiting (default [`Settle::All`]).
+    pub fn settle(mut self, settle: Settle) -> Self {
+        self.settle = settle;
+        self
+    }
+
+    /// Stops waiting at `deadline`: calls still running are cancelled and count as failed
+    /// (`Timeout::Total`).
+    pub fn deadline(mut self, deadline: impl Into<Option<Instant>>) -> Self {
+        self.deadline = deadline.into();
+        self
+    }
+
+    /// Runs `calls`, each an agent's name and the future of its call.
+    pub async fn run<T, E, F>(
+        self,
+        calls: impl IntoIterator<Item = (Arc<str>, F)>,
+    ) -> Result<FanOutResult<T, E>, FanOutError<E>>
+    where
+        F: Future<Output = Result<T, ClientError<E>>>,
+    {
+        let mut names = Vec::new();
+        let mut running = FuturesUnordered::new();
+        for (index, (name, call)) in calls.into_iter().enumerate() {
+            names.push(name);
+            running.push(async move { (index, call.await) });
+        }
+        let total = names.len();
+        let mut answered: Vec<(usize, T)> = Vec::new();
+        let mut failed: Vec<(usize, ClientError<E>)> = Vec::new();
+        let mut deadline = std::pin::pin!(self.deadline.map(tokio::time::sleep_until));
+        loop {
+            let decided = match self.settle {
+                Settle::AtMinimum => answered.len() >= self.min_results,
+                Settle::All => answered.len() + failed.len() == total,
+            } || total - failed.len() < self.min_results;
+            if decided || running.is_empty() {
+                break;
+            }
+            let next = match deadline.as_mut().as_pin_mut() {
+                Some(deadline) => match future::select(running.next(), deadline).await {
+                    Either::Left((next, _)) => next,
+                    Either::Right(_) => None,
+                },
+                None => running.next().await,
+            };
+            match next {
+                Some((index, Ok(value))) => answered.push((index, value)),
+                Some((index, Err(error))) => failed.push((index, error)),
+                None => break,
+            }
+        }
+        drop(running);
+        let finished: Vec<bool> = (0..total)
+            .map(|i| answered.iter().any(|(j, _)| *j == i) || failed.iter().any(|(j, _)| *j == i))
+            .collect();
+        let unfinished: Vec<Arc<str>> = (0..total)
+            .filter(|i| !finished[*i])
+            .map(|i| names[i].clone())
+            .collect();
+        // The order of the agents as given, not of their finishing.
+        answered.sort_by_key(|(index, _)| *index);
+        failed.sort_by_key(|(index, _)| *index);
+        let failed: Vec<Downstream<E>> = failed
+            .into_iter()
+            .map(|(index, error)| Downstream::new(names[index].clone(), error))
+            .collect();
+        if answered.len() < self.min_results {
+            tracing::info!(
+                answered = answered.len(),
+                needed = self.min_results,
+                failed = failed.len(),
+                "fan-out failed"
+            );
+            return Err(FanOutError {
+                failed,
+                unfinished,
+                answered: answered.len(),
+                needed: self.min_results,
+            });
+        }
+        let result = FanOutResult {
+            answered: answered
+                .into_iter()
+                .map(|(index, value)| (names[index].clone(), value))
+                .collect(),
+            failed,
+            unfinished,
+        };
+        if result.is_degraded() {
+            metrics::counter!("a2a.degraded", "source" => "fan_out").increment(1);
+            tracing::info!(
+                answered = result.answered.len(),
+                failed = result.failed.len(),
+                unfinished = result.unfinished.len(),
+                "fan-out degraded"
+            );
+        }
+        Ok(result)
+    }
+}
+
+/// A fan-out that got enough answers.
+pub struct FanOutResult<T, E = RemoteError> {
+    /// Each agent that answered, with its answer, in the order the agents were given.
+    pub answered: Vec<(Arc<str>, T)>,
+    /// Each agent that failed, and why.
+    pub failed: Vec<Downstream<E>>,
+    /// The agents whose calls were cancelled once the outcome was decided.
+    pub unfinished: Vec<Arc<str>>,
+}
+
+impl<T, E> FanOutResult<T, E> {
+    /// Whether some agent did not answer: the answer is not the full one.
+    pub fn is_degraded(&self) -> bool {
+        !self.failed.is_empty() || !self.unfinished.is_empty()
+    }
+}
+
+impl<T: fmt::Debug, E: fmt::Debug> fmt::Debug for FanOutResult<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FanOutResult")
+            .field("answered", &self.answered)
+            .field("failed", &self.failed)
+            .field("unfinished", &self.unfinished)
+            .finish()
+    }
+}
+
+/// Fewer than `min_results` agents answered. Passed on, it is one DOWNSTREAM_FAILED whose
+/// ErrorInfo metadata names every agent that failed and the reason it sent, or its local
+/// failure (`UNREACHABLE`, `TIMEOUT`, `CIRCUIT_OPEN`, …): `failedAgents` is the JSON text of
+/// `{"name": "REASON", …}` and `downstreamFailures` of `[{"agent","code","reason","domain"}]`;
+/// at most 16 agents are listed and the object stays within 2 KiB (`failuresTruncated` says
+/// how many were left out). When a single agent was called, its whole chain comes too
+/// (`downstreamAgent`, `downstreamChain`, …; see [`Hop`](crate::Hop)), so coordinators
+/// chained one behind the other report every hop down to the root cause.
+pub struct FanOutError<E = RemoteError> {
+    /// Each agent that failed, and why, in the order the agents were given.
+    pub failed: Vec<Downstream<E>>,
+    /// The agents whose calls were cancelled once the outcome was decided.
+    pub unfinished: Vec<Arc<str>>,
+    /// How many answered.
+    pub answered: usize,
+    /// How many were needed.
+    pub needed: usize,
+}
+
+impl<E: fmt::Debug> fmt::Debug for FanOutError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FanOutError")
+            .field("failed", &self.failed)
+            .field("unfinished", &self.unfinished)
+            .field("answered", &self.answered)
+            .field("needed", &self.needed)
+            .finish()
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for FanOutError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} of {} needed agents answered", self.answered, self.needed)?;
+        for failure in &self.failed {
+            write!(f, "; {failure}")?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for FanOutError<E> {}
+
+/// The most agents a fan-out error lists.
+const MAX_LISTED: usize = 16;
+/// The bytes the list may take beside a single failure's chain.
+const SINGLE_LIST_BYTES: usize = 320;
+
+impl<E: A2aError + 'static> A2aError for FanOutError<E> {
+    fn code(&self) -> i32 {
+        code::DOWNSTREAM_FAILED
+    }
+
+    fn reason(&self) -> &str {
+        "DOWNSTREAM_FAILED"
+    }
+
+    fn domain(&self) -> &str {
+        a2a_error_codes::PROJECT_DOMAIN
+    }
+
+    fn has_placeholder_domain(&self) -> bool {
+        true
+    }
+
+    fn public_message(&self) -> Cow<'_, str> {
+        Cow::Borrowed("Downstream agent failed")
+    }
+
+    /// Each agent's failure was retried by its own client already.
+    fn retry_hint(&self) -> RetryHint {
+        RetryHint::Never
+    }
+
+    fn category(&self) -> Category {
+        Category::Transient
+    }
+
+    fn http_status(&self) -> u16 {
+        502
+    }
+
+    fn write_data(&self, sink: &mut DataSink<'_>) {
+        let mut list_bytes = CHAIN_BYTES;
+        if let ([only], []) = (self.failed.as_slice(), self.unfinished.as_slice()) {
+            list_bytes = SINGLE_LIST_BYTES;
+            only.error().write_downstream_within(
+                Some(only.agent()),
+                sink,
+                CHAIN_BYTES - SINGLE_LIST_BYTES,
+            );
+        }
+        let mut reasons = Map::new();
+        let mut hops = Vec::new();
+        let mut left_out = 0;
+        let mut size = 0;
+        let unfinished = self.unfinished.iter().map(|name| (name.as_ref(), None));
+        let failed = self.failed.iter().map(|f| (f.agent(), Some(f.error())));
+        for (name, error) in failed.chain(unfinished) {
+            let hop = match error {
+                Some(error) => error.hops(Some(name)).swap_remove(0),
+                None => crate::wire::chain::Hop::new(Some(name), code::DEADLINE_EXCEEDED, "CANCELLED", None),
+            };
+            let entry = serde_json::to_string(&hop_json(&hop)).unwrap_or_default();
+            // Quoted twice in metadata: leave room for the escapes.
+            let cost = 2 * entry.len() + hop.reason.len();
+            if hops.len() >= MAX_LISTED || size + cost > list_bytes {
+                left_out += 1;
+                continue;
+            }
+            size += cost;
+            let agent = hop.agent.clone().unwrap_or_default();
+            reasons.insert(agent, Value::String(hop.reason.clone()));
+            hops.push(hop_json(&hop));
+        }
+        sink.field("failedAgents", &Value::Object(reasons));
+        sink.field("downstreamFailures", &Value::Array(hops));
+        sink.field("answered", &self.answered.to_string());
+        sink.field("needed", &self.needed.to_string());
+        if left_out > 0 {
+            sink.field("failuresTruncated", &left_out.to_string());
+        }
+    }
+}
+
+fn hop_json(hop: &crate::wire::chain::Hop) -> Value {
+    let mut object = Map::new();
+    if let Some(agent) = &hop.agent {
+        object.insert("agent".into(), agent.clone().into());
+    }
+    object.insert("code".into(), hop.code.into());
+    object.insert("reason".into(), hop.reason.clone().into());
+    if let Some(domain) = &hop.domain {
+        object.insert("domain".into(), domain.clone().into());
+    }
+    Value::Object(object)
+}
+
+/// Never rebuilt from a received object (its per-agent errors do not travel whole): a client
+/// reads a fan-out failure as the DOWNSTREAM_FAILED it is, its agents in the metadata.
+impl<E> crate::wire::error::FromErrorObject for FanOutError<E> {
+    fn from_error_object(_: &crate::wire::object::ErrorObject) -> Option<Self> {
+        None
+    }
+
+    fn code_for_reason(reason: &str) -> Option<i32> {
+        (reason == "DOWNSTREAM_FAILED").then_some(code::DOWNSTREAM_FAILED)
+    }
+}

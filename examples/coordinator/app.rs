@@ -1,0 +1,289 @@
+//! The example coordinator's application: fans a message out to specialist agents through the
+//! library's client (retry + circuit breaker per agent, the caller's deadline passed on) and
+//! answers with what came back. Built from the public API only; `main.rs` serves it and the
+//! tests mount the same router.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
+use a2a_error::resilience::{FanOut, FanOutError};
+use a2a_error::server::rest::{self, Json};
+use a2a_error::server::{JsonRpc, RequestContext};
+use a2a_error::{A2aError, BuildError, Client, StandardError};
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::get;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+/// Everything the coordinator can fail with.
+#[derive(Debug, thiserror::Error, A2aError)]
+#[a2a(domain = "coordinator.example")]
+pub enum CoordinatorError {
+    /// Fewer specialists answered than needed: DOWNSTREAM_FAILED naming each failure.
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Downstream(#[from] FanOutError),
+
+    #[error("message has no text parts")]
+    #[a2a(code = INVALID_PARAMS)]
+    NoText,
+
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Standard(#[from] StandardError),
+}
+
+/// The specialists, their clients (one breaker each, from one registry) and the rule.
+#[derive(Clone)]
+pub struct Coordinator {
+    agents: Arc<[(Arc<str>, Client)]>,
+    breakers: BreakerRegistry,
+    min_results: usize,
+}
+
+impl Coordinator {
+    /// A coordinator of `agents` (name, JSON-RPC URL) that needs `min_results` answers.
+    pub fn new(agents: &[(String, String)], min_results: usize) -> Result<Self, BuildError> {
+        Self::with_breakers(agents, min_results, BreakerConfig::default())
+    }
+
+    /// As [`new`](Self::new), with breakers following `config` (tests shorten the break).
+    pub fn with_breakers(
+        agents: &[(String, String)],
+        min_results: usize,
+        config: BreakerConfig,
+    ) -> Result<Self, BuildError> {
+        let breakers = BreakerRegistry::new(config);
+        let agents = agents
+            .iter()
+            .map(|(name, url)| {
+                let client = Client::jsonrpc(url.as_str())
+                    .name(name.as_str())
+                    .breakers(&breakers)
+                    .build()?;
+                Ok((Arc::<str>::from(name.as_str()), client))
+            })
+            .collect::<Result<Vec<_>, BuildError>>()?;
+        Ok(Coordinator {
+            agents: agents.into(),
+            breakers,
+            min_results: min_results.max(1),
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SendMessageRequest {
+    message: IncomingMessage,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingMessage {
+    message_id: String,
+    #[serde(default)]
+    parts: Vec<Value>,
+}
+
+/// The text parts of a reply: a Message's parts, or a Task's status message and artifacts.
+fn reply_text(reply: &Value) -> String {
+    fn parts(parts: Option<&Value>, out: &mut Vec<String>) {
+        for part in parts.and_then(Value::as_array).into_iter().flatten() {
+            if let Some(text) = part.get("text").and_then(Value::as_str) {
+                out.push(text.to_owned());
+            }
+        }
+    }
+    let mut texts = Vec::new();
+    if let Some(message) = reply.get("message") {
+        parts(message.get("parts"), &mut texts);
+    }
+    if let Some(task) = reply.get("task") {
+        parts(
+            task.pointer("/status/message/parts"),
+            &mut texts,
+        );
+        for artifact in task
+            .get("artifacts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            parts(artifact.get("parts"), &mut texts);
+        }
+    }
+    texts.join("\n")
+}
+
+/// SendMessage: the same text to every specialist, concurrently. Each downstream messageId
+/// is the incoming one and the agent's name, so a retried call to the coordinator is
+/// deduplicated by the specialists too.
+async fn send_message(
+    State(coordinator): State<Coordinator>,
+    request: SendMessageRequest,
+    _: RequestContext,
+) -> Result<Value, CoordinatorError> {
+    let texts: Vec<&str> = request
+        .message
+        .parts
+        .iter()
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .collect();
+    if texts.is_empty() {
+        return Err(CoordinatorError::NoText);
+    }
+    let text = texts.concat();
+    let incoming = &request.message.message_id;
+    let calls = coordinator.agents.iter().map(|(name, client)| {
+        let params = json!({"message": {
+            "messageId": format!("{incoming}:{name}"),
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+        }});
+        let client = client.clone();
+        // The calls inherit this request's deadline: nothing to pass by hand.
+        let call = async move { client.send_message::<_, Value>(&params).await };
+        (name.clone(), call)
+    });
+    let outcome = FanOut::new(coordinator.min_results).run(calls).await?;
+    let mut answered = Map::new();
+    let mut parts = Vec::new();
+    for (name, reply) in &outcome.answered {
+        let text = reply_text(reply);
+        parts.push(json!({"text": format!("{name}: {text}")}));
+        answered.insert(name.to_string(), Value::String(text));
+    }
+    let mut failed = Map::new();
+    for failure in &outcome.failed {
+        failed.insert(failure.agent().to_owned(), json!(reason_of(failure)));
+    }
+    for name in &outcome.unfinished {
+        failed.insert(name.to_string(), json!("CANCELLED"));
+    }
+    let degraded = outcome.is_degraded();
+    let summary = json!({"answered": answered, "failed": failed, "degraded": degraded});
+    let mut result = json!({
+        "message": {
+            "messageId": format!("{incoming}:reply"),
+            "role": "ROLE_AGENT",
+            "parts": parts,
+            "metadata": summary,
+        },
+    });
+    // The same summary at the top, for callers that do not read A2A messages.
+    if let (Value::Object(result), Value::Object(summary)) = (&mut result, summary) {
+        result.extend(summary);
+    }
+    Ok(result)
+}
+
+/// The reason an agent failed with: the one it sent, or the local failure's.
+fn reason_of(failure: &a2a_error::client::Downstream) -> String {
+    let object = failure.to_error_object();
+    object
+        .metadata_value("downstreamReason")
+        .and_then(Value::as_str)
+        .unwrap_or("UNKNOWN")
+        .to_owned()
+}
+
+/// GetAgentHealth: each specialist's circuit.
+async fn agent_health(
+    State(coordinator): State<Coordinator>,
+    _: Option<Value>,
+    _: RequestContext,
+) -> Result<Value, CoordinatorError> {
+    let mut health = Map::new();
+    let snapshots = coordinator.breakers.snapshot();
+    for (name, client) in coordinator.agents.iter() {
+        let snapshot = client
+            .breaker()
+            .map(|breaker| breaker.snapshot())
+            .or_else(|| {
+                snapshots
+                    .iter()
+                    .find(|(agent, _)| agent == name.as_ref())
+                    .map(|(_, s)| *s)
+            });
+        let Some(snapshot) = snapshot else { continue };
+        health.insert(
+            name.to_string(),
+            json!({
+                "state": snapshot.state.as_str(),
+                "consecutiveFailures": snapshot.consecutive_failures,
+                "failures": snapshot.failures,
+                "successes": snapshot.successes,
+                "rateLimited": snapshot.rate_limited,
+                "rejected": snapshot.rejected,
+                "trips": snapshot.trips,
+                "timeToHalfOpenMs": snapshot.time_to_half_open.map(|d| d.as_millis() as u64),
+            }),
+        );
+    }
+    Ok(Value::Object(health))
+}
+
+/// The JSON-RPC endpoint.
+pub fn json_rpc(coordinator: Coordinator) -> JsonRpc<Coordinator> {
+    JsonRpc::with_state(coordinator)
+        .timeout(Duration::from_secs(30))
+        .method("SendMessage", send_message)
+        .method("GetAgentHealth", agent_health)
+        .alias("message/send", "SendMessage")
+}
+
+async fn agent_card(State(coordinator): State<Coordinator>, headers: HeaderMap) -> Json<Value> {
+    let host = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1:8080");
+    let names: Vec<&str> = coordinator.agents.iter().map(|(n, _)| n.as_ref()).collect();
+    Json(json!({
+        "name": "a2a-error example coordinator",
+        "description": format!(
+            "Sends each message to its specialists ({}) and answers once {} of them answer.",
+            names.join(", "),
+            coordinator.min_results
+        ),
+        "version": env!("CARGO_PKG_VERSION"),
+        "supportedInterfaces": [
+            {"url": format!("http://{host}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": false, "pushNotifications": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "fan-out", "name": "Fan-out", "description":
+            "Asks every specialist and reports who answered, who failed and why.",
+            "tags": ["coordinator"]}]
+    }))
+}
+
+/// The coordinator on one router: JSON-RPC at `POST /`, the agent card, and `GET /metrics`
+/// when `metrics` renders them (Prometheus text).
+pub fn router(coordinator: Coordinator, metrics: Option<Arc<dyn Fn() -> String + Send + Sync>>) -> Router {
+    let mut router = Router::new()
+        .merge(json_rpc(coordinator.clone()).into_router())
+        .route("/.well-known/agent-card.json", get(agent_card));
+    if let Some(render) = metrics {
+        router = router.route(
+            "/metrics",
+            get(move || {
+                let render = render.clone();
+                async move {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                        render(),
+                    )
+                }
+            }),
+        );
+    }
+    router
+        .fallback(rest::not_found)
+        .layer(rest::StatusBodiesLayer)
+        .with_state(coordinator)
+}
