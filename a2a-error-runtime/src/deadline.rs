@@ -17,7 +17,8 @@ tokio::task_local! {
 }
 
 /// What a downstream call leaves of the inherited time, so that our reply still reaches our
-/// caller: a tenth of the time left, at most this much.
+/// caller: a tenth of the time left, at most this much. With no more than this left, a
+/// downstream call is not started at all.
 pub(crate) const MARGIN: Duration = Duration::from_millis(50);
 
 /// The deadline of the request being served, when there is one.

@@ -228,13 +228,32 @@ const MAX_LISTED: usize = 16;
 /// The bytes the list may take beside a single failure's chain.
 const SINGLE_LIST_BYTES: usize = 320;
 
+impl<E> FanOutError<E> {
+    /// Whether every call failed only because our own deadline ran out (before or while
+    /// calling): that is DEADLINE_EXCEEDED, not a downstream failure.
+    fn out_of_time(&self) -> bool {
+        !self.failed.is_empty()
+            && self.failed.iter().all(|failure| {
+                matches!(failure.error(), ClientError::Timeout(crate::client::Timeout::Total))
+            })
+    }
+}
+
 impl<E: A2aError + 'static> A2aError for FanOutError<E> {
     fn code(&self) -> i32 {
-        code::DOWNSTREAM_FAILED
+        if self.out_of_time() {
+            code::DEADLINE_EXCEEDED
+        } else {
+            code::DOWNSTREAM_FAILED
+        }
     }
 
     fn reason(&self) -> &str {
-        "DOWNSTREAM_FAILED"
+        if self.out_of_time() {
+            "DEADLINE_EXCEEDED"
+        } else {
+            "DOWNSTREAM_FAILED"
+        }
     }
 
     fn domain(&self) -> &str {
@@ -246,20 +265,43 @@ impl<E: A2aError + 'static> A2aError for FanOutError<E> {
     }
 
     fn public_message(&self) -> Cow<'_, str> {
-        Cow::Borrowed("Downstream agent failed")
+        Cow::Borrowed(if self.out_of_time() {
+            "Deadline exceeded"
+        } else {
+            "Downstream agent failed"
+        })
     }
 
-    /// Each agent's failure was retried by its own client already.
+    /// Each agent's failure was retried by its own client already, so not again; unless
+    /// every failure was an open circuit (nothing was sent): then after the earliest
+    /// half-open, when the agents may be tried again.
     fn retry_hint(&self) -> RetryHint {
-        RetryHint::Never
+        let delays: Option<Vec<std::time::Duration>> = self
+            .failed
+            .iter()
+            .map(|failure| match failure.error() {
+                ClientError::CircuitOpen { retry_after } if !retry_after.is_zero() => {
+                    Some(*retry_after)
+                }
+                _ => None,
+            })
+            .collect();
+        match delays.and_then(|delays| delays.into_iter().min()) {
+            Some(delay) if self.unfinished.is_empty() => RetryHint::After(delay),
+            _ => RetryHint::Never,
+        }
     }
 
     fn category(&self) -> Category {
-        Category::Transient
+        if self.out_of_time() {
+            Category::Timeout
+        } else {
+            Category::Transient
+        }
     }
 
     fn http_status(&self) -> u16 {
-        502
+        if self.out_of_time() { 504 } else { 502 }
     }
 
     fn write_data(&self, sink: &mut DataSink<'_>) {

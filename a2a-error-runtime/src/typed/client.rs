@@ -109,19 +109,19 @@ where
     /// Sends a prepared call through the stack.
     ///
     /// Inside a handler of this crate's server, the call inherits what is left of the
-    /// request's deadline (less a small margin, so that our reply can still reach our caller):
-    /// a deadline already past fails at once as [`Timeout::Total`] (DEADLINE_EXCEEDED when
-    /// passed on), without calling the agent.
+    /// request's deadline (less a tenth of what is left, at most 50 ms, so that our reply can
+    /// still reach our caller): with 50 ms or less left it fails at once as
+    /// [`Timeout::Total`] (DEADLINE_EXCEEDED when passed on), without calling the agent.
     pub async fn send(&self, call: Call) -> Result<Reply<E>, ClientError<E>> {
         let mut call = call.with_agent(self.name.clone());
         if let Some(deadline) = crate::deadline::inherited() {
             let now = Instant::now();
             let left = deadline.saturating_duration_since(now);
-            let margin = (left / 10).min(crate::deadline::MARGIN);
-            if left <= margin {
+            if left <= crate::deadline::MARGIN {
                 tracing::debug!(agent = &*self.name, "no time left for the downstream call");
                 return Err(ClientError::Timeout(Timeout::Total));
             }
+            let margin = (left / 10).min(crate::deadline::MARGIN);
             call = call.with_deadline(deadline - margin);
         }
         let span = tracing::debug_span!(

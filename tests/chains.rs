@@ -1,0 +1,278 @@
+//! Agents calling agents, over real loopback HTTP: the example coordinator in front of example
+//! agents (healthy, down, unreachable, slow) and of other coordinators.
+
+#[path = "../examples/agent/app.rs"]
+#[allow(dead_code)]
+mod app;
+mod common;
+#[path = "../examples/coordinator/app.rs"]
+#[allow(dead_code)]
+mod coordinator;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig};
+use a2a_error::server::{JsonRpc, RequestContext};
+use a2a_error::{A2aError, Client, RemoteError, StandardError, code};
+use common::requests::{rpc, send};
+use common::serve;
+use serde_json::{Value, json};
+
+/// A port nothing listens on.
+async fn closed_port() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}/")
+}
+
+async fn coordinator_over(agents: &[(&str, String)], min_results: usize) -> String {
+    coordinator_with(agents, min_results, BreakerConfig::default()).await
+}
+
+async fn coordinator_with(
+    agents: &[(&str, String)],
+    min_results: usize,
+    config: BreakerConfig,
+) -> String {
+    let agents: Vec<(String, String)> = agents
+        .iter()
+        .map(|(name, url)| (name.to_string(), url.clone()))
+        .collect();
+    let coordinator =
+        coordinator::Coordinator::with_breakers(&agents, min_results, config).unwrap();
+    serve(coordinator::router(coordinator, None)).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fan_out_degrades_with_min_results_and_fails_below_it() {
+    let healthy = serve(app::router()).await;
+    let down_agent = app::Agent::default().unavailable();
+    let down = serve(app::router_with(down_agent.clone())).await;
+    let gone = closed_port().await;
+    let agents = [
+        ("healthy", format!("{healthy}/")),
+        ("down", format!("{down}/")),
+        ("gone", gone),
+    ];
+    let url = coordinator_over(&agents, 1).await;
+    let reply = rpc(&format!("{url}/"), send(1, "m-1", "hi")).await;
+    let result = &reply["result"];
+    assert_eq!(result["answered"], json!({"healthy": "echo: hi"}), "{reply}");
+    assert_eq!(
+        result["failed"],
+        json!({"down": "AGENT_UNAVAILABLE", "gone": "UNREACHABLE"})
+    );
+    assert_eq!(result["degraded"], true);
+    // An A2A Message too, with the same summary in its metadata.
+    assert_eq!(result["message"]["parts"][0]["text"], "healthy: echo: hi");
+    assert_eq!(result["message"]["metadata"]["degraded"], true);
+    // Each specialist was called with a messageId derived from ours and its name, and the
+    // one that is down was retried by the default policy (4 attempts).
+    assert_eq!(down_agent.runs("m-1:down"), 4);
+
+    // Needing two answers, it fails: one DOWNSTREAM_FAILED naming each failed agent.
+    let url = coordinator_over(&agents, 2).await;
+    let reply = rpc(&format!("{url}/"), send(2, "m-2", "hi")).await;
+    let error: a2a_error::ErrorObject = serde_json::from_value(reply["error"].clone()).unwrap();
+    assert_eq!(error.code, code::DOWNSTREAM_FAILED, "{reply}");
+    assert_eq!(error.domain(), Some("coordinator.example"));
+    let failed: Value =
+        serde_json::from_str(&error.data_field::<String>("failedAgents").unwrap()).unwrap();
+    assert_eq!(
+        failed,
+        json!({"down": "AGENT_UNAVAILABLE", "gone": "UNREACHABLE"})
+    );
+    assert_eq!(error.retryable(), Some(false));
+    let text = reply.to_string();
+    assert!(!text.contains("warming up"), "no downstream text: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_of_three_reports_every_hop_and_the_leaf_sees_one_policy() {
+    // top client → a → b → leaf, every client with the default policy (4 attempts).
+    let leaf_agent = app::Agent::default().unavailable();
+    let leaf = serve(app::router_with(leaf_agent.clone())).await;
+    let b = coordinator_over(&[("leaf", format!("{leaf}/"))], 1).await;
+    let a = coordinator_over(&[("b", format!("{b}/"))], 1).await;
+    let top = Client::<StandardError>::jsonrpc(format!("{a}/")).build().unwrap();
+    let error = top
+        .send_message::<_, Value>(&json!({"message": {
+            "messageId": "m-chain", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}))
+        .await
+        .unwrap_err();
+    // Without the exhausted marker: 4 × 4 × 4 = 64 attempts at the leaf.
+    assert_eq!(leaf_agent.runs("m-chain:b:leaf"), 4);
+    assert!(!error.retry_advice().is_retryable());
+    let remote = error.remote().unwrap();
+    assert_eq!(remote.code(), code::DOWNSTREAM_FAILED);
+    let hops: Vec<_> = remote
+        .chain()
+        .map(|hop| (hop.agent.unwrap(), hop.code, hop.reason))
+        .collect();
+    assert_eq!(
+        hops,
+        [
+            ("b".into(), code::DOWNSTREAM_FAILED, "DOWNSTREAM_FAILED".into()),
+            ("leaf".into(), code::AGENT_UNAVAILABLE, "AGENT_UNAVAILABLE".into()),
+        ]
+    );
+    assert_eq!(
+        remote.object().metadata_value("retriesExhausted"),
+        Some(&json!("true"))
+    );
+    // Coordinators' domains are their own; the leaf's error text stayed at the leaf.
+    assert_eq!(remote.received_domain(), Some("coordinator.example"));
+    assert!(!remote.object().data.as_ref().unwrap().to_string().contains("warming"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_breaker_opens_and_fails_fast_with_a_truthful_retry_after() {
+    let down_agent = app::Agent::default().unavailable();
+    let down = serve(app::router_with(down_agent.clone())).await;
+    let config = BreakerConfig::new()
+        .consecutive_failures(3)
+        .break_duration(BreakDuration::Fixed(Duration::from_secs(30)));
+    let url = coordinator_with(&[("down", format!("{down}/"))], 1, config).await;
+    let endpoint = format!("{url}/");
+    // Attempts 1-3 fail and trip the circuit; attempt 4 fails fast and ends the call.
+    let reply = rpc(&endpoint, send(1, "m-1", "hi")).await;
+    assert_eq!(down_agent.runs("m-1:down"), 3, "{reply}");
+    let health = rpc(
+        &endpoint,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "GetAgentHealth"}),
+    )
+    .await;
+    let down_health = &health["result"]["down"];
+    assert_eq!(down_health["state"], "open", "{health}");
+    let left = down_health["timeToHalfOpenMs"].as_u64().unwrap();
+    assert!((25_000..=30_000).contains(&left), "{left}");
+    // The next call is not sent at all, and says when to come back.
+    let reply = rpc(&endpoint, send(3, "m-2", "hi")).await;
+    assert_eq!(down_agent.runs("m-2:down"), 0);
+    let error: a2a_error::ErrorObject = serde_json::from_value(reply["error"].clone()).unwrap();
+    assert_eq!(error.code, code::DOWNSTREAM_FAILED, "{reply}");
+    assert_eq!(
+        error.metadata_value("downstreamReason"),
+        Some(&json!("CIRCUIT_OPEN"))
+    );
+    let delay = error.retry_delay().expect("RetryInfo");
+    assert!(
+        delay > Duration::from_secs(25) && delay <= Duration::from_secs(30),
+        "{delay:?}"
+    );
+}
+
+/// A specialist that takes 10 s, recording the deadline it was given and whether it was
+/// cancelled before it finished.
+#[derive(Clone, Default)]
+struct Slow {
+    time_left_ms: Arc<AtomicU64>,
+    cancelled: Arc<AtomicBool>,
+    started: Arc<AtomicBool>,
+}
+
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn serve_slow(slow: Slow) -> String {
+    let endpoint = JsonRpc::new().method(
+        "SendMessage",
+        move |_: Value, ctx: RequestContext| {
+            let slow = slow.clone();
+            async move {
+                slow.started.store(true, Ordering::SeqCst);
+                let left = ctx.time_left().map_or(u64::MAX, |d| d.as_millis() as u64);
+                slow.time_left_ms.store(left, Ordering::SeqCst);
+                let guard = SetOnDrop(slow.cancelled.clone());
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                std::mem::forget(guard);
+                Ok::<_, StandardError>(json!({"message": {"messageId": "r", "role": "ROLE_AGENT", "parts": [{"text": "late"}]}}))
+            }
+        },
+    );
+    serve(endpoint.into_router()).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_callers_deadline_travels_down_the_chain() {
+    let slow = Slow::default();
+    let url = serve_slow(slow.clone()).await;
+    let coordinator = coordinator_over(&[("slow", format!("{url}/"))], 1).await;
+    let top = Client::<RemoteError>::jsonrpc(format!("{coordinator}/"))
+        .total_timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let error = top
+        .send_message::<_, Value>(&json!({"message": {
+            "messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3), "{error:?}");
+    // The specialist was given less than our 1.5 s: the coordinator passed on what was left
+    // of our deadline, less its margin, without being told to.
+    let left = slow.time_left_ms.load(Ordering::SeqCst);
+    assert!(left > 0 && left < 1500, "{left}");
+    // And its work was stopped, not left running for 10 s.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(slow.cancelled.load(Ordering::SeqCst));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_caller_that_goes_away_cancels_the_calls_made_for_it() {
+    let slow = Slow::default();
+    let url = serve_slow(slow.clone()).await;
+    let coordinator = coordinator_over(&[("slow", format!("{url}/"))], 1).await;
+    // No deadline anywhere: only the caller leaving can stop the work.
+    let request = tokio::spawn(async move {
+        rpc(&format!("{coordinator}/"), send(1, "m-1", "hi")).await
+    });
+    for _ in 0..100 {
+        if slow.started.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(slow.started.load(Ordering::SeqCst));
+    assert_eq!(slow.time_left_ms.load(Ordering::SeqCst) > 20_000, true);
+    request.abort();
+    for _ in 0..100 {
+        if slow.cancelled.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        slow.cancelled.load(Ordering::SeqCst),
+        "the specialist's work outlived the caller"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_exhausted_deadline_is_deadline_exceeded_before_any_call() {
+    let slow = Slow::default();
+    let url = serve_slow(slow.clone()).await;
+    let coordinator = coordinator_over(&[("slow", format!("{url}/"))], 1).await;
+    // A deadline of 1 ms: gone before the coordinator can call anyone.
+    let reply = {
+        let response = reqwest::Client::new()
+            .post(format!("{coordinator}/"))
+            .header("A2A-Deadline-Ms", "1")
+            .json(&send(1, "m-1", "hi"))
+            .send()
+            .await
+            .unwrap();
+        response.json::<Value>().await.unwrap()
+    };
+    assert_eq!(reply["error"]["code"], code::DEADLINE_EXCEEDED, "{reply}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!slow.started.load(Ordering::SeqCst));
+}
