@@ -276,3 +276,79 @@ async fn an_exhausted_deadline_is_deadline_exceeded_before_any_call() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!slow.started.load(Ordering::SeqCst));
 }
+
+/// The example binaries, from outside: the coordinator's command-line contract.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_coordinator_example_keeps_its_contract() {
+    let (_ok, ok) = common::start_example("agent", &[]);
+    let (_down, down) = common::start_example("agent", &["--fail"]);
+    let agents = [format!("ok={ok}/"), format!("down={down}/")];
+    let (_coordinator, url) = common::start_example(
+        "coordinator",
+        &["--agent", &agents[0], "--agent", &agents[1], "--min-results", "1"],
+    );
+    let endpoint = format!("{url}/");
+    let reply = rpc(&endpoint, send(1, "m-1", "hello")).await;
+    let result = &reply["result"];
+    assert_eq!(result["answered"], json!({"ok": "echo: hello"}), "{reply}");
+    assert_eq!(result["failed"], json!({"down": "AGENT_UNAVAILABLE"}));
+    assert_eq!(result["degraded"], true);
+    let health = rpc(
+        &endpoint,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "GetAgentHealth"}),
+    )
+    .await;
+    assert_eq!(health["result"]["ok"]["state"], "closed", "{health}");
+    assert!(health["result"]["down"]["state"].is_string());
+    let http = reqwest::Client::new();
+    let card: Value = http
+        .get(format!("{url}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["supportedInterfaces"][0]["url"], endpoint);
+    let metrics = http
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // The down agent was retried 3 times, each retry counted with its reason.
+    let retries = metrics
+        .lines()
+        .find(|line| {
+            line.starts_with("a2a_client_retries")
+                && line.contains("agent=\"down\"")
+                && line.contains("AGENT_UNAVAILABLE")
+        })
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(retries.ends_with(" 3"), "{retries}");
+    assert!(metrics.contains("a2a_breaker_state{agent=\"ok\"} 0"), "{metrics}");
+
+    // Needing both: DOWNSTREAM_FAILED naming the one that failed. Bad arguments: exit 2.
+    let (_strict, strict) = common::start_example(
+        "coordinator",
+        &["--agent", &agents[0], "--agent", &agents[1], "--min-results", "2"],
+    );
+    let reply = rpc(&format!("{strict}/"), send(3, "m-2", "hello")).await;
+    assert_eq!(reply["error"]["code"], code::DOWNSTREAM_FAILED, "{reply}");
+    assert!(reply.to_string().contains("down"), "{reply}");
+    for args in [
+        &["--agent", "no-equals-sign"][..],
+        &["--agent", &agents[0], "--min-results", "3"][..],
+        &[][..],
+    ] {
+        let status = std::process::Command::new(common::example_exe("coordinator"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(2), "{args:?}");
+    }
+}

@@ -12,8 +12,7 @@
 mod app;
 mod common;
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -275,34 +274,8 @@ async fn refusals_travel_through_redis_too() {
     assert!(matches!(reused, DedupError::Refused(Refusal::IdReused)));
 }
 
-/// The built `agent` example, started as its own process (killed when dropped).
-struct AgentProcess(Child);
-
-impl Drop for AgentProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_agent(redis_url: &str) -> (AgentProcess, String) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(common::example_exe("agent"))
-        .args(["--addr", &format!("127.0.0.1:{port}"), "--redis", redis_url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the agent did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (AgentProcess(child), format!("http://127.0.0.1:{port}"))
+fn start_agent(redis_url: &str) -> (common::ExampleProcess, String) {
+    common::start_example("agent", &["--redis", redis_url])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,13 +53,14 @@ async fn main() {
             agents.len()
         ));
     }
-    let coordinator = match app::Coordinator::new(&agents, min_results) {
-        Ok(coordinator) => coordinator,
-        Err(error) => fail(&error.to_string()),
-    };
+    // Installed first: the breakers report their state as they are made.
     let prometheus = match PrometheusBuilder::new().install_recorder() {
         Ok(handle) => handle,
         Err(error) => fail(&format!("cannot install the metrics recorder: {error}")),
+    };
+    let coordinator = match app::Coordinator::new(&agents, min_results) {
+        Ok(coordinator) => coordinator,
+        Err(error) => fail(&error.to_string()),
     };
     let render = Arc::new(move || prometheus.render());
     let listener = match tokio::net::TcpListener::bind(&addr).await {

@@ -39,3 +39,40 @@ pub fn example_exe(name: &str) -> std::path::PathBuf {
     );
     example
 }
+
+/// An example's process, killed when dropped.
+#[allow(dead_code)]
+pub struct ExampleProcess(std::process::Child);
+
+impl Drop for ExampleProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts example `name` with `--addr 127.0.0.1:PORT` and `args`, waits until it accepts
+/// connections, and returns it with `http://127.0.0.1:PORT`.
+#[allow(dead_code)]
+pub fn start_example(name: &str, args: &[&str]) -> (ExampleProcess, String) {
+    use std::time::{Duration, Instant};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(example_exe(name))
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let process = ExampleProcess(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the {name} example did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (process, format!("http://127.0.0.1:{port}"))
+}
