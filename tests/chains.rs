@@ -60,7 +60,11 @@ async fn fan_out_degrades_with_min_results_and_fails_below_it() {
     let url = coordinator_over(&agents, 1).await;
     let reply = rpc(&format!("{url}/"), send(1, "m-1", "hi")).await;
     let result = &reply["result"];
-    assert_eq!(result["answered"], json!({"healthy": "echo: hi"}), "{reply}");
+    assert_eq!(
+        result["answered"],
+        json!({"healthy": "echo: hi"}),
+        "{reply}"
+    );
     assert_eq!(
         result["failed"],
         json!({"down": "AGENT_UNAVAILABLE", "gone": "UNREACHABLE"})
@@ -97,7 +101,9 @@ async fn a_chain_of_three_reports_every_hop_and_the_leaf_sees_one_policy() {
     let leaf = serve(app::router_with(leaf_agent.clone())).await;
     let b = coordinator_over(&[("leaf", format!("{leaf}/"))], 1).await;
     let a = coordinator_over(&[("b", format!("{b}/"))], 1).await;
-    let top = Client::<StandardError>::jsonrpc(format!("{a}/")).build().unwrap();
+    let top = Client::<StandardError>::jsonrpc(format!("{a}/"))
+        .build()
+        .unwrap();
     let error = top
         .send_message::<_, Value>(&json!({"message": {
             "messageId": "m-chain", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}))
@@ -115,8 +121,16 @@ async fn a_chain_of_three_reports_every_hop_and_the_leaf_sees_one_policy() {
     assert_eq!(
         hops,
         [
-            ("b".into(), code::DOWNSTREAM_FAILED, "DOWNSTREAM_FAILED".into()),
-            ("leaf".into(), code::AGENT_UNAVAILABLE, "AGENT_UNAVAILABLE".into()),
+            (
+                "b".into(),
+                code::DOWNSTREAM_FAILED,
+                "DOWNSTREAM_FAILED".into()
+            ),
+            (
+                "leaf".into(),
+                code::AGENT_UNAVAILABLE,
+                "AGENT_UNAVAILABLE".into()
+            ),
         ]
     );
     assert_eq!(
@@ -125,7 +139,15 @@ async fn a_chain_of_three_reports_every_hop_and_the_leaf_sees_one_policy() {
     );
     // Coordinators' domains are their own; the leaf's error text stayed at the leaf.
     assert_eq!(remote.received_domain(), Some("coordinator.example"));
-    assert!(!remote.object().data.as_ref().unwrap().to_string().contains("warming"));
+    assert!(
+        !remote
+            .object()
+            .data
+            .as_ref()
+            .unwrap()
+            .to_string()
+            .contains("warming")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -232,9 +254,8 @@ async fn a_caller_that_goes_away_cancels_the_calls_made_for_it() {
     let url = serve_slow(slow.clone()).await;
     let coordinator = coordinator_over(&[("slow", format!("{url}/"))], 1).await;
     // No deadline anywhere: only the caller leaving can stop the work.
-    let request = tokio::spawn(async move {
-        rpc(&format!("{coordinator}/"), send(1, "m-1", "hi")).await
-    });
+    let request =
+        tokio::spawn(async move { rpc(&format!("{coordinator}/"), send(1, "m-1", "hi")).await });
     for _ in 0..100 {
         if slow.started.load(Ordering::SeqCst) {
             break;
@@ -285,7 +306,14 @@ async fn the_coordinator_example_keeps_its_contract() {
     let agents = [format!("ok={ok}/"), format!("down={down}/")];
     let (_coordinator, url) = common::start_example(
         "coordinator",
-        &["--agent", &agents[0], "--agent", &agents[1], "--min-results", "1"],
+        &[
+            "--agent",
+            &agents[0],
+            "--agent",
+            &agents[1],
+            "--min-results",
+            "1",
+        ],
     );
     let endpoint = format!("{url}/");
     let reply = rpc(&endpoint, send(1, "m-1", "hello")).await;
@@ -328,12 +356,22 @@ async fn the_coordinator_example_keeps_its_contract() {
         })
         .unwrap_or_else(|| panic!("{metrics}"));
     assert!(retries.ends_with(" 3"), "{retries}");
-    assert!(metrics.contains("a2a_breaker_state{agent=\"ok\"} 0"), "{metrics}");
+    assert!(
+        metrics.contains("a2a_breaker_state{agent=\"ok\"} 0"),
+        "{metrics}"
+    );
 
     // Needing both: DOWNSTREAM_FAILED naming the one that failed. Bad arguments: exit 2.
     let (_strict, strict) = common::start_example(
         "coordinator",
-        &["--agent", &agents[0], "--agent", &agents[1], "--min-results", "2"],
+        &[
+            "--agent",
+            &agents[0],
+            "--agent",
+            &agents[1],
+            "--min-results",
+            "2",
+        ],
     );
     let reply = rpc(&format!("{strict}/"), send(3, "m-2", "hello")).await;
     assert_eq!(reply["error"]["code"], code::DOWNSTREAM_FAILED, "{reply}");

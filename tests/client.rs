@@ -462,10 +462,18 @@ async fn a_downstream_error_is_translated_not_forwarded() {
     let metadata = passed_on.metadata();
     assert_eq!(metadata["downstreamReason"], "TASK_NOT_FOUND");
     assert_eq!(metadata["downstreamCode"], "-32001");
-    assert!(metadata["downstreamAgent"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert!(
+        metadata["downstreamAgent"]
+            .as_str()
+            .unwrap()
+            .starts_with("127.0.0.1:")
+    );
     assert!(!metadata.contains_key("taskId"));
     let root = RemoteError::from_object(passed_on).root_cause().unwrap();
-    assert_eq!((root.code, root.reason.as_str()), (-32001, "TASK_NOT_FOUND"));
+    assert_eq!(
+        (root.code, root.reason.as_str()),
+        (-32001, "TASK_NOT_FOUND")
+    );
 }
 
 /// Runs the built `client` example against `url`.
@@ -565,7 +573,11 @@ async fn rest_errors_with_application_codes_decode_into_the_typed_enum() {
         Some(BillingError::Quota { account }) => assert_eq!(account, "acme"),
         other => panic!("{other:?} from {error:?}"),
     }
-    assert_eq!(error.remote_code(), Some(-31000), "the code is rebuilt from the reason");
+    assert_eq!(
+        error.remote_code(),
+        Some(-31000),
+        "the code is rebuilt from the reason"
+    );
     assert!(error.retry_advice().is_retryable());
     assert_eq!(error.reply_status(), Some(500));
 }

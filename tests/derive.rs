@@ -635,3 +635,91 @@ fn local_failures_passed_on_take_the_wrapping_domain() {
     assert_eq!(object.domain(), Some("coordinator.example"));
     assert_eq!(object.metadata()["downstreamDomain"], "peer.example");
 }
+
+/// `#[a2a(downstream)]`: a client's failure passed on in one line, and read back only from
+/// downstream failures.
+#[derive(Debug, thiserror::Error, A2aError)]
+#[a2a(domain = "planner.example")]
+enum PlannerError {
+    #[error("no such plan")]
+    #[a2a(code = -32030)]
+    NoPlan,
+    #[error("a specialist failed")]
+    #[a2a(downstream)]
+    Specialist(a2a_error::client::Downstream),
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Other(RemoteError),
+}
+
+#[test]
+fn downstream_variants_pass_the_chain_on_and_decode_only_downstream_failures() {
+    use a2a_error::client::{ClientError, Downstream, Timeout};
+    let err = PlannerError::Specialist(Downstream::new(
+        "search",
+        ClientError::from_object(
+            RemoteError::new(code::AGENT_UNAVAILABLE, "search is restarting").to_error_object(),
+            None,
+        ),
+    ));
+    let object = err.to_error_object();
+    assert_eq!(object.code, code::DOWNSTREAM_FAILED);
+    assert_eq!(object.domain(), Some("planner.example"));
+    assert_eq!(object.metadata()["downstreamAgent"], "search");
+    assert!(
+        !serde_json::to_string(&object)
+            .unwrap()
+            .contains("restarting")
+    );
+    // A local failure of the specialist names it too.
+    let timeout = PlannerError::Specialist(Downstream::new(
+        "search",
+        ClientError::Timeout(Timeout::Attempt),
+    ));
+    assert_eq!(
+        timeout.to_error_object().metadata()["downstreamReason"],
+        "TIMEOUT"
+    );
+    let no_plan = PlannerError::from_error_object(&PlannerError::NoPlan.to_error_object());
+    assert!(matches!(no_plan, Some(PlannerError::NoPlan)));
+}
+
+/// A caller's mirror of the planner: its downstream failures land in one variant, with the
+/// chain readable; anything else does not, although `ClientError` would take it.
+#[derive(Debug, thiserror::Error, A2aError)]
+enum PlannerReply {
+    #[error("the planner's specialists failed")]
+    #[a2a(downstream)]
+    Downstream(a2a_error::client::ClientError),
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Other(RemoteError),
+}
+
+#[test]
+fn downstream_variants_decode_only_downstream_failures() {
+    use a2a_error::client::{ClientError, Downstream};
+    let sent = PlannerError::Specialist(Downstream::new(
+        "search",
+        ClientError::from_object(
+            RemoteError::new(code::AGENT_UNAVAILABLE, "m").to_error_object(),
+            None,
+        ),
+    ))
+    .to_error_object();
+    match PlannerReply::from_error_object(&sent) {
+        Some(PlannerReply::Downstream(error)) => {
+            let root = error.remote().unwrap().root_cause().unwrap();
+            assert_eq!(
+                (root.agent.as_deref(), root.code),
+                (Some("search"), code::AGENT_UNAVAILABLE)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let unrelated = RemoteError::new(-32099, "x").to_error_object();
+    assert!(matches!(
+        PlannerReply::from_error_object(&unrelated),
+        Some(PlannerReply::Other(_))
+    ));
+}

@@ -66,7 +66,9 @@ fn samples(
 ) -> Vec<f64> {
     matching(snapshot, name, labels)
         .flat_map(|value| match value {
-            DebugValue::Histogram(values) => values.iter().map(|v| v.into_inner()).collect::<Vec<f64>>(),
+            DebugValue::Histogram(values) => {
+                values.iter().map(|v| v.into_inner()).collect::<Vec<f64>>()
+            }
             other => panic!("{name} is not a histogram: {other:?}"),
         })
         .collect()
@@ -82,10 +84,16 @@ async fn retries_breakers_errors_and_degraded_answers_are_counted() {
     let agent = serve(app::router()).await;
     let flaky = Client::<RemoteError>::jsonrpc(format!("{agent}/"))
         .name("flaky")
-        .retry(a2a_error::resilience::RetryPolicy::default().base_delay(std::time::Duration::from_millis(5)))
+        .retry(
+            a2a_error::resilience::RetryPolicy::default()
+                .base_delay(std::time::Duration::from_millis(5)),
+        )
         .build()
         .unwrap();
-    let _: Value = flaky.send_message(&message("m-1", "flaky:2")).await.unwrap();
+    let _: Value = flaky
+        .send_message(&message("m-1", "flaky:2"))
+        .await
+        .unwrap();
 
     // An agent that is down, behind a breaker that trips after 2 failures.
     let down = serve(app::router_with(app::Agent::default().unavailable())).await;
@@ -93,14 +101,20 @@ async fn retries_breakers_errors_and_degraded_answers_are_counted() {
     let client = Client::<RemoteError>::jsonrpc(format!("{down}/"))
         .name("down")
         .breakers(&registry)
-        .retry(a2a_error::resilience::RetryPolicy::default().base_delay(std::time::Duration::from_millis(5)))
+        .retry(
+            a2a_error::resilience::RetryPolicy::default()
+                .base_delay(std::time::Duration::from_millis(5)),
+        )
         .build()
         .unwrap();
     let error = client
         .send_message::<_, Value>(&message("m-2", "hi"))
         .await
         .unwrap_err();
-    assert!(matches!(error, a2a_error::client::ClientError::CircuitOpen { .. }), "{error:?}");
+    assert!(
+        matches!(error, a2a_error::client::ClientError::CircuitOpen { .. }),
+        "{error:?}"
+    );
 
     // A fallback answered by its second step, and a fan-out missing one agent.
     let answered = Fallback::new("primary", || async { Err::<u8, ()>(()) })
@@ -111,8 +125,14 @@ async fn retries_breakers_errors_and_degraded_answers_are_counted() {
     assert!(answered.is_degraded());
     let fan_out = FanOut::new(1)
         .run([
-            (Arc::<str>::from("flaky"), flaky.send_message::<_, Value>(&message("m-3", "hi"))),
-            (Arc::<str>::from("down"), client.send_message::<_, Value>(&message("m-4", "hi"))),
+            (
+                Arc::<str>::from("flaky"),
+                flaky.send_message::<_, Value>(&message("m-3", "hi")),
+            ),
+            (
+                Arc::<str>::from("down"),
+                client.send_message::<_, Value>(&message("m-4", "hi")),
+            ),
         ])
         .await
         .unwrap();
@@ -127,34 +147,61 @@ async fn retries_breakers_errors_and_degraded_answers_are_counted() {
     let s = snapshot.as_slice();
     // Two retries of the flaky agent, both for AGENT_UNAVAILABLE, and 3 attempts for its call.
     assert_eq!(
-        counter(s, "a2a.client.retries", &[("agent", "flaky"), ("error.type", "AGENT_UNAVAILABLE")]),
+        counter(
+            s,
+            "a2a.client.retries",
+            &[("agent", "flaky"), ("error.type", "AGENT_UNAVAILABLE")]
+        ),
         2
     );
     assert!(samples(s, "a2a.client.attempts", &[("agent", "flaky")]).contains(&3.0));
     // The agents' own server counted the errors it sent.
     assert!(
-        counter(s, "a2a.server.errors", &[("rpc.method", "SendMessage"), ("code", "-32053")]) >= 4
+        counter(
+            s,
+            "a2a.server.errors",
+            &[("rpc.method", "SendMessage"), ("code", "-32053")]
+        ) >= 4
     );
     // The breaker: one trip, open now, and the third attempt (and the fan-out's) refused.
     assert_eq!(
-        counter(s, "a2a.breaker.transitions", &[("agent", "down"), ("from", "closed"), ("to", "open")]),
+        counter(
+            s,
+            "a2a.breaker.transitions",
+            &[("agent", "down"), ("from", "closed"), ("to", "open")]
+        ),
         1
     );
     assert_eq!(gauge(s, "a2a.breaker.state", &[("agent", "down")]), 2.0);
-    assert_eq!(counter(s, "a2a.breaker.rejections", &[("agent", "down")]), 2);
     assert_eq!(
-        counter(s, "a2a.client.errors", &[("agent", "down"), ("error.type", "CIRCUIT_OPEN")]),
+        counter(s, "a2a.breaker.rejections", &[("agent", "down")]),
+        2
+    );
+    assert_eq!(
+        counter(
+            s,
+            "a2a.client.errors",
+            &[("agent", "down"), ("error.type", "CIRCUIT_OPEN")]
+        ),
         2
     );
     // Durations: one per call through each client.
-    let durations = samples(s, "a2a.client.call.duration", &[("agent", "flaky"), ("outcome", "ok")]);
+    let durations = samples(
+        s,
+        "a2a.client.call.duration",
+        &[("agent", "flaky"), ("outcome", "ok")],
+    );
     assert_eq!(durations.len(), 2);
     assert!(durations.iter().all(|d| *d > 0.0 && *d < 10.0));
     // Degraded answers, by where they came from.
     assert_eq!(counter(s, "a2a.degraded", &[("source", "fallback")]), 1);
     assert_eq!(counter(s, "a2a.degraded", &[("source", "fan_out")]), 1);
     assert_eq!(
-        counter(s, "a2a.fallback.steps", &[("step", "primary"), ("outcome", "failed")]),
+        counter(
+            s,
+            "a2a.fallback.steps",
+            &[("step", "primary"), ("outcome", "failed")]
+        ),
         1
     );
 }

@@ -122,8 +122,8 @@ async fn python_agent(python: &PathBuf) -> (tokio::process::Child, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_reads_the_official_python_server() {
     use a2a_error::Client;
-    use a2a_error::resilience::RetryPolicy;
     use a2a_error::StandardError;
+    use a2a_error::resilience::RetryPolicy;
     use serde_json::{Value, json};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};

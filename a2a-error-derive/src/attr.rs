@@ -28,6 +28,7 @@ pub const RETRY_AFTER: Symbol = Symbol("retry_after");
 pub const CATEGORY: Symbol = Symbol("category");
 pub const HTTP: Symbol = Symbol("http");
 pub const TRANSPARENT: Symbol = Symbol("transparent");
+pub const DOWNSTREAM: Symbol = Symbol("downstream");
 // Field keys.
 pub const DATA: Symbol = Symbol("data");
 pub const RENAME: Symbol = Symbol("rename");
@@ -46,6 +47,7 @@ const VARIANT_KEYS: &[Symbol] = &[
     CATEGORY,
     HTTP,
     TRANSPARENT,
+    DOWNSTREAM,
 ];
 const FIELD_KEYS: &[Symbol] = &[DATA, RETRY_AFTER, DEFAULT];
 
@@ -118,6 +120,8 @@ pub struct ItemAttrs {
     pub category: Option<Spanned<a2a_error_codes::Category>>,
     pub http: Option<Spanned<u16>>,
     pub transparent: Option<Span>,
+    /// `downstream`: transparent over a client's error, decoded only from downstream failures.
+    pub downstream: Option<Span>,
 }
 
 /// The attributes of a field.
@@ -266,6 +270,7 @@ pub fn item(cx: &Ctxt, attrs: &[Attribute], position: Position) -> ItemAttrs {
                     }
                 }
                 Some(TRANSPARENT) => set_flag(cx, &mut out.transparent, TRANSPARENT, span),
+                Some(DOWNSTREAM) => set_flag(cx, &mut out.downstream, DOWNSTREAM, span),
                 _ => {
                     // Report, skip its value and go on, so the keys after it still count.
                     cx.syn_error(unknown_key(&meta, position, &allowed));

@@ -16,6 +16,16 @@ pub fn check(cx: &Ctxt, input: &Input, shapes: &[Shape]) {
         check_fields(cx, variant);
         let attrs = input.variant_attrs(variant);
         match shape {
+            Shape::Missing if attrs.downstream.is_some() && attrs.transparent.is_none() => cx
+                .error(
+                    attrs.downstream.unwrap_or(variant.span),
+                    format!(
+                        "#[a2a(downstream)] needs exactly one field (the client's error: \
+                     a2a_error::client::ClientError<E> or Downstream<E>), but `{}` has {}",
+                        variant.ident,
+                        variant.fields.len()
+                    ),
+                ),
             Shape::Missing if attrs.transparent.is_some() => cx.error(
                 attrs.transparent.unwrap_or(variant.span),
                 format!(
@@ -37,6 +47,13 @@ pub fn check(cx: &Ctxt, input: &Input, shapes: &[Shape]) {
                 ),
             ),
             Shape::Transparent(field) => {
+                if let (Some(_), Some(span)) = (attrs.transparent, attrs.downstream) {
+                    cx.error(
+                        span,
+                        "`downstream` is `transparent` for a client's error, decoded only from \
+                         downstream failures: keep one of the two",
+                    );
+                }
                 let others = [
                     attrs.code.as_ref().map(|a| ("code", a.span)),
                     attrs.message.as_ref().map(|a| ("message", a.span)),

@@ -59,7 +59,7 @@ pub enum Shape<'a> {
 
 pub fn resolve<'a>(cx: &Ctxt, input: &Input, variant: &'a Variant<'a>) -> Shape<'a> {
     let attrs = input.variant_attrs(variant);
-    if attrs.transparent.is_some() {
+    if attrs.transparent.is_some() || attrs.downstream.is_some() {
         return match variant.transparent_field() {
             Some(field) => Shape::Transparent(field),
             None => Shape::Missing,

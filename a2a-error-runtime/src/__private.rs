@@ -105,6 +105,13 @@ pub fn grpc_status<E: A2aError + ?Sized>(err: &E) -> &'static str {
     crate::wire::code::StatusMapping::V1_0_1.grpc_status(err.code(), err.http_status())
 }
 
+/// Whether a received object is a downstream failure passed on: DOWNSTREAM_FAILED, or any
+/// code naming the agent below (a timeout or open circuit passed on), for `downstream`
+/// variants.
+pub fn is_downstream_failure(obj: &crate::ErrorObject) -> bool {
+    obj.code == crate::code::DOWNSTREAM_FAILED || !crate::wire::chain::hops_of(obj).is_empty()
+}
+
 /// Whether a received reason selects a variant whose reason is `expected`. A peer that sent
 /// no reason is taken to mean the code's own table reason.
 pub fn reason_matches(received: Option<&str>, code: i32, expected: &str) -> bool {

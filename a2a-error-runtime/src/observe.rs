@@ -4,7 +4,7 @@
 //! | metric | kind | labels |
 //! |---|---|---|
 //! | `a2a.client.call.duration` | histogram, seconds | `agent`, `rpc.method`, `outcome` |
-//! | `a2a.client.attempts` | histogram | `agent`, `rpc.method` |
+//! | `a2a.client.attempts` | histogram | `agent` |
 //! | `a2a.client.retries` | counter | `agent`, `rpc.method`, `error.type` |
 //! | `a2a.client.errors` | counter | `agent`, `code`, `error.type` |
 //! | `a2a.server.errors` | counter | `rpc.method`, `code`, `error.type` |
@@ -16,6 +16,10 @@
 //! | `a2a.hedges` | counter | `agent`, `rpc.method` |
 //!
 //! `error.type` is the error's reason (`AGENT_UNAVAILABLE`, `UNREACHABLE`, …).
+//!
+//! Install the recorder before the first call: a retry layer registers its attempts
+//! histogram on its first call and keeps the handle, so that the success path records
+//! without allocating.
 
 #[cfg(feature = "client")]
 pub(crate) use client::*;
@@ -72,14 +76,9 @@ mod client {
         }
     }
 
-    /// A call through a retry layer ended after `attempts` attempts.
-    pub(crate) fn attempts(agent: Option<&str>, method: &str, attempts: u32) {
-        metrics::histogram!(
-            "a2a.client.attempts",
-            "agent" => agent.unwrap_or("").to_owned(),
-            "rpc.method" => method.to_owned()
-        )
-        .record(f64::from(attempts));
+    /// The histogram of attempts per call to `agent`, kept by a retry service.
+    pub(crate) fn attempts_histogram(agent: Option<&str>) -> metrics::Histogram {
+        metrics::histogram!("a2a.client.attempts", "agent" => agent.unwrap_or("").to_owned())
     }
 
     /// A retry is about to wait `delay`.

@@ -43,7 +43,11 @@ async fn main() {
             }
         },
     };
-    let agent = if unavailable { agent.unavailable() } else { agent };
+    let agent = if unavailable {
+        agent.unavailable()
+    } else {
+        agent
+    };
     let listener = match tokio::net::TcpListener::bind(&addr).await {
         Ok(listener) => listener,
         Err(error) => {

@@ -103,10 +103,7 @@ fn reply_text(reply: &Value) -> String {
         parts(message.get("parts"), &mut texts);
     }
     if let Some(task) = reply.get("task") {
-        parts(
-            task.pointer("/status/message/parts"),
-            &mut texts,
-        );
+        parts(task.pointer("/status/message/parts"), &mut texts);
         for artifact in task
             .get("artifacts")
             .and_then(Value::as_array)
@@ -264,7 +261,10 @@ async fn agent_card(State(coordinator): State<Coordinator>, headers: HeaderMap) 
 
 /// The coordinator on one router: JSON-RPC at `POST /`, the agent card, and `GET /metrics`
 /// when `metrics` renders them (Prometheus text).
-pub fn router(coordinator: Coordinator, metrics: Option<Arc<dyn Fn() -> String + Send + Sync>>) -> Router {
+pub fn router(
+    coordinator: Coordinator,
+    metrics: Option<Arc<dyn Fn() -> String + Send + Sync>>,
+) -> Router {
     let mut router = Router::new()
         .merge(json_rpc(coordinator.clone()).into_router())
         .route("/.well-known/agent-card.json", get(agent_card));
@@ -275,7 +275,10 @@ pub fn router(coordinator: Coordinator, metrics: Option<Arc<dyn Fn() -> String +
                 let render = render.clone();
                 async move {
                     (
-                        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4",
+                        )],
                         render(),
                     )
                 }

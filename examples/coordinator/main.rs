@@ -13,8 +13,7 @@ use a2a_error::server::{ServeLimits, serve};
 use metrics_exporter_prometheus::PrometheusBuilder;
 use tracing_subscriber::EnvFilter;
 
-const USAGE: &str =
-    "usage: coordinator [--addr HOST:PORT] --agent NAME=URL [--agent NAME=URL ...] [--min-results N]";
+const USAGE: &str = "usage: coordinator [--addr HOST:PORT] --agent NAME=URL [--agent NAME=URL ...] [--min-results N]";
 
 #[tokio::main]
 async fn main() {
@@ -39,7 +38,9 @@ async fn main() {
             },
             ("--min-results", Some(value)) => match value.parse::<usize>() {
                 Ok(n) if n >= 1 => min_results = n,
-                _ => fail(&format!("--min-results takes a number from 1, not {value:?}")),
+                _ => fail(&format!(
+                    "--min-results takes a number from 1, not {value:?}"
+                )),
             },
             _ => fail(&format!("unknown argument {arg:?}")),
         }

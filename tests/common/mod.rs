@@ -71,7 +71,10 @@ pub fn start_example(name: &str, args: &[&str]) -> (ExampleProcess, String) {
     let process = ExampleProcess(child);
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the {name} example did not start");
+        assert!(
+            Instant::now() < deadline,
+            "the {name} example did not start"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     (process, format!("http://127.0.0.1:{port}"))

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 use a2a_error_codes::{CodeRow, DefaultRetry};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use crate::wire::code::{self, SPEC_DOMAIN};
 use crate::wire::chain::{self, Hop};
+use crate::wire::code::{self, SPEC_DOMAIN};
 use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 use crate::wire::object::ErrorObject;
@@ -321,9 +321,9 @@ impl<E> ClientError<E> {
             ClientError::Unrecognized(reply) => remote_retryable(&reply.error, &reply.error),
             ClientError::Status(http) => status_row(http).retry != DefaultRetry::Never,
             ClientError::Timeout(timeout) => *timeout != Timeout::Total,
-            ClientError::Connect(_) | ClientError::Transport(_) | ClientError::CircuitOpen { .. } => {
-                true
-            }
+            ClientError::Connect(_)
+            | ClientError::Transport(_)
+            | ClientError::CircuitOpen { .. } => true,
             // The same peer would send the same oversized reply again.
             ClientError::Malformed { .. }
             | ClientError::ReplyTooLarge { .. }
@@ -567,7 +567,12 @@ impl<E: A2aError + 'static> ClientError<E> {
                 hops.extend(chain::hops_of(remote.object()));
                 hops
             }
-            None => vec![Hop::new(agent, self.local_row().code, self.local_reason(), None)],
+            None => vec![Hop::new(
+                agent,
+                self.local_row().code,
+                self.local_reason(),
+                None,
+            )],
         }
     }
 
@@ -729,7 +734,10 @@ mod tests {
         // Passed on, it has been retried here already: not again above.
         assert_eq!(A2aError::retry_hint(&limited), RetryHint::Never);
         let object = limited.to_error_object();
-        assert_eq!(object.metadata_value("retriesExhausted"), Some(&"true".into()));
+        assert_eq!(
+            object.metadata_value("retriesExhausted"),
+            Some(&"true".into())
+        );
         assert_eq!(object.retryable(), Some(false));
     }
 
@@ -755,14 +763,27 @@ mod tests {
         assert_eq!(object.code, code::DOWNSTREAM_FAILED);
         assert_eq!(object.message, "Downstream agent failed");
         let text = serde_json::to_string(&object).unwrap();
-        assert!(!text.contains("secret") && !text.contains("internal"), "{text}");
+        assert!(
+            !text.contains("secret") && !text.contains("internal"),
+            "{text}"
+        );
         let received = RemoteError::from_object(object);
         let hops: Vec<Hop> = received.chain().collect();
         assert_eq!(
             hops,
             [
-                Hop::new(Some("b"), code::DOWNSTREAM_FAILED, "DOWNSTREAM_FAILED", Some(PROJECT_DOMAIN)),
-                Hop::new(Some("c"), code::AGENT_UNAVAILABLE, "AGENT_UNAVAILABLE", Some("c.example")),
+                Hop::new(
+                    Some("b"),
+                    code::DOWNSTREAM_FAILED,
+                    "DOWNSTREAM_FAILED",
+                    Some(PROJECT_DOMAIN)
+                ),
+                Hop::new(
+                    Some("c"),
+                    code::AGENT_UNAVAILABLE,
+                    "AGENT_UNAVAILABLE",
+                    Some("c.example")
+                ),
             ]
         );
         assert_eq!(received.metadata()["downstreamAgent"], "b");
@@ -791,17 +812,34 @@ mod tests {
                 "metadata": {"downstreamChain": serde_json::to_string(&hops).unwrap(), "big": long}}]
         }))
         .unwrap();
-        let err = crate::client::Downstream::new(long.as_str(), ClientError::<RemoteError>::from_object(object, None));
+        let err = crate::client::Downstream::new(
+            long.as_str(),
+            ClientError::<RemoteError>::from_object(object, None),
+        );
         for profile in [WireProfile::A2a, WireProfile::Legacy] {
             let mut out = Vec::new();
             err.write_error_object(profile, &mut out);
-            assert!(out.len() <= chain::MAX_ERROR_BYTES, "{profile:?}: {}", out.len());
+            assert!(
+                out.len() <= chain::MAX_ERROR_BYTES,
+                "{profile:?}: {}",
+                out.len()
+            );
             let back: ErrorObject = serde_json::from_slice(&out).unwrap();
             let hops: Vec<Hop> = RemoteError::from_object(back.clone()).chain().collect();
             assert!((2..=chain::MAX_HOPS).contains(&hops.len()), "{profile:?}");
             // The root cause survives the cut, and the cut is marked.
-            assert!(hops.last().unwrap().agent.as_ref().unwrap().starts_with("199"));
-            assert!(back.metadata_value("chainTruncated").is_some(), "{profile:?}");
+            assert!(
+                hops.last()
+                    .unwrap()
+                    .agent
+                    .as_ref()
+                    .unwrap()
+                    .starts_with("199")
+            );
+            assert!(
+                back.metadata_value("chainTruncated").is_some(),
+                "{profile:?}"
+            );
         }
     }
 
@@ -813,7 +851,10 @@ mod tests {
         let object = crate::client::Downstream::new("b", err).to_error_object();
         assert_eq!(object.code, code::AGENT_UNAVAILABLE);
         assert_eq!(object.retry_delay(), Some(Duration::from_secs(3)));
-        assert_eq!(object.metadata_value("downstreamReason"), Some(&"CIRCUIT_OPEN".into()));
+        assert_eq!(
+            object.metadata_value("downstreamReason"),
+            Some(&"CIRCUIT_OPEN".into())
+        );
         assert!(object.metadata_value("retriesExhausted").is_none());
     }
 }

@@ -8,7 +8,8 @@ use std::pin::Pin;
 
 use serde_json::{Value, json};
 
-type Run<'a, T, E> = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>> + Send + 'a>;
+type Run<'a, T, E> =
+    Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>> + Send + 'a>;
 type Guard<'a, E> = Box<dyn Fn(&E) -> bool + Send + Sync + 'a>;
 
 struct Step<'a, T, E> {

@@ -12,8 +12,8 @@ use futures_util::stream::FuturesUnordered;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::client::{ClientError, Downstream};
 use crate::client::CHAIN_BYTES;
+use crate::client::{ClientError, Downstream};
 use crate::wire::code;
 use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, RetryHint};
@@ -213,7 +213,11 @@ impl<E: fmt::Debug> fmt::Debug for FanOutError<E> {
 
 impl<E: fmt::Display> fmt::Display for FanOutError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} of {} needed agents answered", self.answered, self.needed)?;
+        write!(
+            f,
+            "{} of {} needed agents answered",
+            self.answered, self.needed
+        )?;
         for failure in &self.failed {
             write!(f, "; {failure}")?;
         }
@@ -234,7 +238,10 @@ impl<E> FanOutError<E> {
     fn out_of_time(&self) -> bool {
         !self.failed.is_empty()
             && self.failed.iter().all(|failure| {
-                matches!(failure.error(), ClientError::Timeout(crate::client::Timeout::Total))
+                matches!(
+                    failure.error(),
+                    ClientError::Timeout(crate::client::Timeout::Total)
+                )
             })
     }
 }
@@ -323,7 +330,12 @@ impl<E: A2aError + 'static> A2aError for FanOutError<E> {
         for (name, error) in failed.chain(unfinished) {
             let hop = match error {
                 Some(error) => error.hops(Some(name)).swap_remove(0),
-                None => crate::wire::chain::Hop::new(Some(name), code::DEADLINE_EXCEEDED, "CANCELLED", None),
+                None => crate::wire::chain::Hop::new(
+                    Some(name),
+                    code::DEADLINE_EXCEEDED,
+                    "CANCELLED",
+                    None,
+                ),
             };
             let entry = serde_json::to_string(&hop_json(&hop)).unwrap_or_default();
             // Quoted twice in metadata: leave room for the escapes.

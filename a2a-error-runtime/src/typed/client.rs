@@ -134,7 +134,12 @@ where
         );
         let method = call.method().to_owned();
         let started = Instant::now();
-        let result = self.service.clone().oneshot(call).instrument(span.clone()).await;
+        let result = self
+            .service
+            .clone()
+            .oneshot(call)
+            .instrument(span.clone())
+            .await;
         crate::observe::call_ended(&self.name, &method, started.elapsed(), &result, &span);
         result
     }

@@ -68,7 +68,10 @@ impl Hop {
     }
 
     fn from_json(value: &Value) -> Option<Hop> {
-        let code = value.get("code")?.as_i64().and_then(|c| i32::try_from(c).ok())?;
+        let code = value
+            .get("code")?
+            .as_i64()
+            .and_then(|c| i32::try_from(c).ok())?;
         Some(Hop::new(
             value.get("agent").and_then(Value::as_str),
             code,
@@ -98,7 +101,11 @@ pub(crate) fn hops_of(object: &ErrorObject) -> Vec<Hop> {
         && let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text)
     {
         // A hostile chain may be long: keep the first hops and the root cause.
-        let mut hops: Vec<Hop> = items.iter().take(MAX_HOPS - 1).filter_map(Hop::from_json).collect();
+        let mut hops: Vec<Hop> = items
+            .iter()
+            .take(MAX_HOPS - 1)
+            .filter_map(Hop::from_json)
+            .collect();
         if items.len() > MAX_HOPS - 1
             && let Some(root) = items.last().and_then(Hop::from_json)
         {
@@ -168,7 +175,11 @@ pub(crate) fn cut_depth(hops: &mut Vec<Hop>, max: usize) -> usize {
 
 /// The A2A 1.0 metadata fields naming `hops` (see the module docs), typed: the chain as an
 /// array. `exhausted` adds `retriesExhausted`.
-pub(crate) fn a2a_fields(hops: &[Hop], truncated: usize, exhausted: bool) -> Vec<(&'static str, Value)> {
+pub(crate) fn a2a_fields(
+    hops: &[Hop],
+    truncated: usize,
+    exhausted: bool,
+) -> Vec<(&'static str, Value)> {
     let mut fields = Vec::new();
     if let Some(first) = hops.first() {
         if let Some(agent) = &first.agent {
@@ -193,7 +204,11 @@ pub(crate) fn a2a_fields(hops: &[Hop], truncated: usize, exhausted: bool) -> Vec
 
 /// The legacy nested form of `hops`: `downstreamAgent` and `downstreamError`, each level's
 /// message the code table's (never the downstream's own text).
-pub(crate) fn legacy_fields(hops: &[Hop], truncated: usize, exhausted: bool) -> Vec<(&'static str, Value)> {
+pub(crate) fn legacy_fields(
+    hops: &[Hop],
+    truncated: usize,
+    exhausted: bool,
+) -> Vec<(&'static str, Value)> {
     let mut nested: Option<(Option<String>, Value)> = None;
     for hop in hops.iter().rev() {
         let mut data = Map::new();
@@ -207,7 +222,8 @@ pub(crate) fn legacy_fields(hops: &[Hop], truncated: usize, exhausted: bool) -> 
             }
             data.insert("downstreamError".into(), error);
         }
-        let message = crate::wire::code::lookup(hop.code).map_or("Unknown error", |row| row.message);
+        let message =
+            crate::wire::code::lookup(hop.code).map_or("Unknown error", |row| row.message);
         nested = Some((
             hop.agent.clone(),
             json!({"code": hop.code, "message": message, "data": data}),
@@ -239,7 +255,9 @@ mod tests {
 
     #[test]
     fn depth_is_cut_from_the_middle() {
-        let mut hops: Vec<Hop> = (0..12).map(|i| hop(&format!("a{i}"), -32057, "R")).collect();
+        let mut hops: Vec<Hop> = (0..12)
+            .map(|i| hop(&format!("a{i}"), -32057, "R"))
+            .collect();
         assert_eq!(cut_depth(&mut hops, 8), 4);
         let names: Vec<_> = hops.iter().map(|h| h.agent.clone().unwrap()).collect();
         assert_eq!(names, ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a11"]);
@@ -255,7 +273,10 @@ mod tests {
 
     #[test]
     fn legacy_nesting_reads_back() {
-        let hops = vec![hop("b", -32057, "DOWNSTREAM_FAILED"), hop("c", -32053, "AGENT_UNAVAILABLE")];
+        let hops = vec![
+            hop("b", -32057, "DOWNSTREAM_FAILED"),
+            hop("c", -32053, "AGENT_UNAVAILABLE"),
+        ];
         let mut data = Map::new();
         for (key, value) in legacy_fields(&hops, 0, true) {
             data.insert(key.into(), value);

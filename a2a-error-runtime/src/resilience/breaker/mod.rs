@@ -264,7 +264,8 @@ impl CircuitBreaker {
                 transitions: Mutex::new(()),
             }),
         };
-        metrics::gauge!(GAUGE, "agent" => breaker.core.agent.to_string()).set(State::Closed.gauge());
+        metrics::gauge!(GAUGE, "agent" => breaker.core.agent.to_string())
+            .set(State::Closed.gauge());
         breaker
     }
 
@@ -459,7 +460,8 @@ impl Core {
         }
         let consecutive = self.consecutive.fetch_add(1, Ordering::Relaxed) + 1;
         let config = &self.config;
-        let by_count = config.consecutive_failures != 0 && consecutive >= config.consecutive_failures;
+        let by_count =
+            config.consecutive_failures != 0 && consecutive >= config.consecutive_failures;
         let by_ratio = || {
             let totals = self.window.totals(now);
             let total = totals.successes + totals.failures;

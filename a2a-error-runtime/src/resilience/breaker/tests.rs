@@ -72,7 +72,11 @@ async fn consecutive_failures_trip_then_a_probe_closes() {
     assert_eq!(breaker.state(), State::Closed);
     let snapshot = breaker.snapshot();
     assert_eq!(
-        (snapshot.consecutive_failures, snapshot.trips, snapshot.rejected),
+        (
+            snapshot.consecutive_failures,
+            snapshot.trips,
+            snapshot.rejected
+        ),
         (0, 0, 3)
     );
 }
@@ -144,9 +148,7 @@ async fn caller_mistakes_and_not_found_never_trip() {
     ];
     let ignored = [
         ClientError::Timeout(Timeout::Total),
-        ClientError::InvalidCall {
-            detail: "x".into(),
-        },
+        ClientError::InvalidCall { detail: "x".into() },
         ClientError::CircuitOpen {
             retry_after: Duration::ZERO,
         },
@@ -168,7 +170,10 @@ async fn caller_mistakes_and_not_found_never_trip() {
         breaker.try_acquire().unwrap().record(Outcome::of(error));
     }
     assert_eq!(breaker.state(), State::Open);
-    assert_eq!(Outcome::of(&remote(code::RATE_LIMITED)), Outcome::RateLimited);
+    assert_eq!(
+        Outcome::of(&remote(code::RATE_LIMITED)),
+        Outcome::RateLimited
+    );
     assert_eq!(
         Outcome::of(&ClientError::<RemoteError>::Timeout(Timeout::Attempt)),
         Outcome::Failure

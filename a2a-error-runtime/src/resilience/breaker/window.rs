@@ -70,8 +70,12 @@ impl Window {
         for bucket in self.buckets.iter() {
             let slice = bucket.slice.load(Relaxed);
             if slice != u64::MAX && slice >= oldest && slice <= current {
-                totals.successes = totals.successes.saturating_add(bucket.successes.load(Relaxed));
-                totals.failures = totals.failures.saturating_add(bucket.failures.load(Relaxed));
+                totals.successes = totals
+                    .successes
+                    .saturating_add(bucket.successes.load(Relaxed));
+                totals.failures = totals
+                    .failures
+                    .saturating_add(bucket.failures.load(Relaxed));
             }
         }
         totals

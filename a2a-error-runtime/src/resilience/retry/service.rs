@@ -1,6 +1,8 @@
 //! `Retry`: the retrying service over any transport, and its `tower::Layer`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use metrics::Histogram;
 use std::task::{Context, Poll};
 
 use tower::{Layer, Service, ServiceExt};
@@ -20,6 +22,9 @@ use crate::wire::remote::RemoteError;
 pub struct Retry<S, E = RemoteError> {
     inner: S,
     policy: Arc<RetryPolicy<E>>,
+    // The `a2a.client.attempts` histogram of this service's agent, registered on the first
+    // call: recording into a kept handle costs no label allocation per call.
+    attempts: Arc<OnceLock<Histogram>>,
 }
 
 impl<S: Clone, E> Clone for Retry<S, E> {
@@ -27,6 +32,7 @@ impl<S: Clone, E> Clone for Retry<S, E> {
         Retry {
             inner: self.inner.clone(),
             policy: self.policy.clone(),
+            attempts: self.attempts.clone(),
         }
     }
 }
@@ -46,6 +52,7 @@ impl<S, E> Retry<S, E> {
         Retry {
             inner,
             policy: Arc::new(policy),
+            attempts: Arc::default(),
         }
     }
 
@@ -95,6 +102,7 @@ impl<S, E> Layer<S> for RetryLayer<E> {
         Retry {
             inner,
             policy: self.policy.clone(),
+            attempts: Arc::default(),
         }
     }
 }
@@ -123,6 +131,10 @@ where
         RetryFuture::new(
             attempt,
             Retrying {
+                attempts: self
+                    .attempts
+                    .get_or_init(|| crate::observe::attempts_histogram(call.agent()))
+                    .clone(),
                 policy,
                 inner,
                 call,
@@ -133,6 +145,7 @@ where
 
 /// What the retries of a call need once its first attempt has failed.
 pub(super) struct Retrying<S, E> {
+    attempts: Histogram,
     policy: Arc<RetryPolicy<E>>,
     inner: S,
     call: Call,
@@ -160,6 +173,7 @@ where
         // A first attempt that failed without waiting has not started the clock yet.
         self.start_clock();
         let Retrying {
+            attempts: histogram,
             policy,
             mut inner,
             call,
@@ -174,7 +188,10 @@ where
             crate::observe::retry(call.agent(), call.method(), attempt, &error, delay);
             tokio::time::sleep(delay).await;
             attempt += 1;
-            let span = tracing::debug_span!("a2a.client.attempt", http.request.resend_count = attempt - 1);
+            let span = tracing::debug_span!(
+                "a2a.client.attempt",
+                http.request.resend_count = attempt - 1
+            );
             let result = async {
                 inner.ready().await?;
                 inner.call(call.clone()).await
@@ -184,7 +201,7 @@ where
                 Err(error) => error,
             };
         };
-        crate::observe::attempts(call.agent(), call.method(), attempt);
+        histogram.record(f64::from(attempt));
         result
     }
 }
@@ -192,6 +209,6 @@ where
 impl<S, E> Retrying<S, E> {
     /// The call ended on its first attempt.
     pub(super) fn first_attempt_ended(&self) {
-        crate::observe::attempts(self.call.agent(), self.call.method(), 1);
+        self.attempts.record(1.0);
     }
 }
