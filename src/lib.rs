@@ -30,8 +30,11 @@
 //! | 0 | the crate root, [`code`] | the wire model, no I/O: [`A2aError`], [`ErrorObject`], [`RemoteError`], [`StandardError`], [`WireProfile`] |
 //! | 1 | [`server`] (feature `axum`) | the JSON-RPC endpoint [`server::JsonRpc`], REST error responses, SSE, limits, dedup |
 //! | 1 | [`client`] (feature `client`) | [`client::Call`], [`client::ClientError`], the HTTP [`client::Transport`] |
-//! | 2 | [`resilience`] (feature `client`) | tower layers over a transport: [`resilience::TotalTimeoutLayer`], [`resilience::RetryLayer`], [`resilience::AttemptTimeoutLayer`] |
+//! | 2 | [`resilience`] (feature `client`) | tower layers over a transport: [`resilience::TotalTimeoutLayer`], [`resilience::RetryLayer`], [`resilience::breaker::CircuitBreakerLayer`], [`resilience::AttemptTimeoutLayer`]; and across agents: [`resilience::FanOut`], [`resilience::Fallback`] |
 //! | 3 | [`Client`] (feature `client`) | the typed client, which stacks them ([`ClientBuilder`]) |
+//!
+//! Across the floors: a handler's deadline is inherited by the calls it makes
+//! ([`with_deadline`] for tasks you spawn), and every metric name is listed in [`observe`].
 //!
 //! Features: `axum` (the server), `client` (the client over plain HTTP), and the client's TLS:
 //! `rustls` (with aws-lc-rs, the default), `rustls-no-provider` (bring your own crypto

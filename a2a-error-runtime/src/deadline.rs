@@ -8,7 +8,6 @@
 //! [`with_deadline`] in them).
 
 use std::future::Future;
-use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -19,7 +18,8 @@ tokio::task_local! {
 /// What a downstream call leaves of the inherited time, so that our reply still reaches our
 /// caller: a tenth of the time left, at most this much. With no more than this left, a
 /// downstream call is not started at all.
-pub(crate) const MARGIN: Duration = Duration::from_millis(50);
+#[cfg(feature = "client")]
+pub(crate) const MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The deadline of the request being served, when there is one.
 pub(crate) fn inherited() -> Option<Instant> {

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | 0 | the crate root, [`code`] | the wire model: no I/O, no async |
 //! | 1 | `server` (feature `axum`), `client` (feature `client`) | the two sides of HTTP; neither names the other |
-//! | 2 | `resilience` (feature `client`) | tower layers over a transport, one idea each |
+//! | 2 | `resilience` (feature `client`) | tower layers over a transport, one idea each (timeouts, retry, breaker); fan-out and fallback across agents |
 //! | 3 | `Client` (feature `client`) | the typed client that stacks them |
 #![deny(missing_docs)]
 

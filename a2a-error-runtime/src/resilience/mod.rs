@@ -1,14 +1,18 @@
 //! Floor 2: tower layers over a transport, one idea each, stacked by the typed client as
 //!
 //! ```text
-//! TotalTimeout → Retry → AttemptTimeout → transport
+//! TotalTimeout → Retry → CircuitBreaker → AttemptTimeout → transport
 //! ```
+//!
+//! and, across agents, [`FanOut`] (several at once, `min_results` of them needed) and
+//! [`Fallback`] (the primary, then alternates, then a default).
 //!
 //! [`TotalTimeoutLayer`] gives the whole call a time budget, which travels down with the
 //! [`Call`](crate::client::Call) (transports send what is left as `A2A-Deadline-Ms`).
 //! [`RetryLayer`] tries again by a [`RetryPolicy`]: attempts, backoff with jitter, the peer's
 //! requested delay, a retry budget shared across calls, per-method safety; it never starts a
-//! wait that would end past the call's deadline. [`AttemptTimeoutLayer`] bounds each attempt.
+//! wait that would end past the call's deadline. [`breaker::CircuitBreakerLayer`] fails
+//! attempts fast while an agent is unwell. [`AttemptTimeoutLayer`] bounds each attempt.
 //! Each works alone and in any stack of your own (`tower::ServiceBuilder`).
 
 pub mod breaker;
