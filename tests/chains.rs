@@ -390,3 +390,53 @@ async fn the_coordinator_example_keeps_its_contract() {
         assert_eq!(status.code(), Some(2), "{args:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_read_is_hedged_over_loopback() {
+    use a2a_error::resilience::HedgeDelay;
+    let calls = Arc::new(AtomicU64::new(0));
+    let seen = calls.clone();
+    let endpoint = JsonRpc::new().method("GetTask", move |_: Value, _: RequestContext| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            Ok::<_, StandardError>(json!({"id": "t-1", "attempt": n}))
+        }
+    });
+    let url = serve(endpoint.into_router()).await;
+    let client = Client::<RemoteError>::jsonrpc(format!("{url}/"))
+        .hedge(HedgeDelay::Fixed(Duration::from_millis(100)))
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let task: Value = client.call("GetTask", &json!({"id": "t-1"})).await.unwrap();
+    assert_eq!(task["attempt"], 1, "the hedge answered");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    // SendMessage is not a read: never hedged, however slow.
+    let sends = Arc::new(AtomicU64::new(0));
+    let seen = sends.clone();
+    let endpoint = JsonRpc::new().method("SendMessage", move |_: Value, _: RequestContext| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Ok::<_, StandardError>(
+                json!({"message": {"messageId": "r", "role": "ROLE_AGENT", "parts": []}}),
+            )
+        }
+    });
+    let url = serve(endpoint.into_router()).await;
+    let client = Client::<RemoteError>::jsonrpc(format!("{url}/"))
+        .hedge(HedgeDelay::Fixed(Duration::from_millis(50)))
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let _: Value = client
+        .send_message(&json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}))
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(sends.load(Ordering::SeqCst), 1);
+}

@@ -19,12 +19,14 @@ pub mod breaker;
 mod clock;
 mod fallback;
 mod fan_out;
+mod hedge;
 pub(crate) mod retry;
 mod timeout;
 
 pub use clock::{Clock, Random, SystemClock, ThreadRandom};
 pub use fallback::{Answered, DEGRADED_KEY, Fallback};
 pub use fan_out::{FanOut, FanOutError, FanOutResult, Settle};
+pub use hedge::{Hedge, HedgeConfig, HedgeDelay, HedgeLayer};
 pub use retry::{Backoff, Jitter, Retry, RetryFuture, RetryLayer, RetryPolicy, RetrySafety};
 pub use timeout::{
     AttemptTimeout, AttemptTimeoutLayer, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,

@@ -11,7 +11,10 @@ use crate::client::{DEFAULT_VERSION, ReplyLimits, Transport};
 use crate::resilience::breaker::{
     BreakerConfig, BreakerRegistry, CircuitBreaker, CircuitBreakerLayer,
 };
-use crate::resilience::{AttemptTimeoutLayer, RetryLayer, RetryPolicy, TotalTimeoutLayer};
+use crate::resilience::{
+    AttemptTimeoutLayer, HedgeConfig, HedgeDelay, HedgeLayer, RetryLayer, RetryPolicy,
+    TotalTimeoutLayer,
+};
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::remote::RemoteError;
 
@@ -65,6 +68,7 @@ pub struct ClientBuilder<E = RemoteError> {
     max_redirects: usize,
     name: Option<Arc<str>>,
     breaker: BreakerChoice,
+    hedge: Option<HedgeDelay>,
 }
 
 /// Where the client's circuit breaker comes from.
@@ -109,6 +113,7 @@ where
             max_redirects: 0,
             name: None,
             breaker: BreakerChoice::Own,
+            hedge: None,
         }
     }
 
@@ -188,6 +193,15 @@ where
         self
     }
 
+    /// Hedges slow reads (GetTask, ListTasks, …; see [`HedgeConfig`]): a second attempt after
+    /// `delay`, the first success winning, hedges drawing on the retry policy's budget.
+    /// Placed between the retry layer and the breaker, so each attempt is its own sample.
+    /// Off by default.
+    pub fn hedge(mut self, delay: HedgeDelay) -> Self {
+        self.hedge = Some(delay);
+        self
+    }
+
     /// No circuit breaker.
     pub fn without_breaker(mut self) -> Self {
         self.breaker = BreakerChoice::Off;
@@ -232,9 +246,14 @@ where
         let transport = (self.transport)(http, url)
             .version(self.version)
             .limits(self.limits);
+        let budget = self.policy.shared_budget();
+        let hedge = self
+            .hedge
+            .map(|delay| HedgeLayer::new(HedgeConfig::new(delay).budget(budget)));
         let stack = ServiceBuilder::new()
             .option_layer(self.total_timeout.map(TotalTimeoutLayer::new))
             .layer(RetryLayer::new(self.policy))
+            .option_layer(hedge)
             .option_layer(breaker.clone().map(CircuitBreakerLayer::new))
             .option_layer(self.attempt_timeout.map(AttemptTimeoutLayer::new))
             .service(transport);

@@ -236,6 +236,11 @@ impl<E> RetryPolicy<E> {
         &*self.clock
     }
 
+    /// The retry budget, to share with a hedge layer ([`HedgeConfig::budget`](crate::resilience::HedgeConfig::budget)).
+    pub fn shared_budget(&self) -> Arc<dyn Budget + Send + Sync> {
+        self.budget.clone()
+    }
+
     pub(crate) fn deposit(&self) {
         self.budget.deposit();
     }

@@ -1,0 +1,398 @@
+//! Hedged reads: a second attempt when the first is slow, the first success wins.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::future::{self, Either};
+use tokio::time::Instant;
+use tower::retry::budget::{Budget, TpsBudget};
+use tower::{Layer, Service, ServiceExt};
+
+use crate::client::{Call, ClientError, Reply};
+
+/// When the hedge is sent.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum HedgeDelay {
+    /// After this long without an answer.
+    Fixed(Duration),
+    /// After the given percentile (0 < p < 1, e.g. 0.95) of the latencies of recent answered
+    /// calls through this layer, within `[min, max]`; `max` until enough calls were seen.
+    Percentile {
+        /// The percentile.
+        p: f64,
+        /// The shortest delay.
+        min: Duration,
+        /// The longest delay, and the delay before 20 calls were seen.
+        max: Duration,
+    },
+}
+
+/// The A2A methods that only read, hedged by default. `SendMessage` is safe to *retry* (every
+/// attempt carries its `messageId`) but is not hedged by default: two attempts in flight at
+/// once cost a server without dedup twice the work.
+const READS: &[&str] = &[
+    "GetTask",
+    "ListTasks",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "GetExtendedAgentCard",
+    "tasks/get",
+    "tasks/list",
+    "tasks/pushNotificationConfig/get",
+    "tasks/pushNotificationConfig/list",
+    "agent/getAuthenticatedExtendedCard",
+];
+
+/// How many recent latencies a percentile delay is computed over.
+const SAMPLES: usize = 100;
+/// How many it needs before it trusts them.
+const MIN_SAMPLES: usize = 20;
+
+/// Hedging settings: when, for which methods, within which budget. Clones share the budget
+/// and the latency record.
+#[derive(Clone)]
+pub struct HedgeConfig {
+    delay: HedgeDelay,
+    methods: Arc<[String]>,
+    budget: Arc<dyn Budget + Send + Sync>,
+    // Whether calls deposit into the budget here: only into a budget of its own, as the
+    // retry layer deposits into the one it shares.
+    deposits: bool,
+    latencies: Arc<Mutex<VecDeque<Duration>>>,
+}
+
+impl fmt::Debug for HedgeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HedgeConfig")
+            .field("delay", &self.delay)
+            .field("methods", &self.methods)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HedgeConfig {
+    /// Hedges the read methods after `delay`, with a budget of its own (10 % of calls plus
+    /// 1 a second); give it the retry policy's budget with [`budget`](Self::budget) so that
+    /// hedges and retries draw on one.
+    pub fn new(delay: HedgeDelay) -> Self {
+        HedgeConfig {
+            delay,
+            methods: READS.iter().map(|m| m.to_string()).collect(),
+            budget: Arc::new(TpsBudget::new(Duration::from_secs(10), 1, 0.1)),
+            deposits: true,
+            latencies: Arc::default(),
+        }
+    }
+
+    /// The methods hedged (replacing the default list of reads). Never list a method that
+    /// is not safe to run twice at once.
+    pub fn methods<I, M>(mut self, methods: I) -> Self
+    where
+        I: IntoIterator<Item = M>,
+        M: Into<String>,
+    {
+        self.methods = methods.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The budget hedges withdraw from, deposited into by its owner: the retry policy's
+    /// ([`RetryPolicy::shared_budget`](crate::resilience::RetryPolicy::shared_budget)), whose
+    /// layer deposits once per call, so that retries and hedges together stay within it.
+    pub fn budget(mut self, budget: Arc<dyn Budget + Send + Sync>) -> Self {
+        self.budget = budget;
+        self.deposits = false;
+        self
+    }
+
+    fn hedges(&self, method: &str) -> bool {
+        self.methods.iter().any(|m| m == method)
+    }
+
+    fn current_delay(&self) -> Duration {
+        match self.delay {
+            HedgeDelay::Fixed(delay) => delay,
+            HedgeDelay::Percentile { p, min, max } => {
+                let latencies = self.latencies.lock().unwrap_or_else(|e| e.into_inner());
+                if latencies.len() < MIN_SAMPLES {
+                    return max;
+                }
+                let mut sorted: Vec<Duration> = latencies.iter().copied().collect();
+                sorted.sort_unstable();
+                let rank = (p.clamp(0.0, 1.0) * (sorted.len() - 1) as f64).round() as usize;
+                sorted[rank.min(sorted.len() - 1)].clamp(min, max)
+            }
+        }
+    }
+
+    fn record(&self, latency: Duration) {
+        if matches!(self.delay, HedgeDelay::Percentile { .. }) {
+            let mut latencies = self.latencies.lock().unwrap_or_else(|e| e.into_inner());
+            if latencies.len() == SAMPLES {
+                latencies.pop_front();
+            }
+            latencies.push_back(latency);
+        }
+    }
+}
+
+/// Sends a second attempt of a slow read: to the same agent, or to an alternate (another
+/// replica of it). The first success wins and the other attempt is dropped (its HTTP request
+/// cancelled); if one fails, the other is awaited. Only methods in the config's list are
+/// hedged, and only while the budget allows.
+#[derive(Clone, Debug)]
+pub struct Hedge<S> {
+    inner: S,
+    alternate: Option<S>,
+    config: HedgeConfig,
+}
+
+impl<S> Hedge<S> {
+    /// Hedges calls on `inner` with a second call on `inner`.
+    pub fn new(inner: S, config: HedgeConfig) -> Self {
+        Hedge {
+            inner,
+            alternate: None,
+            config,
+        }
+    }
+
+    /// Sends hedges to `alternate` instead.
+    pub fn with_alternate(mut self, alternate: S) -> Self {
+        self.alternate = Some(alternate);
+        self
+    }
+}
+
+/// The `tower::Layer` that builds [`Hedge`] (hedges to the same service).
+#[derive(Clone, Debug)]
+pub struct HedgeLayer {
+    config: HedgeConfig,
+}
+
+impl HedgeLayer {
+    /// A layer hedging by `config`.
+    pub fn new(config: HedgeConfig) -> Self {
+        HedgeLayer { config }
+    }
+}
+
+impl<S> Layer<S> for HedgeLayer {
+    type Service = Hedge<S>;
+
+    fn layer(&self, inner: S) -> Hedge<S> {
+        Hedge::new(inner, self.config.clone())
+    }
+}
+
+type Boxed<E> = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
+
+impl<S, E> Service<Call> for Hedge<S>
+where
+    S: Service<Call, Response = Reply<E>, Error = ClientError<E>> + Clone + Send + 'static,
+    S::Future: Send,
+    E: Send + 'static,
+{
+    type Response = Reply<E>;
+    type Error = ClientError<E>;
+    type Future = Boxed<E>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        let config = self.config.clone();
+        if config.deposits {
+            config.budget.deposit();
+        }
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        if !config.hedges(call.method()) {
+            return Box::pin(inner.call(call));
+        }
+        let second = self.alternate.clone().unwrap_or_else(|| inner.clone());
+        let first = inner.call(call.clone());
+        Box::pin(hedged(first, second, call, config))
+    }
+}
+
+async fn hedged<S, E, F>(
+    first: F,
+    second: S,
+    call: Call,
+    config: HedgeConfig,
+) -> Result<Reply<E>, ClientError<E>>
+where
+    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
+    F: Future<Output = Result<Reply<E>, ClientError<E>>>,
+{
+    let started = Instant::now();
+    let mut first = std::pin::pin!(first);
+    let delay = config.current_delay();
+    match future::select(first.as_mut(), std::pin::pin!(tokio::time::sleep(delay))).await {
+        Either::Left((result, _)) => {
+            if result.is_ok() {
+                config.record(started.elapsed());
+            }
+            return result;
+        }
+        Either::Right(_) => {}
+    }
+    // Slow: hedge, if the budget allows.
+    if !config.budget.withdraw() {
+        return first.await;
+    }
+    tracing::info!(
+        agent = call.agent(),
+        rpc.method = call.method(),
+        delay_ms = delay.as_millis() as u64,
+        "hedging a slow call"
+    );
+    metrics::counter!(
+        "a2a.hedges",
+        "agent" => call.agent().unwrap_or("").to_owned(),
+        "rpc.method" => call.method().to_owned()
+    )
+    .increment(1);
+    let mut hedge = std::pin::pin!(second.oneshot(call));
+    let result = match future::select(first.as_mut(), hedge.as_mut()).await {
+        Either::Left((Ok(reply), _)) | Either::Right((Ok(reply), _)) => Ok(reply),
+        // One failed: the other may still answer.
+        Either::Left((Err(_), _)) => hedge.await,
+        Either::Right((Err(_), _)) => first.await,
+    };
+    if result.is_ok() {
+        config.record(started.elapsed());
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::client::Timeout;
+
+    struct SetOnDrop(Arc<AtomicUsize>);
+
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The n-th call (from 0) takes `script[n].0` and then answers its number, or fails when
+    /// `script[n].1` is false; `dropped` counts the calls dropped unfinished.
+    fn scripted(
+        script: Vec<(Duration, bool)>,
+    ) -> (
+        impl Service<Call, Response = Reply, Error = ClientError, Future: Send> + Clone + Send + 'static,
+        Arc<AtomicUsize>,
+        Arc<AtomicUsize>,
+    ) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let (c, d) = (calls.clone(), dropped.clone());
+        let service = tower::service_fn(move |_call: Call| {
+            let n = c.fetch_add(1, Ordering::SeqCst);
+            let (delay, ok) = script.get(n).copied().unwrap_or((Duration::ZERO, true));
+            let guard = SetOnDrop(d.clone());
+            async move {
+                tokio::time::sleep(delay).await;
+                std::mem::forget(guard);
+                if !ok {
+                    return Err(ClientError::Timeout(Timeout::Attempt));
+                }
+                Ok(Reply::Result(serde_json::json!(n)))
+            }
+        });
+        (service, calls, dropped)
+    }
+
+    fn fixed(ms: u64) -> HedgeConfig {
+        HedgeConfig::new(HedgeDelay::Fixed(Duration::from_millis(ms)))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_read_is_hedged_and_the_loser_cancelled() {
+        let (service, calls, dropped) = scripted(vec![
+            (Duration::from_secs(10), true),
+            (Duration::from_millis(50), true),
+        ]);
+        let started = Instant::now();
+        let reply = Hedge::new(service, fixed(200))
+            .oneshot(Call::from_json("GetTask", "{}"))
+            .await
+            .unwrap();
+        assert!(matches!(reply, Reply::Result(ref v) if v == 1), "{reply:?}");
+        assert_eq!(started.elapsed(), Duration::from_millis(250));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn fast_reads_and_unsafe_methods_are_never_hedged() {
+        let (service, calls, _) = scripted(vec![(Duration::from_millis(10), true)]);
+        let _ = Hedge::new(service, fixed(200))
+            .oneshot(Call::from_json("GetTask", "{}"))
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        let (service, calls, _) = scripted(vec![(Duration::from_secs(10), true)]);
+        let _ = Hedge::new(service, fixed(200))
+            .oneshot(Call::from_json("SendMessage", "{}"))
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_attempt_leaves_the_other_to_answer_and_the_budget_bounds_hedges() {
+        // The hedge fails at 150 ms; the first attempt still answers at 1 s.
+        let (service, _, _) = scripted(vec![
+            (Duration::from_secs(1), true),
+            (Duration::from_millis(50), false),
+        ]);
+        let started = Instant::now();
+        let reply = Hedge::new(service, fixed(100))
+            .oneshot(Call::from_json("GetTask", "{}"))
+            .await
+            .unwrap();
+        assert!(matches!(reply, Reply::Result(ref v) if v == 0));
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        // A budget that allows nothing: slow calls wait for their one attempt.
+        struct Empty;
+        impl Budget for Empty {
+            fn deposit(&self) {}
+            fn withdraw(&self) -> bool {
+                false
+            }
+        }
+        let (service, calls, _) = scripted(vec![(Duration::from_secs(1), true)]);
+        let _ = Hedge::new(service, fixed(100).budget(Arc::new(Empty)))
+            .oneshot(Call::from_json("GetTask", "{}"))
+            .await
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_percentile_delay_follows_recent_latencies() {
+        let config = HedgeConfig::new(HedgeDelay::Percentile {
+            p: 0.9,
+            min: Duration::from_millis(10),
+            max: Duration::from_secs(2),
+        });
+        assert_eq!(config.current_delay(), Duration::from_secs(2));
+        for ms in 1..=100 {
+            config.record(Duration::from_millis(ms));
+        }
+        assert_eq!(config.current_delay(), Duration::from_millis(90));
+    }
+}
