@@ -16,7 +16,7 @@ use std::time::Duration;
 use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig};
 use a2a_error::server::{JsonRpc, RequestContext};
 use a2a_error::{A2aError, Client, RemoteError, StandardError, code};
-use common::requests::{rpc, send};
+use common::requests::{get_text, rpc, send};
 use common::serve;
 use serde_json::{Value, json};
 
@@ -304,17 +304,20 @@ async fn the_coordinator_example_keeps_its_contract() {
     let (_ok, ok) = common::start_example("agent", &[]);
     let (_down, down) = common::start_example("agent", &["--fail"]);
     let agents = [format!("ok={ok}/"), format!("down={down}/")];
-    let (_coordinator, url) = common::start_example(
-        "coordinator",
-        &[
-            "--agent",
-            &agents[0],
-            "--agent",
-            &agents[1],
-            "--min-results",
-            "1",
-        ],
-    );
+    let start_coordinator = |min_results: &str| {
+        common::start_example(
+            "coordinator",
+            &[
+                "--agent",
+                &agents[0],
+                "--agent",
+                &agents[1],
+                "--min-results",
+                min_results,
+            ],
+        )
+    };
+    let (_coordinator, url) = start_coordinator("1");
     let endpoint = format!("{url}/");
     let reply = rpc(&endpoint, send(1, "m-1", "hello")).await;
     let result = &reply["result"];
@@ -328,24 +331,11 @@ async fn the_coordinator_example_keeps_its_contract() {
     .await;
     assert_eq!(health["result"]["ok"]["state"], "closed", "{health}");
     assert!(health["result"]["down"]["state"].is_string());
-    let http = reqwest::Client::new();
-    let card: Value = http
-        .get(format!("{url}/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value =
+        serde_json::from_str(&get_text(&format!("{url}/.well-known/agent-card.json")).await)
+            .unwrap();
     assert_eq!(card["supportedInterfaces"][0]["url"], endpoint);
-    let metrics = http
-        .get(format!("{url}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = get_text(&format!("{url}/metrics")).await;
     // The down agent was retried 3 times, each retry counted with its reason.
     let retries = metrics
         .lines()
@@ -362,17 +352,7 @@ async fn the_coordinator_example_keeps_its_contract() {
     );
 
     // Needing both: DOWNSTREAM_FAILED naming the one that failed. Bad arguments: exit 2.
-    let (_strict, strict) = common::start_example(
-        "coordinator",
-        &[
-            "--agent",
-            &agents[0],
-            "--agent",
-            &agents[1],
-            "--min-results",
-            "2",
-        ],
-    );
+    let (_strict, strict) = start_coordinator("2");
     let reply = rpc(&format!("{strict}/"), send(3, "m-2", "hello")).await;
     assert_eq!(reply["error"]["code"], code::DOWNSTREAM_FAILED, "{reply}");
     assert!(reply.to_string().contains("down"), "{reply}");

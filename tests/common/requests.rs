@@ -54,3 +54,8 @@ pub fn error_code(reply: &Value) -> i64 {
         .as_i64()
         .unwrap_or_else(|| panic!("not an error: {reply}"))
 }
+
+/// `GET url`, its body as text.
+pub async fn get_text(url: &str) -> String {
+    reqwest::get(url).await.unwrap().text().await.unwrap()
+}
