@@ -435,20 +435,18 @@ impl<'a> Expander<'a> {
                     let ty = field.ty;
                     let construct = construct(variant, &[quote!(__inner)]);
                     let build = found(variant, quote!(#p::Some(#construct)));
-                    // A `downstream` variant takes only what a downstream failure looks like.
-                    let guard = if self.input.variant_attrs(variant).downstream.is_some() {
-                        quote!(#p::is_downstream_failure(__obj))
-                    } else {
-                        quote!(true)
-                    };
-                    transparent.push(quote_spanned! {ty.span()=>
-                        if #guard {
-                            if let #p::Some(__inner) =
-                                <#ty as #p::FromErrorObject>::from_error_object(__obj)
-                            {
-                                return #build;
-                            }
+                    let decode = quote_spanned! {ty.span()=>
+                        if let #p::Some(__inner) =
+                            <#ty as #p::FromErrorObject>::from_error_object(__obj)
+                        {
+                            return #build;
                         }
+                    };
+                    // A `downstream` variant takes only what a downstream failure looks like.
+                    transparent.push(if self.input.variant_attrs(variant).downstream.is_some() {
+                        quote!(if #p::is_downstream_failure(__obj) { #decode })
+                    } else {
+                        decode
                     });
                 }
                 Shape::Missing => {}

@@ -26,6 +26,7 @@ pub(crate) use client::*;
 
 #[cfg(feature = "client")]
 mod client {
+    use std::borrow::Cow;
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -33,21 +34,16 @@ mod client {
     use crate::wire::error::A2aError;
 
     /// The reason a client error is known by in metrics and spans: the peer's reason for an
-    /// error reply, the local failure's otherwise.
+    /// error reply (cut like a hop's, so a peer cannot grow our labels), the local
+    /// failure's otherwise.
     pub(crate) fn error_type<E: A2aError + 'static>(error: &ClientError<E>) -> String {
-        match error.remote() {
-            Some(remote) => remote.reason().to_owned(),
-            None => error
-                .hops(None)
-                .first()
-                .map_or_else(String::new, |hop| hop.reason.clone()),
-        }
+        error.first_hop(None).reason
     }
 
     /// A call through the typed client ended.
     pub(crate) fn call_ended<E: A2aError + 'static>(
         agent: &Arc<str>,
-        method: &str,
+        method: Cow<'static, str>,
         elapsed: Duration,
         result: &Result<Reply<E>, ClientError<E>>,
         span: &tracing::Span,
@@ -56,21 +52,18 @@ mod client {
         metrics::histogram!(
             "a2a.client.call.duration",
             "agent" => agent.clone(),
-            "rpc.method" => method.to_owned(),
+            "rpc.method" => method,
             "outcome" => outcome
         )
         .record(elapsed.as_secs_f64());
         if let Err(error) = result {
-            let reason = error_type(error);
-            span.record("error.type", reason.as_str());
-            let code = error
-                .remote_code()
-                .unwrap_or_else(|| error.hops(None).first().map_or(0, |hop| hop.code));
+            let hop = error.first_hop(None);
+            span.record("error.type", hop.reason.as_str());
             metrics::counter!(
                 "a2a.client.errors",
                 "agent" => agent.clone(),
-                "code" => code.to_string(),
-                "error.type" => reason
+                "code" => hop.code.to_string(),
+                "error.type" => hop.reason
             )
             .increment(1);
         }

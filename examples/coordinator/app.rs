@@ -40,7 +40,6 @@ pub enum CoordinatorError {
 #[derive(Clone)]
 pub struct Coordinator {
     agents: Arc<[(Arc<str>, Client)]>,
-    breakers: BreakerRegistry,
     min_results: usize,
 }
 
@@ -69,7 +68,6 @@ impl Coordinator {
             .collect::<Result<Vec<_>, BuildError>>()?;
         Ok(Coordinator {
             agents: agents.into(),
-            breakers,
             min_results: min_results.max(1),
         })
     }
@@ -156,7 +154,7 @@ async fn send_message(
     }
     let mut failed = Map::new();
     for failure in &outcome.failed {
-        failed.insert(failure.agent().to_owned(), json!(reason_of(failure)));
+        failed.insert(failure.agent().to_owned(), json!(failure.hop().reason));
     }
     for name in &outcome.unfinished {
         failed.insert(name.to_string(), json!("CANCELLED"));
@@ -178,16 +176,6 @@ async fn send_message(
     Ok(result)
 }
 
-/// The reason an agent failed with: the one it sent, or the local failure's.
-fn reason_of(failure: &a2a_error::client::Downstream) -> String {
-    let object = failure.to_error_object();
-    object
-        .metadata_value("downstreamReason")
-        .and_then(Value::as_str)
-        .unwrap_or("UNKNOWN")
-        .to_owned()
-}
-
 /// GetAgentHealth: each specialist's circuit.
 async fn agent_health(
     State(coordinator): State<Coordinator>,
@@ -195,18 +183,11 @@ async fn agent_health(
     _: RequestContext,
 ) -> Result<Value, CoordinatorError> {
     let mut health = Map::new();
-    let snapshots = coordinator.breakers.snapshot();
     for (name, client) in coordinator.agents.iter() {
-        let snapshot = client
-            .breaker()
-            .map(|breaker| breaker.snapshot())
-            .or_else(|| {
-                snapshots
-                    .iter()
-                    .find(|(agent, _)| agent == name.as_ref())
-                    .map(|(_, s)| *s)
-            });
-        let Some(snapshot) = snapshot else { continue };
+        // Every client here is built with a breaker from the registry.
+        let Some(snapshot) = client.breaker().map(|breaker| breaker.snapshot()) else {
+            continue;
+        };
         health.insert(
             name.to_string(),
             json!({

@@ -137,6 +137,11 @@ impl Call {
         &self.method
     }
 
+    /// The method name, shared (a `'static` name is not copied), for metric labels.
+    pub(crate) fn method_name(&self) -> Cow<'static, str> {
+        self.method.clone()
+    }
+
     /// The params as JSON text.
     pub fn params(&self) -> &Bytes {
         &self.params

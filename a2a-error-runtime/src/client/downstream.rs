@@ -39,6 +39,15 @@ impl<E> Downstream<E> {
         &self.error
     }
 
+    /// The failed agent as a hop: its name, and the code, reason and domain it failed with
+    /// (or the local failure's code and reason: `UNREACHABLE`, `TIMEOUT`, `CIRCUIT_OPEN`, …).
+    pub fn hop(&self) -> crate::wire::chain::Hop
+    where
+        E: A2aError + 'static,
+    {
+        self.error.first_hop(Some(&self.agent))
+    }
+
     /// The client error, without the name.
     pub fn into_error(self) -> ClientError<E> {
         self.error

@@ -556,23 +556,19 @@ impl<E: A2aError + 'static> ClientError<E> {
     /// The hops this failure names when passed on: the failed agent (`agent`, when known)
     /// with what it failed with, then the chain its own error named.
     pub(crate) fn hops(&self, agent: Option<&str>) -> Vec<Hop> {
+        let mut hops = vec![self.first_hop(agent)];
+        if let Some(remote) = self.remote() {
+            hops.extend(chain::hops_of(remote.object()));
+        }
+        hops
+    }
+
+    /// The failed agent's own hop (`agent`, when known): the code, reason and domain it sent,
+    /// or the local failure's code and reason. The chain below it is not read.
+    pub(crate) fn first_hop(&self, agent: Option<&str>) -> Hop {
         match self.remote() {
-            Some(remote) => {
-                let mut hops = vec![Hop::new(
-                    agent,
-                    remote.code(),
-                    remote.reason(),
-                    Some(remote.domain()),
-                )];
-                hops.extend(chain::hops_of(remote.object()));
-                hops
-            }
-            None => vec![Hop::new(
-                agent,
-                self.local_row().code,
-                self.local_reason(),
-                None,
-            )],
+            Some(remote) => Hop::new(agent, remote.code(), remote.reason(), Some(remote.domain())),
+            None => Hop::new(agent, self.local_row().code, self.local_reason(), None),
         }
     }
 
@@ -584,10 +580,14 @@ impl<E: A2aError + 'static> ClientError<E> {
         }
         self.retry_advice().is_retryable()
             || self.remote().is_some_and(|remote| {
-                remote.object().metadata_value("retriesExhausted")
-                    == Some(&serde_json::Value::String("true".into()))
-                    || remote.object().metadata_value("retriesExhausted")
-                        == Some(&serde_json::Value::Bool(true))
+                // `"true"` in ErrorInfo metadata, `true` in the legacy profile.
+                matches!(
+                    remote.object().metadata_value("retriesExhausted"),
+                    Some(serde_json::Value::Bool(true))
+                ) || matches!(
+                    remote.object().metadata_value("retriesExhausted"),
+                    Some(serde_json::Value::String(flag)) if flag == "true"
+                )
             })
     }
 

@@ -82,6 +82,7 @@ impl FanOut {
         let total = names.len();
         let mut answered: Vec<(usize, T)> = Vec::new();
         let mut failed: Vec<(usize, ClientError<E>)> = Vec::new();
+        let mut finished = vec![false; total];
         let mut deadline = std::pin::pin!(self.deadline.map(tokio::time::sleep_until));
         loop {
             let decided = match self.settle {
@@ -99,15 +100,17 @@ impl FanOut {
                 None => running.next().await,
             };
             match next {
-                Some((index, Ok(value))) => answered.push((index, value)),
-                Some((index, Err(error))) => failed.push((index, error)),
+                Some((index, result)) => {
+                    finished[index] = true;
+                    match result {
+                        Ok(value) => answered.push((index, value)),
+                        Err(error) => failed.push((index, error)),
+                    }
+                }
                 None => break,
             }
         }
         drop(running);
-        let finished: Vec<bool> = (0..total)
-            .map(|i| answered.iter().any(|(j, _)| *j == i) || failed.iter().any(|(j, _)| *j == i))
-            .collect();
         let unfinished: Vec<Arc<str>> = (0..total)
             .filter(|i| !finished[*i])
             .map(|i| names[i].clone())
@@ -329,7 +332,7 @@ impl<E: A2aError + 'static> A2aError for FanOutError<E> {
         let failed = self.failed.iter().map(|f| (f.agent(), Some(f.error())));
         for (name, error) in failed.chain(unfinished) {
             let hop = match error {
-                Some(error) => error.hops(Some(name)).swap_remove(0),
+                Some(error) => error.first_hop(Some(name)),
                 None => crate::wire::chain::Hop::new(
                     Some(name),
                     code::DEADLINE_EXCEEDED,
@@ -337,7 +340,7 @@ impl<E: A2aError + 'static> A2aError for FanOutError<E> {
                     None,
                 ),
             };
-            let entry = serde_json::to_string(&hop_json(&hop)).unwrap_or_default();
+            let entry = serde_json::to_string(&hop.to_json()).unwrap_or_default();
             // Quoted twice in metadata: leave room for the escapes.
             let cost = 2 * entry.len() + hop.reason.len();
             if hops.len() >= MAX_LISTED || size + cost > list_bytes {
@@ -347,7 +350,7 @@ impl<E: A2aError + 'static> A2aError for FanOutError<E> {
             size += cost;
             let agent = hop.agent.clone().unwrap_or_default();
             reasons.insert(agent, Value::String(hop.reason.clone()));
-            hops.push(hop_json(&hop));
+            hops.push(hop.to_json());
         }
         sink.field("failedAgents", &Value::Object(reasons));
         sink.field("downstreamFailures", &Value::Array(hops));
@@ -357,19 +360,6 @@ impl<E: A2aError + 'static> A2aError for FanOutError<E> {
             sink.field("failuresTruncated", &left_out.to_string());
         }
     }
-}
-
-fn hop_json(hop: &crate::wire::chain::Hop) -> Value {
-    let mut object = Map::new();
-    if let Some(agent) = &hop.agent {
-        object.insert("agent".into(), agent.clone().into());
-    }
-    object.insert("code".into(), hop.code.into());
-    object.insert("reason".into(), hop.reason.clone().into());
-    if let Some(domain) = &hop.domain {
-        object.insert("domain".into(), domain.clone().into());
-    }
-    Value::Object(object)
 }
 
 /// Never rebuilt from a received object (its per-agent errors do not travel whole): a client

@@ -132,7 +132,7 @@ where
             rpc.jsonrpc.request_id = call.id(),
             error.r#type = tracing::field::Empty,
         );
-        let method = call.method().to_owned();
+        let method = call.method_name();
         let started = Instant::now();
         let result = self
             .service
@@ -140,7 +140,7 @@ where
             .oneshot(call)
             .instrument(span.clone())
             .await;
-        crate::observe::call_ended(&self.name, &method, started.elapsed(), &result, &span);
+        crate::observe::call_ended(&self.name, method, started.elapsed(), &result, &span);
         result
     }
 

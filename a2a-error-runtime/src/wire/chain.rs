@@ -54,7 +54,8 @@ impl Hop {
         }
     }
 
-    fn to_json(&self) -> Value {
+    /// The hop as one element of `downstreamChain`.
+    pub(crate) fn to_json(&self) -> Value {
         let mut hop = Map::new();
         if let Some(agent) = &self.agent {
             hop.insert("agent".into(), agent.clone().into());

@@ -62,19 +62,9 @@ impl<'a> DataSink<'a> {
     pub fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
         match &mut self.target {
             Target::Metadata { out, first } => {
-                let start = out.len();
-                if !*first {
-                    out.push(b',');
-                }
-                write_str(out, key);
-                out.push(b':');
-                let value_start = out.len();
-                if serde_json::to_writer(&mut **out, value).is_err()
-                    || &out[value_start..] == b"null"
-                {
-                    out.truncate(start);
+                let Some(value_start) = write_member(out, !*first, key, value) else {
                     return;
-                }
+                };
                 if out[value_start] != b'"' {
                     // map<string,string>: a number, list or object travels as its JSON text.
                     let text = out.split_off(value_start);
@@ -84,16 +74,7 @@ impl<'a> DataSink<'a> {
                 *first = false;
             }
             Target::Members { out } => {
-                let start = out.len();
-                out.push(b',');
-                write_str(out, key);
-                out.push(b':');
-                let value_start = out.len();
-                if serde_json::to_writer(&mut **out, value).is_err()
-                    || &out[value_start..] == b"null"
-                {
-                    out.truncate(start);
-                }
+                let _ = write_member(out, true, key, value);
             }
             Target::Map(map) => {
                 if let Ok(value) = serde_json::to_value(value)
@@ -104,6 +85,28 @@ impl<'a> DataSink<'a> {
             }
         }
     }
+}
+
+/// Appends `"key":value` (after a comma when `comma`) and returns where the value starts;
+/// appends nothing and returns `None` when the value is `null` or does not serialize.
+fn write_member<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    comma: bool,
+    key: &str,
+    value: &T,
+) -> Option<usize> {
+    let start = out.len();
+    if comma {
+        out.push(b',');
+    }
+    write_str(out, key);
+    out.push(b':');
+    let value_start = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() || &out[value_start..] == b"null" {
+        out.truncate(start);
+        return None;
+    }
+    Some(value_start)
 }
 
 /// Appends `s` as a JSON string literal.

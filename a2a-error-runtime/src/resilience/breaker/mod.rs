@@ -287,16 +287,10 @@ impl CircuitBreaker {
     /// circuit half-opens.
     #[inline]
     pub fn try_acquire(&self) -> Result<Permit, BrokenCircuit> {
-        let core = &self.core;
-        if core.state.load(Ordering::Acquire) == CLOSED {
-            return Ok(Permit {
-                core: core.clone(),
-                probe: false,
-                started: core.config.slow_call.map(|_| Instant::now()),
-                done: false,
-            });
+        if self.core.state.load(Ordering::Acquire) == CLOSED {
+            return Ok(Core::permit(&self.core, false));
         }
-        core.admit_slow(&self.core)
+        self.core.admit_slow(&self.core)
     }
 
     /// Runs `call` if the circuit admits it, reporting what `classify` makes of its result.
@@ -354,6 +348,17 @@ fn nanos(duration: Duration) -> u64 {
 }
 
 impl Core {
+    /// A permit for an admitted call (a probe's slot already taken); the clock is read only
+    /// when slow calls count.
+    fn permit(this: &Arc<Core>, probe: bool) -> Permit {
+        Permit {
+            core: this.clone(),
+            probe,
+            started: this.config.slow_call.map(|_| Instant::now()),
+            done: false,
+        }
+    }
+
     fn now(&self) -> u64 {
         nanos(Instant::now().saturating_duration_since(self.epoch))
     }
@@ -368,14 +373,7 @@ impl Core {
     fn admit_slow(&self, this: &Arc<Core>) -> Result<Permit, BrokenCircuit> {
         loop {
             match self.state.load(Ordering::Acquire) {
-                CLOSED => {
-                    return Ok(Permit {
-                        core: this.clone(),
-                        probe: false,
-                        started: self.config.slow_call.map(|_| Instant::now()),
-                        done: false,
-                    });
-                }
+                CLOSED => return Ok(Core::permit(this, false)),
                 OPEN => {
                     let now = self.now();
                     if let Some(left) = self.time_to_half_open(now) {
@@ -407,12 +405,7 @@ impl Core {
                         probes.fetch_sub(1, Ordering::AcqRel);
                         continue;
                     }
-                    return Ok(Permit {
-                        core: this.clone(),
-                        probe: true,
-                        started: self.config.slow_call.map(|_| Instant::now()),
-                        done: false,
-                    });
+                    return Ok(Core::permit(this, true));
                 }
                 _ => return Err(self.reject(Duration::ZERO)),
             }
