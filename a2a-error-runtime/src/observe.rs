@@ -83,12 +83,19 @@ mod client {
         delay: Duration,
     ) {
         let reason = error_type(error);
+        // Whether the wait is the peer's (Retry-After, RetryInfo) or our backoff's.
+        let delay_source = if error.retry_after().is_some() {
+            "retry-after"
+        } else {
+            "backoff"
+        };
         tracing::info!(
             agent,
             rpc.method = method,
             http.request.resend_count = attempt,
             error.r#type = reason.as_str(),
             delay_ms = delay.as_millis() as u64,
+            delay.source = delay_source,
             "retrying"
         );
         metrics::counter!(

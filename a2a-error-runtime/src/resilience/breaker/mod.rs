@@ -415,6 +415,11 @@ impl Core {
     fn reject(&self, retry_after: Duration) -> BrokenCircuit {
         self.rejected.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("a2a.breaker.rejections", "agent" => self.agent.to_string()).increment(1);
+        tracing::debug!(
+            agent = &*self.agent,
+            retry_after_ms = retry_after.as_millis() as u64,
+            "call rejected: circuit open"
+        );
         BrokenCircuit { retry_after }
     }
 

@@ -1,0 +1,146 @@
+//! The main job's contract: `cargo run --example demo [-- --svg FILE]` runs its scenario on
+//! loopback, prints plain lines when piped, ends with the table read from the metrics
+//! recorder, and draws the run.
+
+mod common;
+
+use std::process::Command;
+
+/// The row of `agent` in the summary table: calls, attempts, retries, fail-fast,
+/// transitions, errors.
+fn row(output: &str, agent: &str) -> Vec<u64> {
+    let line = output
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(agent))
+        .unwrap_or_else(|| panic!("no row for {agent} in:\n{output}"));
+    line.split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn demo_runs_its_scenario_and_draws_it() {
+    let dir = std::env::temp_dir().join(format!("a2a-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let picture = dir.join("run.svg");
+    let output = Command::new(common::example_exe("demo"))
+        .arg("--svg")
+        .arg(&picture)
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    // Piped: no colours, no progress line.
+    assert!(
+        !stdout.contains('\x1b'),
+        "escape codes when piped:\n{stdout}"
+    );
+    assert!(
+        !stderr.contains('\x1b'),
+        "a progress line when piped:\n{stderr}"
+    );
+    // The panic's text stays in the agent's log: nothing of it on stderr (the default hook).
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    for expected in [
+        // Backoff, then Retry-After.
+        "hotels   attempt 1 failed (AGENT_UNAVAILABLE): retry in",
+        "(exponential backoff with jitter)",
+        "pricing  attempt 1 failed (RATE_LIMITED): retry in 1.00 s (Retry-After honoured)",
+        "✔ pricing: €412 all-in",
+        // The breaker opens, fails fast, half-opens, and opens again on a failed probe.
+        "weather  circuit closed → open",
+        "weather  fail-fast: circuit open, nothing sent",
+        "✘ weather call 3: CircuitOpen: nothing sent",
+        "weather  circuit open → half-open",
+        "weather  circuit half-open → open",
+        // Fan-out: 3 of 4, the weather from its fallback, visa cut by the deadline.
+        "degraded: fallback answered from step \"cached forecast\" (#1)",
+        "visa     served an attempt in",
+        "caller went away: work stopped",
+        "✘ visa: TIMEOUT",
+        "✔ weather: sunny (yesterday's forecast) [degraded]",
+        "✔ planner answered with 3 of 4 (degraded: true)",
+        // The chain, typed at the client.
+        "✘ planner: -32057 DOWNSTREAM_FAILED (planner.demo)",
+        "└ below it: pricing failed with -32090 CARD_DECLINED (specialists.demo)",
+        // The panic: logged, sanitized on the wire.
+        "server log (never on the wire): handler panicked: index out of range",
+        "✘ search: -32603 \"Internal error\", retryable: false; the secret in the panic reached the wire: no",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+
+    // The table, from the metrics recorder: calls, attempts, retries, fail-fast,
+    // transitions, errors.
+    let hotels = row(&stdout, "hotels");
+    assert_eq!(hotels[0], 2, "{stdout}");
+    assert_eq!(hotels[2], 4, "two failures before each answer: {stdout}");
+    assert_eq!(hotels[5], 0);
+    let pricing = row(&stdout, "pricing");
+    assert_eq!((pricing[0], pricing[2], pricing[5]), (2, 1, 1), "{stdout}");
+    let weather = row(&stdout, "weather");
+    assert_eq!(
+        weather[0], 5,
+        "4 calls from the traveller, 1 from the planner: {stdout}"
+    );
+    assert_eq!(
+        weather[3], 3,
+        "three calls refused by the open circuit: {stdout}"
+    );
+    assert_eq!(weather[4], 3, "closed → open → half-open → open: {stdout}");
+    assert_eq!(weather[5], 5, "{stdout}");
+    let visa = row(&stdout, "visa");
+    assert_eq!((visa[0], visa[5]), (1, 1), "{stdout}");
+    let total = row(&stdout, "total");
+    let sum: u64 = ["hotels", "planner", "pricing", "search", "visa", "weather"]
+        .iter()
+        .map(|agent| row(&stdout, agent)[1])
+        .sum();
+    assert_eq!(total[1], sum, "{stdout}");
+    assert!(
+        stdout.contains("degraded answers: 2 (fallback 1, fan_out 1)"),
+        "{stdout}"
+    );
+
+    // The picture: a lane per agent, attempts in each outcome's colour, the deadline.
+    let svg = std::fs::read_to_string(&picture).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    let words = svg.split_whitespace().collect::<Vec<_>>().join(" ");
+    for lane in ["planner", "search", "pricing", "hotels", "weather", "visa"] {
+        assert!(
+            words.contains(&format!("> {lane} </text>")),
+            "no lane {lane}"
+        );
+    }
+    for mark in [
+        "#2e9e44",      // answered
+        "#e8a317",      // retryable error
+        "#9b59b6",      // cancelled (visa)
+        "#f4c542",      // Retry-After wait
+        "circuit open", // a band
+        "deadline",     // the dashed line
+        "fail-fast, circuit open",
+    ] {
+        assert!(svg.contains(mark), "no {mark} in the picture");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn demo_usage_errors_exit_2() {
+    for args in [&["--svg"][..], &["--bogus"][..]] {
+        let status = Command::new(common::example_exe("demo"))
+            .args(args)
+            .output()
+            .unwrap()
+            .status;
+        assert_eq!(status.code(), Some(2), "{args:?}");
+    }
+}
