@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use a2a_error::client::ClientError;
 use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig, BreakerRegistry};
 use a2a_error::resilience::{Fallback, FanOut, FanOutError, RetryPolicy};
 use a2a_error::server::{JsonRpc, RequestContext, ServeLimits, serve};
@@ -182,6 +183,9 @@ pub enum PlannerError {
     Standard(#[from] StandardError),
 }
 
+/// A call of the fan-out, boxed so that the plain calls and the fallback fit in one list.
+type Call = std::pin::Pin<Box<dyn Future<Output = Result<Value, ClientError>> + Send>>;
+
 /// The planner's clients: one per specialist, circuits from one registry.
 #[derive(Clone)]
 struct Planner {
@@ -265,10 +269,7 @@ async fn plan(planner: &Planner, request: &Value) -> Result<Value, PlannerError>
                 .map(|answered| answered.mark())
         }
     };
-    let calls: Vec<(
-        Arc<str>,
-        std::pin::Pin<Box<dyn Future<Output = Result<Value, _>> + Send>>,
-    )> = vec![
+    let calls: Vec<(Arc<str>, Call)> = vec![
         (
             Arc::from("search"),
             Box::pin(ask(&planner.search, "search")),
