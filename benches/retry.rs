@@ -1,6 +1,7 @@
 //! The resilience layers' success-path overhead: a call through the typed client's default
-//! stack (total timeout → retry → attempt timeout) against the same call on the bare
-//! transport, in-process, no socket (the target: under 100 ns a call).
+//! stack (total timeout → retry → attempt timeout, and with the circuit breaker) against the
+//! same call on the bare transport, in-process, no socket (the target: under 50 ns a call
+//! for the retry stack).
 //!
 //! The transport answers at once, so what is left is the layers' own work: the budget on the
 //! call, the retry budget deposit, the clones kept for a retry, three futures polled in place.
@@ -10,8 +11,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use a2a_error::client::{Call, ClientError, Reply};
+use a2a_error::resilience::breaker::{BreakerConfig, CircuitBreaker, CircuitBreakerLayer};
 use a2a_error::resilience::{
-    AttemptTimeoutLayer, Retry, RetryLayer, RetryPolicy, TotalTimeoutLayer,
+    AttemptTimeoutLayer, Retry, RetryLayer, RetryPolicy, TotalTimeoutLayer, TpsBudget,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
@@ -76,6 +78,19 @@ fn success_path(c: &mut Criterion) {
     group.bench_function("default_stack", |b| {
         b.iter_custom(|iters| timed(&runtime, &mut stack, &call, iters))
     });
+    // The builder's whole stack: the circuit breaker too.
+    let mut with_breaker = ServiceBuilder::new()
+        .layer(TotalTimeoutLayer::new(Duration::from_secs(90)))
+        .layer(RetryLayer::new(RetryPolicy::default()))
+        .layer(CircuitBreakerLayer::new(CircuitBreaker::new(
+            "bench",
+            BreakerConfig::default(),
+        )))
+        .layer(AttemptTimeoutLayer::new(Duration::from_secs(30)))
+        .service(transport());
+    group.bench_function("default_stack_with_breaker", |b| {
+        b.iter_custom(|iters| timed(&runtime, &mut with_breaker, &call, iters))
+    });
     let mut retry_only = Retry::new(transport(), RetryPolicy::default());
     group.bench_function("retry_only", |b| {
         b.iter_custom(|iters| timed(&runtime, &mut retry_only, &call, iters))
@@ -86,6 +101,14 @@ fn success_path(c: &mut Criterion) {
     );
     group.bench_function("retry_without_budget", |b| {
         b.iter_custom(|iters| timed(&runtime, &mut no_budget, &call, iters))
+    });
+    // tower's TpsBudget, the default before RetryBudget: a mutex and a clock read a deposit.
+    let mut tps = Retry::new(
+        transport(),
+        RetryPolicy::default().budget(std::sync::Arc::new(TpsBudget::default())),
+    );
+    group.bench_function("retry_with_tps_budget", |b| {
+        b.iter_custom(|iters| timed(&runtime, &mut tps, &call, iters))
     });
     let mut timeouts_only = ServiceBuilder::new()
         .layer(TotalTimeoutLayer::new(Duration::from_secs(90)))

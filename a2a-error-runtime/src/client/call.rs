@@ -22,11 +22,18 @@ use crate::wire::remote::RemoteError;
 /// `SendMessage` keeps its `messageId` and a server's dedup recognises it.
 #[derive(Clone, Debug)]
 pub struct Call {
+    // What every attempt sends, behind one `Arc`: a retry layer keeps a clone of each call,
+    // and one reference count is cheaper than one per field.
+    fixed: Arc<Fixed>,
+    limit: TimeLimit,
+}
+
+#[derive(Clone, Debug)]
+struct Fixed {
     method: Cow<'static, str>,
     params: Bytes,
     id: u64,
     streaming: bool,
-    limit: TimeLimit,
     agent: Option<Arc<str>>,
 }
 
@@ -65,31 +72,33 @@ impl Call {
     /// A call whose params are already JSON text (not checked here).
     pub fn from_json(method: impl Into<Cow<'static, str>>, params: impl Into<Bytes>) -> Call {
         Call {
-            method: method.into(),
-            params: params.into(),
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            streaming: false,
+            fixed: Arc::new(Fixed {
+                method: method.into(),
+                params: params.into(),
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                streaming: false,
+                agent: None,
+            }),
             limit: TimeLimit::default(),
-            agent: None,
         }
     }
 
     /// Marks the call as streaming: the reply is a stream of events (`SendStreamingMessage`).
     pub fn streaming(mut self) -> Call {
-        self.streaming = true;
+        Arc::make_mut(&mut self.fixed).streaming = true;
         self
     }
 
     /// Names the agent the call goes to, for the layers' metrics and logs (the typed
     /// [`Client`](crate::Client) sets its own name).
     pub fn with_agent(mut self, agent: Arc<str>) -> Call {
-        self.agent = Some(agent);
+        Arc::make_mut(&mut self.fixed).agent = Some(agent);
         self
     }
 
     /// The agent the call goes to, if named.
     pub fn agent(&self) -> Option<&str> {
-        self.agent.as_deref()
+        self.fixed.agent.as_deref()
     }
 
     /// Sets the instant by which the whole call must be done; transports send what is left of
@@ -134,27 +143,27 @@ impl Call {
 
     /// The method name.
     pub fn method(&self) -> &str {
-        &self.method
+        &self.fixed.method
     }
 
     /// The method name, shared (a `'static` name is not copied), for metric labels.
     pub(crate) fn method_name(&self) -> Cow<'static, str> {
-        self.method.clone()
+        self.fixed.method.clone()
     }
 
     /// The params as JSON text.
     pub fn params(&self) -> &Bytes {
-        &self.params
+        &self.fixed.params
     }
 
     /// The JSON-RPC request id, the same on every attempt.
     pub fn id(&self) -> u64 {
-        self.id
+        self.fixed.id
     }
 
     /// Whether the reply is a stream.
     pub fn is_streaming(&self) -> bool {
-        self.streaming
+        self.fixed.streaming
     }
 
     /// When the whole call must be done, if it has a deadline (a budget whose clock has not

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use futures_util::future::{self, Either};
 use tokio::time::Instant;
-use tower::retry::budget::{Budget, TpsBudget};
+use tower::retry::budget::Budget;
+
+use crate::resilience::RetryBudget;
 use tower::{Layer, Service, ServiceExt};
 
 use crate::client::{Call, ClientError, Reply};
@@ -83,7 +85,7 @@ impl HedgeConfig {
         HedgeConfig {
             delay,
             methods: READS.iter().map(|m| m.to_string()).collect(),
-            budget: Arc::new(TpsBudget::new(Duration::from_secs(10), 1, 0.1)),
+            budget: Arc::new(RetryBudget::new(Duration::from_secs(10), 1, 0.1)),
             deposits: true,
             latencies: Arc::default(),
         }

@@ -27,7 +27,9 @@ pub use clock::{Clock, Random, SystemClock, ThreadRandom};
 pub use fallback::{Answered, DEGRADED_KEY, Fallback};
 pub use fan_out::{FanOut, FanOutError, FanOutResult, Settle};
 pub use hedge::{Hedge, HedgeConfig, HedgeDelay, HedgeLayer};
-pub use retry::{Backoff, Jitter, Retry, RetryFuture, RetryLayer, RetryPolicy, RetrySafety};
+pub use retry::{
+    Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,
+};
 pub use timeout::{
     AttemptTimeout, AttemptTimeoutLayer, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,
 };

@@ -6,7 +6,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tower::retry::budget::{Budget, TpsBudget};
+use tower::retry::budget::Budget;
+
+use super::RetryBudget;
 
 use super::backoff::{Backoff, Jitter};
 use crate::client::{Call, ClientError};
@@ -110,7 +112,7 @@ impl<E> Default for RetryPolicy<E> {
             max_attempts: 4,
             backoff: Backoff::default(),
             max_server_delay: DEFAULT_MAX_SERVER_DELAY,
-            budget: Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.2)),
+            budget: Arc::new(RetryBudget::default()),
             retry_if: None,
             on_retry: None,
             methods: SAFE_METHODS
@@ -170,8 +172,10 @@ impl<E> RetryPolicy<E> {
         self
     }
 
-    /// The retry budget, shared with every other policy holding the same `Arc` (tower's
-    /// `TpsBudget`, or any `Budget`). Every call deposits; every retry withdraws.
+    /// The retry budget, shared with every other policy holding the same `Arc`
+    /// ([`RetryBudget`], tower's `TpsBudget`, or any `Budget`). Every call deposits; every
+    /// retry withdraws. The default is `RetryBudget::default()`: 20 % of the calls of the last
+    /// 10 s, plus 10 retries a second.
     pub fn budget(mut self, budget: Arc<dyn Budget + Send + Sync>) -> Self {
         self.budget = budget;
         self

@@ -21,18 +21,38 @@ use crate::wire::remote::RemoteError;
 /// so its retry budget.
 pub struct Retry<S, E = RemoteError> {
     inner: S,
-    policy: Arc<RetryPolicy<E>>,
+    shared: Arc<Shared<E>>,
+}
+
+/// What the clones of one `Retry` and their calls share, behind one reference count.
+pub(super) struct Shared<E> {
+    pub(super) policy: Arc<RetryPolicy<E>>,
     // The `a2a.client.attempts` histogram of this service's agent, registered on the first
     // call: recording into a kept handle costs no label allocation per call.
-    attempts: Arc<OnceLock<Histogram>>,
+    attempts: OnceLock<Histogram>,
+}
+
+impl<E> Shared<E> {
+    fn new(policy: Arc<RetryPolicy<E>>) -> Arc<Self> {
+        Arc::new(Shared {
+            policy,
+            attempts: OnceLock::new(),
+        })
+    }
+
+    /// Records the attempts of a finished call.
+    pub(super) fn record_attempts(&self, attempts: u32) {
+        if let Some(histogram) = self.attempts.get() {
+            histogram.record(f64::from(attempts));
+        }
+    }
 }
 
 impl<S: Clone, E> Clone for Retry<S, E> {
     fn clone(&self) -> Self {
         Retry {
             inner: self.inner.clone(),
-            policy: self.policy.clone(),
-            attempts: self.attempts.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -41,7 +61,7 @@ impl<S: std::fmt::Debug, E> std::fmt::Debug for Retry<S, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Retry")
             .field("inner", &self.inner)
-            .field("policy", &self.policy)
+            .field("policy", &self.shared.policy)
             .finish()
     }
 }
@@ -51,14 +71,13 @@ impl<S, E> Retry<S, E> {
     pub fn new(inner: S, policy: RetryPolicy<E>) -> Self {
         Retry {
             inner,
-            policy: Arc::new(policy),
-            attempts: Arc::default(),
+            shared: Shared::new(Arc::new(policy)),
         }
     }
 
     /// The policy.
     pub fn policy(&self) -> &RetryPolicy<E> {
-        &self.policy
+        &self.shared.policy
     }
 
     /// The wrapped service.
@@ -101,8 +120,7 @@ impl<S, E> Layer<S> for RetryLayer<E> {
     fn layer(&self, inner: S) -> Retry<S, E> {
         Retry {
             inner,
-            policy: self.policy.clone(),
-            attempts: Arc::default(),
+            shared: Shared::new(self.policy.clone()),
         }
     }
 }
@@ -122,8 +140,10 @@ where
     }
 
     fn call(&mut self, call: Call) -> Self::Future {
-        let policy = self.policy.clone();
-        policy.deposit();
+        self.shared.policy.deposit();
+        self.shared
+            .attempts
+            .get_or_init(|| crate::observe::attempts_histogram(call.agent()));
         // The service that was polled ready makes the first attempt; the clone stays here.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
@@ -131,11 +151,7 @@ where
         RetryFuture::new(
             attempt,
             Retrying {
-                attempts: self
-                    .attempts
-                    .get_or_init(|| crate::observe::attempts_histogram(call.agent()))
-                    .clone(),
-                policy,
+                shared: self.shared.clone(),
                 inner,
                 call,
             },
@@ -145,8 +161,7 @@ where
 
 /// What the retries of a call need once its first attempt has failed.
 pub(super) struct Retrying<S, E> {
-    attempts: Histogram,
-    policy: Arc<RetryPolicy<E>>,
+    shared: Arc<Shared<E>>,
     inner: S,
     call: Call,
 }
@@ -155,7 +170,7 @@ impl<S, E> Retrying<S, E> {
     /// Starts the call's clock: a time budget becomes a deadline from now. Starting it again
     /// changes nothing.
     pub(super) fn start_clock(&mut self) {
-        let now = self.policy.clock_ref().now();
+        let now = self.shared.policy.clock_ref().now();
         self.call.start_clock(now);
     }
 }
@@ -173,11 +188,11 @@ where
         // A first attempt that failed without waiting has not started the clock yet.
         self.start_clock();
         let Retrying {
-            attempts: histogram,
-            policy,
+            shared,
             mut inner,
             call,
         } = self;
+        let policy = &shared.policy;
         let mut previous = policy.backoff().base;
         let mut attempt = 1;
         let result = loop {
@@ -201,7 +216,7 @@ where
                 Err(error) => error,
             };
         };
-        histogram.record(f64::from(attempt));
+        shared.record_attempts(attempt);
         result
     }
 }
@@ -209,6 +224,6 @@ where
 impl<S, E> Retrying<S, E> {
     /// The call ended on its first attempt.
     pub(super) fn first_attempt_ended(&self) {
-        self.attempts.record(1.0);
+        self.shared.record_attempts(1);
     }
 }

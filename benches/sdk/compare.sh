@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Side by side with the official SDKs, across processes on loopback: this project's example
+# agent, a hand-written axum handler (the floor), a2a-sdk 1.3.0 (Python, uvicorn) and
+# @a2a-js/sdk 1.3.0 (express), all with the same contract: GetTask of an unknown task →
+# TaskNotFound (the error path), SendMessage echo with a new messageId each time (the
+# success path; ours goes through its dedup). One load generator (wrk -t1 -c8), the servers
+# pinned to CPU 0 and wrk to CPU 1, in interleaved rounds; the median round is reported.
+#
+# Usage: benches/sdk/compare.sh [ROUNDS] [SECONDS]     (defaults: 3 rounds of 5 s)
+# Installs what it needs: wrk (Debian package), the Python SDK into .venv, the JS SDK into
+# target/sdk-bench/js.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROUNDS=${1:-3}
+SECONDS_PER_RUN=${2:-5}
+HERE=benches/sdk
+WORK=target/sdk-bench
+mkdir -p "$WORK"
+
+command -v wrk >/dev/null || apt-get install -y -q wrk >/dev/null \
+  || (apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null)
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q "a2a-sdk[http-server]==1.3.0" uvicorn==0.54.0
+if [ ! -d "$WORK/js/node_modules/@a2a-js/sdk" ]; then
+  mkdir -p "$WORK/js"
+  (cd "$WORK/js" && npm init -y >/dev/null && npm install -q --no-audit --no-fund @a2a-js/sdk@1.3.0 express@4 >/dev/null)
+fi
+cp "$HERE/js_agent.mjs" "$WORK/js/"
+cargo build -q --release --example agent --example bench-baseline-axum
+
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+start() { # NAME PORT COMMAND...
+  local name=$1 port=$2; shift 2
+  taskset -c 0 "$@" >"$WORK/$name.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 100); do
+    if curl -s -o /dev/null -X POST "http://127.0.0.1:$port/" -H 'content-type: application/json' \
+        -d '{"jsonrpc":"2.0","id":0,"method":"GetTask","params":{"id":"x"}}'; then return; fi
+    sleep 0.1
+  done
+  echo "$name did not start; see $WORK/$name.log" >&2; exit 1
+}
+start a2a-error 9401 target/release/examples/agent --addr 127.0.0.1:9401
+start axum-baseline 9402 target/release/examples/bench-baseline-axum 127.0.0.1:9402
+start a2a-python 9403 .venv/bin/python tests/interop/python_agent.py 9403
+start a2a-js 9404 node "$WORK/js/js_agent.mjs" 9404
+
+RESULTS="$WORK/results.txt"
+: >"$RESULTS"
+run() { # PATH NAME PORT ROUND
+  local out
+  out=$(taskset -c 1 wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" --latency -s "$HERE/$1.lua" "http://127.0.0.1:$3/")
+  echo "$out" | awk -v path="$1" -v name="$2" -v round="$4" '
+    /Requests\/sec/ { rps = $2 }
+    /^ +50%/ { p50 = $2 }
+    /^ +99%/ { p99 = $2 }
+    /^WRONG/ { wrong = $2 }
+    /Non-2xx/ { non2xx = $NF }
+    END { printf "%s %s %s %s %s %s %s\n", path, name, round, rps, p50, p99, wrong + 0 }' >>"$RESULTS"
+}
+# A warm-up run each, not counted.
+for target in "a2a-error 9401" "axum-baseline 9402" "a2a-python 9403" "a2a-js 9404"; do
+  set -- $target
+  taskset -c 1 wrk -t1 -c8 -d1s -s "$HERE/error.lua" "http://127.0.0.1:$2/" >/dev/null
+done
+for round in $(seq "$ROUNDS"); do
+  for target in "a2a-error 9401" "axum-baseline 9402" "a2a-python 9403" "a2a-js 9404"; do
+    set -- $target
+    run error "$1" "$2" "$round"
+  done
+  for target in "a2a-error 9401" "a2a-python 9403" "a2a-js 9404"; do
+    set -- $target
+    run success "$1" "$2" "$round"
+  done
+done
+
+python3 - "$RESULTS" "$ROUNDS" "$SECONDS_PER_RUN" <<'PY'
+import statistics, sys, platform, os, datetime
+path, rounds, seconds = sys.argv[1], sys.argv[2], sys.argv[3]
+def ms(text):
+    for unit, factor in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * factor
+    return float(text)
+rows = {}
+for line in open(path):
+    kind, name, _, rps, p50, p99, wrong = line.split()
+    rows.setdefault((kind, name), []).append((float(rps), ms(p50), ms(p99), int(wrong)))
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
+print(f"\n{datetime.date.today()}, {os.cpu_count()} cores ({cpu}), wrk -t1 -c8, servers on CPU 0 and wrk on CPU 1, "
+      f"{rounds} interleaved rounds of {seconds} s, median round")
+for kind, title in (("error", "error path: GetTask of an unknown task → TaskNotFound"),
+                    ("success", "success path: SendMessage echo, a new messageId each time")):
+    ours = statistics.median(r[0] for r in rows[(kind, "a2a-error")])
+    print(f"\n{title}\n")
+    print("| server | req/s | p50 | p99 | wrong replies | a2a-error vs it |")
+    print("|---|---|---|---|---|---|")
+    for name in ("a2a-error", "axum-baseline", "a2a-python", "a2a-js"):
+        if (kind, name) not in rows:
+            continue
+        runs = rows[(kind, name)]
+        rps = statistics.median(r[0] for r in runs)
+        p50 = statistics.median(r[1] for r in runs)
+        p99 = statistics.median(r[2] for r in runs)
+        wrong = sum(r[3] for r in runs)
+        ratio = "" if name == "a2a-error" else f"{ours / rps:.2f}×"
+        print(f"| {name} | {rps:,.0f} | {p50:.2f} ms | {p99:.2f} ms | {wrong} | {ratio} |")
+PY
