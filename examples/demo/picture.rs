@@ -44,6 +44,16 @@ fn rect(x: f64, y: f64, width: f64, height: f64, fill: &str, tip: String) -> Rec
         .add(Title::new(tip))
 }
 
+/// A vertical line at `x` from `top` down through the last lane.
+fn vline(x: f64, top: f64, stroke: &str) -> Line {
+    Line::new()
+        .set("x1", x)
+        .set("x2", x)
+        .set("y1", top)
+        .set("y2", TOP + LANE * LANES.len() as f64)
+        .set("stroke", stroke)
+}
+
 /// The picture of `entries`, over `length` of run.
 pub fn draw(entries: &[Entry], length: Duration) -> Document {
     let span = length.as_secs_f64().max(0.001);
@@ -71,16 +81,12 @@ pub fn draw(entries: &[Entry], length: Duration) -> Document {
     let mut axis = Group::new();
     for second in 0..=span.floor() as u64 {
         let at = x(Duration::from_secs(second));
-        axis = axis
-            .add(
-                Line::new()
-                    .set("x1", at)
-                    .set("x2", at)
-                    .set("y1", TOP - 8.0)
-                    .set("y2", TOP + LANE * LANES.len() as f64)
-                    .set("stroke", "#eeeeee"),
-            )
-            .add(text(at - 6.0, TOP - 12.0, 10, format!("{second} s")));
+        axis = axis.add(vline(at, TOP - 8.0, "#eeeeee")).add(text(
+            at - 6.0,
+            TOP - 12.0,
+            10,
+            format!("{second} s"),
+        ));
     }
     for (i, name) in LANES.iter().enumerate() {
         let y = TOP + LANE * i as f64;
@@ -101,15 +107,7 @@ pub fn draw(entries: &[Entry], length: Duration) -> Document {
         if let Kind::Step { number, title } = &entry.kind {
             let at = x(entry.at);
             steps = steps
-                .add(
-                    Line::new()
-                        .set("x1", at)
-                        .set("x2", at)
-                        .set("y1", TOP - 30.0)
-                        .set("y2", TOP + LANE * LANES.len() as f64)
-                        .set("stroke", "#8888cc")
-                        .set("stroke-dasharray", "2,3"),
-                )
+                .add(vline(at, TOP - 30.0, "#8888cc").set("stroke-dasharray", "2,3"))
                 .add(
                     text(at + 3.0, TOP - 26.0, 11, format!("{number}"))
                         .add(Title::new(title.clone())),
@@ -227,15 +225,7 @@ pub fn draw(entries: &[Entry], length: Duration) -> Document {
                             .set("y2", y)
                             .set("stroke", "#d0362c"),
                     )
-                    .add(
-                        Line::new()
-                            .set("x1", end)
-                            .set("x2", end)
-                            .set("y1", TOP)
-                            .set("y2", TOP + LANE * LANES.len() as f64)
-                            .set("stroke", "#d0362c")
-                            .set("stroke-dasharray", "6,3"),
-                    )
+                    .add(vline(end, TOP, "#d0362c").set("stroke-dasharray", "6,3"))
                     .add(text(end + 3.0, TOP + 10.0, 11, "deadline").set("fill", "#d0362c"));
             }
             _ => {}
