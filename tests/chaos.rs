@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use a2a_error::client::{ClientError, Timeout};
 use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig, BreakerRegistry};
-use a2a_error::resilience::{Jitter, RetryPolicy};
+use a2a_error::resilience::{Jitter, RetryBudget, RetryPolicy};
 use a2a_error::server::{Dedup, DedupError, JsonRpc, MemoryStore, RequestContext};
 use a2a_error::{A2aError, Client, RemoteError, StandardError};
 use axum::extract::{Request, State};
@@ -31,7 +31,6 @@ use axum::response::Response;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tower::retry::budget::TpsBudget;
 
 /// Calls in the short run.
 const CALLS: usize = 10_000;
@@ -198,6 +197,7 @@ async fn round(seed: u64, calls: usize) -> Round {
         .into_router()
         .layer(axum::middleware::from_fn_with_state(chaos.clone(), inject))
         .with_state(agent.clone());
+    // Served here rather than by `common::serve`, so that the round can stop its server.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(a2a_error::server::serve(
@@ -206,7 +206,7 @@ async fn round(seed: u64, calls: usize) -> Round {
         a2a_error::server::ServeLimits::default(),
     ));
 
-    let budget = Arc::new(TpsBudget::new(BUDGET_TTL, MIN_PER_SEC, RATIO));
+    let budget = Arc::new(RetryBudget::new(BUDGET_TTL, MIN_PER_SEC, RATIO));
     // Half of all attempts fail here by design: the breaker is set for an agent known to be
     // that bad, so it trips on a run of failures far past the usual, not on every bad patch.
     let breakers = BreakerRegistry::new(

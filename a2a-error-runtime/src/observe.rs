@@ -74,28 +74,22 @@ mod client {
         metrics::histogram!("a2a.client.attempts", "agent" => agent.unwrap_or("").to_owned())
     }
 
-    /// A retry is about to wait `delay`.
+    /// A retry is about to wait: `wait` says how long and whose delay it is.
     pub(crate) fn retry<E: A2aError + 'static>(
         agent: Option<&str>,
         method: &str,
         attempt: u32,
         error: &ClientError<E>,
-        delay: Duration,
+        wait: crate::resilience::retry::Wait,
     ) {
         let reason = error_type(error);
-        // Whether the wait is the peer's (Retry-After, RetryInfo) or our backoff's.
-        let delay_source = if error.retry_after().is_some() {
-            "retry-after"
-        } else {
-            "backoff"
-        };
         tracing::info!(
             agent,
             rpc.method = method,
             http.request.resend_count = attempt,
             error.r#type = reason.as_str(),
-            delay_ms = delay.as_millis() as u64,
-            delay.source = delay_source,
+            delay_ms = wait.delay.as_millis() as u64,
+            delay.source = wait.source.as_str(),
             "retrying"
         );
         metrics::counter!(

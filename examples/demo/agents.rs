@@ -66,18 +66,21 @@ pub struct Specialist {
     attempts: Mutex<HashMap<String, u32>>,
 }
 
+/// The text of a message's first part (a request's or a reply's), or "".
+pub fn first_text(message: &Value) -> &str {
+    message
+        .pointer("/message/parts/0/text")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// A request's messageId and text.
 fn text_of(request: &Value) -> (String, String) {
     let id = request
         .pointer("/message/messageId")
         .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let text = request
-        .pointer("/message/parts/0/text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    (id, text)
+        .unwrap_or_default();
+    (id.to_owned(), first_text(request).to_owned())
 }
 
 fn reply(name: &str, id: &str, text: String) -> Value {
@@ -240,9 +243,10 @@ async fn planner_send(
 
 async fn plan(planner: &Planner, request: &Value) -> Result<Value, PlannerError> {
     let (id, text) = text_of(request);
-    let ask = |client: &Client, name: &str| {
+    // Each downstream messageId is the incoming one and the agent's name.
+    let ask = |client: &Client| {
         let params = json!({"message": {
-            "messageId": format!("{id}:{name}"),
+            "messageId": format!("{id}:{}", client.name()),
             "role": "ROLE_USER",
             "parts": [{"text": text}],
         }});
@@ -250,13 +254,13 @@ async fn plan(planner: &Planner, request: &Value) -> Result<Value, PlannerError>
         async move { client.send_message::<_, Value>(&params).await }
     };
     if text == "book" {
-        let reply = ask(&planner.pricing, "pricing")
+        let reply = ask(&planner.pricing)
             .await
             .map_err(|error| PlannerError::Booking(planner.pricing.downstream(error)))?;
         return Ok(reply);
     }
     let weather = {
-        let call = ask(&planner.weather, "weather");
+        let call = ask(&planner.weather);
         async move {
             // The forecast agent, else yesterday's forecast: a degraded answer, marked.
             Fallback::new("weather", || call)
@@ -269,27 +273,19 @@ async fn plan(planner: &Planner, request: &Value) -> Result<Value, PlannerError>
                 .map(|answered| answered.mark())
         }
     };
-    let calls: Vec<(Arc<str>, Call)> = vec![
-        (
-            Arc::from("search"),
-            Box::pin(ask(&planner.search, "search")),
-        ),
-        (
-            Arc::from("hotels"),
-            Box::pin(ask(&planner.hotels, "hotels")),
-        ),
-        (Arc::from("weather"), Box::pin(weather)),
-        (Arc::from("visa"), Box::pin(ask(&planner.visa, "visa"))),
+    let named = |client: &Client, call: Call| (Arc::<str>::from(client.name()), call);
+    let calls = vec![
+        named(&planner.search, Box::pin(ask(&planner.search))),
+        named(&planner.hotels, Box::pin(ask(&planner.hotels))),
+        named(&planner.weather, Box::pin(weather)),
+        named(&planner.visa, Box::pin(ask(&planner.visa))),
     ];
     // No deadline to set here: each call inherits this request's, less a margin for the reply.
     let outcome = FanOut::new(3).run(calls).await?;
     let mut answered = serde_json::Map::new();
     let mut parts = Vec::new();
     for (name, reply) in &outcome.answered {
-        let text = reply
-            .pointer("/message/parts/0/text")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let text = first_text(reply);
         parts.push(json!({"text": format!("{name}: {text}")}));
         let degraded = reply.pointer("/metadata/degraded").is_some();
         answered.insert(

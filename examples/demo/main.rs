@@ -41,14 +41,6 @@ fn message(id: &str, text: &str) -> Value {
     json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}})
 }
 
-/// The text of a reply's first part.
-fn answer(reply: &Value) -> &str {
-    reply
-        .pointer("/message/parts/0/text")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
 /// One line about a failed call: what the client got, typed.
 fn describe(error: &ClientError) -> String {
     match error {
@@ -146,7 +138,7 @@ async fn main() -> ExitCode {
     let report = |result: Result<Value, ClientError>, what: &str| match result {
         Ok(reply) => timeline.push(Kind::Result {
             ok: true,
-            text: format!("{what}: {}", answer(&reply)),
+            text: format!("{what}: {}", agents::first_text(&reply)),
         }),
         Err(error) => timeline.push(Kind::Result {
             ok: false,

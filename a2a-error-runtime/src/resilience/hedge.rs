@@ -11,11 +11,10 @@ use std::time::Duration;
 use futures_util::future::{self, Either};
 use tokio::time::Instant;
 use tower::retry::budget::Budget;
-
-use crate::resilience::RetryBudget;
 use tower::{Layer, Service, ServiceExt};
 
 use crate::client::{Call, ClientError, Reply};
+use crate::resilience::RetryBudget;
 
 /// When the hedge is sent.
 #[derive(Copy, Clone, Debug, PartialEq)]

@@ -9,7 +9,6 @@ use std::time::Duration;
 use tower::retry::budget::Budget;
 
 use super::RetryBudget;
-
 use super::backoff::{Backoff, Jitter};
 use crate::client::{Call, ClientError};
 use crate::resilience::clock::{Clock, Random, SystemClock, ThreadRandom};
@@ -282,28 +281,60 @@ impl<E: A2aError + 'static> RetryPolicy<E> {
         error: &ClientError<E>,
         attempt: u32,
         previous: &mut Duration,
-    ) -> Option<Duration> {
+    ) -> Option<Wait> {
         if attempt >= self.max_attempts || !self.is_retryable(call, error) {
             return None;
         }
-        let delay = match error.retry_after_at(self.clock.wall()) {
+        let wait = match error.retry_after_at(self.clock.wall()) {
             Some(delay) if delay > self.max_server_delay => return None,
-            Some(delay) => delay,
+            Some(delay) => Wait {
+                delay,
+                source: DelaySource::Peer,
+            },
             None => {
                 let r = self.random.next_f64();
                 *previous = self.backoff.delay(attempt - 1, *previous, r);
-                *previous
+                Wait {
+                    delay: *previous,
+                    source: DelaySource::Backoff,
+                }
             }
         };
         if let Some(deadline) = call.deadline()
             && self
                 .clock
                 .now()
-                .checked_add(delay)
+                .checked_add(wait.delay)
                 .is_none_or(|end| end >= deadline)
         {
             return None;
         }
-        self.budget.withdraw().then_some(delay)
+        self.budget.withdraw().then_some(wait)
+    }
+}
+
+/// A granted retry: how long to wait, and whose delay it is.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Wait {
+    pub(crate) delay: Duration,
+    pub(crate) source: DelaySource,
+}
+
+/// Where a retry's delay came from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DelaySource {
+    /// The peer asked for it (Retry-After, RetryInfo, legacy `retryAfter`).
+    Peer,
+    /// The policy's backoff.
+    Backoff,
+}
+
+impl DelaySource {
+    /// The `delay.source` field of the `retrying` event.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            DelaySource::Peer => "retry-after",
+            DelaySource::Backoff => "backoff",
+        }
     }
 }

@@ -196,12 +196,12 @@ where
         let mut previous = policy.backoff().base;
         let mut attempt = 1;
         let result = loop {
-            let Some(delay) = policy.next_delay(&call, &error, attempt, &mut previous) else {
+            let Some(wait) = policy.next_delay(&call, &error, attempt, &mut previous) else {
                 break Err(error);
             };
-            policy.notify(attempt, &error, delay);
-            crate::observe::retry(call.agent(), call.method(), attempt, &error, delay);
-            tokio::time::sleep(delay).await;
+            policy.notify(attempt, &error, wait.delay);
+            crate::observe::retry(call.agent(), call.method(), attempt, &error, wait);
+            tokio::time::sleep(wait.delay).await;
             attempt += 1;
             let span = tracing::debug_span!(
                 "a2a.client.attempt",
