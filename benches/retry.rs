@@ -16,7 +16,7 @@ use a2a_error::resilience::{
     AttemptTimeoutLayer, Retry, RetryLayer, RetryPolicy, TotalTimeoutLayer, TpsBudget,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
+use serde_json::json;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 /// A budget that never refuses, to show what tower's `TpsBudget` costs per call.
@@ -38,7 +38,9 @@ fn transport() -> impl Service<
 + Send
 + 'static {
     tower::service_fn(|call: Call| {
-        ready(Ok::<_, ClientError>(Reply::Result(Value::from(call.id()))))
+        ready(Ok::<_, ClientError>(Reply::Result(
+            serde_json::value::to_raw_value(&call.id()).unwrap(),
+        )))
     })
 }
 

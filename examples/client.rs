@@ -36,14 +36,32 @@ macro_rules! say {
     }};
 }
 
+/// A peer's text as this terminal may show it: control characters (escape sequences, line
+/// breaks that fake output lines) escaped, and at most 512 characters.
+fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(512));
+    for (i, c) in text.chars().enumerate() {
+        if i == 512 {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `-32052 RATE_LIMITED "Rate limited"`, or what went wrong locally.
 fn describe(error: &ClientError) -> String {
     match error.remote() {
         Some(remote) => format!(
             "{} {} \"{}\"",
             remote.code(),
-            remote.reason(),
-            remote.message()
+            shown(remote.reason()),
+            shown(remote.message())
         ),
         None => match error.reply_status() {
             Some(status) => format!("HTTP {status} ({error})"),
@@ -70,8 +88,8 @@ fn answer(reply: &Value) -> String {
             .collect()
     });
     match text {
-        Some(text) if !text.is_empty() => text,
-        _ => reply.to_string(),
+        Some(text) if !text.is_empty() => shown(&text),
+        _ => shown(&reply.to_string()),
     }
 }
 
@@ -96,7 +114,7 @@ fn give_up(attempt: u32, error: &ClientError) -> ! {
     }
     say!(
         "error: {} (category {})",
-        error.reason(),
+        shown(error.reason()),
         error.category().as_str()
     );
     std::process::exit(1);
@@ -174,13 +192,14 @@ async fn main() {
             match event {
                 Ok(event) => {
                     count += 1;
+                    let event = serde_json::from_str(event.get()).unwrap_or_default();
                     say!("event {count}: {}", answer(&event));
                 }
                 Err(error) => {
                     say!("stream ended after {count} events: {}", describe(&error));
                     say!(
                         "error: {} (category {})",
-                        error.reason(),
+                        shown(error.reason()),
                         error.category().as_str()
                     );
                     std::process::exit(1);

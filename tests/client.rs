@@ -344,8 +344,8 @@ async fn streaming_retries_before_the_first_event_only() {
         "one retry before the first event"
     );
     assert_eq!(events.len(), 3);
-    assert_eq!(events[0].as_ref().unwrap()["n"], 1);
-    assert_eq!(events[1].as_ref().unwrap()["n"], 2);
+    assert_eq!(events[0].as_ref().unwrap().get(), r#"{"n":1}"#);
+    assert_eq!(events[1].as_ref().unwrap().get(), r#"{"n":2}"#);
     match &events[2] {
         Err(ClientError::Remote { error, .. }) => {
             assert!(matches!(**error, StandardError::AgentUnavailable { .. }))

@@ -378,7 +378,8 @@ async fn the_total_deadline_bounds_a_stream_after_its_first_event() {
     let mut events = bounded(client.send_streaming_message(&message("x")))
         .await
         .unwrap();
-    assert_eq!(events.next().await.unwrap().unwrap()["n"], 1);
+    let first: Value = serde_json::from_str(events.next().await.unwrap().unwrap().get()).unwrap();
+    assert_eq!(first["n"], 1);
     let end = bounded(events.next()).await.unwrap().unwrap_err();
     assert!(
         matches!(end, ClientError::Timeout(Timeout::Total)),
@@ -520,4 +521,214 @@ async fn a_panic_on_our_server_is_answered_once_and_not_retried() {
     let policy = RetryPolicy::default().base_delay(Duration::from_millis(1));
     let _ = bounded(client(&url, policy).call::<_, Value>("SendMessage", &message("x"))).await;
     assert_eq!(requests.load(Ordering::SeqCst), 4);
+}
+
+/// A whole SSE reply of `body`, with its length.
+fn sse_reply(body: &[u8]) -> Script {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    Script::Reply([head.as_bytes(), body].concat())
+}
+
+fn rest_client(url: &str) -> Client {
+    Client::rest(url.trim_end_matches('/'))
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_byte_order_mark_and_cr_line_ends_are_read_not_a_panic() {
+    // eventsource-stream 0.2.3 panicked on the BOM (a slice inside a 3-byte character) and
+    // lost a last event whose lines end in CR only.
+    let (url, _) = hostile(sse_reply(
+        b"\xEF\xBB\xBFdata: {\"n\":1}\r\rdata: {\"n\":2}\r\r",
+    ))
+    .await;
+    let events: Vec<_> = bounded(async {
+        rest_client(&url)
+            .send_streaming_message(&message("bom"))
+            .await
+            .unwrap()
+            .collect()
+            .await
+    })
+    .await;
+    let texts: Vec<String> = events
+        .into_iter()
+        .map(|event| event.unwrap().get().to_owned())
+        .collect();
+    assert_eq!(texts, [r#"{"n":1}"#, r#"{"n":2}"#]);
+}
+
+#[tokio::test]
+async fn a_call_that_is_not_streaming_refuses_an_event_stream_unread() {
+    // Not even parsed: a plain SendMessage answered with SSE (a BOM first) is malformed.
+    let (url, requests) = hostile(sse_reply(b"\xEF\xBB\xBFdata: {}\n\n")).await;
+    for client in [client(&url, RetryPolicy::none()), rest_client(&url)] {
+        let error = bounded(client.send_message::<_, Value>(&message("plain")))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ClientError::Malformed { .. }), "{error:?}");
+    }
+    assert_eq!(requests.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blank_lines_without_end_cost_linear_work_and_the_deadline_holds() {
+    // An endless stream of blank lines: no event ever comes. The parser was quadratic in
+    // them (27 s of CPU for 512 KiB inside one poll, past any deadline); now each poll does a
+    // bounded amount of linear work, so the call's deadline fires on time.
+    let (url, _) = hostile(Script::Endless {
+        content_type: "text/event-stream",
+        chunk: vec![b'\n'; 64 << 10],
+    })
+    .await;
+    let client = Client::<RemoteError>::rest(url.trim_end_matches('/'))
+        .retry(RetryPolicy::none())
+        .total_timeout(Duration::from_millis(700))
+        .build()
+        .unwrap();
+    let error = bounded(client.send_streaming_message(&message("blank")))
+        .await
+        .err()
+        .expect("no event ever came");
+    assert!(
+        matches!(error, ClientError::Timeout(Timeout::Total)),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_peer_message_cannot_forge_log_lines_or_terminal_output() {
+    let forged = format!("boom\nINFO admin logged in\x1b[2J{}", "x".repeat(1 << 20));
+    let (url, _) = hostile(json_reply(
+        "200 OK",
+        "",
+        &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603, "message": forged}}),
+    ))
+    .await;
+    let error =
+        bounded(client(&url, RetryPolicy::none()).call::<_, Value>("GetTask", &json!({"id": "t"})))
+            .await
+            .unwrap_err();
+    let shown = error.to_string();
+    assert!(
+        !shown.contains('\n') && !shown.contains('\x1b'),
+        "{shown:.200}"
+    );
+    assert!(shown.len() < 1024, "{} bytes", shown.len());
+    // The peer's text is still there in full for code that asks for it.
+    assert_eq!(error.remote().unwrap().message().len(), forged.len());
+}
+
+#[tokio::test]
+async fn a_huge_error_data_is_kept_within_its_node_budget() {
+    let data: Vec<Value> = (0..200_000).map(|i| json!({"a": i})).collect();
+    let (url, _) = hostile(error_reply(Value::Null, -32603, Value::Array(data))).await;
+    let error =
+        bounded(client(&url, RetryPolicy::none()).call::<_, Value>("GetTask", &json!({"id": "t"})))
+            .await
+            .unwrap_err();
+    let kept = error
+        .remote()
+        .unwrap()
+        .data()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(kept < a2a_error::MAX_DATA_NODES, "{kept}");
+    assert!(kept > 1000, "{kept}");
+}
+
+/// A peer that accepts connections and never answers; returns its URL and the sockets it holds.
+async fn black_hole() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let held = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&held);
+    tokio::spawn(async move {
+        let mut sockets = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            sockets.push(socket);
+        }
+    });
+    (url, held)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_black_hole_behind_deadline_bound_callers_opens_its_circuit() {
+    use a2a_error::resilience::breaker::State;
+    let (url, _) = black_hole().await;
+    // Default stack: the attempt timeout (30 s) never fires first; each call is cut by the
+    // 1 s deadline its caller sent, which before counted as nothing.
+    let client = Client::<RemoteError>::jsonrpc(&url).build().unwrap();
+    let params = json!({"id": "t"});
+    for _ in 0..5 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        let call = client.call::<_, Value>("GetTask", &params);
+        let error = bounded(a2a_error::with_deadline(deadline, call))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, ClientError::Timeout(Timeout::Total)),
+            "{error:?}"
+        );
+    }
+    assert_eq!(client.breaker().unwrap().state(), State::Open);
+    // The next caller fails fast instead of waiting out its deadline.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    let call = client.call::<_, Value>("GetTask", &params);
+    let error = bounded(a2a_error::with_deadline(deadline, call))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::CircuitOpen { .. }),
+        "{error:?}"
+    );
+    assert!(tokio::time::Instant::now() < deadline);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_flight_to_one_agent_are_bounded_by_its_bulkhead() {
+    use a2a_error::resilience::Bulkhead;
+    let (url, held) = black_hole().await;
+    let bulkhead = Bulkhead::new(8, 4);
+    let client = Client::<RemoteError>::jsonrpc(&url)
+        .retry(RetryPolicy::none())
+        .without_breaker()
+        .bulkhead(bulkhead.clone())
+        .total_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let calls: Vec<_> = (0..100)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                client
+                    .call::<_, Value>("GetTask", &json!({"id": format!("t{i}")}))
+                    .await
+            })
+        })
+        .collect();
+    let mut full = 0;
+    for call in calls {
+        match bounded(call).await.unwrap().unwrap_err() {
+            ClientError::BulkheadFull => full += 1,
+            ClientError::Timeout(Timeout::Total) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    // 8 in flight and 4 waiting; the other 88 were refused at once, never sent.
+    assert_eq!(full, 88);
+    assert!(
+        held.load(Ordering::SeqCst) <= 12,
+        "{} sockets",
+        held.load(Ordering::SeqCst)
+    );
+    assert_eq!((bulkhead.in_flight(), bulkhead.queued()), (0, 0));
 }

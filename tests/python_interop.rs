@@ -52,7 +52,9 @@ async fn official_python_client_reads_our_errors() {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app::router()).await.unwrap() });
+    // The card advertises the configured URL, and the Python client calls what it advertises.
+    let router = app::router_with(app::Agent::default().public_url(&url));
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/interop/python_client.py"

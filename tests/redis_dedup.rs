@@ -235,6 +235,44 @@ async fn a_redis_that_stops_fails_closed_in_bounded_time_or_runs_as_configured()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_timed_out_while_redis_was_frozen_does_not_come_back() {
+    use a2a_error::server::DedupStore;
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let store = redis.store().timeout(Duration::from_millis(300));
+    let lease = Duration::from_secs(60);
+    // Loads the scripts, so the frozen server has nothing to load later.
+    assert!(store.claim("warm", b"t0", lease).await.unwrap().is_none());
+    store.release("warm", b"t0").await.unwrap();
+
+    redis.0.pause();
+    let timed_out = store.claim("m-orphan", b"token-1", lease).await;
+    assert!(timed_out.is_err(), "{timed_out:?}");
+    redis.0.resume();
+
+    // The queued claim ran when Redis woke, and its release right behind it: the retry's own
+    // claim succeeds well within the lease (before the fix it waited out the 60 s).
+    let started = Instant::now();
+    loop {
+        match store.claim("m-orphan", b"token-2", lease).await {
+            Ok(None) => break,
+            Ok(Some(held)) => assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "an orphaned claim still holds the key: {held:?}"
+            ),
+            Err(error) => assert!(started.elapsed() < Duration::from_secs(10), "{error}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // And the key is the retry's: nothing else released or overwrote it.
+    assert_eq!(
+        store.get("m-orphan").await.unwrap().as_deref(),
+        Some(&b"token-2"[..])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_travel_through_redis_too() {
     let Some(redis) = Redis::start() else {
         return;

@@ -98,9 +98,9 @@ impl Script {
                     Some(Step::Fail(error)) => Err(error),
                     Some(Step::Slow(delay)) => {
                         tokio::time::sleep(delay).await;
-                        Ok(Reply::Result(json!("slow")))
+                        Ok(Reply::Result(raw("slow")))
                     }
-                    None => Ok(Reply::Result(json!("ok"))),
+                    None => Ok(Reply::Result(raw("ok"))),
                 }
             }
         })
@@ -117,6 +117,10 @@ impl Script {
         let at = self.attempts.lock().unwrap();
         at.windows(2).map(|w| w[1] - w[0]).collect()
     }
+}
+
+fn raw(text: &str) -> a2a_error::client::RawJson {
+    serde_json::value::to_raw_value(text).unwrap()
 }
 
 fn whole_ms(delays: &[Duration]) -> Vec<Duration> {
@@ -391,7 +395,7 @@ async fn an_attempt_timeout_is_retried_and_the_deadline_travels_down() {
     )
     .await
     .unwrap();
-    assert!(matches!(reply, Reply::Result(ref v) if v == "ok"));
+    assert!(matches!(reply, Reply::Result(ref v) if v.get() == "\"ok\""));
     assert_eq!(start.elapsed(), 2100 * MS);
     assert_eq!(seen.lock().unwrap()[0].1, 100 * MS);
     let calls = script.calls.lock().unwrap();

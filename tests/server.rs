@@ -516,7 +516,25 @@ async fn rest_errors_are_google_rpc_status() {
 
 #[tokio::test]
 async fn agent_card_names_both_interfaces() {
-    let url = agent().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = app::router_with(app::Agent::default().public_url(&url));
+    tokio::spawn(a2a_error::server::serve(
+        listener,
+        router,
+        a2a_error::server::ServeLimits::default(),
+    ));
+    // A caller's Host header is not what the card advertises (a shared cache would keep it).
+    let poisoned: Value = reqwest::Client::new()
+        .get(format!("{url}/.well-known/agent-card.json"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(poisoned["supportedInterfaces"][0]["url"], format!("{url}/"));
     let card: Value = reqwest::get(format!("{url}/.well-known/agent-card.json"))
         .await
         .unwrap()

@@ -297,16 +297,139 @@ async fn every_rest_failure_is_a_status_body() {
 }
 
 #[tokio::test]
-async fn the_example_agents_task_store_is_bounded() {
+async fn the_example_agents_task_store_is_bounded_in_bytes() {
     let agent = app::Agent::default();
-    for i in 0..10_100 {
+    let big = "x".repeat(1 << 20);
+    for i in 0..100 {
         let request: app::SendMessageRequest = serde_json::from_value(json!({"message": {
-            "messageId": format!("m-{i}"), "role": "ROLE_USER", "parts": [{"text": "hi"}]}}))
+            "messageId": format!("m-{i}"), "role": "ROLE_USER", "parts": [{"text": big}]}}))
         .unwrap();
         agent
             .send_message(&Default::default(), request)
             .await
             .unwrap();
     }
-    assert!(agent.task_count() <= 10_000, "{}", agent.task_count());
+    // 100 MiB of text sent (200 MiB with the echoes); 64 MiB kept at most.
+    let kept = agent.task_bytes();
+    assert!(kept <= 64 << 20, "{kept}");
+    assert!(kept >= 16 << 20, "the newest are kept: {kept}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_at_its_limit_sheds_at_once_with_a_truthful_delay() {
+    use std::sync::Arc;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let inside = Arc::clone(&gate);
+    let rpc = JsonRpc::new()
+        .max_concurrent(2)
+        .method("Slow", move |_: Value, _: RequestContext| {
+            let gate = Arc::clone(&inside);
+            async move {
+                let _pass = gate.acquire().await;
+                Ok::<_, a2a_error::StandardError>(json!("done"))
+            }
+        })
+        .method("Fast", |_: Value, _: RequestContext| async {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            Ok::<_, a2a_error::StandardError>(json!("fast"))
+        });
+    let url = common::serve(rpc.into_router()).await;
+    // Teaches the endpoint its handlers' time: ~400 ms.
+    let call = |method: &str, id: u32| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{}}}}"#)
+    };
+    let (_, fast) = post(&format!("{url}/"), &call("Fast", 1)).await;
+    assert!(fast.contains("\"fast\""), "{fast}");
+    let held: Vec<_> = (0..2)
+        .map(|i| {
+            let (url, body) = (format!("{url}/"), call("Slow", 10 + i));
+            tokio::spawn(async move { post(&url, &body).await })
+        })
+        .collect();
+    // Wait until both slots are taken.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, shed) = post(&format!("{url}/"), &call("Slow", 3)).await;
+    let shed: Value = serde_json::from_str(&shed).unwrap();
+    assert_eq!(
+        (status, shed["error"]["code"].as_i64()),
+        (200, Some(-32053)),
+        "{shed}"
+    );
+    let delay = shed["error"]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|detail| detail["retryDelay"].as_str())
+        .expect("a RetryInfo");
+    let seconds: f64 = delay.trim_end_matches('s').parse().unwrap();
+    assert!(
+        (0.4..0.7).contains(&seconds),
+        "about one handler's time: {shed}"
+    );
+    gate.add_permits(2);
+    for request in held {
+        let (_, text) = request.await.unwrap();
+        assert!(text.contains("\"done\""), "{text}");
+    }
+    // Slots come back: the next call is served.
+    gate.add_permits(1);
+    let (_, served) = post(&format!("{url}/"), &call("Slow", 4)).await;
+    assert!(served.contains("\"done\""), "{served}");
+}
+
+#[tokio::test]
+async fn a_batch_over_the_limit_is_refused_before_its_requests_are_read() {
+    let url = common::serve(app::router()).await;
+    let one = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}"#;
+    let batch = format!("[{}]", vec![one; 101].join(","));
+    let (_, text) = post(&format!("{url}/"), &batch).await;
+    let reply: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(reply["error"]["code"], -32600, "{text}");
+    assert_eq!(reply["id"], Value::Null);
+}
+
+#[tokio::test]
+async fn params_a_reader_cannot_take_are_invalid_params_not_invalid_requests() {
+    let url = common::serve(app::router()).await;
+    for params in [r#"{"id":1e400}"#, r#"{"id":"\ud800"}"#] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{params}}}"#);
+        let (_, text) = post(&format!("{url}/"), &body).await;
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(reply["error"]["code"], -32602, "{params}: {text}");
+    }
+    // A repeated member is refused the same way on both bindings (it was last-wins over
+    // JSON-RPC and 400 over REST).
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"a","id":"b"}}"#;
+    let (_, text) = post(&format!("{url}/"), body).await;
+    assert!(
+        text.contains("-32602") && text.contains("more than once"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn of_two_deadline_headers_the_earlier_holds() {
+    let rpc = JsonRpc::new().method("Left", |_: Value, ctx: RequestContext| async move {
+        let left = ctx
+            .deadline
+            .map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+        Ok::<_, a2a_error::StandardError>(json!(left.map(|l| l.as_millis() as u64)))
+    });
+    let url = common::serve(rpc.into_router()).await;
+    for order in [["60000", "500"], ["500", "60000"]] {
+        let reply: Value = reqwest::Client::new()
+            .post(format!("{url}/"))
+            .header("content-type", "application/json")
+            .header("A2A-Deadline-Ms", order[0])
+            .header("A2A-Deadline-Ms", order[1])
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"Left","params":{}}"#)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let left = reply["result"].as_u64().expect("a deadline");
+        assert!(left <= 500, "{order:?}: {reply}");
+    }
 }

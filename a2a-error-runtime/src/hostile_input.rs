@@ -116,7 +116,7 @@ fn use_error(error: &ClientError<StandardError>) {
 }
 
 fn decode_everything(body: &[u8]) {
-    let _ = jsonrpc::parse(body);
+    let _ = jsonrpc::parse(body, 100);
     for status in [200, 400, 429, 503] {
         let http = reply(status);
         if let Err(error) = crate::client::jsonrpc::decode::<StandardError>(body, 7, &http) {
@@ -126,10 +126,9 @@ fn decode_everything(body: &[u8]) {
             use_error(&error);
         }
     }
-    let event = eventsource_stream::Event {
-        event: "error".into(),
-        data: String::from_utf8_lossy(body).into_owned(),
-        ..Default::default()
+    let event = crate::client::sse::Event {
+        event: b"error".to_vec(),
+        data: body.to_vec(),
     };
     if let Err(error) = crate::client::rest::decode_event::<StandardError>(&event, &reply(200)) {
         use_error(&error);
@@ -153,7 +152,7 @@ fn check_json(value: Value) -> Result<(), TestCaseError> {
     decode_everything(&serde_json::to_vec(&value).unwrap());
     // The same value as a request, alone and in a batch.
     let request = json!({"jsonrpc": "2.0", "id": value, "method": "m", "params": [value]});
-    let _ = jsonrpc::parse(&serde_json::to_vec(&request).unwrap());
+    let _ = jsonrpc::parse(&serde_json::to_vec(&request).unwrap(), 100);
     Ok(())
 }
 

@@ -45,7 +45,7 @@ pub use wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
 pub use wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 pub use wire::jsonrpc::Id;
-pub use wire::object::{ErrorObject, WireProfile};
+pub use wire::object::{ErrorObject, MAX_DATA_NODES, WireProfile};
 pub use wire::remote::RemoteError;
 pub use wire::spec::ErrorSpec;
 pub use wire::standard::{StandardError, StandardErrorKind};

@@ -17,6 +17,16 @@
 //!
 //! `error.type` is the error's reason (`AGENT_UNAVAILABLE`, `UNREACHABLE`, …).
 //!
+//! Every label value that a peer could choose comes from a closed set, so no peer can grow the
+//! number of series (each one costs memory here and in every scraper):
+//! - `error.type`: a reason of the code table or one of the client's own (`UNREACHABLE`, …),
+//!   else one of the first 64 other reasons seen (a user's own enum's), else `OTHER`;
+//! - `code`: a code of the table, else one of the first 64 others seen, else `other`;
+//! - `rpc.method`: on a server, a method the endpoint registered, else `other`; on a client,
+//!   an A2A method name, else one of the first 64 others seen, else `other`.
+//!
+//! So a process has at most (table + 64) values of each, whatever its peers send.
+//!
 //! Install the recorder before the first call: a retry layer registers its attempts
 //! histogram on its first call and keeps the handle, so that the success path records
 //! without allocating.
@@ -24,11 +34,154 @@
 #[cfg(feature = "client")]
 pub(crate) use client::*;
 
+pub(crate) use labels::{code_label, method_label, reason_label};
+
+mod labels {
+    use std::sync::{Arc, Mutex};
+
+    use metrics::SharedString;
+
+    /// How many values outside the code table a label may take in one process.
+    const MAX_OTHERS: usize = 64;
+    /// The longest value admitted to a set.
+    const MAX_LEN: usize = 48;
+
+    /// The values of one label seen so far beyond the fixed ones: the first [`MAX_OTHERS`]
+    /// are kept, later ones are told apart no more.
+    struct Others(Mutex<Vec<Arc<str>>>);
+
+    static REASONS: Others = Others(Mutex::new(Vec::new()));
+    static CODES: Others = Others(Mutex::new(Vec::new()));
+    static METHODS: Others = Others(Mutex::new(Vec::new()));
+
+    impl Others {
+        fn admit(&self, value: &str) -> Option<SharedString> {
+            let plain = value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'/' | b'.'));
+            if value.is_empty() || value.len() > MAX_LEN || !plain {
+                return None;
+            }
+            let mut seen = self
+                .0
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some(known) = seen.iter().find(|known| &***known == value) {
+                return Some(SharedString::from(Arc::clone(known)));
+            }
+            if seen.len() >= MAX_OTHERS {
+                return None;
+            }
+            let value: Arc<str> = value.into();
+            seen.push(Arc::clone(&value));
+            Some(SharedString::from(value))
+        }
+    }
+
+    /// The reasons a client gives its own failures.
+    const LOCAL_REASONS: [&str; 8] = [
+        "UNREACHABLE",
+        "CONNECTION_LOST",
+        "TIMEOUT",
+        "CIRCUIT_OPEN",
+        "INVALID_AGENT_RESPONSE",
+        "REPLY_TOO_LARGE",
+        "INVALID_CALL",
+        "BULKHEAD_FULL",
+    ];
+
+    /// The A2A methods, 1.0 names and 0.3 aliases.
+    const METHOD_NAMES: [&str; 22] = [
+        "SendMessage",
+        "SendStreamingMessage",
+        "GetTask",
+        "ListTasks",
+        "CancelTask",
+        "SubscribeToTask",
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+        "GetExtendedAgentCard",
+        "message/send",
+        "message/stream",
+        "tasks/get",
+        "tasks/list",
+        "tasks/cancel",
+        "tasks/resubscribe",
+        "tasks/pushNotificationConfig/set",
+        "tasks/pushNotificationConfig/get",
+        "tasks/pushNotificationConfig/list",
+        "tasks/pushNotificationConfig/delete",
+        "agent/getAuthenticatedExtendedCard",
+    ];
+
+    /// `reason` as an `error.type` label value.
+    pub(crate) fn reason_label(reason: &str) -> SharedString {
+        if let Some(row) = a2a_error_codes::by_reason(reason) {
+            return SharedString::const_str(row.reason);
+        }
+        if let Some(local) = LOCAL_REASONS.iter().find(|local| **local == reason) {
+            return SharedString::const_str(local);
+        }
+        REASONS
+            .admit(reason)
+            .unwrap_or(SharedString::const_str("OTHER"))
+    }
+
+    /// `code` as a `code` label value.
+    pub(crate) fn code_label(code: i32) -> SharedString {
+        let text = code.to_string();
+        if a2a_error_codes::TABLE.iter().any(|row| row.code == code) {
+            return SharedString::from(text);
+        }
+        CODES
+            .admit(&text)
+            .unwrap_or(SharedString::const_str("other"))
+    }
+
+    /// A client's `method` as an `rpc.method` label value.
+    pub(crate) fn method_label(method: &str) -> SharedString {
+        if let Some(name) = METHOD_NAMES.iter().find(|name| **name == method) {
+            return SharedString::const_str(name);
+        }
+        METHODS
+            .admit(method)
+            .unwrap_or(SharedString::const_str("other"))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn label_values_come_from_closed_sets() {
+            assert_eq!(&*reason_label("RATE_LIMITED"), "RATE_LIMITED");
+            assert_eq!(&*reason_label("UNREACHABLE"), "UNREACHABLE");
+            assert_eq!(&*code_label(-32052), "-32052");
+            assert_eq!(&*method_label("tasks/get"), "tasks/get");
+            assert_eq!(&*reason_label("bad\nreason"), "OTHER");
+            assert_eq!(&*reason_label(&"R".repeat(49)), "OTHER");
+            let mut distinct = std::collections::HashSet::new();
+            for i in 0..10_000 {
+                distinct.insert(reason_label(&format!("RANDOM_{i}")).to_string());
+                distinct.insert(code_label(-40_000 - i).to_string());
+                distinct.insert(method_label(&format!("m{i}")).to_string());
+            }
+            // 64 of each kind at most, and the three fallbacks.
+            assert!(distinct.len() <= 3 * MAX_OTHERS + 3, "{}", distinct.len());
+            assert!(distinct.contains("OTHER") && distinct.contains("other"));
+        }
+    }
+}
+
 #[cfg(feature = "client")]
 mod client {
     use std::borrow::Cow;
     use std::sync::Arc;
     use std::time::Duration;
+
+    use metrics::SharedString;
 
     use crate::client::{ClientError, Reply};
     use crate::wire::error::A2aError;
@@ -36,8 +189,8 @@ mod client {
     /// The reason a client error is known by in metrics and spans: the peer's reason for an
     /// error reply (cut like a hop's, so a peer cannot grow our labels), the local
     /// failure's otherwise.
-    pub(crate) fn error_type<E: A2aError + 'static>(error: &ClientError<E>) -> String {
-        error.first_hop(None).reason
+    pub(crate) fn error_type<E: A2aError + 'static>(error: &ClientError<E>) -> SharedString {
+        super::reason_label(&error.first_hop(None).reason)
     }
 
     /// A call through the typed client ended.
@@ -49,6 +202,10 @@ mod client {
         span: &tracing::Span,
     ) {
         let outcome = if result.is_ok() { "ok" } else { "error" };
+        let method = match method {
+            Cow::Borrowed(name) => SharedString::const_str(name),
+            Cow::Owned(name) => super::method_label(&name),
+        };
         metrics::histogram!(
             "a2a.client.call.duration",
             "agent" => agent.clone(),
@@ -58,12 +215,13 @@ mod client {
         .record(elapsed.as_secs_f64());
         if let Err(error) = result {
             let hop = error.first_hop(None);
-            span.record("error.type", hop.reason.as_str());
+            let reason = super::reason_label(&hop.reason);
+            span.record("error.type", &*reason);
             metrics::counter!(
                 "a2a.client.errors",
                 "agent" => agent.clone(),
-                "code" => hop.code.to_string(),
-                "error.type" => hop.reason
+                "code" => super::code_label(hop.code),
+                "error.type" => reason
             )
             .increment(1);
         }
@@ -87,7 +245,7 @@ mod client {
             agent,
             rpc.method = method,
             http.request.resend_count = attempt,
-            error.r#type = reason.as_str(),
+            error.r#type = &*reason,
             delay_ms = wait.delay.as_millis() as u64,
             delay.source = wait.source.as_str(),
             "retrying"
@@ -95,21 +253,25 @@ mod client {
         metrics::counter!(
             "a2a.client.retries",
             "agent" => agent.unwrap_or("").to_owned(),
-            "rpc.method" => method.to_owned(),
+            "rpc.method" => super::method_label(method),
             "error.type" => reason
         )
         .increment(1);
     }
 }
 
-/// An error reply a server sent.
+/// An error reply a server sent; `method` is a registered method's name or `None`.
 #[cfg(feature = "axum")]
-pub(crate) fn error_sent(method: &str, code: i32, reason: &str) {
+pub(crate) fn error_sent(method: Option<&str>, code: i32, reason: &str) {
+    // Registered names are the server's own, a set fixed at start-up.
+    let method = method.map_or(metrics::SharedString::const_str("other"), |name| {
+        metrics::SharedString::from(name.to_owned())
+    });
     metrics::counter!(
         "a2a.server.errors",
-        "rpc.method" => method.to_owned(),
-        "code" => code.to_string(),
-        "error.type" => reason.to_owned()
+        "rpc.method" => method,
+        "code" => code_label(code),
+        "error.type" => reason_label(reason)
     )
     .increment(1);
 }

@@ -107,15 +107,31 @@ pub struct TaskIdRequest {
     pub id: String,
 }
 
-/// How many tasks, and how many messages' attempt counts, the agent remembers. A store that
-/// grows with every request is a memory leak any caller can drive: bound it, and let the
-/// oldest go (a real agent would page them out to its database).
-const REMEMBERED: u64 = 10_000;
 /// How long a SendMessage may run, and so how long a replica that died mid-work blocks its
 /// messageId.
 const CLAIM_TTL: Duration = Duration::from_secs(60);
 /// How long a finished task stays readable.
 const TASK_TTL: Duration = Duration::from_secs(3600);
+/// The most bytes of tasks remembered (their texts, ids and a fixed overhead each). A store
+/// that grows with every request is a memory leak any caller can drive: bound it in bytes,
+/// and let the oldest go (a real agent would page them out to its database).
+const TASK_BYTES: u64 = 64 << 20;
+
+/// A task's weight in the store: the bytes of its texts and ids, plus a fixed overhead.
+fn task_bytes(task: &Task) -> usize {
+    let texts: usize = task
+        .history
+        .iter()
+        .flat_map(|message| &message.parts)
+        .map(|part| part.text.as_ref().map_or(0, String::len) + 64)
+        .sum();
+    // The status holds the reply, an echo of the text.
+    256 + task.id.len() + task.context_id.len() + 2 * texts
+}
+
+fn weight(bytes: usize) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
 
 /// The agent's state, shared by both bindings.
 #[derive(Clone)]
@@ -128,6 +144,9 @@ pub struct Agent {
     dedup: Dedup<SendMessageResponse, AgentError>,
     /// Every SendMessage fails with AGENT_UNAVAILABLE (`--fail`): a specialist that is down.
     unavailable: bool,
+    /// The base URL the agent card advertises: from configuration, never from the caller's
+    /// `Host` header (behind a shared cache, a caller's Host would poison everyone's card).
+    public_url: Arc<str>,
 }
 
 impl Default for Agent {
@@ -147,15 +166,19 @@ impl Agent {
     /// kill a replica shorten it).
     pub fn with_claim_ttl(store: impl DedupStore, claim_ttl: Duration) -> Self {
         Agent {
+            // Bounded in bytes, not only in count: six 4 MiB messages must not keep 2.8 GB.
             tasks: Cache::builder()
-                .max_capacity(REMEMBERED)
+                .max_capacity(TASK_BYTES)
+                .weigher(|id: &String, task: &Task| weight(id.len() + task_bytes(task)))
                 .time_to_live(TASK_TTL)
                 .build(),
             attempts: Cache::builder()
-                .max_capacity(REMEMBERED)
+                .max_capacity(TASK_BYTES / 16)
+                .weigher(|id: &String, _: &u32| weight(id.len() + 64))
                 .time_to_live(TASK_TTL)
                 .build(),
             replica: Arc::from(format!("{:08x}", fastrand::u32(..))),
+            public_url: Arc::from("http://127.0.0.1:8080"),
             next: Arc::default(),
             // Retries of SendMessage within 10 minutes of its reply get that reply, scoped by
             // the caller's Authorization header; a handler never runs longer than its claim.
@@ -184,11 +207,18 @@ impl Agent {
         self.attempts.get(message_id).unwrap_or(0)
     }
 
-    /// How many tasks are remembered now (bounded by `REMEMBERED`); read by the tests.
+    /// The weight of the tasks remembered now, in bytes (bounded by `TASK_BYTES`); read by
+    /// the tests.
     #[allow(dead_code)]
-    pub fn task_count(&self) -> u64 {
+    pub fn task_bytes(&self) -> u64 {
         self.tasks.run_pending_tasks();
-        self.tasks.entry_count()
+        self.tasks.weighted_size()
+    }
+
+    /// The base URL the agent card advertises (default `http://127.0.0.1:8080`).
+    pub fn public_url(mut self, url: &str) -> Self {
+        self.public_url = Arc::from(url);
+        self
     }
 
     /// SendMessage, safe to retry: the same messageId from the same caller runs the work
@@ -357,12 +387,8 @@ async fn rest_task_action(
     }
 }
 
-async fn agent_card(headers: HeaderMap) -> Json<Value> {
-    let host = headers
-        .get("host")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1:8080");
-    let base = format!("http://{host}");
+async fn agent_card(State(agent): State<Agent>) -> Json<Value> {
+    let base = agent.public_url.trim_end_matches('/');
     Json(json!({
         "name": "a2a-error example agent",
         "description": "Echoes text; fails on demand (fail:internal, fail:panic, fail:rate_limited, fail:unsupported, flaky:N, sleep:MS).",

@@ -1,4 +1,5 @@
-//! The example agent: `cargo run --example agent -- --addr 127.0.0.1:8080 [--redis URL] [--fail]`.
+//! The example agent: `cargo run --example agent -- --addr 127.0.0.1:8080 [--public-url URL]
+//! [--redis URL] [--fail]`; the card advertises `--public-url` (default `http://ADDR`).
 //!
 //! Serves JSON-RPC at `POST /`, REST at `GET /tasks/{id}`, `POST /message:send` and
 //! `POST /tasks/{id}:cancel`, and its agent card at `GET /.well-known/agent-card.json`. With
@@ -18,6 +19,7 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut redis = None;
+    let mut public_url = None;
     let mut unavailable = false;
     while let Some(arg) = args.next() {
         if arg == "--fail" {
@@ -27,8 +29,11 @@ async fn main() {
         match (arg.as_str(), args.next()) {
             ("--addr", Some(value)) => addr = value,
             ("--redis", Some(url)) => redis = Some(url),
+            ("--public-url", Some(url)) => public_url = Some(url),
             _ => {
-                eprintln!("usage: agent [--addr HOST:PORT] [--redis redis://HOST:PORT] [--fail]");
+                eprintln!(
+                    "usage: agent [--addr HOST:PORT] [--public-url URL] [--redis redis://HOST:PORT] [--fail]"
+                );
                 std::process::exit(2);
             }
         }
@@ -43,6 +48,8 @@ async fn main() {
             }
         },
     };
+    // The card advertises configuration, never what a caller's Host header says.
+    let agent = agent.public_url(&public_url.unwrap_or_else(|| format!("http://{addr}")));
     let agent = if unavailable {
         agent.unavailable()
     } else {

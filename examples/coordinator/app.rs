@@ -13,7 +13,6 @@ use a2a_error::server::{JsonRpc, RequestContext};
 use a2a_error::{A2aError, BuildError, Client, StandardError};
 use axum::Router;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::routing::get;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -41,9 +40,17 @@ pub enum CoordinatorError {
 pub struct Coordinator {
     agents: Arc<[(Arc<str>, Client)]>,
     min_results: usize,
+    /// The base URL the card advertises: configuration, never a caller's `Host` header.
+    public_url: Arc<str>,
 }
 
 impl Coordinator {
+    /// The base URL the card advertises (default `http://127.0.0.1:8080`).
+    pub fn public_url(mut self, url: &str) -> Self {
+        self.public_url = Arc::from(url);
+        self
+    }
+
     /// A coordinator of `agents` (name, JSON-RPC URL) that needs `min_results` answers.
     pub fn new(agents: &[(String, String)], min_results: usize) -> Result<Self, BuildError> {
         Self::with_breakers(agents, min_results, BreakerConfig::default())
@@ -69,6 +76,7 @@ impl Coordinator {
         Ok(Coordinator {
             agents: agents.into(),
             min_results: min_results.max(1),
+            public_url: Arc::from("http://127.0.0.1:8080"),
         })
     }
 }
@@ -214,11 +222,8 @@ pub fn json_rpc(coordinator: Coordinator) -> JsonRpc<Coordinator> {
         .alias("message/send", "SendMessage")
 }
 
-async fn agent_card(State(coordinator): State<Coordinator>, headers: HeaderMap) -> Json<Value> {
-    let host = headers
-        .get("host")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1:8080");
+async fn agent_card(State(coordinator): State<Coordinator>) -> Json<Value> {
+    let base = coordinator.public_url.trim_end_matches('/');
     let names: Vec<&str> = coordinator.agents.iter().map(|(n, _)| n.as_ref()).collect();
     Json(json!({
         "name": "a2a-error example coordinator",
@@ -229,7 +234,7 @@ async fn agent_card(State(coordinator): State<Coordinator>, headers: HeaderMap) 
         ),
         "version": env!("CARGO_PKG_VERSION"),
         "supportedInterfaces": [
-            {"url": format!("http://{host}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            {"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
         ],
         "capabilities": {"streaming": false, "pushNotifications": false},
         "defaultInputModes": ["text/plain"],

@@ -60,7 +60,7 @@ async fn main() {
         Err(error) => fail(&format!("cannot install the metrics recorder: {error}")),
     };
     let coordinator = match app::Coordinator::new(&agents, min_results) {
-        Ok(coordinator) => coordinator,
+        Ok(coordinator) => coordinator.public_url(&format!("http://{addr}")),
         Err(error) => fail(&error.to_string()),
     };
     let render = Arc::new(move || prometheus.render());

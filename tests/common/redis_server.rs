@@ -40,6 +40,24 @@ impl RedisServer {
         Ok(server)
     }
 
+    /// Freezes it (SIGSTOP): connections stay open, commands queue unanswered.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws it (SIGCONT): it runs what queued meanwhile.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} failed");
+    }
+
     /// Stops it (as a crash would: no shutdown handshake).
     pub fn stop(&mut self) {
         let _ = self.child.kill();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::Stream;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::error::ClientError;
@@ -173,10 +173,15 @@ impl Call {
     }
 }
 
+/// A result as the peer's JSON text, validated but not parsed into a tree: it is read once,
+/// into the caller's own type (`serde_json::Value` costs up to ~85 times the bytes it was read
+/// from, so a tree of a large reply would multiply its memory).
+pub type RawJson = Box<RawValue>;
+
 /// A successful answer: the JSON-RPC `result` (the REST body), or a stream of them.
 pub enum Reply<E = RemoteError> {
     /// One result.
-    Result(Value),
+    Result(RawJson),
     /// A stream of results; its first event has already arrived.
     Stream(EventStream<E>),
 }
@@ -184,7 +189,7 @@ pub enum Reply<E = RemoteError> {
 impl<E> fmt::Debug for Reply<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reply::Result(value) => f.debug_tuple("Result").field(value).finish(),
+            Reply::Result(json) => f.debug_tuple("Result").field(&json.get()).finish(),
             Reply::Stream(_) => f.write_str("Stream(..)"),
         }
     }
@@ -193,12 +198,14 @@ impl<E> fmt::Debug for Reply<E> {
 /// The events of a streaming call. An error ends it; it is returned as it came, never retried
 /// (the events before it have been seen).
 pub struct EventStream<E = RemoteError> {
-    inner: Pin<Box<dyn Stream<Item = Result<Value, ClientError<E>>> + Send>>,
+    inner: Pin<Box<dyn Stream<Item = Result<RawJson, ClientError<E>>> + Send>>,
 }
 
 impl<E> EventStream<E> {
     /// Wraps any stream of results.
-    pub fn new(stream: impl Stream<Item = Result<Value, ClientError<E>>> + Send + 'static) -> Self {
+    pub fn new(
+        stream: impl Stream<Item = Result<RawJson, ClientError<E>>> + Send + 'static,
+    ) -> Self {
         EventStream {
             inner: Box::pin(stream),
         }
@@ -206,7 +213,7 @@ impl<E> EventStream<E> {
 }
 
 impl<E> Stream for EventStream<E> {
-    type Item = Result<Value, ClientError<E>>;
+    type Item = Result<RawJson, ClientError<E>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.inner.as_mut().poll_next(cx)

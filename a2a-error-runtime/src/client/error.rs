@@ -144,6 +144,12 @@ pub enum ClientError<E = RemoteError> {
         /// hand, or every half-open probe slot taken).
         retry_after: Duration,
     },
+    /// This process already has as many calls in flight to the agent as its bulkhead allows,
+    /// and as many waiting ([`Bulkhead`](crate::resilience::Bulkhead)): the call failed fast
+    /// without being sent. It says nothing about the agent's health (the breaker does not
+    /// count it) and is not retried here. Passed on to our own caller it is
+    /// AGENT_UNAVAILABLE.
+    BulkheadFull,
 }
 
 /// The codes a client sends only by its own mistake; retrying them cannot help.
@@ -270,7 +276,8 @@ impl<E> ClientError<E> {
             ClientError::Connect(_)
             | ClientError::Timeout(Timeout::Connect)
             | ClientError::InvalidCall { .. }
-            | ClientError::CircuitOpen { .. } => false,
+            | ClientError::CircuitOpen { .. }
+            | ClientError::BulkheadFull => false,
             // 408: the request never fully arrived; 429 and 503: refused for load.
             ClientError::Status(http) => !matches!(http.status, 408 | 429 | 503),
             ClientError::Timeout(_)
@@ -323,7 +330,8 @@ impl<E> ClientError<E> {
             ClientError::Timeout(timeout) => *timeout != Timeout::Total,
             ClientError::Connect(_)
             | ClientError::Transport(_)
-            | ClientError::CircuitOpen { .. } => true,
+            | ClientError::CircuitOpen { .. }
+            | ClientError::BulkheadFull => true,
             // The same peer would send the same oversized reply again.
             ClientError::Malformed { .. }
             | ClientError::ReplyTooLarge { .. }
@@ -343,7 +351,8 @@ impl<E> ClientError<E> {
             ClientError::Timeout(_) => Category::Timeout,
             ClientError::Connect(_)
             | ClientError::Transport(_)
-            | ClientError::CircuitOpen { .. } => Category::Transient,
+            | ClientError::CircuitOpen { .. }
+            | ClientError::BulkheadFull => Category::Transient,
             ClientError::Malformed { .. } | ClientError::ReplyTooLarge { .. } => Category::Fatal,
             ClientError::InvalidCall { .. } => Category::Validation,
         }
@@ -360,7 +369,7 @@ impl<E> ClientError<E> {
                 _ => code::DOWNSTREAM_FAILED,
             },
             ClientError::InvalidCall { .. } => code::INTERNAL_ERROR,
-            ClientError::CircuitOpen { .. } => code::AGENT_UNAVAILABLE,
+            ClientError::CircuitOpen { .. } | ClientError::BulkheadFull => code::AGENT_UNAVAILABLE,
             _ => code::DOWNSTREAM_FAILED,
         };
         row(code)
@@ -413,6 +422,7 @@ impl<E: fmt::Display> fmt::Display for ClientError<E> {
             ClientError::CircuitOpen { retry_after } => {
                 write!(f, "circuit open for another {retry_after:?}")
             }
+            ClientError::BulkheadFull => f.write_str("too many calls in flight to the agent"),
         }
     }
 }
@@ -508,7 +518,7 @@ impl<E: A2aError + 'static> A2aError for ClientError<E> {
             ClientError::CircuitOpen { retry_after } if !retry_after.is_zero() => {
                 RetryHint::After(*retry_after)
             }
-            ClientError::CircuitOpen { .. } => RetryHint::Backoff,
+            ClientError::CircuitOpen { .. } | ClientError::BulkheadFull => RetryHint::Backoff,
             _ => RetryHint::Never,
         }
     }
@@ -575,7 +585,10 @@ impl<E: A2aError + 'static> ClientError<E> {
     /// Whether the layer below has retried this as far as it goes: it was retryable here, or
     /// the downstream said its own layer had.
     pub(crate) fn retries_exhausted(&self) -> bool {
-        if matches!(self, ClientError::CircuitOpen { .. }) {
+        if matches!(
+            self,
+            ClientError::CircuitOpen { .. } | ClientError::BulkheadFull
+        ) {
             return false;
         }
         self.retry_advice().is_retryable()
@@ -637,6 +650,7 @@ impl<E: A2aError + 'static> ClientError<E> {
             ClientError::Transport(_) => "CONNECTION_LOST",
             ClientError::Timeout(_) => "TIMEOUT",
             ClientError::CircuitOpen { .. } => "CIRCUIT_OPEN",
+            ClientError::BulkheadFull => "BULKHEAD_FULL",
             ClientError::Malformed { .. } => "INVALID_AGENT_RESPONSE",
             ClientError::ReplyTooLarge { .. } => "REPLY_TOO_LARGE",
             ClientError::InvalidCall { .. } => "INVALID_CALL",

@@ -2,19 +2,16 @@
 //! and SSE events within [`ReplyLimits`].
 
 use std::future::ready;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
-use serde_json::Value;
 use tokio::time::Instant;
 
-use super::call::{Call, EventStream, Reply};
+use super::call::{Call, EventStream, RawJson, Reply};
 use super::error::{ClientError, ResponseHead, Timeout};
+use super::sse::{self, SseError};
 
 pub use crate::wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 
@@ -52,8 +49,11 @@ impl ReplyLimits {
         self
     }
 
-    /// The largest SSE event (default 4 MiB), counted from the end of the previous event, so
-    /// a stream that never ends its event fails as [`ClientError::ReplyTooLarge`].
+    /// The largest SSE event (default 4 MiB): the event being read, its data lines and any
+    /// unfinished line, so a stream that never ends its event (or its line) fails as
+    /// [`ClientError::ReplyTooLarge`] once it has sent that much. Bytes that make no event
+    /// (blank lines, comments, `id` fields) are read in linear time, a bounded amount per
+    /// poll, and are bounded by the idle timeout and the deadline like any wait.
     pub fn max_event_bytes(mut self, bytes: usize) -> Self {
         self.max_event_bytes = bytes;
         self
@@ -167,6 +167,15 @@ pub(crate) fn http_reply(response: &reqwest::Response) -> ResponseHead {
     }
 }
 
+/// The refusal of an event stream that answered a call that is not streaming: its events
+/// are not read at all.
+pub(crate) fn unasked_stream<E>(http: ResponseHead) -> ClientError<E> {
+    unexpected(
+        http,
+        "an event stream answered a call that is not streaming",
+    )
+}
+
 /// Whether the reply is an SSE stream.
 pub(crate) fn is_event_stream(http: &ResponseHead) -> bool {
     http.headers
@@ -210,22 +219,13 @@ fn read_error<E>(error: reqwest::Error) -> ClientError<E> {
     }
 }
 
-/// Why reading an SSE body stopped below the event parser.
-#[derive(Debug, thiserror::Error)]
-enum BodyError {
-    #[error(transparent)]
-    Transport(reqwest::Error),
-    #[error("event too large")]
-    EventTooLarge,
-}
-
 /// The SSE events of `response`, each read by `decode`; the stream ends after the first error.
 /// The returned reply is ready only once the first event has arrived (or failed), so a retry
 /// layer above sees an error before the first event as an ordinary failure.
 ///
-/// Bounded three ways: an event larger than `limits.max_event_bytes` (counted as bytes fed to
-/// the parser since the last event came out of it, so an event that never ends is caught),
-/// silence longer than the idle timeout, and the call's `deadline`.
+/// Bounded three ways: an event larger than `limits.max_event_bytes` (see
+/// [`ReplyLimits::max_event_bytes`]), silence longer than the idle timeout, and the call's
+/// `deadline`; the parser yields after a bounded amount of work, so those timers can fire.
 pub(crate) async fn event_stream<E, D>(
     response: reqwest::Response,
     limits: ReplyLimits,
@@ -234,24 +234,14 @@ pub(crate) async fn event_stream<E, D>(
 ) -> Result<Reply<E>, ClientError<E>>
 where
     E: Send + 'static,
-    D: Fn(eventsource_stream::Event) -> Result<Value, ClientError<E>> + Send + 'static,
+    D: Fn(sse::Event) -> Result<RawJson, ClientError<E>> + Send + 'static,
 {
     let limit = limits.max_event_bytes;
-    let pending = Arc::new(AtomicUsize::new(0));
-    let fed = Arc::clone(&pending);
-    let bytes = response.bytes_stream().map(move |chunk| {
-        let chunk = chunk.map_err(BodyError::Transport)?;
-        let before = fed.fetch_add(chunk.len(), Ordering::Relaxed);
-        if before.saturating_add(chunk.len()) > limit {
-            return Err(BodyError::EventTooLarge);
-        }
-        Ok(chunk)
-    });
-    let events = bytes.eventsource().map(move |event| {
-        pending.store(0, Ordering::Relaxed);
-        event
-            .map_err(|error| stream_error(error, limit))
-            .and_then(&decode)
+    let body = Box::pin(response.bytes_stream());
+    let events = sse::Events::new(body, limit).map(move |event| match event {
+        Ok(event) => decode(event),
+        Err(SseError::Transport(error)) => Err(read_error(error)),
+        Err(SseError::TooLarge) => Err(ClientError::ReplyTooLarge { limit, http: None }),
     });
     let mut events = Box::pin(bounded_in_time(events, limits.idle_timeout, deadline));
     let first = match events.next().await {
@@ -270,9 +260,9 @@ fn bounded_in_time<E, S>(
     events: S,
     idle: Option<Duration>,
     deadline: Option<Instant>,
-) -> impl Stream<Item = Result<Value, ClientError<E>>> + Send
+) -> impl Stream<Item = Result<RawJson, ClientError<E>>> + Send
 where
-    S: Stream<Item = Result<Value, ClientError<E>>> + Send + Unpin,
+    S: Stream<Item = Result<RawJson, ClientError<E>>> + Send + Unpin,
 {
     stream::unfold(Some(events), move |events| async move {
         let mut events = events?;
@@ -288,19 +278,6 @@ where
         let rest = item.is_ok().then_some(events);
         Some((item, rest))
     })
-}
-
-fn stream_error<E>(error: EventStreamError<BodyError>, limit: usize) -> ClientError<E> {
-    match error {
-        EventStreamError::Transport(BodyError::Transport(error)) => read_error(error),
-        EventStreamError::Transport(BodyError::EventTooLarge) => {
-            ClientError::ReplyTooLarge { limit, http: None }
-        }
-        other => ClientError::Malformed {
-            detail: other.to_string(),
-            http: None,
-        },
-    }
 }
 
 /// A reply that is not what the binding promises: a non-2xx one is reported by its status

@@ -1,10 +1,12 @@
 //! The JSON-RPC binding: one `POST` per call, SSE for streaming methods.
 
-use reqwest::header::CONTENT_TYPE;
-use serde::Deserialize;
-use serde_json::Value;
+use std::borrow::Cow;
 
-use super::call::{Call, Reply};
+use reqwest::header::CONTENT_TYPE;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use super::call::{Call, RawJson, Reply};
 use super::error::{ClientError, ResponseHead};
 use super::http::{self, Http};
 use crate::wire::error::FromErrorObject;
@@ -18,15 +20,33 @@ fn request_body(call: &Call) -> Vec<u8> {
     out
 }
 
+/// A response's members. `result` and `id` stay the peer's JSON text: only the caller's own
+/// type reads a result (see [`RawJson`]), and an id is only compared.
 #[derive(Deserialize)]
-struct Response {
-    jsonrpc: Option<String>,
-    #[serde(default)]
-    id: Value,
+struct Response<'a> {
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
     // Tells `"result": null` (a valid result) from no result at all.
-    #[serde(default, deserialize_with = "crate::wire::object::present")]
-    result: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
     error: Option<ErrorObject>,
+}
+
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
+}
+
+/// Whether a reply's raw `id` is this request's: the number, or (as some peers echo it) the
+/// number as a string.
+fn is_ours(raw: &RawValue, id: u64) -> bool {
+    let text = raw.get();
+    let digits = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
+    digits.parse::<u64>().is_ok_and(|n| n == id) && !digits.starts_with(['+', '0'])
+        || text == "0" && id == 0
 }
 
 /// Reads one JSON-RPC response: its result, or its error through `E`'s mirror. The HTTP reply
@@ -35,8 +55,8 @@ pub(crate) fn decode<E: FromErrorObject>(
     body: &[u8],
     id: u64,
     http: &ResponseHead,
-) -> Result<Value, ClientError<E>> {
-    let response: Response = match serde_json::from_slice(body) {
+) -> Result<RawJson, ClientError<E>> {
+    let response: Response<'_> = match serde_json::from_slice(body) {
         Ok(response) => response,
         Err(error) => {
             return Err(http::unexpected(
@@ -51,23 +71,22 @@ pub(crate) fn decode<E: FromErrorObject>(
             "missing \"jsonrpc\": \"2.0\"",
         ));
     }
-    // Some peers echo a numeric id as a string; that is still this request's reply. An error
-    // may also come with id null (the peer could not read the id), but never with another id:
-    // that is a reply to some other request, not this call's failure.
-    let ours =
-        response.id.as_u64() == Some(id) || response.id.as_str() == Some(id.to_string().as_str());
+    // An error may also come with id null (the peer could not read the id), but never with
+    // another id: that is a reply to some other request, not this call's failure.
+    let is_null = response.id.is_none_or(|raw| raw.get() == "null");
+    let ours = response.id.is_some_and(|raw| is_ours(raw, id));
     let mismatch = || {
-        let shown: String = response.id.to_string().chars().take(64).collect();
+        let shown = crate::wire::text::Shown::new(response.id.map_or("null", RawValue::get), 64);
         http::unexpected(
             http.clone(),
             format!("reply id {shown} does not match request id {id}"),
         )
     };
     match (response.result, response.error) {
-        (_, Some(error)) if ours || response.id.is_null() => {
+        (_, Some(error)) if ours || is_null => {
             Err(ClientError::from_object(error, Some(http.clone())))
         }
-        (Some(result), None) if ours => Ok(result),
+        (Some(result), None) if ours => Ok(result.to_owned()),
         (None, None) => Err(http::unexpected(http.clone(), "neither result nor error")),
         _ => Err(mismatch()),
     }
@@ -90,8 +109,11 @@ where
     let reply = http::http_reply(&response);
     let id = call.id();
     if http::is_event_stream(&reply) {
+        if !call.is_streaming() {
+            return Err(http::unasked_stream(reply));
+        }
         return http::event_stream(response, http.limits, deadline, move |event| {
-            decode(event.data.as_bytes(), id, &reply)
+            decode(&event.data, id, &reply)
         })
         .await;
     }
@@ -104,6 +126,7 @@ mod tests {
     use super::*;
     use crate::wire::error::A2aError;
     use crate::wire::remote::RemoteError;
+    use serde_json::Value;
 
     fn ok() -> ResponseHead {
         ResponseHead {
@@ -123,12 +146,15 @@ mod tests {
 
     #[test]
     fn decodes_results_errors_and_rejects_the_rest() {
-        let got: Result<Value, ClientError> =
-            decode(br#"{"jsonrpc":"2.0","id":7,"result":null}"#, 7, &ok());
-        assert_eq!(got.unwrap(), Value::Null);
-        let got: Result<Value, ClientError> =
-            decode(br#"{"jsonrpc":"2.0","id":"7","result":1}"#, 7, &ok());
-        assert_eq!(got.unwrap(), 1);
+        let got = decode::<RemoteError>(br#"{"jsonrpc":"2.0","id":7,"result":null}"#, 7, &ok());
+        assert_eq!(got.unwrap().get(), "null");
+        let got = decode::<RemoteError>(br#"{"jsonrpc":"2.0","id":"7","result":[1, 2]}"#, 7, &ok());
+        assert_eq!(got.unwrap().get(), "[1, 2]");
+        for other in ["70", "\"07\"", "7.0", "\"x\"", "[7]"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{other},"result":1}}"#);
+            let err = decode::<RemoteError>(body.as_bytes(), 7, &ok()).unwrap_err();
+            assert!(matches!(err, ClientError::Malformed { .. }), "{other}");
+        }
         let err = decode::<RemoteError>(br#"{"jsonrpc":"2.0","id":7,"result":1}"#, 8, &ok());
         assert!(matches!(err, Err(ClientError::Malformed { .. })));
         let err = decode::<RemoteError>(

@@ -12,10 +12,11 @@ mod error;
 mod http;
 pub(crate) mod jsonrpc;
 pub(crate) mod rest;
+pub(crate) mod sse;
 mod transport;
 
 pub(crate) use call::TimeLimit;
-pub use call::{Call, EventStream, Reply};
+pub use call::{Call, EventStream, RawJson, Reply};
 pub use downstream::Downstream;
 pub(crate) use error::CHAIN_BYTES;
 pub use error::{BoxError, ClientError, DECIDED_BEFORE_WORK, ErrorReply, ResponseHead, Timeout};

@@ -5,9 +5,12 @@ use reqwest::header::CONTENT_TYPE;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::call::{Call, Reply};
+use serde_json::value::RawValue;
+
+use super::call::{Call, RawJson, Reply};
 use super::error::{ClientError, ResponseHead};
 use super::http::{self, Http};
+use super::sse::Event;
 use crate::wire::code;
 use crate::wire::error::FromErrorObject;
 use crate::wire::object::ErrorObject;
@@ -109,7 +112,7 @@ fn status_object<E: FromErrorObject>(body: &[u8], status: u16) -> Option<ErrorOb
 pub(crate) fn decode<E: FromErrorObject>(
     body: &[u8],
     http: ResponseHead,
-) -> Result<Value, ClientError<E>> {
+) -> Result<RawJson, ClientError<E>> {
     if !http.is_success() {
         return match status_object::<E>(body, http.status) {
             Some(object) => Err(ClientError::from_object(object, Some(http))),
@@ -117,27 +120,40 @@ pub(crate) fn decode<E: FromErrorObject>(
         };
     }
     if body.is_empty() {
-        return Ok(Value::Null);
+        return Ok(null());
     }
-    serde_json::from_slice(body)
+    serde_json::from_slice::<&RawValue>(body)
+        .map(RawValue::to_owned)
         .map_err(|error| http::unexpected(http, format!("reply is not JSON: {error}")))
+}
+
+fn null() -> RawJson {
+    RawValue::from_string("null".to_owned()).expect("`null` is JSON")
+}
+
+/// The part of an SSE event this binding looks at before handing the event on.
+#[derive(Deserialize)]
+struct EventShape<'a> {
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
 }
 
 /// One SSE event: an item, or (event `error`, or a Status body) the error that ends the stream.
 pub(crate) fn decode_event<E: FromErrorObject>(
-    event: &eventsource_stream::Event,
+    event: &Event,
     http: &ResponseHead,
-) -> Result<Value, ClientError<E>> {
-    let value: Value =
-        serde_json::from_str(&event.data).map_err(|error| ClientError::Malformed {
-            detail: format!("event is not JSON: {error}"),
-            http: None,
-        })?;
-    let is_status = value
-        .get("error")
-        .is_some_and(|e| e.get("message").is_some());
-    if event.event == "error" || is_status {
-        return match status_object::<E>(event.data.as_bytes(), http.status) {
+) -> Result<RawJson, ClientError<E>> {
+    let malformed = |error: serde_json::Error| ClientError::Malformed {
+        detail: format!("event is not JSON: {error}"),
+        http: None,
+    };
+    let raw: &RawValue = serde_json::from_slice(&event.data).map_err(malformed)?;
+    // An object with an `error` member is a Status (an A2A event never has one).
+    let is_status = raw.get().starts_with('{')
+        && serde_json::from_str::<EventShape<'_>>(raw.get())
+            .is_ok_and(|shape| shape.error.is_some_and(|e| e.get().starts_with('{')));
+    if event.is("error") || is_status {
+        return match status_object::<E>(&event.data, http.status) {
             Some(object) => Err(ClientError::from_object(object, None)),
             None => Err(ClientError::Malformed {
                 detail: "error event is not a google.rpc.Status".into(),
@@ -145,7 +161,7 @@ pub(crate) fn decode_event<E: FromErrorObject>(
             }),
         };
     }
-    Ok(value)
+    Ok(raw.to_owned())
 }
 
 pub(super) async fn exchange<E>(
@@ -176,6 +192,9 @@ where
     let response = http.send(http.headers(request, &call)).await?;
     let reply = http::http_reply(&response);
     if http::is_event_stream(&reply) && reply.is_success() {
+        if !call.is_streaming() {
+            return Err(http::unasked_stream(reply));
+        }
         return http::event_stream(response, http.limits, deadline, move |event| {
             decode_event(&event, &reply)
         })

@@ -1,7 +1,7 @@
 //! Floor 2: tower layers over a transport, one idea each, stacked by the typed client as
 //!
 //! ```text
-//! TotalTimeout → Retry → CircuitBreaker → AttemptTimeout → transport
+//! TotalTimeout → Retry → CircuitBreaker → Bulkhead → AttemptTimeout → transport
 //! ```
 //!
 //! and, across agents, [`FanOut`] (several at once, `min_results` of them needed) and
@@ -12,10 +12,12 @@
 //! [`RetryLayer`] tries again by a [`RetryPolicy`]: attempts, backoff with jitter, the peer's
 //! requested delay, a retry budget shared across calls, per-method safety; it never starts a
 //! wait that would end past the call's deadline. [`breaker::CircuitBreakerLayer`] fails
-//! attempts fast while an agent is unwell. [`AttemptTimeoutLayer`] bounds each attempt.
+//! attempts fast while an agent is unwell. [`BulkheadLayer`] bounds the calls in flight to
+//! an agent and those waiting. [`AttemptTimeoutLayer`] bounds each attempt.
 //! Each works alone and in any stack of your own (`tower::ServiceBuilder`).
 
 pub mod breaker;
+mod bulkhead;
 mod clock;
 mod fallback;
 mod fan_out;
@@ -23,6 +25,7 @@ mod hedge;
 pub(crate) mod retry;
 mod timeout;
 
+pub use bulkhead::{Bulkhead, BulkheadLayer, BulkheadService};
 pub use clock::{Clock, Random, SystemClock, ThreadRandom};
 pub use fallback::{Answered, DEGRADED_KEY, Fallback};
 pub use fan_out::{FanOut, FanOutError, FanOutResult, Settle};

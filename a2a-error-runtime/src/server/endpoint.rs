@@ -14,11 +14,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
-use futures_util::future::{BoxFuture, join_all};
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::wire::error::A2aError;
 use crate::wire::jsonrpc::{self, Body, Id, Request as RpcRequest};
@@ -29,9 +30,12 @@ use super::DEADLINE_HEADER;
 use super::version::Versions;
 
 type DynError = Box<dyn A2aError + Send + Sync>;
+
+/// How many requests of one batch run at once.
+const BATCH_CONCURRENCY: usize = 8;
 type Outcome = Result<Vec<u8>, DynError>;
 type Erased<S> =
-    Arc<dyn Fn(&S, Value, RequestContext) -> BoxFuture<'static, Outcome> + Send + Sync>;
+    Arc<dyn Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Outcome> + Send + Sync>;
 
 /// What a handler knows about the request it serves.
 #[derive(Clone, Debug)]
@@ -73,21 +77,23 @@ pub trait Handler<T, S>: Send + Sync + 'static {
     fn call(
         self: Arc<Self>,
         state: &S,
-        params: Value,
+        params: Box<RawValue>,
         ctx: RequestContext,
     ) -> BoxFuture<'static, Result<Vec<u8>, Box<dyn A2aError + Send + Sync>>>;
 }
 
 /// Params read inside the future, under the panic guard: a `Deserialize` impl that panics
-/// gets the same -32603 reply as a handler that does.
-async fn finish<P, T, E, Fut>(params: Value, run: impl FnOnce(P) -> Fut) -> Outcome
+/// gets the same -32603 reply as a handler that does. They are read from the request's text
+/// straight into `P` (no `serde_json::Value` in between, which would cost up to ~85 times
+/// the bytes), and a method nobody serves never reads them at all.
+async fn finish<P, T, E, Fut>(params: Box<RawValue>, run: impl FnOnce(P) -> Fut) -> Outcome
 where
     P: DeserializeOwned,
     T: Serialize,
     E: A2aError + Send + Sync + 'static,
     Fut: Future<Output = Result<T, E>>,
 {
-    let params = match super::params::from_value::<P>(params) {
+    let params = match super::params::from_raw::<P>(&params) {
         Ok(params) => params,
         Err(invalid) => return Err(Box::new(invalid) as DynError),
     };
@@ -111,7 +117,7 @@ where
     fn call(
         self: Arc<Self>,
         _: &S,
-        params: Value,
+        params: Box<RawValue>,
         ctx: RequestContext,
     ) -> BoxFuture<'static, Outcome> {
         finish(params, move |params| self(params, ctx)).boxed()
@@ -130,7 +136,7 @@ where
     fn call(
         self: Arc<Self>,
         state: &S,
-        params: Value,
+        params: Box<RawValue>,
         ctx: RequestContext,
     ) -> BoxFuture<'static, Outcome> {
         let state = State(state.clone());
@@ -229,6 +235,39 @@ struct Inner<S> {
     timeout: Option<Duration>,
     versions: Versions,
     profile: WireProfile,
+    admission: Option<Arc<Admission>>,
+}
+
+/// The endpoint's limit on handlers running at once, and what it has seen of their time.
+struct Admission {
+    running: Arc<tokio::sync::Semaphore>,
+    /// A moving average of handler run time, in microseconds: the delay a shed caller is told.
+    service_micros: std::sync::atomic::AtomicU64,
+}
+
+impl Admission {
+    /// The delay a shed caller is told to wait: about one handler's time (at least 100 ms,
+    /// at most 30 s), by when a slot has most likely come free.
+    fn retry_after(&self) -> Duration {
+        let millis = self
+            .service_micros
+            .load(std::sync::atomic::Ordering::Relaxed)
+            / 1000;
+        Duration::from_millis(millis).clamp(Duration::from_millis(100), Duration::from_secs(30))
+    }
+
+    fn ran(&self, took: Duration) {
+        let took = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let average = &self.service_micros;
+        let old = average.load(std::sync::atomic::Ordering::Relaxed);
+        // Weight 1/8, as TCP's smoothed RTT; a lost update under a race only costs precision.
+        let new = if old == 0 {
+            took
+        } else {
+            old - old / 8 + took / 8
+        };
+        average.store(new, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Default for JsonRpc {
@@ -259,6 +298,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                 timeout: None,
                 versions: Versions::default(),
                 profile: WireProfile::A2a,
+                admission: None,
             }),
         }
     }
@@ -270,9 +310,11 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// Registers `handler` for `name` (see [`Handler`] for the shapes it may take).
     pub fn method<T, H: Handler<T, S>>(mut self, name: &str, handler: H) -> Self {
         let handler = Arc::new(handler);
-        let erased: Erased<S> = Arc::new(move |state: &S, params: Value, ctx: RequestContext| {
-            Arc::clone(&handler).call(state, params, ctx)
-        });
+        let erased: Erased<S> = Arc::new(
+            move |state: &S, params: Box<RawValue>, ctx: RequestContext| {
+                Arc::clone(&handler).call(state, params, ctx)
+            },
+        );
         self.inner_mut().methods.insert(name.to_owned(), erased);
         self
     }
@@ -318,6 +360,21 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// How long a handler may run before the call fails with DEADLINE_EXCEEDED.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.inner_mut().timeout = Some(timeout);
+        self
+    }
+
+    /// At most `handlers` requests run at once (default: no limit). A request past that is
+    /// not queued: it is answered at once with AGENT_UNAVAILABLE and a RetryInfo of about one
+    /// handler's recent run time, so an overloaded agent sheds load early instead of letting
+    /// every caller wait for its timeout (and the caller's client retries after the delay, or
+    /// goes elsewhere). Notifications and each request of a batch count one each.
+    pub fn max_concurrent(mut self, handlers: usize) -> Self {
+        self.inner_mut().admission = Some(Arc::new(Admission {
+            running: Arc::new(tokio::sync::Semaphore::new(
+                handlers.clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+            service_micros: std::sync::atomic::AtomicU64::new(0),
+        }));
         self
     }
 
@@ -376,7 +433,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         };
         let version = self.inner.versions.asked(&parts.headers);
         let headers = Arc::new(parts.headers);
-        match jsonrpc::parse(&bytes) {
+        match jsonrpc::parse(&bytes, self.inner.max_batch) {
             Body::ParseError => self.reply(Some(
                 self.error_response(&Id::Null, &StandardError::ParseError),
             )),
@@ -387,19 +444,20 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                 let reply = self.entry(entry, &headers, &version).await;
                 self.reply(reply)
             }
-            Body::Batch(entries) if entries.len() > self.inner.max_batch => {
-                tracing::debug!(size = entries.len(), "batch too large");
+            Body::BatchTooLarge(size) => {
+                tracing::debug!(size, "batch too large");
                 self.reply(Some(
                     self.error_response(&Id::Null, &StandardError::InvalidRequest),
                 ))
             }
             Body::Batch(entries) => {
-                let replies = join_all(
-                    entries
-                        .into_iter()
-                        .map(|entry| self.entry(entry, &headers, &version)),
-                )
-                .await;
+                // A few at a time, in order: a batch is one caller's, and must not open a
+                // hundred downstream calls at once.
+                let replies: Vec<Option<Vec<u8>>> = futures_util::stream::iter(entries)
+                    .map(|entry| self.entry(entry, &headers, &version))
+                    .buffered(BATCH_CONCURRENCY)
+                    .collect()
+                    .await;
                 let replies: Vec<Vec<u8>> = replies.into_iter().flatten().collect();
                 if replies.is_empty() {
                     return self.reply(None);
@@ -446,10 +504,31 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         } else {
             match self.inner.methods.get(&method) {
                 None => Err(Box::new(StandardError::MethodNotFound) as DynError),
-                Some(handler) => {
+                Some(handler) => 'admitted: {
+                    let slot = match &self.inner.admission {
+                        None => None,
+                        Some(admission) => {
+                            match Arc::clone(&admission.running).try_acquire_owned() {
+                                Ok(slot) => Some((slot, tokio::time::Instant::now())),
+                                Err(_) => {
+                                    break 'admitted Err(
+                                        Box::new(StandardError::AgentUnavailable {
+                                            retry_after: Some(admission.retry_after()),
+                                        }) as DynError,
+                                    );
+                                }
+                            }
+                        }
+                    };
+                    // Several headers (a proxy added one): the earliest deadline holds, so no
+                    // hop can extend what a caller allowed.
                     let deadline = headers
-                        .get(DEADLINE_HEADER)
-                        .and_then(|value| crate::wire::headers::parse_deadline_ms(value.as_bytes()))
+                        .get_all(DEADLINE_HEADER)
+                        .iter()
+                        .filter_map(|value| {
+                            crate::wire::headers::parse_deadline_ms(value.as_bytes())
+                        })
+                        .min()
                         .and_then(|left| tokio::time::Instant::now().checked_add(left));
                     let ctx = RequestContext {
                         method: Arc::from(method.as_str()),
@@ -459,13 +538,18 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                         deadline,
                     };
                     let future = handler(&self.inner.state, params, ctx);
-                    self.run(future, deadline, &method, id.as_ref()).await
+                    let outcome = self.run(future, deadline, &method, id.as_ref()).await;
+                    if let (Some(admission), Some((_, started))) = (&self.inner.admission, slot) {
+                        admission.ran(started.elapsed());
+                    }
+                    outcome
                 }
             }
         };
         // A failing notification gets no reply, but its failure is logged like any other.
         if let Err(error) = &outcome {
-            super::log::error(&method, id.as_ref(), error.as_ref());
+            let registered = self.inner.methods.contains_key(&method);
+            super::log::error(&method, registered, id.as_ref(), error.as_ref());
         }
         let id = id?;
         Some(match outcome {
@@ -507,7 +591,10 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         };
         finished.unwrap_or_else(|panic| {
             let text = super::log::panic_text(&*panic);
-            let id = id.map(|id| String::from_utf8_lossy(&id.to_json()).into_owned());
+            let id = id.map(|id| {
+                let json = String::from_utf8_lossy(&id.to_json()).into_owned();
+                crate::wire::text::Shown::new(&json, crate::wire::text::LOG_BYTES).to_string()
+            });
             tracing::error!(method, id, "handler panicked: {text}");
             Err(Box::new(super::log::Panicked))
         })
@@ -539,7 +626,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
 
     /// A failure of the HTTP exchange itself: still a JSON-RPC error body, id null.
     fn transport_error(&self, status: StatusCode, error: StandardError) -> Response {
-        super::log::error("", None, &error);
+        super::log::error("", false, None, &error);
         super::json_response(status, self.error_response(&Id::Null, &error))
     }
 }

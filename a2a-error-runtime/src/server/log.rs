@@ -2,47 +2,69 @@
 
 use crate::wire::error::{A2aError, Category};
 use crate::wire::jsonrpc::Id;
+use crate::wire::text::{LOG_BYTES, Shown};
+
+/// The most of an error's text (Display and source chain) one log line holds.
+const MAX_LOGGED: usize = 4096;
 
 /// Logs `err` with its Display text and source chain, which never reach the wire.
 /// Faults of the server are errors; mistakes of the caller are debug.
-pub(crate) fn error(method: &str, id: Option<&Id>, err: &(dyn A2aError + Send + Sync)) {
-    let mut chain = String::new();
+///
+/// `method` is the caller's text, `registered` whether the endpoint serves it (only then is
+/// it a metric label). Everything a peer may have written (the method, the id, a downstream
+/// agent's message inside the chain) is escaped and cut ([`Shown`]), so it can neither forge
+/// a log line nor write megabytes of log per request.
+pub(crate) fn error(
+    method: &str,
+    registered: bool,
+    id: Option<&Id>,
+    err: &(dyn A2aError + Send + Sync),
+) {
+    let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
-        chain.push_str(": ");
-        chain.push_str(&cause.to_string());
+        if text.len() > MAX_LOGGED {
+            break;
+        }
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
         source = cause.source();
     }
-    crate::observe::error_sent(method, err.code(), err.reason());
-    let id = id.map(|id| String::from_utf8_lossy(&id.to_json()).into_owned());
+    crate::observe::error_sent(registered.then_some(method), err.code(), err.reason());
+    let text = Shown::new(&text, MAX_LOGGED);
+    let method = Shown::new(method, LOG_BYTES);
+    let id =
+        id.map(|id| Shown::new(&String::from_utf8_lossy(&id.to_json()), LOG_BYTES).to_string());
     let server_fault =
         err.http_status() >= 500 || matches!(err.category(), Category::Fatal | Category::Unknown);
     if server_fault {
         tracing::error!(
-            method,
+            %method,
             id,
             code = err.code(),
-            reason = err.reason(),
-            "request failed: {err}{chain}"
+            reason = %Shown::new(err.reason(), 64),
+            "request failed: {text}"
         );
     } else {
         tracing::debug!(
-            method,
+            %method,
             id,
             code = err.code(),
-            reason = err.reason(),
-            "request rejected: {err}{chain}"
+            reason = %Shown::new(err.reason(), 64),
+            "request rejected: {text}"
         );
     }
 }
 
-/// The text of a caught panic (`&str` or `String` payloads), for the logs.
+/// The text of a caught panic (`&str` or `String` payloads), escaped and cut for the logs (a
+/// panic message may quote what a peer sent).
 pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
+    let text = panic
         .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "panic".to_owned())
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("panic");
+    Shown::new(text, MAX_LOGGED).to_string()
 }
 
 /// What a caller is told about a handler that panicked: -32603 with nothing of the panic, and

@@ -12,9 +12,21 @@ const MAX_FIELD_CHARS: usize = 256;
 /// The longest list of accepted values published for an unknown enum value.
 const MAX_CHOICES_CHARS: usize = 256;
 
-/// Deserializes `value` as `T`, or says which field is wrong and how.
-pub(crate) fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, BadRequest> {
-    serde_path_to_error::deserialize(value).map_err(violation)
+/// Deserializes JSON-RPC params (JSON text already checked for syntax) as `T`, or says
+/// which field is wrong and how. Text that is JSON to a validator but not to a reader (a
+/// number out of range like `1e400`, a lone surrogate escape) is an invalid value of the
+/// params, not a malformed request.
+pub(crate) fn from_raw<T: DeserializeOwned>(
+    params: &serde_json::value::RawValue,
+) -> Result<T, BadRequest> {
+    from_slice(params.get().as_bytes()).map_err(|violation| {
+        violation.unwrap_or_else(|| {
+            BadRequest::field(
+                "",
+                "a value cannot be read: a number out of range or an invalid string escape",
+            )
+        })
+    })
 }
 
 /// Deserializes the JSON text `bytes` as `T`; `Err(None)` when it is not JSON at all.
@@ -209,7 +221,8 @@ mod tests {
     }
 
     fn wrong(value: serde_json::Value) -> (String, String) {
-        let bad = from_value::<SendMessageRequest>(value).unwrap_err();
+        let raw = serde_json::value::to_raw_value(&value).unwrap();
+        let bad = from_raw::<SendMessageRequest>(&raw).unwrap_err();
         let v = &bad.violations[0];
         (v.field.clone(), v.description.clone())
     }

@@ -26,7 +26,11 @@ use tower::ServiceExt;
 ///
 /// Memory held by uploads is at most `max_connections ×` the largest body a route accepts
 /// (`JsonRpc::max_body_bytes`, axum's `DefaultBodyLimit`); a body that times out is dropped
-/// with its buffer.
+/// with its buffer. Parsing does not multiply it: the JSON-RPC endpoint keeps a request's
+/// params as their JSON text (one copy, so at most twice the body) until the handler's own
+/// type reads them, and never reads the params of a method it does not serve; a batch past
+/// its size limit is refused before its requests are looked at. What a handler's own params
+/// type holds (a `serde_json::Value` field costs up to ~85× its text) is the handler's.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ServeLimits {
     header_timeout: Duration,
@@ -45,8 +49,11 @@ impl Default for ServeLimits {
 }
 
 impl ServeLimits {
-    /// How long a peer has to send a request's headers, counted from the first byte of the
-    /// request (default 10 s); then the connection is closed.
+    /// How long a peer has to send a request's headers (default 10 s); then the connection is
+    /// closed. hyper counts it from the moment it starts reading a request: for the first
+    /// request of a connection that is the accept, so a connection that sends nothing is
+    /// closed after this long too; on a kept-alive connection, from the end of the previous
+    /// response.
     pub fn header_timeout(mut self, limit: Duration) -> Self {
         self.header_timeout = limit;
         self

@@ -12,8 +12,8 @@ use crate::resilience::breaker::{
     BreakerConfig, BreakerRegistry, CircuitBreaker, CircuitBreakerLayer,
 };
 use crate::resilience::{
-    AttemptTimeoutLayer, HedgeConfig, HedgeDelay, HedgeLayer, RetryLayer, RetryPolicy,
-    TotalTimeoutLayer,
+    AttemptTimeoutLayer, Bulkhead, BulkheadLayer, HedgeConfig, HedgeDelay, HedgeLayer, RetryLayer,
+    RetryPolicy, TotalTimeoutLayer,
 };
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::remote::RemoteError;
@@ -41,7 +41,7 @@ type MakeTransport<E> = fn(reqwest::Client, reqwest::Url) -> Transport<E>;
 ///
 /// ```text
 /// TotalTimeout (90 s) → Retry (RetryPolicy::default()) → CircuitBreaker (BreakerConfig::default())
-///     → AttemptTimeout (30 s) → Transport
+///     → Bulkhead (256 in flight, 1,024 waiting) → AttemptTimeout (30 s) → Transport
 /// ```
 ///
 /// The order, and why: the total timeout is outermost so that it bounds everything, waits
@@ -49,7 +49,10 @@ type MakeTransport<E> = fn(reqwest::Client, reqwest::Url) -> Transport<E>;
 /// the breaker, so that each attempt is one sample of the agent's health, and an open
 /// circuit fails an attempt fast instead of being waited out (its error carries when it
 /// half-opens). The breaker is above the attempt timeout, so that an attempt cut for being
-/// slow counts as a failure. The transport sends one attempt.
+/// slow counts as a failure. The bulkhead is below the retry layer, so that a backoff wait
+/// holds no slot, and above the attempt timeout, so that a wait for a slot is not counted as
+/// the agent's time. The transport sends one attempt, over a connection pool that keeps at
+/// most 64 idle connections per host.
 ///
 /// over the agent's JSON-RPC or HTTP+JSON interface, with a connect timeout (10 s), the
 /// protocol version sent (`1.0`), reply limits and a redirect policy (none followed). Every
@@ -69,6 +72,7 @@ pub struct ClientBuilder<E = RemoteError> {
     name: Option<Arc<str>>,
     breaker: BreakerChoice,
     hedge: Option<HedgeDelay>,
+    bulkhead: Option<Bulkhead>,
 }
 
 /// Where the client's circuit breaker comes from.
@@ -114,6 +118,7 @@ where
             name: None,
             breaker: BreakerChoice::Own,
             hedge: None,
+            bulkhead: Some(Bulkhead::default()),
         }
     }
 
@@ -202,6 +207,20 @@ where
         self
     }
 
+    /// The bulkhead bounding this client's calls in flight and waiting (default: one of its
+    /// own, [`Bulkhead::default`]); give the clients of one agent the same bulkhead to bound
+    /// them together.
+    pub fn bulkhead(mut self, bulkhead: Bulkhead) -> Self {
+        self.bulkhead = Some(bulkhead);
+        self
+    }
+
+    /// No bulkhead: calls in flight are bounded by nothing here.
+    pub fn without_bulkhead(mut self) -> Self {
+        self.bulkhead = None;
+        self
+    }
+
     /// No circuit breaker.
     pub fn without_breaker(mut self) -> Self {
         self.breaker = BreakerChoice::Off;
@@ -224,6 +243,9 @@ where
             Some(http) => http,
             None => reqwest::Client::builder()
                 .connect_timeout(self.connect_timeout)
+                // Idle sockets are descriptors too: keep enough for a steady load, not a
+                // burst's worth for the 90 s of the idle timeout.
+                .pool_max_idle_per_host(64)
                 .redirect(match self.max_redirects {
                     0 => reqwest::redirect::Policy::none(),
                     n => reqwest::redirect::Policy::limited(n),
@@ -255,6 +277,7 @@ where
             .layer(RetryLayer::new(self.policy))
             .option_layer(hedge)
             .option_layer(breaker.clone().map(CircuitBreakerLayer::new))
+            .option_layer(self.bulkhead.map(BulkheadLayer::new))
             .option_layer(self.attempt_timeout.map(AttemptTimeoutLayer::new))
             .service(transport);
         Ok(Client::from_service(stack)

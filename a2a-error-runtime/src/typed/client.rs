@@ -156,8 +156,8 @@ where
     {
         let call = Call::new(method, params).map_err(invalid_params)?;
         match self.send(call).await? {
-            Reply::Result(value) => {
-                serde_json::from_value(value).map_err(|error| ClientError::Malformed {
+            Reply::Result(json) => {
+                serde_json::from_str(json.get()).map_err(|error| ClientError::Malformed {
                     detail: format!("the result is not the expected type: {error}"),
                     http: None,
                 })
@@ -195,7 +195,7 @@ where
         match self.send(call).await? {
             Reply::Stream(events) => Ok(events),
             // A server may answer a streaming method with one JSON result.
-            Reply::Result(value) => Ok(EventStream::new(stream::iter([Ok(value)]))),
+            Reply::Result(json) => Ok(EventStream::new(stream::iter([Ok(json)]))),
         }
     }
 

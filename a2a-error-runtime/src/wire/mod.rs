@@ -19,3 +19,4 @@ pub(crate) mod object;
 pub(crate) mod remote;
 pub(crate) mod spec;
 pub(crate) mod standard;
+pub(crate) mod text;

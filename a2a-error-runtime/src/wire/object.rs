@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -40,20 +40,105 @@ pub struct ErrorObject {
     #[serde(default)]
     pub message: String,
     /// Anything else the peer sent; an explicit `null` is kept as `Some(Value::Null)`.
+    ///
+    /// Read within a budget of [`MAX_DATA_NODES`] JSON values: a `serde_json::Value` costs
+    /// up to ~85 times the bytes of the text it was read from, so a peer's 31 MiB `data` would
+    /// cost gigabytes. Values past the budget are skipped as they are read (arrays and objects
+    /// keep their first members), so the memory of a decoded error is bounded whatever its
+    /// size; a real error's details are a few dozen values.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "present"
+        deserialize_with = "bounded_data"
     )]
     pub data: Option<Value>,
 }
 
-/// Deserializes a member that is there as `Some`, even when it is `null`; with
-/// `#[serde(default)]` an absent member stays `None`.
-pub(crate) fn present<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
+/// The most JSON values (every array, object, string, number, … counts one) kept of a received
+/// `data` member.
+pub const MAX_DATA_NODES: usize = 4096;
+
+/// Deserializes `data` within [`MAX_DATA_NODES`]; an explicit `null` is `Some(Null)`.
+fn bounded_data<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    let mut budget = MAX_DATA_NODES;
+    match deserializer.deserialize_any(Bounded(&mut budget))? {
+        Some(value) => Ok(Some(value)),
+        None => Ok(Some(Value::Null)),
+    }
+}
+
+/// Reads one value while the budget lasts; `None` (and the value skipped) once it is spent.
+struct Bounded<'b>(&'b mut usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Bounded<'_> {
+    type Value = Option<Value>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        if *self.0 == 0 {
+            serde::de::IgnoredAny::deserialize(deserializer)?;
+            return Ok(None);
+        }
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Bounded<'_> {
+    type Value = Option<Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        *self.0 -= 1;
+        Ok(Some(Value::Bool(v)))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        *self.0 -= 1;
+        Ok(Some(Value::from(v)))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        *self.0 -= 1;
+        Ok(Some(Value::from(v)))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        *self.0 -= 1;
+        Ok(Some(Value::from(v)))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        *self.0 -= 1;
+        Ok(Some(Value::String(v.to_owned())))
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        *self.0 -= 1;
+        Ok(Some(Value::String(v)))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        *self.0 -= 1;
+        Ok(Some(Value::Null))
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        self.visit_unit()
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        Bounded(self.0).deserialize(d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        *self.0 -= 1;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Bounded(&mut *self.0))? {
+            items.extend(item);
+        }
+        Ok(Some(Value::Array(items)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        *self.0 -= 1;
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if let Some(value) = map.next_value_seed(Bounded(&mut *self.0))? {
+                members.insert(key, value);
+            }
+        }
+        Ok(Some(Value::Object(members)))
+    }
 }
 
 impl ErrorObject {

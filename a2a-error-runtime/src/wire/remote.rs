@@ -142,14 +142,17 @@ impl RemoteError {
     }
 }
 
+/// The peer's reason and message, escaped and cut ([`Shown`](crate::wire::text::Shown)): this
+/// text goes into logs and terminals, where a peer must not forge lines or fill the disk.
 impl fmt::Display for RemoteError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::wire::text::{LOG_BYTES, Shown};
         write!(
             f,
             "remote error {} {}: {}",
             self.code(),
-            self.reason(),
-            self.message()
+            Shown::new(self.reason(), 64),
+            Shown::new(self.message(), LOG_BYTES)
         )
     }
 }

@@ -70,6 +70,7 @@ type Hook = Arc<dyn Fn(&Transition<'_>) + Send + Sync>;
 /// | minimum throughput | 20 | 100 | 100 |
 /// | break | 5 s × trips, ≤ 60 s, ± 10 % | 5 s fixed | 60 s fixed |
 /// | half-open probes | 1 | 1 | 10 |
+/// | an attempt cut by the call's deadline | a failure after 500 ms | a failure (timeout) | a failure (timeout) |
 ///
 /// Agent calls are few and slow (an LLM behind each), unlike the HTTP services Polly's and
 /// resilience4j's defaults are tuned for: 100 calls in 30 s may never come, so a ratio
@@ -81,6 +82,16 @@ type Hook = Arc<dyn Fn(&Transition<'_>) + Send + Sync>;
 /// trips of an agent that stays down grow it (Envoy's rule) up to a minute, so a long outage
 /// costs one probe a minute, not one every 5 s. One probe at a time, as in Polly: a sick
 /// agent gets one request, not a burst.
+///
+/// A call cut by its own deadline (often inherited: our caller gave us one second) counts
+/// against the agent once the attempt had run for 500 ms ([`deadline_counts_after`]). Polly,
+/// resilience4j and Envoy's outlier detection count every timeout; not counting them at all
+/// meant that an agent which accepts connections and never answers, called by a coordinator
+/// whose own callers send a deadline, never opened its circuit (the attempt timeout, 30 s,
+/// never fired first), and every call waited out its whole deadline. A cut after less than
+/// 500 ms still counts as nothing: a caller that left us 50 ms says nothing about the agent.
+///
+/// [`deadline_counts_after`]: BreakerConfig::deadline_counts_after
 #[derive(Clone)]
 pub struct BreakerConfig {
     pub(crate) consecutive_failures: u32,
@@ -91,6 +102,7 @@ pub struct BreakerConfig {
     pub(crate) break_duration: BreakDuration,
     pub(crate) half_open_probes: u32,
     pub(crate) slow_call: Option<Duration>,
+    pub(crate) deadline_counts_after: Option<Duration>,
     pub(crate) count_rate_limits: bool,
     pub(crate) on_transition: Option<Hook>,
     pub(crate) random: Arc<dyn Random>,
@@ -111,6 +123,7 @@ impl Default for BreakerConfig {
             },
             half_open_probes: 1,
             slow_call: None,
+            deadline_counts_after: Some(Duration::from_millis(500)),
             count_rate_limits: true,
             on_transition: None,
             random: Arc::new(ThreadRandom),
@@ -129,6 +142,7 @@ impl fmt::Debug for BreakerConfig {
             .field("break_duration", &self.break_duration)
             .field("half_open_probes", &self.half_open_probes)
             .field("slow_call", &self.slow_call)
+            .field("deadline_counts_after", &self.deadline_counts_after)
             .field("count_rate_limits", &self.count_rate_limits)
             .finish_non_exhaustive()
     }
@@ -178,6 +192,13 @@ impl BreakerConfig {
     /// default: it costs a clock read per call).
     pub fn slow_call(mut self, threshold: impl Into<Option<Duration>>) -> Self {
         self.slow_call = threshold.into();
+        self
+    }
+
+    /// How long an attempt must have run for its call's deadline cutting it to count as a
+    /// failure (default 500 ms; `None`: such a cut never counts). See the type's docs for why.
+    pub fn deadline_counts_after(mut self, ran: impl Into<Option<Duration>>) -> Self {
+        self.deadline_counts_after = ran.into();
         self
     }
 

@@ -105,8 +105,14 @@ pub enum Outcome {
     /// The agent refused for load (429, RATE_LIMITED): counted on its own, and as a failure
     /// unless [`BreakerConfig::count_rate_limits`] says otherwise.
     RateLimited,
-    /// Says nothing about the agent (our own invalid call, our caller's deadline): not counted.
+    /// Says nothing about the agent (our own invalid call, an open circuit): not counted.
     Ignored,
+    /// The call was cut by its own deadline (`Timeout::Total`, often inherited from our
+    /// caller), not by the agent's attempt timeout. It counts as a failure when the attempt had
+    /// run for [`BreakerConfig::deadline_counts_after`] or longer (an agent that had that long
+    /// and said nothing is unwell), and as nothing when it was cut sooner (the budget was
+    /// short, which says nothing about the agent).
+    DeadlineCut,
 }
 
 impl Outcome {
@@ -118,9 +124,10 @@ impl Outcome {
     /// and an open circuit are not counted.
     pub fn of<E: A2aError + 'static>(error: &ClientError<E>) -> Outcome {
         match error {
-            ClientError::Timeout(Timeout::Total)
-            | ClientError::InvalidCall { .. }
-            | ClientError::CircuitOpen { .. } => Outcome::Ignored,
+            ClientError::Timeout(Timeout::Total) => Outcome::DeadlineCut,
+            ClientError::InvalidCall { .. }
+            | ClientError::CircuitOpen { .. }
+            | ClientError::BulkheadFull => Outcome::Ignored,
             ClientError::Timeout(_)
             | ClientError::Connect(_)
             | ClientError::Transport(_)
@@ -205,7 +212,7 @@ impl fmt::Debug for CircuitBreaker {
 pub struct Permit {
     core: Arc<Core>,
     probe: bool,
-    started: Option<Instant>,
+    started: Instant,
     done: bool,
 }
 
@@ -221,13 +228,18 @@ impl Permit {
     /// Reports the outcome of the admitted call.
     pub fn record(mut self, outcome: Outcome) {
         self.done = true;
-        let mut outcome = outcome;
-        if outcome == Outcome::Success
-            && let (Some(threshold), Some(started)) = (self.core.config.slow_call, self.started)
-            && started.elapsed() > threshold
-        {
-            outcome = Outcome::Failure;
-        }
+        let config = &self.core.config;
+        let ran = || self.started.elapsed();
+        let outcome = match outcome {
+            Outcome::Success if config.slow_call.is_some_and(|limit| ran() > limit) => {
+                Outcome::Failure
+            }
+            Outcome::DeadlineCut => match config.deadline_counts_after {
+                Some(limit) if ran() >= limit => Outcome::Failure,
+                _ => Outcome::Ignored,
+            },
+            outcome => outcome,
+        };
         self.core.record(outcome, self.probe);
     }
 }
@@ -348,13 +360,13 @@ fn nanos(duration: Duration) -> u64 {
 }
 
 impl Core {
-    /// A permit for an admitted call (a probe's slot already taken); the clock is read only
-    /// when slow calls count.
+    /// A permit for an admitted call (a probe's slot already taken). It notes when the call
+    /// started: how long an attempt ran decides whether a deadline's cut counts.
     fn permit(this: &Arc<Core>, probe: bool) -> Permit {
         Permit {
             core: this.clone(),
             probe,
-            started: this.config.slow_call.map(|_| Instant::now()),
+            started: Instant::now(),
             done: false,
         }
     }
@@ -425,7 +437,7 @@ impl Core {
 
     fn record(&self, outcome: Outcome, probe: bool) {
         let failed = match outcome {
-            Outcome::Ignored => {
+            Outcome::Ignored | Outcome::DeadlineCut => {
                 if probe {
                     self.probes.fetch_sub(1, Ordering::AcqRel);
                 }

@@ -181,6 +181,36 @@ async fn caller_mistakes_and_not_found_never_trip() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_deadline_cut_counts_once_the_attempt_had_time() {
+    let cut = ClientError::<RemoteError>::Timeout(Timeout::Total);
+    assert_eq!(Outcome::of(&cut), Outcome::DeadlineCut);
+    let breaker = CircuitBreaker::new("black-hole", config());
+    // Cut after 100 ms: the caller's budget was short; nothing is counted.
+    for _ in 0..10 {
+        let permit = breaker.try_acquire().unwrap();
+        tokio::time::advance(Duration::from_millis(100)).await;
+        permit.record(Outcome::of(&cut));
+    }
+    assert_eq!(breaker.state(), State::Closed);
+    assert_eq!(breaker.snapshot().failures, 0);
+    // Cut after 900 ms of silence: five in a row open the circuit.
+    for _ in 0..5 {
+        let permit = breaker.try_acquire().unwrap();
+        tokio::time::advance(Duration::from_millis(900)).await;
+        permit.record(Outcome::of(&cut));
+    }
+    assert_eq!(breaker.state(), State::Open);
+    // Turned off, a cut never counts.
+    let lenient = CircuitBreaker::new("b", config().deadline_counts_after(None));
+    for _ in 0..10 {
+        let permit = lenient.try_acquire().unwrap();
+        tokio::time::advance(Duration::from_secs(5)).await;
+        permit.record(Outcome::of(&cut));
+    }
+    assert_eq!(lenient.state(), State::Closed);
+}
+
+#[tokio::test(start_paused = true)]
 async fn rate_limits_are_their_own_signal() {
     let breaker = CircuitBreaker::new("b", config().count_rate_limits(false));
     for _ in 0..10 {

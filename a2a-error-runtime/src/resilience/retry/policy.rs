@@ -266,7 +266,10 @@ impl<E: A2aError + 'static> RetryPolicy<E> {
             // half-opens); a retry here would only turn a fail-fast into a wait.
             None => {
                 error.retry_advice().is_retryable()
-                    && !matches!(error, ClientError::CircuitOpen { .. })
+                    && !matches!(
+                        error,
+                        ClientError::CircuitOpen { .. } | ClientError::BulkheadFull
+                    )
             }
         };
         retryable && (self.safety(call.method()) == RetrySafety::Safe || !error.may_have_run())

@@ -121,6 +121,28 @@ fn millis(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
+impl RedisStore {
+    /// A claim whose answer did not come in time may still run: a Redis that was stopped
+    /// runs the queued command when it resumes, and its claim (a token nobody holds) would
+    /// then make every retry of that message wait and get MESSAGE_IN_PROGRESS for the
+    /// claim's whole lease, though nothing runs. So its release is queued right behind it, on
+    /// the same connection: Redis runs the two in order, and the release removes the claim
+    /// only if it is still this token's (a no-op if the claim never ran). The caller was told
+    /// the store is unavailable and nothing ran, so exactly-once holds.
+    fn release_orphan(&self, key: &str, claim: &[u8], ttl: Duration) {
+        let mut connection = self.connection.clone();
+        let script = self.release.clone();
+        let (key, claim) = (self.key(key), claim.to_vec());
+        tokio::spawn(async move {
+            let mut invocation = script.key(key);
+            invocation.arg(claim);
+            let release = invocation.invoke_async::<i64>(&mut connection);
+            // Within the claim's own lease: after that the claim has expired anyway.
+            let _ = tokio::time::timeout(ttl, release).await;
+        });
+    }
+}
+
 impl DedupStore for RedisStore {
     fn claim<'a>(
         &'a self,
@@ -132,10 +154,13 @@ impl DedupStore for RedisStore {
             let mut connection = self.connection.clone();
             let mut invocation = self.claim.key(self.key(key));
             invocation.arg(claim).arg(millis(ttl));
-            let held: Option<Vec<u8>> = self
-                .bounded(invocation.invoke_async(&mut connection))
-                .await?;
-            Ok(held.map(Bytes::from))
+            match self.bounded(invocation.invoke_async(&mut connection)).await {
+                Ok(held) => Ok(Option::<Vec<u8>>::map(held, Bytes::from)),
+                Err(error) => {
+                    self.release_orphan(key, claim, ttl);
+                    Err(error)
+                }
+            }
         })
     }
 
