@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use a2a_error::Client;
 use a2a_error::client::ClientError;
 use a2a_error::resilience::RetryPolicy;
-use a2a_error::{A2aError, RemoteError};
+use a2a_error::{A2aError, RemoteError, Shown};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -37,21 +37,9 @@ macro_rules! say {
 }
 
 /// A peer's text as this terminal may show it: control characters (escape sequences, line
-/// breaks that fake output lines) escaped, and at most 512 characters.
+/// breaks that fake output lines) escaped, and at most 512 bytes.
 fn shown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(512));
-    for (i, c) in text.chars().enumerate() {
-        if i == 512 {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    Shown::new(text, 512).to_string()
 }
 
 /// `-32052 RATE_LIMITED "Rate limited"`, or what went wrong locally.

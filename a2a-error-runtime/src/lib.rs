@@ -49,6 +49,7 @@ pub use wire::object::{ErrorObject, MAX_DATA_NODES, WireProfile};
 pub use wire::remote::RemoteError;
 pub use wire::spec::ErrorSpec;
 pub use wire::standard::{StandardError, StandardErrorKind};
+pub use wire::text::Shown;
 
 #[cfg(feature = "client")]
 pub use typed::{BuildError, Client, ClientBuilder};

@@ -19,8 +19,8 @@
 //!
 //! Every label value that a peer could choose comes from a closed set, so no peer can grow the
 //! number of series (each one costs memory here and in every scraper):
-//! - `error.type`: a reason of the code table or one of the client's own (`UNREACHABLE`, …),
-//!   else one of the first 64 other reasons seen (a user's own enum's), else `OTHER`;
+//! - `error.type`: a local failure's own reason (`UNREACHABLE`, …), or a reason of the code
+//!   table, else one of the first 64 other reasons seen (a user's own enum's), else `OTHER`;
 //! - `code`: a code of the table, else one of the first 64 others seen, else `other`;
 //! - `rpc.method`: on a server, a method the endpoint registered, else `other`; on a client,
 //!   an A2A method name, else one of the first 64 others seen, else `other`.
@@ -78,51 +78,10 @@ mod labels {
         }
     }
 
-    /// The reasons a client gives its own failures.
-    const LOCAL_REASONS: [&str; 8] = [
-        "UNREACHABLE",
-        "CONNECTION_LOST",
-        "TIMEOUT",
-        "CIRCUIT_OPEN",
-        "INVALID_AGENT_RESPONSE",
-        "REPLY_TOO_LARGE",
-        "INVALID_CALL",
-        "BULKHEAD_FULL",
-    ];
-
-    /// The A2A methods, 1.0 names and 0.3 aliases.
-    const METHOD_NAMES: [&str; 22] = [
-        "SendMessage",
-        "SendStreamingMessage",
-        "GetTask",
-        "ListTasks",
-        "CancelTask",
-        "SubscribeToTask",
-        "CreateTaskPushNotificationConfig",
-        "GetTaskPushNotificationConfig",
-        "ListTaskPushNotificationConfigs",
-        "DeleteTaskPushNotificationConfig",
-        "GetExtendedAgentCard",
-        "message/send",
-        "message/stream",
-        "tasks/get",
-        "tasks/list",
-        "tasks/cancel",
-        "tasks/resubscribe",
-        "tasks/pushNotificationConfig/set",
-        "tasks/pushNotificationConfig/get",
-        "tasks/pushNotificationConfig/list",
-        "tasks/pushNotificationConfig/delete",
-        "agent/getAuthenticatedExtendedCard",
-    ];
-
     /// `reason` as an `error.type` label value.
     pub(crate) fn reason_label(reason: &str) -> SharedString {
         if let Some(row) = a2a_error_codes::by_reason(reason) {
             return SharedString::const_str(row.reason);
-        }
-        if let Some(local) = LOCAL_REASONS.iter().find(|local| **local == reason) {
-            return SharedString::const_str(local);
         }
         REASONS
             .admit(reason)
@@ -142,8 +101,8 @@ mod labels {
 
     /// A client's `method` as an `rpc.method` label value.
     pub(crate) fn method_label(method: &str) -> SharedString {
-        if let Some(name) = METHOD_NAMES.iter().find(|name| **name == method) {
-            return SharedString::const_str(name);
+        if let Some(known) = crate::wire::method::lookup(method) {
+            return SharedString::const_str(known.name);
         }
         METHODS
             .admit(method)
@@ -157,7 +116,6 @@ mod labels {
         #[test]
         fn label_values_come_from_closed_sets() {
             assert_eq!(&*reason_label("RATE_LIMITED"), "RATE_LIMITED");
-            assert_eq!(&*reason_label("UNREACHABLE"), "UNREACHABLE");
             assert_eq!(&*code_label(-32052), "-32052");
             assert_eq!(&*method_label("tasks/get"), "tasks/get");
             assert_eq!(&*reason_label("bad\nreason"), "OTHER");
@@ -186,11 +144,18 @@ mod client {
     use crate::client::{ClientError, Reply};
     use crate::wire::error::A2aError;
 
-    /// The reason a client error is known by in metrics and spans: the peer's reason for an
-    /// error reply (cut like a hop's, so a peer cannot grow our labels), the local
-    /// failure's otherwise.
-    pub(crate) fn error_type<E: A2aError + 'static>(error: &ClientError<E>) -> SharedString {
-        super::reason_label(&error.first_hop(None).reason)
+    /// The code and reason (`error.type`) a client error is known by in metrics and spans. A
+    /// local failure's reason is one of the client's own, a closed set by construction; a
+    /// peer's code and reason go through the closed sets of [`super::labels`].
+    pub(crate) fn error_labels<E: A2aError + 'static>(
+        error: &ClientError<E>,
+    ) -> (SharedString, SharedString) {
+        let hop = error.first_hop(None);
+        let reason = match error.remote() {
+            Some(_) => super::reason_label(&hop.reason),
+            None => SharedString::const_str(error.local_reason()),
+        };
+        (super::code_label(hop.code), reason)
     }
 
     /// A call through the typed client ended.
@@ -214,13 +179,12 @@ mod client {
         )
         .record(elapsed.as_secs_f64());
         if let Err(error) = result {
-            let hop = error.first_hop(None);
-            let reason = super::reason_label(&hop.reason);
+            let (code, reason) = error_labels(error);
             span.record("error.type", &*reason);
             metrics::counter!(
                 "a2a.client.errors",
                 "agent" => agent.clone(),
-                "code" => super::code_label(hop.code),
+                "code" => code,
                 "error.type" => reason
             )
             .increment(1);
@@ -240,7 +204,7 @@ mod client {
         error: &ClientError<E>,
         wait: crate::resilience::retry::Wait,
     ) {
-        let reason = error_type(error);
+        let (_, reason) = error_labels(error);
         tracing::info!(
             agent,
             rpc.method = method,

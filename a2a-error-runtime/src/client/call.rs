@@ -195,6 +195,10 @@ impl<E> fmt::Debug for Reply<E> {
     }
 }
 
+/// The future of a service in a client's stack: a transport's, or a layer's that has to wait.
+pub(crate) type ReplyFuture<E> =
+    Pin<Box<dyn std::future::Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
+
 /// The events of a streaming call. An error ends it; it is returned as it came, never retried
 /// (the events before it have been seen).
 pub struct EventStream<E = RemoteError> {

@@ -644,7 +644,7 @@ impl<E: A2aError + 'static> ClientError<E> {
     }
 
     /// The reason of a local failure in a chain of hops.
-    fn local_reason(&self) -> &'static str {
+    pub(crate) fn local_reason(&self) -> &'static str {
         match self {
             ClientError::Connect(_) | ClientError::Timeout(Timeout::Connect) => "UNREACHABLE",
             ClientError::Transport(_) => "CONNECTION_LOST",

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use reqwest::header::CONTENT_TYPE;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::call::{Call, RawJson, Reply};
@@ -28,25 +28,20 @@ struct Response<'a> {
     #[serde(default, borrow)]
     id: Option<&'a RawValue>,
     // Tells `"result": null` (a valid result) from no result at all.
-    #[serde(default, borrow, deserialize_with = "present")]
+    #[serde(default, borrow, deserialize_with = "crate::wire::jsonrpc::present")]
     result: Option<&'a RawValue>,
     error: Option<ErrorObject>,
-}
-
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// Whether a reply's raw `id` is this request's: the number, or (as some peers echo it) the
 /// number as a string.
 fn is_ours(raw: &RawValue, id: u64) -> bool {
     let text = raw.get();
-    let digits = text
-        .strip_prefix('"')
-        .and_then(|t| t.strip_suffix('"'))
-        .unwrap_or(text);
-    digits.parse::<u64>().is_ok_and(|n| n == id) && !digits.starts_with(['+', '0'])
-        || text == "0" && id == 0
+    if text.starts_with('"') {
+        serde_json::from_str::<String>(text).is_ok_and(|echo| echo == id.to_string())
+    } else {
+        text == id.to_string()
+    }
 }
 
 /// Reads one JSON-RPC response: its result, or its error through `E`'s mirror. The HTTP reply

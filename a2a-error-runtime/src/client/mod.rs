@@ -15,8 +15,8 @@ pub(crate) mod rest;
 pub(crate) mod sse;
 mod transport;
 
-pub(crate) use call::TimeLimit;
 pub use call::{Call, EventStream, RawJson, Reply};
+pub(crate) use call::{ReplyFuture, TimeLimit};
 pub use downstream::Downstream;
 pub(crate) use error::CHAIN_BYTES;
 pub use error::{BoxError, ClientError, DECIDED_BEFORE_WORK, ErrorReply, ResponseHead, Timeout};

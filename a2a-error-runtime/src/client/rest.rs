@@ -131,11 +131,18 @@ fn null() -> RawJson {
     RawValue::from_string("null".to_owned()).expect("`null` is JSON")
 }
 
-/// The part of an SSE event this binding looks at before handing the event on.
+/// The part of an SSE event this binding looks at before handing the event on: an `error`
+/// object with a `message` makes it a Status.
 #[derive(Deserialize)]
 struct EventShape<'a> {
-    #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<ErrorShape<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ErrorShape<'a> {
+    #[serde(default, borrow, deserialize_with = "crate::wire::jsonrpc::present")]
+    message: Option<&'a RawValue>,
 }
 
 /// One SSE event: an item, or (event `error`, or a Status body) the error that ends the stream.
@@ -148,10 +155,10 @@ pub(crate) fn decode_event<E: FromErrorObject>(
         http: None,
     };
     let raw: &RawValue = serde_json::from_slice(&event.data).map_err(malformed)?;
-    // An object with an `error` member is a Status (an A2A event never has one).
+    // An object whose `error` member has a `message` is a Status (an A2A event has none).
     let is_status = raw.get().starts_with('{')
         && serde_json::from_str::<EventShape<'_>>(raw.get())
-            .is_ok_and(|shape| shape.error.is_some_and(|e| e.get().starts_with('{')));
+            .is_ok_and(|shape| shape.error.is_some_and(|error| error.message.is_some()));
     if event.is("error") || is_status {
         return match status_object::<E>(&event.data, http.status) {
             Some(object) => Err(ClientError::from_object(object, None)),
@@ -221,6 +228,29 @@ mod tests {
         assert_eq!(cancel.segments, vec!["tasks".to_owned(), "t:cancel".into()]);
         assert!(route(&Call::from_json("GetTask", &b"{}"[..])).is_err());
         assert!(route(&Call::from_json("Nope", &b"{}"[..])).is_err());
+    }
+
+    #[test]
+    fn an_event_is_a_status_only_when_its_error_has_a_message() {
+        let ok = ResponseHead {
+            status: 200,
+            headers: Default::default(),
+        };
+        let event = |data: &str| Event {
+            event: Vec::new(),
+            data: data.as_bytes().to_vec(),
+        };
+        for item in [
+            r#"{"error":{"code":1}}"#,
+            r#"{"error":"x"}"#,
+            r#"{"error":null}"#,
+            "[1]",
+        ] {
+            let got = decode_event::<RemoteError>(&event(item), &ok).unwrap();
+            assert_eq!(got.get(), item);
+        }
+        let status = r#"{"error":{"code":503,"message":"down"}}"#;
+        assert!(decode_event::<RemoteError>(&event(status), &ok).is_err());
     }
 
     #[test]

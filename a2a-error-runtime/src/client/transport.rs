@@ -1,13 +1,11 @@
 //! `Transport`: one A2A agent over HTTP, as a `tower::Service<Call>`, in either binding.
 
-use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use reqwest::header::HeaderValue;
 
-use super::call::{Call, Reply};
+use super::call::{Call, Reply, ReplyFuture};
 use super::error::ClientError;
 use super::http::{self, Http, ReplyLimits};
 use super::{jsonrpc, rest};
@@ -94,7 +92,7 @@ where
 {
     type Response = Reply<E>;
     type Error = ClientError<E>;
-    type Future = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
+    type Future = ReplyFuture<E>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))

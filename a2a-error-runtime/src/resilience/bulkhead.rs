@@ -8,16 +8,14 @@
 //! the queue a call fails at once with [`ClientError::BulkheadFull`], which the breaker does
 //! not count against the agent and the retry layer does not repeat.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tower::{Layer, Service};
+use tower::{Layer, Service, ServiceExt};
 
-use crate::client::{Call, ClientError, Reply, Timeout};
+use crate::client::{Call, ClientError, Reply, ReplyFuture, TimeLimit, Timeout};
 
 /// The calls in flight to one agent, and those waiting. Clones share the limit: give one
 /// bulkhead to every client of the same agent.
@@ -70,11 +68,9 @@ impl Bulkhead {
     }
 
     /// A slot for one call: at once when one is free, else after waiting in the queue (until
-    /// `deadline`, if any); `Err` when the queue is full or the deadline passes first.
-    async fn admit<E>(
-        &self,
-        deadline: Option<tokio::time::Instant>,
-    ) -> Result<OwnedSemaphorePermit, ClientError<E>> {
+    /// the call's deadline, if it has one); `Err` when the queue is full or the deadline passes
+    /// first. The clock is read only when the call has to wait.
+    async fn admit<E>(&self, limit: TimeLimit) -> Result<OwnedSemaphorePermit, ClientError<E>> {
         if let Ok(permit) = Arc::clone(&self.inner.in_flight).try_acquire_owned() {
             return Ok(permit);
         }
@@ -97,7 +93,7 @@ impl Bulkhead {
         }
         let _leave = Leave(&inner.queued);
         let wait = Arc::clone(&inner.in_flight).acquire_owned();
-        let permit = match deadline {
+        let permit = match limit.deadline_from(tokio::time::Instant::now()) {
             Some(deadline) => tokio::time::timeout_at(deadline, wait)
                 .await
                 .map_err(|_| ClientError::Timeout(Timeout::Total))?,
@@ -150,10 +146,10 @@ where
 {
     type Response = Reply<E>;
     type Error = ClientError<E>;
-    type Future = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
+    type Future = ReplyFuture<E>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // Readiness is decided per call, in the queue: a transport is always ready.
+        // Readiness is decided per call, in the queue; the inner service's once admitted.
         Poll::Ready(Ok(()))
     }
 
@@ -161,10 +157,8 @@ where
         let bulkhead = self.bulkhead.clone();
         let mut inner = self.inner.clone();
         Box::pin(async move {
-            let deadline = call.time_limit().deadline_from(tokio::time::Instant::now());
-            let _slot = bulkhead.admit(deadline).await?;
-            std::future::poll_fn(|cx| inner.poll_ready(cx)).await?;
-            inner.call(call).await
+            let _slot = bulkhead.admit(call.time_limit()).await?;
+            inner.ready().await?.call(call).await
         })
     }
 }
@@ -183,7 +177,7 @@ mod tests {
     impl Service<Call> for Held {
         type Response = Reply<RemoteError>;
         type Error = ClientError<RemoteError>;
-        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+        type Future = ReplyFuture<RemoteError>;
         fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
             Poll::Ready(Ok(()))
         }

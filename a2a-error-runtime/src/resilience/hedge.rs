@@ -3,7 +3,6 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -13,8 +12,9 @@ use tokio::time::Instant;
 use tower::retry::budget::Budget;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::client::{Call, ClientError, Reply};
+use crate::client::{Call, ClientError, Reply, ReplyFuture};
 use crate::resilience::RetryBudget;
+use crate::wire::method::METHODS;
 
 /// When the hedge is sent.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -32,22 +32,6 @@ pub enum HedgeDelay {
         max: Duration,
     },
 }
-
-/// The A2A methods that only read, hedged by default. `SendMessage` is safe to *retry* (every
-/// attempt carries its `messageId`) but is not hedged by default: two attempts in flight at
-/// once cost a server without dedup twice the work.
-const READS: &[&str] = &[
-    "GetTask",
-    "ListTasks",
-    "GetTaskPushNotificationConfig",
-    "ListTaskPushNotificationConfigs",
-    "GetExtendedAgentCard",
-    "tasks/get",
-    "tasks/list",
-    "tasks/pushNotificationConfig/get",
-    "tasks/pushNotificationConfig/list",
-    "agent/getAuthenticatedExtendedCard",
-];
 
 /// How many recent latencies a percentile delay is computed over.
 const SAMPLES: usize = 100;
@@ -83,7 +67,12 @@ impl HedgeConfig {
     pub fn new(delay: HedgeDelay) -> Self {
         HedgeConfig {
             delay,
-            methods: READS.iter().map(|m| m.to_string()).collect(),
+            // The A2A methods that only read.
+            methods: METHODS
+                .iter()
+                .filter(|m| m.read)
+                .map(|m| m.name.to_owned())
+                .collect(),
             budget: Arc::new(RetryBudget::new(Duration::from_secs(10), 1, 0.1)),
             deposits: true,
             latencies: Arc::default(),
@@ -190,8 +179,6 @@ impl<S> Layer<S> for HedgeLayer {
     }
 }
 
-type Boxed<E> = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
-
 impl<S, E> Service<Call> for Hedge<S>
 where
     S: Service<Call, Response = Reply<E>, Error = ClientError<E>> + Clone + Send + 'static,
@@ -200,7 +187,7 @@ where
 {
     type Response = Reply<E>;
     type Error = ClientError<E>;
-    type Future = Boxed<E>;
+    type Future = ReplyFuture<E>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)

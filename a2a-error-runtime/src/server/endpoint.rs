@@ -7,6 +7,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::wire::error::A2aError;
 use crate::wire::jsonrpc::{self, Body, Id, Request as RpcRequest};
@@ -30,12 +32,12 @@ use super::DEADLINE_HEADER;
 use super::version::Versions;
 
 type DynError = Box<dyn A2aError + Send + Sync>;
-
-/// How many requests of one batch run at once.
-const BATCH_CONCURRENCY: usize = 8;
 type Outcome = Result<Vec<u8>, DynError>;
 type Erased<S> =
     Arc<dyn Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Outcome> + Send + Sync>;
+
+/// How many requests of one batch run at once.
+const BATCH_CONCURRENCY: usize = 8;
 
 /// What a handler knows about the request it serves.
 #[derive(Clone, Debug)]
@@ -240,33 +242,54 @@ struct Inner<S> {
 
 /// The endpoint's limit on handlers running at once, and what it has seen of their time.
 struct Admission {
-    running: Arc<tokio::sync::Semaphore>,
+    running: Semaphore,
     /// A moving average of handler run time, in microseconds: the delay a shed caller is told.
-    service_micros: std::sync::atomic::AtomicU64,
+    service_micros: AtomicU64,
+}
+
+/// A running handler's place under the limit.
+struct Slot<'a> {
+    admission: &'a Admission,
+    _permit: SemaphorePermit<'a>,
+    started: tokio::time::Instant,
 }
 
 impl Admission {
-    /// The delay a shed caller is told to wait: about one handler's time (at least 100 ms,
-    /// at most 30 s), by when a slot has most likely come free.
-    fn retry_after(&self) -> Duration {
-        let millis = self
-            .service_micros
-            .load(std::sync::atomic::Ordering::Relaxed)
-            / 1000;
-        Duration::from_millis(millis).clamp(Duration::from_millis(100), Duration::from_secs(30))
+    /// A slot for one handler, or the AGENT_UNAVAILABLE a shed caller gets, with a delay of
+    /// about one handler's recent time (at least 100 ms, at most 30 s), by when a slot has
+    /// most likely come free.
+    fn admit(&self) -> Result<Slot<'_>, DynError> {
+        match self.running.try_acquire() {
+            Ok(permit) => Ok(Slot {
+                admission: self,
+                _permit: permit,
+                started: tokio::time::Instant::now(),
+            }),
+            Err(_) => {
+                let millis = self.service_micros.load(Ordering::Relaxed) / 1000;
+                let delay = Duration::from_millis(millis)
+                    .clamp(Duration::from_millis(100), Duration::from_secs(30));
+                Err(Box::new(StandardError::AgentUnavailable {
+                    retry_after: Some(delay),
+                }))
+            }
+        }
     }
+}
 
-    fn ran(&self, took: Duration) {
-        let took = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        let average = &self.service_micros;
-        let old = average.load(std::sync::atomic::Ordering::Relaxed);
+impl Slot<'_> {
+    /// The handler finished: its time goes into the average.
+    fn finished(self) {
+        let took = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let average = &self.admission.service_micros;
+        let old = average.load(Ordering::Relaxed);
         // Weight 1/8, as TCP's smoothed RTT; a lost update under a race only costs precision.
         let new = if old == 0 {
             took
         } else {
             old - old / 8 + took / 8
         };
-        average.store(new, std::sync::atomic::Ordering::Relaxed);
+        average.store(new, Ordering::Relaxed);
     }
 }
 
@@ -370,10 +393,8 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// goes elsewhere). Notifications and each request of a batch count one each.
     pub fn max_concurrent(mut self, handlers: usize) -> Self {
         self.inner_mut().admission = Some(Arc::new(Admission {
-            running: Arc::new(tokio::sync::Semaphore::new(
-                handlers.clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
-            )),
-            service_micros: std::sync::atomic::AtomicU64::new(0),
+            running: Semaphore::new(handlers.clamp(1, Semaphore::MAX_PERMITS)),
+            service_micros: AtomicU64::new(0),
         }));
         self
     }
@@ -504,46 +525,40 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         } else {
             match self.inner.methods.get(&method) {
                 None => Err(Box::new(StandardError::MethodNotFound) as DynError),
-                Some(handler) => 'admitted: {
-                    let slot = match &self.inner.admission {
-                        None => None,
-                        Some(admission) => {
-                            match Arc::clone(&admission.running).try_acquire_owned() {
-                                Ok(slot) => Some((slot, tokio::time::Instant::now())),
-                                Err(_) => {
-                                    break 'admitted Err(
-                                        Box::new(StandardError::AgentUnavailable {
-                                            retry_after: Some(admission.retry_after()),
-                                        }) as DynError,
-                                    );
-                                }
-                            }
+                Some(handler) => match self
+                    .inner
+                    .admission
+                    .as_deref()
+                    .map(Admission::admit)
+                    .transpose()
+                {
+                    Err(shed) => Err(shed),
+                    Ok(slot) => {
+                        // Several headers (a proxy added one): the earliest deadline holds, so no
+                        // hop can extend what a caller allowed.
+                        let deadline = headers
+                            .get_all(DEADLINE_HEADER)
+                            .iter()
+                            .filter_map(|value| {
+                                crate::wire::headers::parse_deadline_ms(value.as_bytes())
+                            })
+                            .min()
+                            .and_then(|left| tokio::time::Instant::now().checked_add(left));
+                        let ctx = RequestContext {
+                            method: Arc::from(method.as_str()),
+                            id: id.clone(),
+                            headers: Arc::clone(headers),
+                            version: Arc::clone(version),
+                            deadline,
+                        };
+                        let future = handler(&self.inner.state, params, ctx);
+                        let outcome = self.run(future, deadline, &method, id.as_ref()).await;
+                        if let Some(slot) = slot {
+                            slot.finished();
                         }
-                    };
-                    // Several headers (a proxy added one): the earliest deadline holds, so no
-                    // hop can extend what a caller allowed.
-                    let deadline = headers
-                        .get_all(DEADLINE_HEADER)
-                        .iter()
-                        .filter_map(|value| {
-                            crate::wire::headers::parse_deadline_ms(value.as_bytes())
-                        })
-                        .min()
-                        .and_then(|left| tokio::time::Instant::now().checked_add(left));
-                    let ctx = RequestContext {
-                        method: Arc::from(method.as_str()),
-                        id: id.clone(),
-                        headers: Arc::clone(headers),
-                        version: Arc::clone(version),
-                        deadline,
-                    };
-                    let future = handler(&self.inner.state, params, ctx);
-                    let outcome = self.run(future, deadline, &method, id.as_ref()).await;
-                    if let (Some(admission), Some((_, started))) = (&self.inner.admission, slot) {
-                        admission.ran(started.elapsed());
+                        outcome
                     }
-                    outcome
-                }
+                },
             }
         };
         // A failing notification gets no reply, but its failure is logged like any other.
@@ -591,10 +606,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         };
         finished.unwrap_or_else(|panic| {
             let text = super::log::panic_text(&*panic);
-            let id = id.map(|id| {
-                let json = String::from_utf8_lossy(&id.to_json()).into_owned();
-                crate::wire::text::Shown::new(&json, crate::wire::text::LOG_BYTES).to_string()
-            });
+            let id = id.map(super::log::shown_id);
             tracing::error!(method, id, "handler panicked: {text}");
             Err(Box::new(super::log::Panicked))
         })

@@ -33,8 +33,8 @@ pub(crate) fn error(
     crate::observe::error_sent(registered.then_some(method), err.code(), err.reason());
     let text = Shown::new(&text, MAX_LOGGED);
     let method = Shown::new(method, LOG_BYTES);
-    let id =
-        id.map(|id| Shown::new(&String::from_utf8_lossy(&id.to_json()), LOG_BYTES).to_string());
+    let id = id.map(shown_id);
+    let reason = Shown::new(err.reason(), 64);
     let server_fault =
         err.http_status() >= 500 || matches!(err.category(), Category::Fatal | Category::Unknown);
     if server_fault {
@@ -42,7 +42,7 @@ pub(crate) fn error(
             %method,
             id,
             code = err.code(),
-            reason = %Shown::new(err.reason(), 64),
+            %reason,
             "request failed: {text}"
         );
     } else {
@@ -50,10 +50,15 @@ pub(crate) fn error(
             %method,
             id,
             code = err.code(),
-            reason = %Shown::new(err.reason(), 64),
+            %reason,
             "request rejected: {text}"
         );
     }
+}
+
+/// A request id as a log field: its JSON text, cut (a peer chooses it).
+pub(crate) fn shown_id(id: &Id) -> String {
+    Shown::new(&String::from_utf8_lossy(&id.to_json()), LOG_BYTES).to_string()
 }
 
 /// The text of a caught panic (`&str` or `String` payloads), escaped and cut for the logs (a

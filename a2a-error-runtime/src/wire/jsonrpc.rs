@@ -183,7 +183,9 @@ struct Members<'a> {
 
 /// A member that is there is `Some`, even when it is `null` (`"id": null` is not a
 /// notification).
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(deserializer).map(Some)
 }
 

@@ -15,6 +15,7 @@ pub(crate) mod encode;
 pub(crate) mod error;
 pub(crate) mod headers;
 pub(crate) mod jsonrpc;
+pub(crate) mod method;
 pub(crate) mod object;
 pub(crate) mod remote;
 pub(crate) mod spec;

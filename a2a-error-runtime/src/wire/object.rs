@@ -61,16 +61,26 @@ pub const MAX_DATA_NODES: usize = 4096;
 /// Deserializes `data` within [`MAX_DATA_NODES`]; an explicit `null` is `Some(Null)`.
 fn bounded_data<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
     let mut budget = MAX_DATA_NODES;
-    match deserializer.deserialize_any(Bounded(&mut budget))? {
-        Some(value) => Ok(Some(value)),
-        None => Ok(Some(Value::Null)),
-    }
+    // The budget is not spent yet, so the value is never skipped.
+    Ok(Some(
+        Bounded(&mut budget)
+            .deserialize(deserializer)?
+            .unwrap_or(Value::Null),
+    ))
 }
 
 /// Reads one value while the budget lasts; `None` (and the value skipped) once it is spent.
 struct Bounded<'b>(&'b mut usize);
 
-impl<'de> serde::de::DeserializeSeed<'de> for Bounded<'_> {
+impl Bounded<'_> {
+    /// Spends one node on `value`.
+    fn node<E>(self, value: Value) -> Result<Option<Value>, E> {
+        *self.0 -= 1;
+        Ok(Some(value))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Bounded<'_> {
     type Value = Option<Value>;
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         if *self.0 == 0 {
@@ -87,39 +97,32 @@ impl<'de> serde::de::Visitor<'de> for Bounded<'_> {
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
-        *self.0 -= 1;
-        Ok(Some(Value::Bool(v)))
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        self.node(Value::Bool(v))
     }
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        *self.0 -= 1;
-        Ok(Some(Value::from(v)))
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        self.node(Value::from(v))
     }
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        *self.0 -= 1;
-        Ok(Some(Value::from(v)))
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        self.node(Value::from(v))
     }
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        *self.0 -= 1;
-        Ok(Some(Value::from(v)))
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        self.node(Value::from(v))
     }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        *self.0 -= 1;
-        Ok(Some(Value::String(v.to_owned())))
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        self.node(Value::String(v.to_owned()))
     }
-    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
-        *self.0 -= 1;
-        Ok(Some(Value::String(v)))
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        self.node(Value::String(v))
     }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        *self.0 -= 1;
-        Ok(Some(Value::Null))
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        self.node(Value::Null)
     }
-    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        self.visit_unit()
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        self.node(Value::Null)
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        Bounded(self.0).deserialize(d)
+        self.deserialize(d)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         *self.0 -= 1;

@@ -5,19 +5,28 @@ use std::fmt;
 /// How much of a peer's text a log line shows by default.
 pub(crate) const LOG_BYTES: usize = 256;
 
-/// `text` as it may be shown in a log line or a terminal: control characters (a newline that
-/// would forge a second log line, an escape sequence that would drive the terminal) and
-/// bidirectional overrides are escaped, and the text is cut after `max` bytes, saying how much
-/// was left out.
+/// A peer's text as it may be shown in a log line or a terminal: control characters (a
+/// newline that would forge a second log line, an escape sequence that would drive the
+/// terminal) and bidirectional overrides are escaped, and the text is cut after `max` bytes,
+/// saying how much was left out. [`RemoteError`](crate::RemoteError)'s `Display` shows its
+/// peer's reason and message this way; use it for any other peer text you print.
+///
+/// ```
+/// # use a2a_error_runtime as a2a_error;
+/// use a2a_error::Shown;
+///
+/// assert_eq!(Shown::new("ok\nFAKE LINE", 100).to_string(), "ok\\nFAKE LINE");
+/// assert_eq!(Shown::new("abcdef", 3).to_string(), "abc…(+3 bytes)");
+/// ```
 #[derive(Copy, Clone)]
-pub(crate) struct Shown<'a> {
+pub struct Shown<'a> {
     text: &'a str,
     max: usize,
 }
 
 impl<'a> Shown<'a> {
     /// `text`, shown up to `max` bytes.
-    pub(crate) fn new(text: &'a str, max: usize) -> Self {
+    pub fn new(text: &'a str, max: usize) -> Self {
         Shown { text, max }
     }
 }

@@ -13,6 +13,7 @@ use super::backoff::{Backoff, Jitter};
 use crate::client::{Call, ClientError};
 use crate::resilience::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::wire::error::A2aError;
+use crate::wire::method::METHODS;
 use crate::wire::remote::RemoteError;
 
 /// Whether a method may be sent again after a failure that leaves open whether the peer ran it
@@ -26,30 +27,6 @@ pub enum RetrySafety {
     /// reply that says to retry).
     Unsafe,
 }
-
-/// The A2A methods (1.0 names and the 0.3 aliases) that are safe to repeat by default.
-const SAFE_METHODS: &[&str] = &[
-    "SendMessage",
-    "SendStreamingMessage",
-    "GetTask",
-    "ListTasks",
-    "CancelTask",
-    "SubscribeToTask",
-    "GetTaskPushNotificationConfig",
-    "ListTaskPushNotificationConfigs",
-    "DeleteTaskPushNotificationConfig",
-    "GetExtendedAgentCard",
-    "message/send",
-    "message/stream",
-    "tasks/get",
-    "tasks/list",
-    "tasks/cancel",
-    "tasks/resubscribe",
-    "tasks/pushNotificationConfig/get",
-    "tasks/pushNotificationConfig/list",
-    "tasks/pushNotificationConfig/delete",
-    "agent/getAuthenticatedExtendedCard",
-];
 
 type Predicate<E> = Arc<dyn Fn(&ClientError<E>) -> bool + Send + Sync>;
 type Hook<E> = Arc<dyn Fn(u32, &ClientError<E>, Duration) + Send + Sync>;
@@ -114,9 +91,11 @@ impl<E> Default for RetryPolicy<E> {
             budget: Arc::new(RetryBudget::default()),
             retry_if: None,
             on_retry: None,
-            methods: SAFE_METHODS
+            // The A2A methods safe to repeat; the others fall to `other_methods`.
+            methods: METHODS
                 .iter()
-                .map(|m| (Cow::Borrowed(*m), RetrySafety::Safe))
+                .filter(|m| m.safe)
+                .map(|m| (Cow::Borrowed(m.name), RetrySafety::Safe))
                 .collect(),
             other_methods: RetrySafety::Unsafe,
             clock: Arc::new(SystemClock),

@@ -154,8 +154,9 @@ impl DedupStore for RedisStore {
             let mut connection = self.connection.clone();
             let mut invocation = self.claim.key(self.key(key));
             invocation.arg(claim).arg(millis(ttl));
-            match self.bounded(invocation.invoke_async(&mut connection)).await {
-                Ok(held) => Ok(Option::<Vec<u8>>::map(held, Bytes::from)),
+            let held = invocation.invoke_async::<Option<Vec<u8>>>(&mut connection);
+            match self.bounded(held).await {
+                Ok(held) => Ok(held.map(Bytes::from)),
                 Err(error) => {
                     self.release_orphan(key, claim, ttl);
                     Err(error)
