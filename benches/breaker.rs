@@ -5,7 +5,7 @@
 //!   against the bare work they wrap.
 //! - `breaker_threads`: one and two threads hammering two agents' breakers (one each):
 //!   breakers of different agents share nothing, so two threads should do about twice the
-//!   work of one. Reported as the time per sample; the README turns it into throughput.
+//!   work of one. Reported as the time per sample; benches/README.md turns it into throughput.
 //! - `fan_out_loopback`: SendMessage to three example agents on loopback, concurrently with
 //!   `FanOut` against one after the other, through the typed client's default stack.
 
@@ -18,8 +18,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use a2a_error::client::Outcome;
 use a2a_error::resilience::FanOut;
-use a2a_error::resilience::breaker::{BreakerConfig, CircuitBreaker, Outcome};
+use a2a_error::resilience::breaker::{BreakerConfig, CircuitBreaker};
 use a2a_error::{Client, RemoteError};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};

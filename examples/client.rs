@@ -88,7 +88,7 @@ fn usage() -> ! {
 
 /// Prints why the call failed and exits 1.
 fn give_up(attempt: u32, error: &ClientError) -> ! {
-    let why = if error.is_retryable() {
+    let why = if error.retry_advice().is_retryable() {
         "no retries left in the policy or time budget"
     } else {
         "not retryable"
@@ -102,8 +102,8 @@ fn give_up(attempt: u32, error: &ClientError) -> ! {
     }
     say!(
         "error: {} (category {})",
-        shown(error.reason()),
-        error.category().as_str()
+        shown(error.failure_reason()),
+        error.failure_category().as_str()
     );
     std::process::exit(1);
 }
@@ -187,8 +187,8 @@ async fn main() {
                     say!("stream ended after {count} events: {}", describe(&error));
                     say!(
                         "error: {} (category {})",
-                        shown(error.reason()),
-                        error.category().as_str()
+                        shown(error.failure_reason()),
+                        error.failure_category().as_str()
                     );
                     std::process::exit(1);
                 }

@@ -13,7 +13,9 @@ use std::time::Duration;
 use a2a_error::client::ClientError;
 use a2a_error::resilience::{RetryPolicy, RetrySafety};
 use a2a_error::server::{JsonRpc, RequestContext};
-use a2a_error::{A2aError, Client, ErrorObject, FromErrorObject, StandardError, WireProfile};
+use a2a_error::{
+    A2aError, Catalog, Client, ErrorObject, FromErrorObject, HasKind, StandardError, WireProfile,
+};
 use serde_json::{Value, json};
 
 #[derive(Debug, thiserror::Error, A2aError)]

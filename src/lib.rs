@@ -39,13 +39,31 @@
 //! Features: `axum` (the server), `client` (the client over plain HTTP), and the client's TLS:
 //! `rustls` (with aws-lc-rs, the default), `rustls-no-provider` (bring your own crypto
 //! provider, e.g. ring) or `native-tls`. `default = ["axum", "client", "rustls"]`; a server
-//! that calls no agent needs only `axum`. The README has the `Cargo.toml` lines, guides and
-//! the measurements.
+//! that calls no agent needs only `axum`.
+//!
+//! The guides are in [`guide`]: [errors](guide::errors), [serving](guide::serving),
+//! [calling](guide::calling), [chains](guide::chains).
 #![deny(missing_docs)]
 
 pub use a2a_error_runtime::*;
 
 pub use a2a_error_derive::A2aError;
+
+/// The guides: how to use each part, with examples that are compiled and run as doctests.
+/// The same text is in the repository's `docs/guides/`.
+pub mod guide {
+    #[doc = include_str!("../docs/guides/errors.md")]
+    pub mod errors {}
+
+    #[doc = include_str!("../docs/guides/serving.md")]
+    pub mod serving {}
+
+    #[doc = include_str!("../docs/guides/calling.md")]
+    pub mod calling {}
+
+    #[doc = include_str!("../docs/guides/chains.md")]
+    pub mod chains {}
+}
 
 // The README's and the attribute reference's examples, compiled and run as doctests.
 #[cfg(doctest)]

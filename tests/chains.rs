@@ -180,7 +180,7 @@ async fn the_breaker_opens_and_fails_fast_with_a_truthful_retry_after() {
         error.metadata_value("downstreamReason"),
         Some(&json!("CIRCUIT_OPEN"))
     );
-    let delay = error.retry_delay().expect("RetryInfo");
+    let delay = error.retry_after().expect("RetryInfo");
     assert!(
         delay > Duration::from_secs(25) && delay <= Duration::from_secs(30),
         "{delay:?}"

@@ -525,6 +525,13 @@ async fn the_client_example_prints_each_attempt() {
     );
     assert!(out.contains("giving up (not retryable)"), "{out}");
     assert!(!out.contains("attempt 2"), "{out}");
+    // The report names the peer's own reason, not the DOWNSTREAM_FAILED it would become if
+    // passed on to a caller of ours.
+    assert_eq!(
+        out.lines().last(),
+        Some("error: UNSUPPORTED_OPERATION (category validation)"),
+        "{out}"
+    );
 
     let (code, out) = rate_limited.await.unwrap();
     assert_eq!(code, 1, "{out}");
@@ -533,6 +540,16 @@ async fn the_client_example_prints_each_attempt() {
         .count();
     assert_eq!(waits, 3, "{out}");
     assert!(out.contains("attempt 4: -32052 RATE_LIMITED"), "{out}");
+    // Retryable, and retried until the policy ran out: not "not retryable".
+    assert!(
+        out.contains("giving up (no retries left in the policy or time budget)"),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().last(),
+        Some("error: RATE_LIMITED (category rate-limit)"),
+        "{out}"
+    );
 }
 
 /// An application's own code and reason, which the HTTP+JSON binding carries only as reason.

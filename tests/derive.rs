@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use a2a_error::{
-    A2aError, Category, ErrorObject, FromErrorObject, RemoteError, RetryHint, StandardError,
-    WireProfile, code,
+    A2aError, Catalog, Category, ErrorObject, FromErrorObject, HasKind, RemoteError, RetryHint,
+    StandardError, WireProfile, code,
 };
 use serde_json::{Value, json};
 

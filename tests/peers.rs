@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use a2a_error::{
-    A2aError, ErrorObject, FromErrorObject, RemoteError, StandardError, StandardErrorKind,
+    A2aError, ErrorObject, FromErrorObject, HasKind, RemoteError, StandardError, StandardErrorKind,
     WireProfile, code,
 };
 use serde_json::Value;
@@ -147,5 +147,5 @@ fn table_defaults_fill_in_for_sparse_peers() {
     assert_eq!(remote.reason(), "METHOD_NOT_FOUND");
     assert_eq!(remote.domain(), "a2a-protocol.org");
     assert!(!remote.is_retryable());
-    assert_eq!(remote.retry_delay(), None::<Duration>);
+    assert_eq!(remote.retry_after(), None::<Duration>);
 }

@@ -147,12 +147,12 @@ proptest! {
         }
         prop_assert_eq!(back.metadata().len(), metadata.len());
         match (delay, profile) {
-            (Some(d), WireProfile::A2a) => prop_assert_eq!(back.retry_delay(), Some(d)),
+            (Some(d), WireProfile::A2a) => prop_assert_eq!(back.retry_after(), Some(d)),
             (Some(d), WireProfile::Legacy) => {
-                let got = back.retry_delay().unwrap();
+                let got = back.retry_after().unwrap();
                 prop_assert!(got.abs_diff(d) < Duration::from_micros(1), "{got:?} vs {d:?}");
             }
-            (None, _) => prop_assert_eq!(back.retry_delay(), None),
+            (None, _) => prop_assert_eq!(back.retry_after(), None),
         }
         // Passing a decoded error on sends the peer's object unchanged, in either profile.
         for again in [WireProfile::A2a, WireProfile::Legacy] {
@@ -174,7 +174,7 @@ proptest! {
         let probe = Probe::Delayed { delay };
         prop_assert_eq!(probe.retry_hint(), RetryHint::After(delay));
         let obj = decode(&bytes(&probe, WireProfile::A2a));
-        prop_assert_eq!(obj.retry_delay(), Some(delay));
+        prop_assert_eq!(obj.retry_after(), Some(delay));
         prop_assert_eq!(Probe::from_error_object(&obj), Some(probe));
     }
 
@@ -185,7 +185,7 @@ proptest! {
     ) {
         let wire = serde_json::json!({"code": code, "message": "m", "data": data});
         let obj: ErrorObject = serde_json::from_value(wire.clone()).unwrap();
-        let _ = (obj.reason(), obj.domain(), obj.retry_delay(), obj.metadata(), obj.retryable());
+        let _ = (obj.reason(), obj.domain(), obj.retry_after(), obj.metadata(), obj.retryable());
         let _ = StandardError::from_error_object(&obj);
         let remote = RemoteError::from_object(obj);
         prop_assert_eq!(serde_json::to_value(remote.to_error_object()).unwrap(), wire);

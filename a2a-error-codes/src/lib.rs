@@ -99,6 +99,18 @@ pub enum DefaultRetry {
     Backoff,
 }
 
+/// When a server answers with a code, which says whether the peer may have run the request.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Decided {
+    /// Only before any work: the request could not be read, was not allowed, or was refused
+    /// for load. Such a reply proves the request did not run, so even a method that is unsafe
+    /// to repeat may be sent again.
+    BeforeWork,
+    /// At any point, possibly after the work had started (internal errors, deadline exceeded
+    /// after the handler was stopped, downstream failures).
+    AnyTime,
+}
+
 /// Who defines a code, which decides the ErrorInfo `domain` of its spec-own reason.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Origin {
@@ -142,6 +154,17 @@ pub struct CodeRow {
     pub retry: DefaultRetry,
     /// Who defines the code.
     pub origin: Origin,
+    /// When a server answers with it: only before any work, or at any point.
+    pub decided: Decided,
+}
+
+impl CodeRow {
+    /// Whether only a client's own mistake draws this code (the JSON-RPC protocol errors
+    /// -32700, -32600, -32601, -32602): retrying the same request cannot help, whatever
+    /// delay the reply names.
+    pub const fn is_client_mistake(&self) -> bool {
+        matches!(self.origin, Origin::JsonRpc) && matches!(self.category, Category::Validation)
+    }
 }
 
 /// The legacy wire profile's own `data` member names; a data field may not use them.
@@ -201,7 +224,8 @@ pub const DOWNSTREAM_FAILED: i32 = -32057;
 
 macro_rules! rows {
     ($( $name:ident: $reason:literal, $message:literal, $http:literal $grpc:literal,
-        v1_0_0 $http0:literal $grpc0:literal, $category:ident, $retry:ident, $origin:ident; )*) => {
+        v1_0_0 $http0:literal $grpc0:literal, $category:ident, $retry:ident, $origin:ident,
+        $decided:ident; )*) => {
         /// Every code this project knows, JSON-RPC's, A2A's and its own.
         pub const TABLE: &[CodeRow] = &[$(CodeRow {
             name: stringify!($name),
@@ -215,55 +239,56 @@ macro_rules! rows {
             category: Category::$category,
             retry: DefaultRetry::$retry,
             origin: Origin::$origin,
+            decided: Decided::$decided,
         }),*];
     };
 }
 
 rows! {
     PARSE_ERROR: "PARSE_ERROR", "Invalid JSON payload", 400 "INVALID_ARGUMENT",
-        v1_0_0 400 "INVALID_ARGUMENT", Validation, Never, JsonRpc;
+        v1_0_0 400 "INVALID_ARGUMENT", Validation, Never, JsonRpc, BeforeWork;
     INVALID_REQUEST: "INVALID_REQUEST", "Request payload validation error", 400 "INVALID_ARGUMENT",
-        v1_0_0 400 "INVALID_ARGUMENT", Validation, Never, JsonRpc;
+        v1_0_0 400 "INVALID_ARGUMENT", Validation, Never, JsonRpc, BeforeWork;
     METHOD_NOT_FOUND: "METHOD_NOT_FOUND", "Method not found", 404 "NOT_FOUND",
-        v1_0_0 404 "NOT_FOUND", Validation, Never, JsonRpc;
+        v1_0_0 404 "NOT_FOUND", Validation, Never, JsonRpc, BeforeWork;
     INVALID_PARAMS: "INVALID_PARAMS", "Invalid parameters", 400 "INVALID_ARGUMENT",
-        v1_0_0 400 "INVALID_ARGUMENT", Validation, Never, JsonRpc;
+        v1_0_0 400 "INVALID_ARGUMENT", Validation, Never, JsonRpc, BeforeWork;
     INTERNAL_ERROR: "INTERNAL_ERROR", "Internal error", 500 "INTERNAL",
-        v1_0_0 500 "INTERNAL", Transient, Backoff, JsonRpc;
+        v1_0_0 500 "INTERNAL", Transient, Backoff, JsonRpc, AnyTime;
     TASK_NOT_FOUND: "TASK_NOT_FOUND", "Task not found", 404 "NOT_FOUND",
-        v1_0_0 404 "NOT_FOUND", NotFound, Never, A2a;
+        v1_0_0 404 "NOT_FOUND", NotFound, Never, A2a, AnyTime;
     TASK_NOT_CANCELABLE: "TASK_NOT_CANCELABLE", "Task cannot be canceled", 400 "FAILED_PRECONDITION",
-        v1_0_0 409 "FAILED_PRECONDITION", Validation, Never, A2a;
+        v1_0_0 409 "FAILED_PRECONDITION", Validation, Never, A2a, AnyTime;
     PUSH_NOTIFICATION_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED", "Push Notification is not supported", 400 "FAILED_PRECONDITION",
-        v1_0_0 400 "UNIMPLEMENTED", Validation, Never, A2a;
+        v1_0_0 400 "UNIMPLEMENTED", Validation, Never, A2a, AnyTime;
     UNSUPPORTED_OPERATION: "UNSUPPORTED_OPERATION", "This operation is not supported", 400 "FAILED_PRECONDITION",
-        v1_0_0 400 "UNIMPLEMENTED", Validation, Never, A2a;
+        v1_0_0 400 "UNIMPLEMENTED", Validation, Never, A2a, AnyTime;
     CONTENT_TYPE_NOT_SUPPORTED: "CONTENT_TYPE_NOT_SUPPORTED", "Incompatible content types", 400 "INVALID_ARGUMENT",
-        v1_0_0 415 "INVALID_ARGUMENT", Validation, Never, A2a;
+        v1_0_0 415 "INVALID_ARGUMENT", Validation, Never, A2a, BeforeWork;
     INVALID_AGENT_RESPONSE: "INVALID_AGENT_RESPONSE", "Invalid agent response", 500 "INTERNAL",
-        v1_0_0 502 "INTERNAL", Fatal, Never, A2a;
+        v1_0_0 502 "INTERNAL", Fatal, Never, A2a, AnyTime;
     EXTENDED_AGENT_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "Extended Agent Card is not configured", 400 "FAILED_PRECONDITION",
-        v1_0_0 400 "FAILED_PRECONDITION", Validation, Never, A2a;
+        v1_0_0 400 "FAILED_PRECONDITION", Validation, Never, A2a, AnyTime;
     EXTENSION_SUPPORT_REQUIRED: "EXTENSION_SUPPORT_REQUIRED", "Extension support required", 400 "FAILED_PRECONDITION",
-        v1_0_0 400 "FAILED_PRECONDITION", Validation, Never, A2a;
+        v1_0_0 400 "FAILED_PRECONDITION", Validation, Never, A2a, BeforeWork;
     VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED", "Version not supported", 400 "FAILED_PRECONDITION",
-        v1_0_0 400 "UNIMPLEMENTED", Validation, Never, A2a;
+        v1_0_0 400 "UNIMPLEMENTED", Validation, Never, A2a, BeforeWork;
     AUTH_REQUIRED: "AUTH_REQUIRED", "Authentication required", 401 "UNAUTHENTICATED",
-        v1_0_0 401 "UNAUTHENTICATED", Auth, Never, Project;
+        v1_0_0 401 "UNAUTHENTICATED", Auth, Never, Project, BeforeWork;
     INSUFFICIENT_SCOPE: "INSUFFICIENT_SCOPE", "Insufficient scope", 403 "PERMISSION_DENIED",
-        v1_0_0 403 "PERMISSION_DENIED", Auth, Never, Project;
+        v1_0_0 403 "PERMISSION_DENIED", Auth, Never, Project, BeforeWork;
     RATE_LIMITED: "RATE_LIMITED", "Rate limited", 429 "RESOURCE_EXHAUSTED",
-        v1_0_0 429 "RESOURCE_EXHAUSTED", RateLimit, Backoff, Project;
+        v1_0_0 429 "RESOURCE_EXHAUSTED", RateLimit, Backoff, Project, BeforeWork;
     AGENT_UNAVAILABLE: "AGENT_UNAVAILABLE", "Agent unavailable", 503 "UNAVAILABLE",
-        v1_0_0 503 "UNAVAILABLE", Transient, Backoff, Project;
+        v1_0_0 503 "UNAVAILABLE", Transient, Backoff, Project, AnyTime;
     DEADLINE_EXCEEDED: "DEADLINE_EXCEEDED", "Deadline exceeded", 504 "DEADLINE_EXCEEDED",
-        v1_0_0 504 "DEADLINE_EXCEEDED", Timeout, Backoff, Project;
+        v1_0_0 504 "DEADLINE_EXCEEDED", Timeout, Backoff, Project, AnyTime;
     CONTENT_TOO_LARGE: "CONTENT_TOO_LARGE", "Content too large", 413 "INVALID_ARGUMENT",
-        v1_0_0 413 "INVALID_ARGUMENT", Validation, Never, Project;
+        v1_0_0 413 "INVALID_ARGUMENT", Validation, Never, Project, BeforeWork;
     SKILL_NOT_FOUND: "SKILL_NOT_FOUND", "Skill not found", 404 "NOT_FOUND",
-        v1_0_0 404 "NOT_FOUND", NotFound, Never, Project;
+        v1_0_0 404 "NOT_FOUND", NotFound, Never, Project, AnyTime;
     DOWNSTREAM_FAILED: "DOWNSTREAM_FAILED", "Downstream agent failed", 502 "UNAVAILABLE",
-        v1_0_0 502 "UNAVAILABLE", Transient, Backoff, Project;
+        v1_0_0 502 "UNAVAILABLE", Transient, Backoff, Project, AnyTime;
 }
 
 /// The row for `code`, if the table has one.
@@ -383,6 +408,36 @@ mod tests {
             assert_eq!(by_reason(a.reason).map(|row| row.code), Some(a.code));
         }
         assert!(by_reason("NO_SUCH_REASON").is_none());
+    }
+
+    #[test]
+    fn client_mistakes_are_the_protocol_errors_and_decided_before_work() {
+        let mistakes: [i32; 4] = [
+            PARSE_ERROR,
+            INVALID_REQUEST,
+            METHOD_NOT_FOUND,
+            INVALID_PARAMS,
+        ];
+        for row in TABLE {
+            assert_eq!(
+                row.is_client_mistake(),
+                mistakes.contains(&row.code),
+                "{}",
+                row.name
+            );
+            if row.is_client_mistake() {
+                assert_eq!(row.decided, Decided::BeforeWork, "{}", row.name);
+            }
+        }
+        // Errors that may come from work under way are never claimed as refusals.
+        for code in [
+            INTERNAL_ERROR,
+            DEADLINE_EXCEEDED,
+            DOWNSTREAM_FAILED,
+            AGENT_UNAVAILABLE,
+        ] {
+            assert_eq!(lookup(code).unwrap().decided, Decided::AnyTime);
+        }
     }
 
     #[test]

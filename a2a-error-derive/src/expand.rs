@@ -555,24 +555,21 @@ impl<'a> Expander<'a> {
                 }
             })
         });
-        let (kind_methods, has_kind) = if self.input.is_enum {
-            self.kind_methods()
+        let has_kind = if self.input.is_enum {
+            self.has_kind()
         } else {
-            (TokenStream::new(), TokenStream::new())
+            TokenStream::new()
         };
         quote! {
             #[automatically_derived]
-            impl #impl_generics #ident #ty_generics #where_clause {
-                /// One row per variant with a code (transparent variants are described by their
-                /// inner type's catalog): code, reason, public message, retry, HTTP status.
-                pub const CATALOG: &'static [#p::ErrorSpec] = &[#(#rows),*];
-                #kind_methods
+            impl #impl_generics #p::Catalog for #ident #ty_generics #where_clause {
+                const CATALOG: &'static [#p::ErrorSpec] = &[#(#rows),*];
             }
             #has_kind
         }
     }
 
-    fn kind_methods(&self) -> (TokenStream, TokenStream) {
+    fn has_kind(&self) -> TokenStream {
         let p = &self.p;
         let kind = self.input.kind_ident();
         let arms = self.rows.iter().map(|(variant, _)| {
@@ -589,7 +586,7 @@ impl<'a> Expander<'a> {
             Shape::Transparent(_) => Some(quote!(#p::FromErrorObject)),
             _ => None,
         });
-        kind::kind_methods(self.input, &kind_match, &quote!(#chain #p::None), &bounds)
+        kind::has_kind(self.input, &kind_match, &quote!(#chain #p::None), &bounds)
     }
 }
 
@@ -645,7 +642,7 @@ fn build_variant(p: &TokenStream, variant: &Variant) -> TokenStream {
             values.push(quote_spanned!(ty.span()=> (#p::data_field::<#ty>().read)(__obj, #key)));
         } else if field.attrs.retry_after.is_some() {
             values.push(quote_spanned! {ty.span()=>
-                <#ty as #p::RetryDelayField>::from_delay(__obj.retry_delay())
+                <#ty as #p::RetryDelayField>::from_delay(__obj.retry_after())
             });
         } else if field.attrs.default.is_some() {
             values.push(quote_spanned! {ty.span()=>

@@ -15,10 +15,10 @@ pub fn expand(input: &Input) -> TokenStream {
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let error_where = bounds::where_clause(input, &[bounds::error_bound(input)]);
     let error_check = bounds::error_check(input);
-    let (kind_methods, has_kind) = if input.is_enum {
-        kind::kind_methods(input, &quote!(#p::unreachable!()), &quote!(#p::None), &[])
+    let has_kind = if input.is_enum {
+        kind::has_kind(input, &quote!(#p::unreachable!()), &quote!(#p::None), &[])
     } else {
-        (TokenStream::new(), TokenStream::new())
+        TokenStream::new()
     };
     let kind_enum = kind::kind_enum(input);
     let into_response = if input.emits_into_response() {
@@ -52,10 +52,8 @@ pub fn expand(input: &Input) -> TokenStream {
             fn from_error_object(_: &#p::ErrorObject) -> #p::Option<Self> { #p::None }
         }
         #into_response
-        #[allow(missing_docs)]
-        impl #impl_generics #ident #ty_generics #where_clause {
-            pub const CATALOG: &'static [#p::ErrorSpec] = &[];
-            #kind_methods
+        impl #impl_generics #p::Catalog for #ident #ty_generics #where_clause {
+            const CATALOG: &'static [#p::ErrorSpec] = &[];
         }
         #has_kind
         #kind_enum

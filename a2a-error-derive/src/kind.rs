@@ -1,5 +1,4 @@
-//! The `{Name}Kind` enum of an error enum, its `kind`/`kind_of` methods and its `HasKind`
-//! impl. The fallback emits the same items, so code using them compiles while the real
+//! The `{Name}Kind` enum of an error enum and its `HasKind` impl. The fallback emits the same items, so code using them compiles while the real
 //! mistake is reported.
 
 use proc_macro2::TokenStream;
@@ -26,7 +25,7 @@ pub fn kind_enum(input: &Input) -> TokenStream {
     let variant_docs = names.iter().map(|name| format!("[`{ident}::{name}`]"));
     let from_error_object = if input.generics.params.is_empty() {
         quote! {
-            /// The kind of error `obj` stands for (see `kind_of` on the error type).
+            /// The kind of error `obj` stands for (`HasKind::kind_of` of the error type).
             pub fn from_error_object(obj: &#p::ErrorObject) -> #p::Option<Self> {
                 <#ident as #p::HasKind>::kind_of(obj)
             }
@@ -61,44 +60,32 @@ pub fn kind_enum(input: &Input) -> TokenStream {
     }
 }
 
-/// The inherent `kind`/`kind_of` methods (for use without importing a trait) and the
-/// `HasKind` impl (for generic code such as `ClientError::kind`), given their bodies.
-pub fn kind_methods(
+/// The `HasKind` impl, given the bodies of `kind` and `kind_of`: reached through the trait
+/// only, as every item this derive adds to the user's type (an inherent `kind()` would
+/// collide with the idiom of `io::Error::kind`).
+pub fn has_kind(
     input: &Input,
     kind_body: &TokenStream,
     kind_of_body: &TokenStream,
     kind_of_bounds: &[TokenStream],
-) -> (TokenStream, TokenStream) {
+) -> TokenStream {
     let p = input.private();
     let ident = input.ident;
     let kind = input.kind_ident();
     let (impl_generics, ty_generics, _) = input.generics.split_for_impl();
     let where_clause = crate::bounds::where_clause(input, kind_of_bounds);
-    let inherent = quote! {
-        /// Which variant this is, without its fields.
-        pub fn kind(&self) -> #kind {
-            #kind_body
-        }
-
-        /// The kind of error `obj` stands for, even when its variant cannot be rebuilt
-        /// (it has fields that do not travel). Same matching order as the client mirror.
-        pub fn kind_of(__obj: &#p::ErrorObject) -> #p::Option<#kind> #where_clause {
-            #kind_of_body
-        }
-    };
-    let trait_impl = quote! {
+    quote! {
         #[automatically_derived]
         impl #impl_generics #p::HasKind for #ident #ty_generics #where_clause {
             type Kind = #kind;
 
             fn kind(&self) -> #kind {
-                <#ident #ty_generics>::kind(self)
+                #kind_body
             }
 
             fn kind_of(__obj: &#p::ErrorObject) -> #p::Option<#kind> {
-                <#ident #ty_generics>::kind_of(__obj)
+                #kind_of_body
             }
         }
-    };
-    (inherent, trait_impl)
+    }
 }

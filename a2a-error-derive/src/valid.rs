@@ -218,11 +218,16 @@ fn check_retry(
     }
     if retry != Retry::Never && category.is_never_retried() {
         let retryable = attrs.retryable.as_ref().map(|r| r.span);
-        let (span, what) = match (delay_span, retryable) {
-            (Some(span), _) => (span, "`retry_after`"),
-            (None, Some(span)) => (span, "`retryable`"),
+        // Each fix named is one edit that compiles: no hint leads to a second error.
+        let (span, what, fix) = match (delay_span, retryable) {
+            (Some(span), _) => (span, "`retry_after`", "drop `retry_after`"),
+            (None, Some(span)) => (span, "`retryable`", "drop `retryable`"),
             (None, None) => match &attrs.category {
-                Some(c) => (c.span, "the code's default retry"),
+                Some(c) => (
+                    c.span,
+                    "the code's default retry",
+                    "add `retryable = false`",
+                ),
                 None => return,
             },
         };
@@ -230,8 +235,7 @@ fn check_retry(
             span,
             format!(
                 "{what} contradicts the `{cat}` category of `{name}`: {cat} errors are never \
-                 retried; drop the retry advice (or add retryable = false), or choose a retried \
-                 category, e.g. category = \"transient\"",
+                 retried; {fix}, or choose a retried category, e.g. category = \"transient\"",
                 cat = category.as_str(),
                 name = variant.ident,
             ),

@@ -20,7 +20,7 @@ pub use std::vec::Vec;
 pub use crate::wire::data::DataSink;
 pub use crate::wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 pub use crate::wire::object::{ErrorObject, WireProfile};
-pub use crate::wire::spec::ErrorSpec;
+pub use crate::wire::spec::{Catalog, ErrorSpec};
 
 /// What `#[derive(A2aError)]` needs of the type: `std::error::Error`, whose `Display` is
 /// the log text.
@@ -46,9 +46,25 @@ pub fn is_std_error<T: IsStdError + ?Sized>() {}
     note = "derive them (`#[derive(serde::Serialize, serde::Deserialize)]`), or publish a \
             field that is, or drop `#[a2a(data)]` to keep the field off the wire"
 )]
-pub trait DataField: serde::Serialize + serde::de::DeserializeOwned {}
+pub trait DataField: Sized {
+    /// Publishes `value` under `key`.
+    fn write(sink: &mut DataSink<'_>, key: &str, value: &Self);
+    /// Reads the field at `key` back from a received object.
+    fn read(obj: &ErrorObject, key: &str) -> Option<Self>;
+}
 
-impl<T: serde::Serialize + serde::de::DeserializeOwned> DataField for T {}
+// `do_not_recommend`: a type that is not serde is reported as not a `DataField`, once, with
+// the hint above, instead of once per serde trait with a list of unrelated implementors.
+#[diagnostic::do_not_recommend]
+impl<T: serde::Serialize + serde::de::DeserializeOwned> DataField for T {
+    fn write(sink: &mut DataSink<'_>, key: &str, value: &Self) {
+        sink.field(key, value);
+    }
+
+    fn read(obj: &ErrorObject, key: &str) -> Option<Self> {
+        obj.data_field::<T>(key)
+    }
+}
 
 /// How a data field is written and read.
 pub struct DataFieldFns<T> {
@@ -61,8 +77,8 @@ pub struct DataFieldFns<T> {
 /// The functions for a data field of type `T`.
 pub fn data_field<T: DataField>() -> DataFieldFns<T> {
     DataFieldFns {
-        write: |sink, key, value| sink.field(key, value),
-        read: |obj, key| obj.data_field::<T>(key),
+        write: T::write,
+        read: T::read,
     }
 }
 

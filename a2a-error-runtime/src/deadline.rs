@@ -21,6 +21,15 @@ tokio::task_local! {
 #[cfg(feature = "client")]
 pub(crate) const MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// The earlier of two optional limits (deadlines or budgets): whichever ends first, or the
+/// one there is. Every "the earlier one holds" in this crate is this function.
+pub(crate) fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The deadline of the request being served, when there is one.
 pub(crate) fn inherited() -> Option<Instant> {
     DEADLINE.try_with(|deadline| *deadline).ok()
@@ -29,11 +38,7 @@ pub(crate) fn inherited() -> Option<Instant> {
 /// Runs `future` with `deadline` as the one calls made inside it inherit (an earlier one
 /// already in force is kept).
 pub(crate) async fn scope<F: Future>(deadline: Option<Instant>, future: F) -> F::Output {
-    let deadline = match (deadline, inherited()) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    match deadline {
+    match earliest(deadline, inherited()) {
         Some(deadline) => DEADLINE.scope(deadline, future).await,
         None => future.await,
     }

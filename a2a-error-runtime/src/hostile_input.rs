@@ -6,7 +6,7 @@
 //! The quick run is part of `cargo test`. The long run (thousands of cases a second for
 //! minutes) is opt-in:
 //! `A2A_SOAK_SECS=300 cargo test -p a2a-error-runtime --all-features --release -- --ignored hostile_input`,
-//! or with the chaos run, as the README says: `A2A_SOAK_SECS=300 cargo test --workspace --release -- --ignored soak`.
+//! or with the chaos run, as docs/testing.md says: `A2A_SOAK_SECS=300 cargo test --workspace --release -- --ignored soak`.
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -47,7 +47,7 @@ pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 pub use wire::jsonrpc::Id;
 pub use wire::object::{ErrorObject, MAX_DATA_NODES, WireProfile};
 pub use wire::remote::RemoteError;
-pub use wire::spec::ErrorSpec;
+pub use wire::spec::{Catalog, ErrorSpec};
 pub use wire::standard::{StandardError, StandardErrorKind};
 pub use wire::text::Shown;
 

@@ -34,7 +34,9 @@
 #[cfg(feature = "client")]
 pub(crate) use client::*;
 
-pub(crate) use labels::{code_label, method_label, reason_label};
+#[cfg(feature = "client")]
+pub(crate) use labels::method_label;
+pub(crate) use labels::{code_label, reason_label};
 
 mod labels {
     use std::sync::{Arc, Mutex};
@@ -52,6 +54,7 @@ mod labels {
 
     static REASONS: Others = Others(Mutex::new(Vec::new()));
     static CODES: Others = Others(Mutex::new(Vec::new()));
+    #[cfg(feature = "client")]
     static METHODS: Others = Others(Mutex::new(Vec::new()));
 
     impl Others {
@@ -100,9 +103,10 @@ mod labels {
     }
 
     /// A client's `method` as an `rpc.method` label value.
+    #[cfg(feature = "client")]
     pub(crate) fn method_label(method: &str) -> SharedString {
         if let Some(known) = crate::wire::method::lookup(method) {
-            return SharedString::const_str(known.name);
+            return SharedString::const_str(known.spelled(method));
         }
         METHODS
             .admit(method)

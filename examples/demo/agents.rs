@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a_error::client::ClientError;
 use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig, BreakerRegistry};
 use a2a_error::resilience::{Fallback, FanOut, FanOutError, RetryPolicy};
 use a2a_error::server::{JsonRpc, RequestContext, ServeLimits, serve};
@@ -186,9 +185,6 @@ pub enum PlannerError {
     Standard(#[from] StandardError),
 }
 
-/// A call of the fan-out, boxed so that the plain calls and the fallback fit in one list.
-type Call = std::pin::Pin<Box<dyn Future<Output = Result<Value, ClientError>> + Send>>;
-
 /// The planner's clients: one per specialist, circuits from one registry.
 #[derive(Clone)]
 struct Planner {
@@ -259,35 +255,28 @@ async fn plan(planner: &Planner, request: &Value) -> Result<Value, PlannerError>
             .map_err(|error| PlannerError::Booking(planner.pricing.downstream(error)))?;
         return Ok(reply);
     }
-    let weather = {
-        let call = ask(&planner.weather);
-        async move {
-            // The forecast agent, else yesterday's forecast: a degraded answer, marked.
-            Fallback::new("weather", || call)
-                .or_default(
-                    "cached forecast",
-                    json!({"message": {"parts": [{"text": "sunny (yesterday's forecast)"}]}}),
-                )
-                .run()
-                .await
-                .map(|answered| answered.mark())
-        }
-    };
-    let named = |client: &Client, call: Call| (Arc::<str>::from(client.name()), call);
-    let calls = vec![
-        named(&planner.search, Box::pin(ask(&planner.search))),
-        named(&planner.hotels, Box::pin(ask(&planner.hotels))),
-        named(&planner.weather, Box::pin(weather)),
-        named(&planner.visa, Box::pin(ask(&planner.visa))),
-    ];
+    // The forecast agent, else yesterday's forecast: a degraded answer, marked.
+    let weather_call = ask(&planner.weather);
+    let weather = Fallback::new("weather", || weather_call)
+        .or_default(
+            "cached forecast",
+            json!({"message": {"parts": [{"text": "sunny (yesterday's forecast)"}]}}),
+        )
+        .run();
     // No deadline to set here: each call inherits this request's, less a margin for the reply.
-    let outcome = FanOut::new(3).run(calls).await?;
+    let outcome = FanOut::new(3)
+        .call(planner.search.name(), ask(&planner.search))
+        .call(planner.hotels.name(), ask(&planner.hotels))
+        .fallback(planner.weather.name(), weather)
+        .call(planner.visa.name(), ask(&planner.visa))
+        .run()
+        .await?;
     let mut answered = serde_json::Map::new();
     let mut parts = Vec::new();
     for (name, reply) in &outcome.answered {
         let text = first_text(reply);
         parts.push(json!({"text": format!("{name}: {text}")}));
-        let degraded = reply.pointer("/metadata/degraded").is_some();
+        let degraded = outcome.degraded.contains(name);
         answered.insert(
             name.to_string(),
             json!({"text": text, "degraded": degraded}),

@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::error::ClientError;
+use crate::deadline::earliest;
 use crate::wire::remote::RemoteError;
 
 /// One A2A call: a method, its params as JSON bytes and a JSON-RPC id, fixed when the call is
@@ -51,10 +52,7 @@ impl TimeLimit {
     /// The deadline of a call whose budget starts at `now`: the earlier of the two.
     pub(crate) fn deadline_from(self, now: Instant) -> Option<Instant> {
         let from_budget = self.budget.and_then(|budget| now.checked_add(budget));
-        match (self.deadline, from_budget) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.deadline, from_budget)
     }
 }
 
@@ -104,7 +102,7 @@ impl Call {
     /// Sets the instant by which the whole call must be done; transports send what is left of
     /// it as the `A2A-Deadline-Ms` header. An earlier deadline already set is kept.
     pub fn with_deadline(mut self, deadline: Instant) -> Call {
-        self.limit.deadline = Some(self.limit.deadline.map_or(deadline, |d| d.min(deadline)));
+        self.limit.deadline = earliest(self.limit.deadline, Some(deadline));
         self
     }
 
@@ -112,7 +110,7 @@ impl Call {
     /// the clock yet (the layers that wait turn it into a deadline once they do). A smaller
     /// budget already set is kept.
     pub fn with_budget(mut self, budget: Duration) -> Call {
-        self.limit.budget = Some(self.limit.budget.map_or(budget, |b| b.min(budget)));
+        self.limit.budget = earliest(self.limit.budget, Some(budget));
         self
     }
 
@@ -122,10 +120,7 @@ impl Call {
             .limit
             .deadline
             .map(|deadline| deadline.saturating_duration_since(Instant::now()));
-        match (left, self.limit.budget) {
-            (Some(left), Some(budget)) => Some(left.min(budget)),
-            (left, budget) => left.or(budget),
-        }
+        earliest(left, self.limit.budget)
     }
 
     /// The call's deadline and unstarted budget.

@@ -7,6 +7,7 @@
 //! [`Client`](crate::Client) puts them together.
 
 mod call;
+mod classify;
 mod downstream;
 mod error;
 mod http;
@@ -17,9 +18,10 @@ mod transport;
 
 pub use call::{Call, EventStream, RawJson, Reply};
 pub(crate) use call::{ReplyFuture, TimeLimit};
+pub use classify::Outcome;
+pub(crate) use downstream::CHAIN_BYTES;
 pub use downstream::Downstream;
-pub(crate) use error::CHAIN_BYTES;
-pub use error::{BoxError, ClientError, DECIDED_BEFORE_WORK, ErrorReply, ResponseHead, Timeout};
+pub use error::{BoxError, ClientError, ErrorReply, ResponseHead, Timeout};
 pub(crate) use http::DEFAULT_VERSION;
 pub use http::ReplyLimits;
 pub use transport::Transport;

@@ -13,6 +13,7 @@ use super::http::{self, Http};
 use super::sse::Event;
 use crate::wire::code;
 use crate::wire::error::FromErrorObject;
+use crate::wire::method::{self, Verb};
 use crate::wire::object::ErrorObject;
 
 /// Where a method goes: HTTP method, path segments, and whether the params are the body.
@@ -22,37 +23,24 @@ struct Route {
     body: bool,
 }
 
-fn task_id(params: &Value) -> Option<String> {
-    params.get("id")?.as_str().map(str::to_owned)
-}
-
+/// The route of `call`, from the method table.
 fn route(call: &Call) -> Result<Route, String> {
+    let Some(row) = method::lookup(call.method()) else {
+        return Err(format!("no HTTP+JSON route for method {:?}", call.method()));
+    };
     let params: Value = if call.params().is_empty() {
         Value::Null
     } else {
         serde_json::from_slice(call.params()).map_err(|e| format!("params are not JSON: {e}"))?
     };
-    let with_id = |suffix: &str| {
-        task_id(&params)
-            .map(|id| vec!["tasks".to_owned(), format!("{id}{suffix}")])
-            .ok_or_else(|| format!("{} needs a string \"id\" in its params", call.method()))
-    };
-    let (method, segments, body) = match call.method() {
-        "SendMessage" | "message/send" => (Method::POST, vec!["message:send".into()], true),
-        "SendStreamingMessage" | "message/stream" => {
-            (Method::POST, vec!["message:stream".into()], true)
-        }
-        "GetTask" | "tasks/get" => (Method::GET, with_id("")?, false),
-        "CancelTask" | "tasks/cancel" => (Method::POST, with_id(":cancel")?, true),
-        "SubscribeToTask" | "tasks/resubscribe" => (Method::GET, with_id(":subscribe")?, false),
-        "ListTasks" | "tasks/list" => (Method::GET, vec!["tasks".into()], false),
-        "GetExtendedAgentCard" => (Method::GET, vec!["extendedAgentCard".into()], false),
-        other => return Err(format!("no HTTP+JSON route for method {other:?}")),
-    };
     Ok(Route {
-        method,
-        segments,
-        body,
+        method: match row.verb {
+            Verb::Get => Method::GET,
+            Verb::Post => Method::POST,
+            Verb::Delete => Method::DELETE,
+        },
+        segments: method::route_segments(row, &params)?,
+        body: row.has_body(),
     })
 }
 

@@ -14,7 +14,7 @@ use crate::wire::remote::RemoteError;
 
 /// Which binding a transport speaks.
 #[derive(Copy, Clone, Debug)]
-enum Wire {
+enum Binding {
     /// JSON-RPC 2.0: one `POST` to one URL per call.
     JsonRpc,
     /// HTTP+JSON: methods as routes, errors as `google.rpc.Status` bodies.
@@ -30,7 +30,7 @@ enum Wire {
 ///   `GetTask` → `GET /tasks/{id}`, …
 pub struct Transport<E = RemoteError> {
     http: Http,
-    wire: Wire,
+    binding: Binding,
     errors: PhantomData<fn() -> E>,
 }
 
@@ -38,7 +38,7 @@ impl<E> Clone for Transport<E> {
     fn clone(&self) -> Self {
         Transport {
             http: self.http.clone(),
-            wire: self.wire,
+            binding: self.binding,
             errors: PhantomData,
         }
     }
@@ -47,7 +47,7 @@ impl<E> Clone for Transport<E> {
 impl<E> std::fmt::Debug for Transport<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Transport")
-            .field("wire", &self.wire)
+            .field("binding", &self.binding)
             .field("url", &self.http.url.as_str())
             .finish()
     }
@@ -57,18 +57,18 @@ impl<E> Transport<E> {
     /// The agent's JSON-RPC endpoint at `url`, reached with `client` (its connect timeout,
     /// TLS and pool apply).
     pub fn jsonrpc(client: reqwest::Client, url: reqwest::Url) -> Self {
-        Transport::new(client, url, Wire::JsonRpc)
+        Transport::new(client, url, Binding::JsonRpc)
     }
 
     /// The agent whose HTTP+JSON interface is at base URL `base`, reached with `client`.
     pub fn rest(client: reqwest::Client, base: reqwest::Url) -> Self {
-        Transport::new(client, base, Wire::Rest)
+        Transport::new(client, base, Binding::Rest)
     }
 
-    fn new(client: reqwest::Client, url: reqwest::Url, wire: Wire) -> Self {
+    fn new(client: reqwest::Client, url: reqwest::Url, binding: Binding) -> Self {
         Transport {
             http: Http::new(client, url),
-            wire,
+            binding,
             errors: PhantomData,
         }
     }
@@ -102,12 +102,12 @@ where
         // A call that starts now must be done by its deadline, or its budget from now.
         let deadline = call.time_limit().deadline_from(tokio::time::Instant::now());
         let http = self.http.clone();
-        match self.wire {
-            Wire::JsonRpc => Box::pin(http::within_deadline(
+        match self.binding {
+            Binding::JsonRpc => Box::pin(http::within_deadline(
                 deadline,
                 jsonrpc::exchange(http, call, deadline),
             )),
-            Wire::Rest => Box::pin(http::within_deadline(
+            Binding::Rest => Box::pin(http::within_deadline(
                 deadline,
                 rest::exchange(http, call, deadline),
             )),

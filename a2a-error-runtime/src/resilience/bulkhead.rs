@@ -216,10 +216,7 @@ mod tests {
         // The fourth finds the queue full and fails at once, as nothing the agent did.
         let error = service.clone().call(call()).await.unwrap_err();
         assert!(matches!(error, ClientError::BulkheadFull), "{error:?}");
-        assert_eq!(
-            crate::resilience::breaker::Outcome::of(&error),
-            crate::resilience::breaker::Outcome::Ignored
-        );
+        assert_eq!(error.health(), crate::client::Outcome::Ignored);
         assert!(!error.may_have_run());
         // A waiting call with a deadline gives up at the deadline.
         let deadline = tokio::time::Instant::now() + Duration::from_millis(100);

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -12,9 +13,10 @@ use futures_util::stream::FuturesUnordered;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+use super::fallback::Answered;
 use crate::client::CHAIN_BYTES;
 use crate::client::{ClientError, Downstream};
-use crate::wire::code;
+use crate::wire::code::{self, CodeRow};
 use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, RetryHint};
 use crate::wire::remote::RemoteError;
@@ -65,13 +67,58 @@ impl FanOut {
         self
     }
 
-    /// Runs `calls`, each an agent's name and the future of its call.
+    /// Runs `calls`, each an agent's name and the future of its call, all of one type. To
+    /// mix calls of different types (a plain call beside a [`Fallback`](super::Fallback)),
+    /// add them one by one with [`call`](Self::call) and [`fallback`](Self::fallback).
     pub async fn run<T, E, F>(
         self,
         calls: impl IntoIterator<Item = (Arc<str>, F)>,
     ) -> Result<FanOutResult<T, E>, FanOutError<E>>
     where
         F: Future<Output = Result<T, ClientError<E>>>,
+    {
+        // Collected before the first await: a lazy `map` held across it trips rustc's
+        // higher-ranked `Send` check for callers' borrowing iterators.
+        let calls: Vec<_> = calls
+            .into_iter()
+            .map(|(name, call)| (name, async move { call.await.map(|value| (value, false)) }))
+            .collect();
+        self.run_marked(calls).await
+    }
+
+    /// Starts a fan-out of calls of any future types: `agent`'s call, then more with
+    /// [`Branches::call`] and [`Branches::fallback`], and [`Branches::run`].
+    pub fn call<'a, T, E, F>(self, agent: impl Into<Arc<str>>, call: F) -> Branches<'a, T, E>
+    where
+        F: Future<Output = Result<T, ClientError<E>>> + Send + 'a,
+    {
+        Branches {
+            fan_out: self,
+            calls: Vec::new(),
+        }
+        .call(agent, call)
+    }
+
+    /// Starts a fan-out whose first branch is `agent` behind a [`Fallback`](super::Fallback)
+    /// chain (see [`Branches::fallback`]).
+    pub fn fallback<'a, T, E, F>(self, agent: impl Into<Arc<str>>, chain: F) -> Branches<'a, T, E>
+    where
+        F: Future<Output = Result<Answered<T>, ClientError<E>>> + Send + 'a,
+    {
+        Branches {
+            fan_out: self,
+            calls: Vec::new(),
+        }
+        .fallback(agent, chain)
+    }
+
+    /// Runs calls whose answers say whether they were degraded (a fallback answered).
+    async fn run_marked<T, E, F>(
+        self,
+        calls: impl IntoIterator<Item = (Arc<str>, F)>,
+    ) -> Result<FanOutResult<T, E>, FanOutError<E>>
+    where
+        F: Future<Output = Result<(T, bool), ClientError<E>>>,
     {
         let mut names = Vec::new();
         let mut running = FuturesUnordered::new();
@@ -80,7 +127,7 @@ impl FanOut {
             running.push(async move { (index, call.await) });
         }
         let total = names.len();
-        let mut answered: Vec<(usize, T)> = Vec::new();
+        let mut answered: Vec<(usize, (T, bool))> = Vec::new();
         let mut failed: Vec<(usize, ClientError<E>)> = Vec::new();
         let mut finished = vec![false; total];
         let mut deadline = std::pin::pin!(self.deadline.map(tokio::time::sleep_until));
@@ -136,13 +183,19 @@ impl FanOut {
                 needed: self.min_results,
             });
         }
+        let degraded = answered
+            .iter()
+            .filter(|(_, (_, degraded))| *degraded)
+            .map(|(index, _)| names[*index].clone())
+            .collect();
         let result = FanOutResult {
             answered: answered
                 .into_iter()
-                .map(|(index, value)| (names[index].clone(), value))
+                .map(|(index, (value, _))| (names[index].clone(), value))
                 .collect(),
             failed,
             unfinished,
+            degraded,
         };
         if result.is_degraded() {
             metrics::counter!("a2a.degraded", "source" => "fan_out").increment(1);
@@ -150,6 +203,7 @@ impl FanOut {
                 answered = result.answered.len(),
                 failed = result.failed.len(),
                 unfinished = result.unfinished.len(),
+                from_fallback = result.degraded.len(),
                 "fan-out degraded"
             );
         }
@@ -165,12 +219,63 @@ pub struct FanOutResult<T, E = RemoteError> {
     pub failed: Vec<Downstream<E>>,
     /// The agents whose calls were cancelled once the outcome was decided.
     pub unfinished: Vec<Arc<str>>,
+    /// The agents among `answered` whose answer came from a fallback step, not the agent
+    /// itself ([`Branches::fallback`]).
+    pub degraded: Vec<Arc<str>>,
 }
 
 impl<T, E> FanOutResult<T, E> {
-    /// Whether some agent did not answer: the answer is not the full one.
+    /// Whether the answer is not the full one: some agent did not answer, or a fallback
+    /// answered for it.
     pub fn is_degraded(&self) -> bool {
-        !self.failed.is_empty() || !self.unfinished.is_empty()
+        !self.failed.is_empty() || !self.unfinished.is_empty() || !self.degraded.is_empty()
+    }
+}
+
+/// The branch future of a fan-out: its answer, and whether a fallback gave it.
+type Branch<'a, T, E> =
+    Pin<Box<dyn Future<Output = Result<(T, bool), ClientError<E>>> + Send + 'a>>;
+
+/// A fan-out being assembled from calls of different future types ([`FanOut::call`]): each
+/// is boxed, so a plain call, a [`Fallback`](super::Fallback) chain and a call of your own
+/// sit side by side.
+#[must_use = "a fan-out does nothing until `run` is awaited"]
+pub struct Branches<'a, T, E = RemoteError> {
+    fan_out: FanOut,
+    calls: Vec<(Arc<str>, Branch<'a, T, E>)>,
+}
+
+impl<'a, T, E> Branches<'a, T, E> {
+    /// Adds `agent`'s call.
+    pub fn call<F>(mut self, agent: impl Into<Arc<str>>, call: F) -> Self
+    where
+        F: Future<Output = Result<T, ClientError<E>>> + Send + 'a,
+    {
+        let call = async move { call.await.map(|value| (value, false)) };
+        self.calls.push((agent.into(), Box::pin(call)));
+        self
+    }
+
+    /// Adds `agent` behind a fallback chain (the future of
+    /// [`Fallback::run`](super::Fallback::run)): an answer from a step other than the primary
+    /// is listed in [`FanOutResult::degraded`], and makes the result degraded.
+    pub fn fallback<F>(mut self, agent: impl Into<Arc<str>>, chain: F) -> Self
+    where
+        F: Future<Output = Result<Answered<T>, ClientError<E>>> + Send + 'a,
+    {
+        let chain = async move {
+            chain.await.map(|answered| {
+                let degraded = answered.is_degraded();
+                (answered.value, degraded)
+            })
+        };
+        self.calls.push((agent.into(), Box::pin(chain)));
+        self
+    }
+
+    /// Runs the calls (see [`FanOut`]).
+    pub async fn run(self) -> Result<FanOutResult<T, E>, FanOutError<E>> {
+        self.fan_out.run_marked(self.calls).await
     }
 }
 
@@ -249,21 +354,24 @@ impl<E> FanOutError<E> {
     }
 }
 
-impl<E: A2aError + 'static> A2aError for FanOutError<E> {
-    fn code(&self) -> i32 {
-        if self.out_of_time() {
+impl<E> FanOutError<E> {
+    /// The table row this error is passed on as.
+    fn row(&self) -> &'static CodeRow {
+        code::row(if self.out_of_time() {
             code::DEADLINE_EXCEEDED
         } else {
             code::DOWNSTREAM_FAILED
-        }
+        })
+    }
+}
+
+impl<E: A2aError + 'static> A2aError for FanOutError<E> {
+    fn code(&self) -> i32 {
+        self.row().code
     }
 
     fn reason(&self) -> &str {
-        if self.out_of_time() {
-            "DEADLINE_EXCEEDED"
-        } else {
-            "DOWNSTREAM_FAILED"
-        }
+        self.row().reason
     }
 
     fn domain(&self) -> &str {
@@ -275,11 +383,7 @@ impl<E: A2aError + 'static> A2aError for FanOutError<E> {
     }
 
     fn public_message(&self) -> Cow<'_, str> {
-        Cow::Borrowed(if self.out_of_time() {
-            "Deadline exceeded"
-        } else {
-            "Downstream agent failed"
-        })
+        Cow::Borrowed(self.row().message)
     }
 
     /// Each agent's failure was retried by its own client already, so not again; unless
@@ -303,15 +407,11 @@ impl<E: A2aError + 'static> A2aError for FanOutError<E> {
     }
 
     fn category(&self) -> Category {
-        if self.out_of_time() {
-            Category::Timeout
-        } else {
-            Category::Transient
-        }
+        self.row().category
     }
 
     fn http_status(&self) -> u16 {
-        if self.out_of_time() { 504 } else { 502 }
+        self.row().http_status
     }
 
     fn write_data(&self, sink: &mut DataSink<'_>) {
@@ -371,5 +471,57 @@ impl<E> crate::wire::error::FromErrorObject for FanOutError<E> {
 
     fn code_for_reason(reason: &str) -> Option<i32> {
         (reason == "DOWNSTREAM_FAILED").then_some(code::DOWNSTREAM_FAILED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::client::Timeout;
+    use crate::resilience::Fallback;
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_of_different_types_mix_and_a_fallback_answer_is_degraded() {
+        let plain = async { Ok::<Value, ClientError>(json!("search")) };
+        let slow = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            Ok::<Value, ClientError>(json!("hotels"))
+        };
+        let weather = Fallback::new("weather", || async {
+            Err::<Value, ClientError>(ClientError::Timeout(Timeout::Attempt))
+        })
+        .or_default("cached forecast", json!("sunny"))
+        .run();
+        let result = FanOut::new(3)
+            .call("search", plain)
+            .call("hotels", slow)
+            .fallback("weather", weather)
+            .run()
+            .await
+            .unwrap();
+        let names: Vec<&str> = result.answered.iter().map(|(name, _)| &**name).collect();
+        assert_eq!(names, ["search", "hotels", "weather"]);
+        assert_eq!(result.answered[2].1, json!("sunny"));
+        assert_eq!(result.degraded, [Arc::<str>::from("weather")]);
+        assert!(result.failed.is_empty() && result.unfinished.is_empty());
+        assert!(
+            result.is_degraded(),
+            "a fallback answered: not the full answer"
+        );
+
+        // The primary answering is not degraded.
+        let primary = Fallback::new("weather", || async { Ok::<Value, ClientError>(json!(1)) })
+            .or_default("cached", json!(0))
+            .run();
+        let result = FanOut::new(1)
+            .fallback("weather", primary)
+            .run()
+            .await
+            .unwrap();
+        assert!(!result.is_degraded());
     }
 }

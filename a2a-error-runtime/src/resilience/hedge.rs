@@ -14,7 +14,8 @@ use tower::{Layer, Service, ServiceExt};
 
 use crate::client::{Call, ClientError, Reply, ReplyFuture};
 use crate::resilience::RetryBudget;
-use crate::wire::method::METHODS;
+use crate::wire::error::A2aError;
+use crate::wire::method;
 
 /// When the hedge is sent.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -68,11 +69,7 @@ impl HedgeConfig {
         HedgeConfig {
             delay,
             // The A2A methods that only read.
-            methods: METHODS
-                .iter()
-                .filter(|m| m.read)
-                .map(|m| m.name.to_owned())
-                .collect(),
+            methods: method::names(|m| m.read).map(str::to_owned).collect(),
             budget: Arc::new(RetryBudget::new(Duration::from_secs(10), 1, 0.1)),
             deposits: true,
             latencies: Arc::default(),
@@ -183,7 +180,7 @@ impl<S, E> Service<Call> for Hedge<S>
 where
     S: Service<Call, Response = Reply<E>, Error = ClientError<E>> + Clone + Send + 'static,
     S::Future: Send,
-    E: Send + 'static,
+    E: A2aError + Send + 'static,
 {
     type Response = Reply<E>;
     type Error = ClientError<E>;
@@ -218,6 +215,7 @@ async fn hedged<S, E, F>(
 where
     S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
     F: Future<Output = Result<Reply<E>, ClientError<E>>>,
+    E: A2aError + 'static,
 {
     let started = Instant::now();
     let mut first = std::pin::pin!(first);
@@ -250,7 +248,13 @@ where
     let mut hedge = std::pin::pin!(second.oneshot(call));
     let result = match future::select(first.as_mut(), hedge.as_mut()).await {
         Either::Left((Ok(reply), _)) | Either::Right((Ok(reply), _)) => Ok(reply),
-        // One failed: the other may still answer.
+        // One failed: the other may still answer, unless the classifier says another try
+        // cannot help (a 404, a validation error), which is then the answer.
+        Either::Left((Err(error), _)) | Either::Right((Err(error), _))
+            if !error.retry_advice().is_retryable() =>
+        {
+            Err(error)
+        }
         Either::Left((Err(_), _)) => hedge.await,
         Either::Right((Err(_), _)) => first.await,
     };
@@ -275,10 +279,21 @@ mod tests {
         }
     }
 
-    /// The n-th call (from 0) takes `script[n].0` and then answers its number, or fails when
-    /// `script[n].1` is false; `dropped` counts the calls dropped unfinished.
+    /// What a scripted call ends in.
+    #[derive(Copy, Clone)]
+    enum Answer {
+        /// Its number.
+        Ok,
+        /// An attempt timeout, which another try may beat.
+        Timeout,
+        /// TASK_NOT_FOUND, which another try cannot change.
+        NotFound,
+    }
+
+    /// The n-th call (from 0) takes `script[n].0` and then ends as `script[n].1` says;
+    /// `dropped` counts the calls dropped unfinished.
     fn scripted(
-        script: Vec<(Duration, bool)>,
+        script: Vec<(Duration, Answer)>,
     ) -> (
         impl Service<Call, Response = Reply, Error = ClientError, Future: Send> + Clone + Send + 'static,
         Arc<AtomicUsize>,
@@ -289,15 +304,23 @@ mod tests {
         let (c, d) = (calls.clone(), dropped.clone());
         let service = tower::service_fn(move |_call: Call| {
             let n = c.fetch_add(1, Ordering::SeqCst);
-            let (delay, ok) = script.get(n).copied().unwrap_or((Duration::ZERO, true));
+            let (delay, answer) = script
+                .get(n)
+                .copied()
+                .unwrap_or((Duration::ZERO, Answer::Ok));
             let guard = SetOnDrop(d.clone());
             async move {
                 tokio::time::sleep(delay).await;
                 std::mem::forget(guard);
-                if !ok {
-                    return Err(ClientError::Timeout(Timeout::Attempt));
+                match answer {
+                    Answer::Ok => Ok(Reply::Result(serde_json::value::to_raw_value(&n).unwrap())),
+                    Answer::Timeout => Err(ClientError::Timeout(Timeout::Attempt)),
+                    Answer::NotFound => Err(ClientError::from_object(
+                        crate::RemoteError::new(crate::code::TASK_NOT_FOUND, "gone")
+                            .to_error_object(),
+                        None,
+                    )),
                 }
-                Ok(Reply::Result(serde_json::value::to_raw_value(&n).unwrap()))
             }
         });
         (service, calls, dropped)
@@ -310,8 +333,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_slow_read_is_hedged_and_the_loser_cancelled() {
         let (service, calls, dropped) = scripted(vec![
-            (Duration::from_secs(10), true),
-            (Duration::from_millis(50), true),
+            (Duration::from_secs(10), Answer::Ok),
+            (Duration::from_millis(50), Answer::Ok),
         ]);
         let started = Instant::now();
         let reply = Hedge::new(service, fixed(200))
@@ -329,13 +352,13 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn fast_reads_and_unsafe_methods_are_never_hedged() {
-        let (service, calls, _) = scripted(vec![(Duration::from_millis(10), true)]);
+        let (service, calls, _) = scripted(vec![(Duration::from_millis(10), Answer::Ok)]);
         let _ = Hedge::new(service, fixed(200))
             .oneshot(Call::from_json("GetTask", "{}"))
             .await
             .unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 1);
-        let (service, calls, _) = scripted(vec![(Duration::from_secs(10), true)]);
+        let (service, calls, _) = scripted(vec![(Duration::from_secs(10), Answer::Ok)]);
         let _ = Hedge::new(service, fixed(200))
             .oneshot(Call::from_json("SendMessage", "{}"))
             .await
@@ -347,8 +370,8 @@ mod tests {
     async fn a_failed_attempt_leaves_the_other_to_answer_and_the_budget_bounds_hedges() {
         // The hedge fails at 150 ms; the first attempt still answers at 1 s.
         let (service, _, _) = scripted(vec![
-            (Duration::from_secs(1), true),
-            (Duration::from_millis(50), false),
+            (Duration::from_secs(1), Answer::Ok),
+            (Duration::from_millis(50), Answer::Timeout),
         ]);
         let started = Instant::now();
         let reply = Hedge::new(service, fixed(100))
@@ -365,12 +388,30 @@ mod tests {
                 false
             }
         }
-        let (service, calls, _) = scripted(vec![(Duration::from_secs(1), true)]);
+        let (service, calls, _) = scripted(vec![(Duration::from_secs(1), Answer::Ok)]);
         let _ = Hedge::new(service, fixed(100).budget(Arc::new(Empty)))
             .oneshot(Call::from_json("GetTask", "{}"))
             .await
             .unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_no_retry_can_change_ends_the_hedged_call() {
+        // The hedge says TASK_NOT_FOUND at 150 ms: the first attempt (due at 10 s) is not
+        // waited for, and is dropped.
+        let (service, _, dropped) = scripted(vec![
+            (Duration::from_secs(10), Answer::Ok),
+            (Duration::from_millis(50), Answer::NotFound),
+        ]);
+        let started = Instant::now();
+        let error = Hedge::new(service, fixed(100))
+            .oneshot(Call::from_json("GetTask", "{}"))
+            .await
+            .unwrap_err();
+        assert_eq!(error.remote_code(), Some(crate::code::TASK_NOT_FOUND));
+        assert_eq!(started.elapsed(), Duration::from_millis(150));
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -28,7 +28,7 @@ mod timeout;
 pub use bulkhead::{Bulkhead, BulkheadLayer, BulkheadService};
 pub use clock::{Clock, Random, SystemClock, ThreadRandom};
 pub use fallback::{Answered, DEGRADED_KEY, Fallback};
-pub use fan_out::{FanOut, FanOutError, FanOutResult, Settle};
+pub use fan_out::{Branches, FanOut, FanOutError, FanOutResult, Settle};
 pub use hedge::{Hedge, HedgeConfig, HedgeDelay, HedgeLayer};
 pub use retry::{
     Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,

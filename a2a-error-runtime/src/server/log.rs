@@ -76,30 +76,8 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 /// `retryable: false` on the wire. A panic is a bug in this server, which the next attempt
 /// would most likely hit again; this project's client reads the marker and does not repeat
 /// the call, where a plain -32603 (retried with backoff by default) would run it again.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, a2a_error_derive::A2aError)]
 #[error("handler panicked")]
+#[a2a(crate = "crate", into_response = false)]
+#[a2a(code = INTERNAL_ERROR, retryable = false, category = "fatal")]
 pub(crate) struct Panicked;
-
-impl A2aError for Panicked {
-    fn code(&self) -> i32 {
-        crate::wire::code::INTERNAL_ERROR
-    }
-    fn reason(&self) -> &str {
-        "INTERNAL_ERROR"
-    }
-    fn domain(&self) -> &str {
-        crate::wire::code::SPEC_DOMAIN
-    }
-    fn public_message(&self) -> std::borrow::Cow<'_, str> {
-        std::borrow::Cow::Borrowed("Internal error")
-    }
-    fn retry_hint(&self) -> crate::wire::error::RetryHint {
-        crate::wire::error::RetryHint::Never
-    }
-    fn category(&self) -> Category {
-        Category::Fatal
-    }
-    fn http_status(&self) -> u16 {
-        500
-    }
-}

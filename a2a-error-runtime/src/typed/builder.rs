@@ -33,6 +33,31 @@ pub enum BuildError {
     /// The HTTP client could not be set up (TLS).
     #[error("cannot set up the HTTP client: {0}")]
     Http(#[from] reqwest::Error),
+    /// An `https` URL, but this build has no TLS: every call would fail as a connection
+    /// error. Enable a TLS feature of `a2a-error` (`rustls`, the default; `native-tls`; or
+    /// `rustls-no-provider`), or give the builder a `reqwest::Client` of your own.
+    #[error(
+        "{url:?} needs TLS, which this build of a2a-error does not have: enable its feature \
+         `rustls` (a default feature), `native-tls` or `rustls-no-provider`, or pass a \
+         reqwest::Client with TLS to ClientBuilder::http_client"
+    )]
+    TlsNotEnabled {
+        /// The URL given.
+        url: String,
+    },
+}
+
+/// Whether this build's own HTTP client speaks TLS (a TLS feature is on).
+const TLS_BUILT_IN: bool = cfg!(any(
+    feature = "rustls",
+    feature = "rustls-no-provider",
+    feature = "native-tls"
+));
+
+/// Whether a client for `url` would need TLS that its HTTP client cannot have: an `https`
+/// URL, no TLS built in, and no HTTP client of the caller's own (which may have it).
+fn lacks_tls(url: &reqwest::Url, tls_built_in: bool, own_http: bool) -> bool {
+    url.scheme() == "https" && !tls_built_in && !own_http
 }
 
 type MakeTransport<E> = fn(reqwest::Client, reqwest::Url) -> Transport<E>;
@@ -239,6 +264,9 @@ where
                 reason: "the scheme must be http or https".into(),
             });
         }
+        if lacks_tls(&url, TLS_BUILT_IN, self.http.is_some()) {
+            return Err(BuildError::TlsNotEnabled { url: self.url });
+        }
         let http = match self.http {
             Some(http) => http,
             None => reqwest::Client::builder()
@@ -283,5 +311,44 @@ where
         Ok(Client::from_service(stack)
             .with_name(name)
             .with_breaker(breaker))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_https_agent_without_tls_is_refused_at_build() {
+        let https = reqwest::Url::parse("https://agent.example/").unwrap();
+        let http = reqwest::Url::parse("http://agent.example/").unwrap();
+        assert!(lacks_tls(&https, false, false));
+        // TLS built in, plain HTTP, or the caller's own client (which may have TLS): fine.
+        assert!(!lacks_tls(&https, true, false));
+        assert!(!lacks_tls(&http, false, false));
+        assert!(!lacks_tls(&https, false, true));
+        let text = BuildError::TlsNotEnabled {
+            url: https.to_string(),
+        }
+        .to_string();
+        assert!(
+            text.contains("rustls") && text.contains("native-tls"),
+            "{text}"
+        );
+    }
+
+    /// Run by `cargo test -p a2a-error-runtime --features client` (no TLS feature): the
+    /// build itself refuses.
+    #[cfg(not(any(
+        feature = "rustls",
+        feature = "rustls-no-provider",
+        feature = "native-tls"
+    )))]
+    #[test]
+    fn this_build_has_no_tls_and_says_so() {
+        let error = crate::Client::<crate::RemoteError>::jsonrpc("https://agent.example/")
+            .build()
+            .unwrap_err();
+        assert!(matches!(error, BuildError::TlsNotEnabled { .. }), "{error}");
     }
 }

@@ -23,6 +23,26 @@ use serde_json::{Map, Value, json};
 
 use crate::wire::object::ErrorObject;
 
+/// The metadata keys of a chain, written once (the table above says what each holds).
+pub(crate) mod key {
+    /// The agent this one called.
+    pub(crate) const AGENT: &str = "downstreamAgent";
+    /// The legacy profile's nested error of that agent.
+    pub(crate) const ERROR: &str = "downstreamError";
+    /// The code that agent failed with.
+    pub(crate) const CODE: &str = "downstreamCode";
+    /// The reason that agent failed with.
+    pub(crate) const REASON: &str = "downstreamReason";
+    /// The domain that agent failed with.
+    pub(crate) const DOMAIN: &str = "downstreamDomain";
+    /// The hops, as JSON text.
+    pub(crate) const CHAIN: &str = "downstreamChain";
+    /// How many hops were left out.
+    pub(crate) const TRUNCATED: &str = "chainTruncated";
+    /// The layer below already retried.
+    pub(crate) const RETRIES_EXHAUSTED: &str = "retriesExhausted";
+}
+
 /// The most hops a chain keeps (the agent called, the root cause, and those between).
 pub const MAX_HOPS: usize = 8;
 /// The longest agent name, reason or domain kept in a hop, in bytes.
@@ -98,7 +118,7 @@ fn cut(s: &str) -> String {
 /// cause; empty when it names none. Reads both profiles; hostile input gives at most
 /// [`MAX_HOPS`] hops of bounded strings.
 pub(crate) fn hops_of(object: &ErrorObject) -> Vec<Hop> {
-    if let Some(Value::String(text)) = object.metadata_value("downstreamChain")
+    if let Some(Value::String(text)) = object.metadata_value(key::CHAIN)
         && let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text)
     {
         // A hostile chain may be long: keep the first hops and the root cause.
@@ -115,15 +135,15 @@ pub(crate) fn hops_of(object: &ErrorObject) -> Vec<Hop> {
         return hops;
     }
     if let Some(data) = object.legacy_data()
-        && data.contains_key("downstreamError")
+        && data.contains_key(key::ERROR)
     {
         let mut hops = Vec::new();
         let mut level = data;
         while hops.len() < MAX_HOPS {
-            let Some(error) = level.get("downstreamError").and_then(Value::as_object) else {
+            let Some(error) = level.get(key::ERROR).and_then(Value::as_object) else {
                 break;
             };
-            let agent = level.get("downstreamAgent").and_then(Value::as_str);
+            let agent = level.get(key::AGENT).and_then(Value::as_str);
             let Some(code) = error
                 .get("code")
                 .and_then(Value::as_i64)
@@ -145,17 +165,17 @@ pub(crate) fn hops_of(object: &ErrorObject) -> Vec<Hop> {
         return hops;
     }
     let code = object
-        .metadata_value("downstreamCode")
+        .metadata_value(key::CODE)
         .and_then(Value::as_str)
         .and_then(|c| c.parse().ok());
     match code {
         Some(code) => {
             let text = |key| object.metadata_value(key).and_then(Value::as_str);
             vec![Hop::new(
-                text("downstreamAgent"),
+                text(key::AGENT),
                 code,
-                text("downstreamReason").unwrap_or("UNKNOWN"),
-                text("downstreamDomain"),
+                text(key::REASON).unwrap_or("UNKNOWN"),
+                text(key::DOMAIN),
             )]
         }
         None => Vec::new(),
@@ -184,21 +204,21 @@ pub(crate) fn a2a_fields(
     let mut fields = Vec::new();
     if let Some(first) = hops.first() {
         if let Some(agent) = &first.agent {
-            fields.push(("downstreamAgent", json!(agent)));
+            fields.push((key::AGENT, json!(agent)));
         }
-        fields.push(("downstreamCode", json!(first.code.to_string())));
-        fields.push(("downstreamReason", json!(first.reason)));
+        fields.push((key::CODE, json!(first.code.to_string())));
+        fields.push((key::REASON, json!(first.reason)));
         if let Some(domain) = &first.domain {
-            fields.push(("downstreamDomain", json!(domain)));
+            fields.push((key::DOMAIN, json!(domain)));
         }
         let chain: Vec<Value> = hops.iter().map(Hop::to_json).collect();
-        fields.push(("downstreamChain", Value::Array(chain)));
+        fields.push((key::CHAIN, Value::Array(chain)));
     }
     if truncated > 0 {
-        fields.push(("chainTruncated", json!(truncated.to_string())));
+        fields.push((key::TRUNCATED, json!(truncated.to_string())));
     }
     if exhausted {
-        fields.push(("retriesExhausted", json!("true")));
+        fields.push((key::RETRIES_EXHAUSTED, json!("true")));
     }
     fields
 }
@@ -219,9 +239,9 @@ pub(crate) fn legacy_fields(
         }
         if let Some((agent, error)) = nested.take() {
             if let Some(agent) = agent {
-                data.insert("downstreamAgent".into(), agent.into());
+                data.insert(key::AGENT.into(), agent.into());
             }
-            data.insert("downstreamError".into(), error);
+            data.insert(key::ERROR.into(), error);
         }
         let message =
             crate::wire::code::lookup(hop.code).map_or("Unknown error", |row| row.message);
@@ -233,15 +253,15 @@ pub(crate) fn legacy_fields(
     let mut fields = Vec::new();
     if let Some((agent, error)) = nested {
         if let Some(agent) = agent {
-            fields.push(("downstreamAgent", json!(agent)));
+            fields.push((key::AGENT, json!(agent)));
         }
-        fields.push(("downstreamError", error));
+        fields.push((key::ERROR, error));
     }
     if truncated > 0 {
-        fields.push(("chainTruncated", json!(truncated)));
+        fields.push((key::TRUNCATED, json!(truncated)));
     }
     if exhausted {
-        fields.push(("retriesExhausted", json!(true)));
+        fields.push((key::RETRIES_EXHAUSTED, json!(true)));
     }
     fields
 }

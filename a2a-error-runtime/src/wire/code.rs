@@ -58,6 +58,16 @@ impl StatusMapping {
     }
 }
 
+/// The row of a code this crate names itself. Every such code is in the table; one outside
+/// it, which only a bug here could pass, reads as INTERNAL_ERROR rather than panicking.
+pub(crate) fn row(code: i32) -> &'static CodeRow {
+    const INTERNAL: &CodeRow = match lookup(INTERNAL_ERROR) {
+        Some(row) => row,
+        None => panic!("INTERNAL_ERROR is in the table"),
+    };
+    lookup(code).unwrap_or(INTERNAL)
+}
+
 /// The reason a code's own errors carry (`"TASK_NOT_FOUND"`), if the table knows the code.
 pub(crate) fn default_reason(code: i32) -> Option<&'static str> {
     lookup(code).map(|row| row.reason)

@@ -1,12 +1,22 @@
-//! The A2A methods, 1.0 names and 0.3 aliases, with what each layer needs to know of them:
-//! one table, read by the retry policy (safe to repeat), hedging (only reads) and metrics
-//! (a closed set of label values).
+//! The A2A methods: one table with each method's 1.0 name, its 0.3 alias, its HTTP+JSON route
+//! and what each layer needs to know of it. Read by the retry policy (safe to repeat), hedging
+//! (only reads), the REST client (routes) and metrics (a closed set of label values).
 
-/// One method name.
+/// An HTTP verb of the HTTP+JSON binding.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Verb {
+    Get,
+    Post,
+    Delete,
+}
+
+/// One A2A method.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Method {
-    /// The name on the wire.
+    /// The A2A 1.0 name (`SendMessage`).
     pub name: &'static str,
+    /// The A2A 0.3 name (`message/send`).
+    pub alias: &'static str,
     /// Repeating it does no harm: reads, cancels, deletes, and `SendMessage`, whose every
     /// attempt carries the same `messageId` for the server to deduplicate.
     pub safe: bool,
@@ -14,39 +24,152 @@ pub(crate) struct Method {
     /// `SendMessage` is safe to *retry* but not a read: two attempts in flight at once cost a
     /// server without dedup twice the work.
     pub read: bool,
+    /// The HTTP+JSON verb.
+    pub verb: Verb,
+    /// The HTTP+JSON path below the agent's URL; `{field}` is that string field of the
+    /// params (A2A 1.0 names: `id` is a task's id, `taskId` and `id` a push config's).
+    pub path: &'static str,
 }
 
-const fn method(name: &'static str, safe: bool, read: bool) -> Method {
-    Method { name, safe, read }
+impl Method {
+    /// Whether the params travel as the body (else only in the path).
+    pub(crate) fn has_body(&self) -> bool {
+        self.verb == Verb::Post
+    }
+
+    /// The name as `given` spells it: the 1.0 name or the 0.3 alias, as a `'static` string.
+    pub(crate) fn spelled(&self, given: &str) -> &'static str {
+        if given == self.alias {
+            self.alias
+        } else {
+            self.name
+        }
+    }
 }
+
+const fn method(
+    name: &'static str,
+    alias: &'static str,
+    (safe, read): (bool, bool),
+    verb: Verb,
+    path: &'static str,
+) -> Method {
+    Method {
+        name,
+        alias,
+        safe,
+        read,
+        verb,
+        path,
+    }
+}
+
+/// Safe to repeat, and only reads.
+const READ: (bool, bool) = (true, true);
+/// Safe to repeat, but does work.
+const SAFE: (bool, bool) = (true, false);
+/// Repeating it may do the work twice.
+const UNSAFE: (bool, bool) = (false, false);
 
 /// Every A2A method.
-pub(crate) const METHODS: [Method; 22] = [
-    method("SendMessage", true, false),
-    method("SendStreamingMessage", true, false),
-    method("GetTask", true, true),
-    method("ListTasks", true, true),
-    method("CancelTask", true, false),
-    method("SubscribeToTask", true, false),
-    method("CreateTaskPushNotificationConfig", false, false),
-    method("GetTaskPushNotificationConfig", true, true),
-    method("ListTaskPushNotificationConfigs", true, true),
-    method("DeleteTaskPushNotificationConfig", true, false),
-    method("GetExtendedAgentCard", true, true),
-    method("message/send", true, false),
-    method("message/stream", true, false),
-    method("tasks/get", true, true),
-    method("tasks/list", true, true),
-    method("tasks/cancel", true, false),
-    method("tasks/resubscribe", true, false),
-    method("tasks/pushNotificationConfig/set", false, false),
-    method("tasks/pushNotificationConfig/get", true, true),
-    method("tasks/pushNotificationConfig/list", true, true),
-    method("tasks/pushNotificationConfig/delete", true, false),
-    method("agent/getAuthenticatedExtendedCard", true, true),
+#[rustfmt::skip]
+pub(crate) const METHODS: [Method; 11] = [
+    method("SendMessage", "message/send", SAFE, Verb::Post, "message:send"),
+    method("SendStreamingMessage", "message/stream", SAFE, Verb::Post, "message:stream"),
+    method("GetTask", "tasks/get", READ, Verb::Get, "tasks/{id}"),
+    method("ListTasks", "tasks/list", READ, Verb::Get, "tasks"),
+    method("CancelTask", "tasks/cancel", SAFE, Verb::Post, "tasks/{id}:cancel"),
+    method("SubscribeToTask", "tasks/resubscribe", SAFE, Verb::Get, "tasks/{id}:subscribe"),
+    method("CreateTaskPushNotificationConfig", "tasks/pushNotificationConfig/set", UNSAFE,
+        Verb::Post, "tasks/{taskId}/pushNotificationConfigs"),
+    method("GetTaskPushNotificationConfig", "tasks/pushNotificationConfig/get", READ,
+        Verb::Get, "tasks/{taskId}/pushNotificationConfigs/{id}"),
+    method("ListTaskPushNotificationConfigs", "tasks/pushNotificationConfig/list", READ,
+        Verb::Get, "tasks/{taskId}/pushNotificationConfigs"),
+    method("DeleteTaskPushNotificationConfig", "tasks/pushNotificationConfig/delete", SAFE,
+        Verb::Delete, "tasks/{taskId}/pushNotificationConfigs/{id}"),
+    method("GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard", READ,
+        Verb::Get, "extendedAgentCard"),
 ];
 
-/// The row of `name`, if it is an A2A method.
+/// The row of `name` (a 1.0 name or a 0.3 alias), if it is an A2A method.
 pub(crate) fn lookup(name: &str) -> Option<&'static Method> {
-    METHODS.iter().find(|method| method.name == name)
+    METHODS
+        .iter()
+        .find(|method| method.name == name || method.alias == name)
+}
+
+/// Every spelling of the methods `pick` selects: 1.0 names and 0.3 aliases.
+pub(crate) fn names(pick: impl Fn(&Method) -> bool) -> impl Iterator<Item = &'static str> {
+    METHODS
+        .iter()
+        .filter(move |method| pick(method))
+        .flat_map(|method| [method.name, method.alias])
+}
+
+/// The path segments of `method`'s route, each `{field}` filled from the string field of
+/// `params`; the error names the field that is missing.
+pub(crate) fn route_segments(
+    method: &Method,
+    params: &serde_json::Value,
+) -> Result<Vec<String>, String> {
+    method
+        .path
+        .split('/')
+        .map(|segment| {
+            let Some((before, rest)) = segment.split_once('{') else {
+                return Ok(segment.to_owned());
+            };
+            let (field, after) = rest.split_once('}').unwrap_or((rest, ""));
+            let value = params.get(field).and_then(serde_json::Value::as_str);
+            match value {
+                Some(value) => Ok(format!("{before}{value}{after}")),
+                None => Err(format!(
+                    "{} needs a string {field:?} in its params",
+                    method.name
+                )),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_and_aliases_find_one_row_each() {
+        for method in METHODS {
+            assert_eq!(lookup(method.name).unwrap().name, method.name);
+            assert_eq!(lookup(method.alias).unwrap().name, method.name);
+            assert_eq!(method.spelled(method.alias), method.alias);
+            // Every read is safe to repeat.
+            assert!(!method.read || method.safe, "{}", method.name);
+        }
+        assert!(lookup("NoSuchMethod").is_none());
+        assert_eq!(names(|m| m.read).count(), 2 * 5);
+    }
+
+    #[test]
+    fn routes_fill_their_fields() {
+        let get = lookup("GetTaskPushNotificationConfig").unwrap();
+        let params = json!({"taskId": "t 1", "id": "c"});
+        assert_eq!(
+            route_segments(get, &params).unwrap(),
+            ["tasks", "t 1", "pushNotificationConfigs", "c"]
+        );
+        let cancel = lookup("tasks/cancel").unwrap();
+        assert_eq!(
+            route_segments(cancel, &json!({"id": "t"})).unwrap(),
+            ["tasks", "t:cancel"]
+        );
+        let error = route_segments(get, &json!({"taskId": "t"})).unwrap_err();
+        assert!(error.contains("\"id\""), "{error}");
+        assert!(
+            !lookup("DeleteTaskPushNotificationConfig")
+                .unwrap()
+                .has_body()
+        );
+    }
 }

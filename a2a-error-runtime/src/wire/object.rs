@@ -259,7 +259,7 @@ impl ErrorObject {
 
     /// The retry delay the peer asked for: `google.rpc.RetryInfo` `retryDelay` (`"10s"`, or a
     /// `{seconds, nanos}` object), else the legacy `retryAfter` (seconds).
-    pub fn retry_delay(&self) -> Option<Duration> {
+    pub fn retry_after(&self) -> Option<Duration> {
         if let Some(info) = self.detail("google.rpc.RetryInfo") {
             return info.get("retryDelay").and_then(parse_proto_duration);
         }
@@ -354,7 +354,7 @@ mod tests {
         assert_eq!(o.profile(), Some(WireProfile::A2a));
         assert_eq!(o.reason(), Some("RATE_LIMITED"));
         assert_eq!(o.domain(), Some("x.example"));
-        assert_eq!(o.retry_delay(), Some(Duration::from_millis(2500)));
+        assert_eq!(o.retry_after(), Some(Duration::from_millis(2500)));
         assert_eq!(o.data_field::<u32>("n"), Some(7));
         assert_eq!(o.data_field::<String>("n"), Some("7".into()));
         assert_eq!(o.data_field::<Vec<u8>>("list"), Some(vec![1, 2]));
@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(o.reason(), Some("RATE_LIMITED"));
         assert_eq!(o.domain(), None);
         assert_eq!(o.retryable(), Some(true));
-        assert_eq!(o.retry_delay(), Some(Duration::from_secs(5)));
+        assert_eq!(o.retry_after(), Some(Duration::from_secs(5)));
         assert_eq!(
             o.metadata(),
             json!({"detail": "x"}).as_object().unwrap().clone()
@@ -386,7 +386,7 @@ mod tests {
             assert_eq!(o.data, Some(data.clone()));
             assert_eq!(serde_json::to_value(&o).unwrap()["data"], data);
             assert_eq!(o.reason(), None);
-            assert_eq!(o.retry_delay(), None);
+            assert_eq!(o.retry_after(), None);
         }
         let bare = obj(json!({"code": 1, "message": "m"}));
         assert_eq!(bare.data, None);

@@ -23,7 +23,7 @@ pub struct RemoteError {
     reason: Option<String>,
     domain: Option<String>,
     metadata: Map<String, Value>,
-    retry_delay: Option<Duration>,
+    retry_after: Option<Duration>,
     retryable: Option<bool>,
     // Whether `object.data` came from a peer (sent back verbatim) or is ours to encode.
     received: bool,
@@ -36,7 +36,7 @@ impl RemoteError {
             reason: object.reason().map(str::to_owned),
             domain: object.domain().map(str::to_owned),
             metadata: object.metadata(),
-            retry_delay: object.retry_delay(),
+            retry_after: object.retry_after(),
             retryable: object.retryable(),
             received: true,
             object,
@@ -50,7 +50,7 @@ impl RemoteError {
             reason: None,
             domain: None,
             metadata: Map::new(),
-            retry_delay: None,
+            retry_after: None,
             retryable: None,
             received: false,
         }
@@ -79,7 +79,7 @@ impl RemoteError {
 
     /// Sets the retry delay the peer asked for.
     pub fn with_retry_delay(mut self, delay: Duration) -> Self {
-        self.retry_delay = Some(delay);
+        self.retry_after = Some(delay);
         self.received = false;
         self
     }
@@ -112,8 +112,8 @@ impl RemoteError {
     }
 
     /// The retry delay the peer asked for.
-    pub fn retry_delay(&self) -> Option<Duration> {
-        self.retry_delay
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
     }
 
     /// Whether the peer said the call may be retried: the legacy `retryable` member, or the
@@ -184,7 +184,7 @@ impl A2aError for RemoteError {
     }
 
     fn retry_hint(&self) -> RetryHint {
-        match (self.retry_delay, self.retryable) {
+        match (self.retry_after, self.retryable) {
             (_, Some(false)) => RetryHint::Never,
             (Some(delay), _) => RetryHint::After(delay),
             (None, Some(true)) => RetryHint::Backoff,
@@ -198,7 +198,7 @@ impl A2aError for RemoteError {
     fn category(&self) -> Category {
         match code::lookup(self.object.code) {
             Some(row) => row.category,
-            None if self.retryable == Some(true) || self.retry_delay.is_some() => {
+            None if self.retryable == Some(true) || self.retry_after.is_some() => {
                 Category::Transient
             }
             None => Category::Unknown,

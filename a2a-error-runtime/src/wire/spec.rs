@@ -1,8 +1,24 @@
-//! `ErrorSpec`: one row of a derived error's `CATALOG`, for docs and agent cards.
+//! `ErrorSpec`: one row of a derived error's [`Catalog`], for docs and agent cards.
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::wire::error::{Category, RetryHint};
+
+/// Every variant of an error type as it looks on the wire: `#[derive(A2aError)]` implements it
+/// with one row per variant that has a code (transparent variants are described by their
+/// inner type's catalog).
+///
+/// ```
+/// # use a2a_error_runtime as a2a_error;
+/// use a2a_error::{Catalog, StandardError};
+///
+/// let rows = StandardError::CATALOG;
+/// assert!(rows.iter().any(|row| row.reason == "TASK_NOT_FOUND"));
+/// ```
+pub trait Catalog {
+    /// One row per variant with a code: code, reason, public message, retry, HTTP status.
+    const CATALOG: &'static [ErrorSpec];
+}
 
 /// What one variant of a derived error looks like on the wire.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

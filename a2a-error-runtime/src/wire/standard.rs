@@ -153,7 +153,7 @@ impl StandardError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{A2aError as _, FromErrorObject, code};
+    use crate::{A2aError as _, Catalog, FromErrorObject, code};
 
     #[test]
     fn covers_the_whole_table_with_table_values() {

@@ -11,7 +11,7 @@
 )]
 #![allow(clippy::all)]
 
-use a2a_error::{A2aError, RemoteError, StandardError};
+use a2a_error::{A2aError, Catalog, RemoteError, StandardError};
 use std::time::Duration;
 
 /// A documented public error.

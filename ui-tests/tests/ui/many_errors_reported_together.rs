@@ -1,4 +1,4 @@
-use a2a_error::A2aError;
+use a2a_error::{A2aError, HasKind};
 
 // Three independent mistakes: all three are reported in one build, and nothing else.
 #[derive(Debug, thiserror::Error, A2aError)]

@@ -7,7 +7,8 @@ use std::task::{Context, Poll};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use super::{CircuitBreaker, Outcome, Permit};
+use super::{CircuitBreaker, Permit};
+use crate::client::Outcome;
 use crate::client::{Call, ClientError, Reply};
 use crate::wire::error::A2aError;
 
@@ -122,7 +123,7 @@ where
                 if let Some(permit) = this.permit.take() {
                     permit.record(match &result {
                         Ok(_) => Outcome::Success,
-                        Err(error) => Outcome::of(error),
+                        Err(error) => error.health(),
                     });
                 }
                 Poll::Ready(result)

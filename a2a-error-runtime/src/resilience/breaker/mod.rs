@@ -3,7 +3,8 @@
 //! A [`CircuitBreaker`] admits calls while closed, fails them fast while open, and lets a
 //! bounded number of probes through once the break is over (half-open): a probe that
 //! succeeds closes the circuit, one that fails opens it again for a longer break. Only
-//! failures that say something about the agent's health count (see [`Outcome::of`]).
+//! failures that say something about the agent's health count: the classifier's
+//! [`ClientError::health`](crate::client::ClientError::health) decides which.
 //!
 //! The admission check of a closed circuit is one atomic load; nothing on the hot path takes
 //! a lock, and breakers of different agents share nothing. [`CircuitBreakerLayer`] puts one
@@ -28,8 +29,7 @@ pub use layer::{BreakerFuture, CircuitBreakerLayer, CircuitBreakerService};
 pub use registry::BreakerRegistry;
 use window::Window;
 
-use crate::client::{ClientError, Timeout};
-use crate::wire::error::{A2aError, Category};
+use crate::client::Outcome;
 
 /// The state of a circuit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -84,6 +84,12 @@ impl State {
     }
 }
 
+impl serde::Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 impl fmt::Display for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -95,57 +101,10 @@ const OPEN: u8 = 1;
 const HALF_OPEN: u8 = 2;
 const ISOLATED: u8 = 3;
 
-/// What one call said about the agent's health.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The agent answered (an error it decided on counts too: a 404 proves it is up).
-    Success,
-    /// The agent is unwell: unreachable, too slow, 5xx, internal or unavailable errors.
-    Failure,
-    /// The agent refused for load (429, RATE_LIMITED): counted on its own, and as a failure
-    /// unless [`BreakerConfig::count_rate_limits`] says otherwise.
-    RateLimited,
-    /// Says nothing about the agent (our own invalid call, an open circuit): not counted.
-    Ignored,
-    /// The call was cut by its own deadline (`Timeout::Total`, often inherited from our
-    /// caller), not by the agent's attempt timeout. It counts as a failure when the attempt had
-    /// run for [`BreakerConfig::deadline_counts_after`] or longer (an agent that had that long
-    /// and said nothing is unwell), and as nothing when it was cut sooner (the budget was
-    /// short, which says nothing about the agent).
-    DeadlineCut,
-}
-
-impl Outcome {
-    /// How a client error counts: connection failures, connect/attempt/idle timeouts, replies
-    /// that are not A2A, and error replies of the transient, timeout or fatal categories (5xx,
-    /// INTERNAL_ERROR, AGENT_UNAVAILABLE, DEADLINE_EXCEEDED, DOWNSTREAM_FAILED) are failures;
-    /// rate limiting is its own signal; validation, auth, not-found and unknown codes are the
-    /// agent answering (success); the call's own deadline (`Timeout::Total`), an invalid call
-    /// and an open circuit are not counted.
-    pub fn of<E: A2aError + 'static>(error: &ClientError<E>) -> Outcome {
-        match error {
-            ClientError::Timeout(Timeout::Total) => Outcome::DeadlineCut,
-            ClientError::InvalidCall { .. }
-            | ClientError::CircuitOpen { .. }
-            | ClientError::BulkheadFull => Outcome::Ignored,
-            ClientError::Timeout(_)
-            | ClientError::Connect(_)
-            | ClientError::Transport(_)
-            | ClientError::Malformed { .. }
-            | ClientError::ReplyTooLarge { .. } => Outcome::Failure,
-            _ => match error.category() {
-                Category::RateLimit => Outcome::RateLimited,
-                Category::Transient | Category::Timeout | Category::Fatal => Outcome::Failure,
-                _ => Outcome::Success,
-            },
-        }
-    }
-}
-
 /// A call refused because the circuit is open: when it half-opens.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("circuit open: the agent is not called for another {retry_after:?}")]
-pub struct BrokenCircuit {
+pub struct CircuitOpen {
     /// The time until the circuit half-opens (zero when isolated by hand with no end known,
     /// or when its probes are all taken and one may free up any moment).
     pub retry_after: Duration,
@@ -171,6 +130,28 @@ pub struct BreakerSnapshot {
     pub trips: u32,
     /// The time until an open circuit half-opens.
     pub time_to_half_open: Option<Duration>,
+}
+
+/// For health endpoints: `{"state": "half-open", "consecutiveFailures": 0, …,
+/// "timeToHalfOpenMs": 1500}` (camelCase, as A2A's JSON; the delay in whole milliseconds, or
+/// `null`).
+impl serde::Serialize for BreakerSnapshot {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut snapshot = serializer.serialize_struct("BreakerSnapshot", 8)?;
+        snapshot.serialize_field("state", &self.state)?;
+        snapshot.serialize_field("consecutiveFailures", &self.consecutive_failures)?;
+        snapshot.serialize_field("successes", &self.successes)?;
+        snapshot.serialize_field("failures", &self.failures)?;
+        snapshot.serialize_field("rateLimited", &self.rate_limited)?;
+        snapshot.serialize_field("rejected", &self.rejected)?;
+        snapshot.serialize_field("trips", &self.trips)?;
+        let millis = self
+            .time_to_half_open
+            .map(|left| u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
+        snapshot.serialize_field("timeToHalfOpenMs", &millis)?;
+        snapshot.end()
+    }
 }
 
 /// The breaker of one agent. Clones share the circuit.
@@ -286,19 +267,23 @@ impl CircuitBreaker {
         &self.core.agent
     }
 
-    /// The current state. An open circuit whose break is over reads as half-open.
+    /// The current state. An open circuit whose break is over half-opens here, as the next
+    /// call would make it, so that a health endpoint and the `a2a.breaker.state` gauge (and
+    /// the transition event) never disagree.
     pub fn state(&self) -> State {
-        let state = State::from_u8(self.core.state.load(Ordering::Acquire));
-        if state == State::Open && self.core.time_to_half_open(self.core.now()).is_none() {
-            return State::HalfOpen;
+        let core = &self.core;
+        if core.state.load(Ordering::Acquire) == OPEN
+            && core.time_to_half_open(core.now()).is_none()
+        {
+            core.transition_if(OPEN, State::HalfOpen);
         }
-        state
+        State::from_u8(core.state.load(Ordering::Acquire))
     }
 
     /// Asks to make a call: a [`Permit`] to report its outcome to, or the time until the
     /// circuit half-opens.
     #[inline]
-    pub fn try_acquire(&self) -> Result<Permit, BrokenCircuit> {
+    pub fn try_acquire(&self) -> Result<Permit, CircuitOpen> {
         if self.core.state.load(Ordering::Acquire) == CLOSED {
             return Ok(Core::permit(&self.core, false));
         }
@@ -311,7 +296,7 @@ impl CircuitBreaker {
         &self,
         call: F,
         classify: impl FnOnce(&Result<T, E>) -> Outcome,
-    ) -> Result<Result<T, E>, BrokenCircuit>
+    ) -> Result<Result<T, E>, CircuitOpen>
     where
         F: Future<Output = Result<T, E>>,
     {
@@ -382,7 +367,7 @@ impl Core {
 
     /// Admission when the circuit is not closed.
     #[cold]
-    fn admit_slow(&self, this: &Arc<Core>) -> Result<Permit, BrokenCircuit> {
+    fn admit_slow(&self, this: &Arc<Core>) -> Result<Permit, CircuitOpen> {
         loop {
             match self.state.load(Ordering::Acquire) {
                 CLOSED => return Ok(Core::permit(this, false)),
@@ -424,7 +409,7 @@ impl Core {
         }
     }
 
-    fn reject(&self, retry_after: Duration) -> BrokenCircuit {
+    fn reject(&self, retry_after: Duration) -> CircuitOpen {
         self.rejected.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("a2a.breaker.rejections", "agent" => self.agent.to_string()).increment(1);
         tracing::debug!(
@@ -432,7 +417,7 @@ impl Core {
             retry_after_ms = retry_after.as_millis() as u64,
             "call rejected: circuit open"
         );
-        BrokenCircuit { retry_after }
+        CircuitOpen { retry_after }
     }
 
     fn record(&self, outcome: Outcome, probe: bool) {

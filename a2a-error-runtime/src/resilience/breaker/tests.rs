@@ -5,8 +5,9 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use super::*;
-use crate::client::{Call, Reply};
+use crate::client::{Call, ClientError, Reply, Timeout};
 use crate::wire::code;
+use crate::wire::error::A2aError;
 use crate::wire::object::ErrorObject;
 use crate::wire::remote::RemoteError;
 
@@ -155,7 +156,7 @@ async fn caller_mistakes_and_not_found_never_trip() {
     ];
     for _ in 0..10 {
         for error in answered.iter().chain(&ignored) {
-            breaker.try_acquire().unwrap().record(Outcome::of(error));
+            breaker.try_acquire().unwrap().record(error.health());
         }
     }
     assert_eq!(breaker.state(), State::Closed);
@@ -166,16 +167,13 @@ async fn caller_mistakes_and_not_found_never_trip() {
         remote(code::AGENT_UNAVAILABLE),
     ];
     for error in &failures {
-        assert_eq!(Outcome::of(error), Outcome::Failure);
-        breaker.try_acquire().unwrap().record(Outcome::of(error));
+        assert_eq!(error.health(), Outcome::Failure);
+        breaker.try_acquire().unwrap().record(error.health());
     }
     assert_eq!(breaker.state(), State::Open);
+    assert_eq!(remote(code::RATE_LIMITED).health(), Outcome::RateLimited);
     assert_eq!(
-        Outcome::of(&remote(code::RATE_LIMITED)),
-        Outcome::RateLimited
-    );
-    assert_eq!(
-        Outcome::of(&ClientError::<RemoteError>::Timeout(Timeout::Attempt)),
+        ClientError::<RemoteError>::Timeout(Timeout::Attempt).health(),
         Outcome::Failure
     );
 }
@@ -183,13 +181,13 @@ async fn caller_mistakes_and_not_found_never_trip() {
 #[tokio::test(start_paused = true)]
 async fn a_deadline_cut_counts_once_the_attempt_had_time() {
     let cut = ClientError::<RemoteError>::Timeout(Timeout::Total);
-    assert_eq!(Outcome::of(&cut), Outcome::DeadlineCut);
+    assert_eq!(cut.health(), Outcome::DeadlineCut);
     let breaker = CircuitBreaker::new("black-hole", config());
     // Cut after 100 ms: the caller's budget was short; nothing is counted.
     for _ in 0..10 {
         let permit = breaker.try_acquire().unwrap();
         tokio::time::advance(Duration::from_millis(100)).await;
-        permit.record(Outcome::of(&cut));
+        permit.record(cut.health());
     }
     assert_eq!(breaker.state(), State::Closed);
     assert_eq!(breaker.snapshot().failures, 0);
@@ -197,7 +195,7 @@ async fn a_deadline_cut_counts_once_the_attempt_had_time() {
     for _ in 0..5 {
         let permit = breaker.try_acquire().unwrap();
         tokio::time::advance(Duration::from_millis(900)).await;
-        permit.record(Outcome::of(&cut));
+        permit.record(cut.health());
     }
     assert_eq!(breaker.state(), State::Open);
     // Turned off, a cut never counts.
@@ -205,7 +203,7 @@ async fn a_deadline_cut_counts_once_the_attempt_had_time() {
     for _ in 0..10 {
         let permit = lenient.try_acquire().unwrap();
         tokio::time::advance(Duration::from_secs(5)).await;
-        permit.record(Outcome::of(&cut));
+        permit.record(cut.health());
     }
     assert_eq!(lenient.state(), State::Closed);
 }
@@ -355,6 +353,33 @@ async fn the_layer_fails_fast_with_the_time_to_half_open() {
     // Passed on, it is AGENT_UNAVAILABLE with a truthful RetryInfo.
     assert_eq!(error.code(), code::AGENT_UNAVAILABLE);
     let object = error.to_error_object();
-    assert_eq!(object.retry_delay(), Some(Duration::from_secs(4)));
+    assert_eq!(object.retry_after(), Some(Duration::from_secs(4)));
     assert!(!error.may_have_run());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_health_read_after_the_break_half_opens_and_reports_the_transition() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let breaker = CircuitBreaker::new(
+        "b",
+        config().on_transition(move |t| log.lock().unwrap().push((t.from, t.to))),
+    );
+    for _ in 0..5 {
+        fail(&breaker);
+    }
+    let open = serde_json::to_value(breaker.snapshot()).unwrap();
+    assert_eq!(open["state"], "open");
+    assert_eq!(open["timeToHalfOpenMs"], 5000);
+    assert_eq!(open["consecutiveFailures"], 5);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    // No call has come since: the read itself half-opens, so what the health endpoint says,
+    // the transition event and the gauge (set with it) agree.
+    let half_open = serde_json::to_value(breaker.snapshot()).unwrap();
+    assert_eq!(half_open["state"], "half-open");
+    assert_eq!(half_open["timeToHalfOpenMs"], serde_json::Value::Null);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(State::Closed, State::Open), (State::Open, State::HalfOpen)]
+    );
 }

@@ -13,7 +13,7 @@ use super::backoff::{Backoff, Jitter};
 use crate::client::{Call, ClientError};
 use crate::resilience::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::wire::error::A2aError;
-use crate::wire::method::METHODS;
+use crate::wire::method;
 use crate::wire::remote::RemoteError;
 
 /// Whether a method may be sent again after a failure that leaves open whether the peer ran it
@@ -92,10 +92,8 @@ impl<E> Default for RetryPolicy<E> {
             retry_if: None,
             on_retry: None,
             // The A2A methods safe to repeat; the others fall to `other_methods`.
-            methods: METHODS
-                .iter()
-                .filter(|m| m.safe)
-                .map(|m| (Cow::Borrowed(m.name), RetrySafety::Safe))
+            methods: method::names(|m| m.safe)
+                .map(|name| (Cow::Borrowed(name), RetrySafety::Safe))
                 .collect(),
             other_methods: RetrySafety::Unsafe,
             clock: Arc::new(SystemClock),
@@ -241,15 +239,7 @@ impl<E: A2aError + 'static> RetryPolicy<E> {
     pub fn is_retryable(&self, call: &Call, error: &ClientError<E>) -> bool {
         let retryable = match &self.retry_if {
             Some(predicate) => predicate(error),
-            // Waiting out an open circuit is the caller's choice (its error says when it
-            // half-opens); a retry here would only turn a fail-fast into a wait.
-            None => {
-                error.retry_advice().is_retryable()
-                    && !matches!(
-                        error,
-                        ClientError::CircuitOpen { .. } | ClientError::BulkheadFull
-                    )
-            }
+            None => error.retry_advice().is_retryable() && !error.is_local_refusal(),
         };
         retryable && (self.safety(call.method()) == RetrySafety::Safe || !error.may_have_run())
     }

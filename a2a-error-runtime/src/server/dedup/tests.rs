@@ -10,6 +10,7 @@ use futures_util::future::{BoxFuture, ready};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::wire::error::{A2aError, RetryHint};
 use crate::wire::standard::StandardError;
 
 type D = Dedup<Value, StandardError>;
@@ -527,4 +528,87 @@ async fn a_store_that_fails_fails_closed_or_runs_as_configured() {
     .await
     .unwrap();
     assert_eq!(work.runs(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clone_is_configured_on_its_own_and_shares_the_store() {
+    let first = D::in_memory();
+    let held = first.clone();
+    // Configuring after a clone used to panic (`Arc::get_mut`).
+    let second = first.window(S);
+    let work = Work::default();
+    let one = held
+        .run(
+            "SendMessage",
+            headers(),
+            "m-c",
+            "hi",
+            work.run(S, Ok(json!(1))),
+        )
+        .await
+        .unwrap();
+    // The same store: the other handle replays.
+    let two = second
+        .run(
+            "SendMessage",
+            headers(),
+            "m-c",
+            "hi",
+            work.run(S, Ok(json!(2))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(one, two);
+    assert_eq!(work.runs(), 1);
+    // Its own window: 1 s, where the handle it was cloned from keeps 10 minutes.
+    tokio::time::advance(2 * S).await;
+    let _ = held
+        .run(
+            "SendMessage",
+            headers(),
+            "m-d",
+            "hi",
+            work.run(S, Ok(json!(3))),
+        )
+        .await
+        .unwrap();
+    tokio::time::advance(5 * S).await;
+    let _ = held
+        .run(
+            "SendMessage",
+            headers(),
+            "m-d",
+            "hi",
+            work.run(S, Ok(json!(4))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        work.runs(),
+        2,
+        "the original handle still replays within its window"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_that_does_not_serialize_is_refused_not_run() {
+    // A map with non-string keys has no JSON form, so it has no fingerprint either.
+    let request: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
+    let work = Work::default();
+    let error = D::in_memory()
+        .run(
+            "SendMessage",
+            headers(),
+            "m-x",
+            request,
+            work.run(S, Ok(json!(1))),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, DedupError::Refused(Refusal::Unfingerprintable)),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), crate::wire::code::INTERNAL_ERROR);
+    assert_eq!(work.runs(), 0);
 }

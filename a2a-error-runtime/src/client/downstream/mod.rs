@@ -1,4 +1,10 @@
-//! `Downstream`: a client's failure with the name of the agent that failed, for passing on.
+//! Passing a downstream failure on: [`Downstream`] (a client's failure with the name of the
+//! agent that failed) and, in `propagate`, the translation every passed-on failure goes
+//! through.
+
+mod propagate;
+
+pub(crate) use propagate::CHAIN_BYTES;
 
 use std::borrow::Cow;
 use std::fmt;

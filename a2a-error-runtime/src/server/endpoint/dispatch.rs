@@ -1,0 +1,242 @@
+//! Serving one HTTP request: reading the body within its limits, one request or a batch (at
+//! most 8 at once), and the guards each request runs under (version, deadline, panic).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+
+use crate::wire::error::A2aError;
+use crate::wire::jsonrpc::{self, Body, Id, Request as RpcRequest};
+use crate::wire::standard::StandardError;
+
+use super::admission::Admission;
+use super::{DynError, JsonRpc, Outcome, RequestContext};
+use crate::server::DEADLINE_HEADER;
+
+/// How many requests of one batch run at once.
+const BATCH_CONCURRENCY: usize = 8;
+
+impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
+    /// Answers one HTTP request.
+    pub async fn handle(&self, request: Request<axum::body::Body>) -> Response {
+        let (parts, body) = request.into_parts();
+        if !crate::server::is_json(&parts.headers) {
+            return self.transport_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                StandardError::InvalidRequest,
+            );
+        }
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > self.inner.max_body_bytes as u64) {
+            return self.too_large();
+        }
+        let read = Limited::new(body, self.inner.max_body_bytes).collect();
+        let bytes = match tokio::time::timeout(self.inner.body_timeout, read).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.is::<LengthLimitError>() => return self.too_large(),
+            Ok(Err(error)) if crate::server::serve::is_body_timeout(&*error) => {
+                return self.slow_body();
+            }
+            Err(_) => return self.slow_body(),
+            Ok(Err(error)) => {
+                tracing::debug!("could not read a request body: {error}");
+                return self.transport_error(StatusCode::BAD_REQUEST, StandardError::ParseError);
+            }
+        };
+        let version = self.inner.versions.asked(&parts.headers);
+        let headers = Arc::new(parts.headers);
+        match jsonrpc::parse(&bytes, self.inner.max_batch) {
+            Body::ParseError => self.reply(Some(
+                self.error_response(&Id::Null, &StandardError::ParseError),
+            )),
+            Body::EmptyBatch => self.reply(Some(
+                self.error_response(&Id::Null, &StandardError::InvalidRequest),
+            )),
+            Body::Single(entry) => {
+                let reply = self.entry(entry, &headers, &version).await;
+                self.reply(reply)
+            }
+            Body::BatchTooLarge(size) => {
+                tracing::debug!(size, "batch too large");
+                self.reply(Some(
+                    self.error_response(&Id::Null, &StandardError::InvalidRequest),
+                ))
+            }
+            Body::Batch(entries) => {
+                // A few at a time, in order: a batch is one caller's, and must not open a
+                // hundred downstream calls at once.
+                let replies: Vec<Option<Vec<u8>>> = futures_util::stream::iter(entries)
+                    .map(|entry| self.entry(entry, &headers, &version))
+                    .buffered(BATCH_CONCURRENCY)
+                    .collect()
+                    .await;
+                let replies: Vec<Vec<u8>> = replies.into_iter().flatten().collect();
+                if replies.is_empty() {
+                    return self.reply(None);
+                }
+                let mut body = Vec::with_capacity(replies.iter().map(Vec::len).sum::<usize>() + 2);
+                body.push(b'[');
+                for (i, reply) in replies.iter().enumerate() {
+                    if i > 0 {
+                        body.push(b',');
+                    }
+                    body.extend_from_slice(reply);
+                }
+                body.push(b']');
+                self.reply(Some(body))
+            }
+        }
+    }
+
+    /// One request of a body: its reply bytes, or `None` for a notification.
+    async fn entry(
+        &self,
+        entry: jsonrpc::Entry,
+        headers: &Arc<HeaderMap>,
+        version: &Arc<str>,
+    ) -> Option<Vec<u8>> {
+        match entry {
+            Err(invalid) => {
+                tracing::debug!(reason = invalid.reason, "invalid request");
+                Some(self.error_response(&invalid.id, &StandardError::InvalidRequest))
+            }
+            Ok(request) => self.call(request, headers, version).await,
+        }
+    }
+
+    async fn call(
+        &self,
+        request: RpcRequest,
+        headers: &Arc<HeaderMap>,
+        version: &Arc<str>,
+    ) -> Option<Vec<u8>> {
+        let RpcRequest { id, method, params } = request;
+        let outcome = if !self.inner.versions.serves(version) {
+            Err(Box::new(StandardError::VersionNotSupported) as DynError)
+        } else {
+            match self.inner.methods.get(&method) {
+                None => Err(Box::new(StandardError::MethodNotFound) as DynError),
+                Some(handler) => match self
+                    .inner
+                    .admission
+                    .as_deref()
+                    .map(Admission::admit)
+                    .transpose()
+                {
+                    Err(shed) => Err(shed),
+                    Ok(slot) => {
+                        // Several headers (a proxy added one): the earliest deadline holds, so no
+                        // hop can extend what a caller allowed.
+                        let deadline = headers
+                            .get_all(DEADLINE_HEADER)
+                            .iter()
+                            .filter_map(|value| {
+                                crate::wire::headers::parse_deadline_ms(value.as_bytes())
+                            })
+                            .min()
+                            .and_then(|left| tokio::time::Instant::now().checked_add(left));
+                        let ctx = RequestContext {
+                            method: Arc::from(method.as_str()),
+                            id: id.clone(),
+                            headers: Arc::clone(headers),
+                            version: Arc::clone(version),
+                            deadline,
+                        };
+                        let future = handler(&self.inner.state, params, ctx);
+                        let outcome = self.run(future, deadline, &method, id.as_ref()).await;
+                        if let Some(slot) = slot {
+                            slot.finished();
+                        }
+                        outcome
+                    }
+                },
+            }
+        };
+        // A failing notification gets no reply, but its failure is logged like any other.
+        if let Err(error) = &outcome {
+            let registered = self.inner.methods.contains_key(&method);
+            crate::server::log::error(&method, registered, id.as_ref(), error.as_ref());
+        }
+        let id = id?;
+        Some(match outcome {
+            Ok(result) => {
+                let mut out = Vec::with_capacity(result.len() + 40);
+                jsonrpc::write_result(&id, &result, &mut out);
+                out
+            }
+            Err(error) => self.error_response(&id, error.as_ref()),
+        })
+    }
+
+    /// Runs a handler future until the configured timeout or the caller's deadline, whichever
+    /// comes first, turning a panic into an internal error.
+    async fn run(
+        &self,
+        future: BoxFuture<'static, Outcome>,
+        deadline: Option<tokio::time::Instant>,
+        method: &str,
+        id: Option<&Id>,
+    ) -> Outcome {
+        let guarded = AssertUnwindSafe(future).catch_unwind();
+        let own = self
+            .inner
+            .timeout
+            .and_then(|limit| tokio::time::Instant::now().checked_add(limit));
+        let end = crate::deadline::earliest(own, deadline);
+        // Calls the handler makes with the typed client inherit the deadline.
+        let guarded = crate::deadline::scope(end, guarded);
+        let finished = match end {
+            Some(end) => match tokio::time::timeout_at(end, guarded).await {
+                Ok(finished) => finished,
+                Err(_) => return Err(Box::new(StandardError::DeadlineExceeded)),
+            },
+            None => guarded.await,
+        };
+        finished.unwrap_or_else(|panic| {
+            let text = crate::server::log::panic_text(&*panic);
+            let id = id.map(crate::server::log::shown_id);
+            tracing::error!(method, id, "handler panicked: {text}");
+            Err(Box::new(crate::server::log::Panicked))
+        })
+    }
+
+    fn error_response(&self, id: &Id, error: &(dyn A2aError + Send + Sync)) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        jsonrpc::write_error(id, error, self.inner.profile, &mut out);
+        out
+    }
+
+    fn reply(&self, body: Option<Vec<u8>>) -> Response {
+        match body {
+            Some(body) => crate::server::json_response(StatusCode::OK, body),
+            None => StatusCode::NO_CONTENT.into_response(),
+        }
+    }
+
+    fn too_large(&self) -> Response {
+        self.transport_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            StandardError::ContentTooLarge,
+        )
+    }
+
+    fn slow_body(&self) -> Response {
+        self.transport_error(StatusCode::REQUEST_TIMEOUT, StandardError::DeadlineExceeded)
+    }
+
+    /// A failure of the HTTP exchange itself: still a JSON-RPC error body, id null.
+    fn transport_error(&self, status: StatusCode, error: StandardError) -> Response {
+        crate::server::log::error("", false, None, &error);
+        crate::server::json_response(status, self.error_response(&Id::Null, &error))
+    }
+}

@@ -1,0 +1,141 @@
+//! What a handler is: a function of the params (and the state), with the request's context,
+//! that returns a result or an `A2aError`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::wire::error::A2aError;
+use crate::wire::jsonrpc::Id;
+use crate::wire::standard::StandardError;
+
+use super::{DynError, Outcome};
+
+pub(super) type Erased<S> =
+    Arc<dyn Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Outcome> + Send + Sync>;
+
+/// What a handler knows about the request it serves.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RequestContext {
+    /// The method as the caller named it (an alias stays an alias).
+    pub method: Arc<str>,
+    /// The request id; `None` for a notification.
+    pub id: Option<Id>,
+    /// The HTTP request headers.
+    pub headers: Arc<HeaderMap>,
+    /// The A2A version the caller asked for (the configured default when it sent none).
+    pub version: Arc<str>,
+    /// When the caller gives up (its `A2A-Deadline-Ms`, read on arrival). The handler is
+    /// stopped then with DEADLINE_EXCEEDED; pass what is left on to agents it calls.
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+impl RequestContext {
+    /// The time left before the caller's deadline, if it sent one.
+    pub fn time_left(&self) -> Option<Duration> {
+        self.deadline
+            .map(|deadline| deadline.saturating_duration_since(tokio::time::Instant::now()))
+    }
+}
+
+/// A JSON-RPC method handler: an async closure or fn taking the method's params and the
+/// [`RequestContext`], optionally after the endpoint's state as axum's `State`:
+///
+/// - `|params: P, ctx: RequestContext| async { ... }`
+/// - `|State(state): State<S>, params: P, ctx: RequestContext| async { ... }`
+///
+/// `P` is deserialized from the request's `params` (a mismatch is -32602 with the field path);
+/// the `Ok` value is serialized as the `result`; the `Err` is sent through its [`A2aError`]
+/// impl. Implemented for every such closure; not meant to be implemented by hand.
+#[diagnostic::on_unimplemented(
+    message = "this is not a JSON-RPC handler for `JsonRpc<{S}>`",
+    label = "not a handler of the accepted shapes",
+    note = "a handler is `async fn(params: P, ctx: RequestContext) -> Result<T, E>`, or, on \
+            `JsonRpc::with_state(state)`, `async fn(State(state): State<S>, params: P, ctx: \
+            RequestContext) -> Result<T, E>`",
+    note = "P: serde::Deserialize, T: serde::Serialize, and E an error with \
+            #[derive(A2aError)] (or `StandardError`); a `String` is not an error type",
+    note = "`RequestContext` is required, last (name it `_ctx` when unused); `State` needs \
+            `JsonRpc::with_state`, not `JsonRpc::new()`"
+)]
+pub trait Handler<T, S>: Send + Sync + 'static {
+    /// Runs the handler on raw params, under the endpoint's panic guard.
+    #[doc(hidden)]
+    fn call(
+        self: Arc<Self>,
+        state: &S,
+        params: Box<RawValue>,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, Result<Vec<u8>, Box<dyn A2aError + Send + Sync>>>;
+}
+
+/// Params read inside the future, under the panic guard: a `Deserialize` impl that panics
+/// gets the same -32603 reply as a handler that does. They are read from the request's text
+/// straight into `P` (no `serde_json::Value` in between, which would cost up to ~85 times
+/// the bytes), and a method nobody serves never reads them at all.
+async fn finish<P, T, E, Fut>(params: Box<RawValue>, run: impl FnOnce(P) -> Fut) -> Outcome
+where
+    P: DeserializeOwned,
+    T: Serialize,
+    E: A2aError + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let params = match crate::server::params::from_raw::<P>(&params) {
+        Ok(params) => params,
+        Err(invalid) => return Err(Box::new(invalid) as DynError),
+    };
+    match run(params).await {
+        Ok(result) => serde_json::to_vec(&result).map_err(|error| {
+            tracing::error!("could not serialize a result: {error}");
+            Box::new(StandardError::Internal) as DynError
+        }),
+        Err(error) => Err(Box::new(error) as DynError),
+    }
+}
+
+impl<F, Fut, P, T, E, S> Handler<(P,), S> for F
+where
+    F: Fn(P, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    P: DeserializeOwned + Send + 'static,
+    T: Serialize + Send + 'static,
+    E: A2aError + Send + Sync + 'static,
+{
+    fn call(
+        self: Arc<Self>,
+        _: &S,
+        params: Box<RawValue>,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, Outcome> {
+        finish(params, move |params| self(params, ctx)).boxed()
+    }
+}
+
+impl<F, Fut, P, T, E, S> Handler<(State<S>, P), S> for F
+where
+    F: Fn(State<S>, P, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    P: DeserializeOwned + Send + 'static,
+    T: Serialize + Send + 'static,
+    E: A2aError + Send + Sync + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    fn call(
+        self: Arc<Self>,
+        state: &S,
+        params: Box<RawValue>,
+        ctx: RequestContext,
+    ) -> BoxFuture<'static, Outcome> {
+        let state = State(state.clone());
+        finish(params, move |params| self(state, params, ctx)).boxed()
+    }
+}
