@@ -532,62 +532,28 @@ async fn a_store_that_fails_fails_closed_or_runs_as_configured() {
 
 #[tokio::test(start_paused = true)]
 async fn a_clone_is_configured_on_its_own_and_shares_the_store() {
-    let first = D::in_memory();
-    let held = first.clone();
-    // Configuring after a clone used to panic (`Arc::get_mut`).
-    let second = first.window(S);
+    /// "hi" under `id`, by work that answers `n` after a second.
+    async fn send_hi(dedup: &D, work: &Work, id: &str, n: u32) -> Value {
+        let work = work.run(S, Ok(json!(n)));
+        dedup
+            .run("SendMessage", headers(), id, "hi", work)
+            .await
+            .unwrap()
+    }
     let work = Work::default();
-    let one = held
-        .run(
-            "SendMessage",
-            headers(),
-            "m-c",
-            "hi",
-            work.run(S, Ok(json!(1))),
-        )
-        .await
-        .unwrap();
-    // The same store: the other handle replays.
-    let two = second
-        .run(
-            "SendMessage",
-            headers(),
-            "m-c",
-            "hi",
-            work.run(S, Ok(json!(2))),
-        )
-        .await
-        .unwrap();
-    assert_eq!(one, two);
+    let held = D::in_memory();
+    // Configuring after a clone used to panic (`Arc::get_mut`).
+    let short = held.clone().window(S);
+    // The window is the writer's: a record the short handle wrote is gone 5 s later, for
+    // every handle of the store; one the original wrote is still replayed.
+    let first = send_hi(&short, &work, "m-s", 1).await;
+    assert_eq!(send_hi(&held, &work, "m-s", 2).await, first, "one store");
     assert_eq!(work.runs(), 1);
-    // Its own window: 1 s, where the handle it was cloned from keeps 10 minutes.
-    tokio::time::advance(2 * S).await;
-    let _ = held
-        .run(
-            "SendMessage",
-            headers(),
-            "m-d",
-            "hi",
-            work.run(S, Ok(json!(3))),
-        )
-        .await
-        .unwrap();
+    let kept = send_hi(&held, &work, "m-h", 3).await;
     tokio::time::advance(5 * S).await;
-    let _ = held
-        .run(
-            "SendMessage",
-            headers(),
-            "m-d",
-            "hi",
-            work.run(S, Ok(json!(4))),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        work.runs(),
-        2,
-        "the original handle still replays within its window"
-    );
+    assert_ne!(send_hi(&held, &work, "m-s", 4).await, first);
+    assert_eq!(send_hi(&short, &work, "m-h", 5).await, kept);
+    assert_eq!(work.runs(), 3);
 }
 
 #[tokio::test(start_paused = true)]
