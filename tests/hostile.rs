@@ -160,6 +160,14 @@ async fn bounded<T>(call: impl Future<Output = T>) -> T {
         .expect("the call outlived its bound")
 }
 
+/// The error a streaming call of `text` ends in before its first event, within the bound.
+async fn stream_refused(client: &Client<RemoteError>, text: &str) -> ClientError {
+    bounded(client.send_streaming_message(&message(text)))
+        .await
+        .err()
+        .expect("no event ever came")
+}
+
 #[tokio::test]
 async fn hostile_durations_neither_panic_nor_park_the_call() {
     let retry_info = |delay: Value| json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]);
@@ -302,10 +310,7 @@ async fn an_sse_event_that_never_ends_is_cut_at_the_event_limit() {
             .limits(ReplyLimits::default().max_event_bytes(256 << 10))
             .build()
             .unwrap();
-        let error = bounded(client.send_streaming_message(&message("x")))
-            .await
-            .err()
-            .expect("an endless event is not a stream");
+        let error = stream_refused(&client, "x").await;
         assert!(
             matches!(error, ClientError::ReplyTooLarge { limit, .. } if limit == 256 << 10),
             "{error:?}"
@@ -332,10 +337,7 @@ async fn a_stream_that_goes_quiet_ends_with_an_idle_timeout() {
         .limits(ReplyLimits::default().idle_timeout(Duration::from_millis(300)))
         .build()
         .unwrap();
-    let error = bounded(client.send_streaming_message(&message("x")))
-        .await
-        .err()
-        .expect("no event ever came");
+    let error = stream_refused(&client, "x").await;
     assert!(
         matches!(error, ClientError::Timeout(Timeout::Idle)),
         "{error:?}"
@@ -591,10 +593,7 @@ async fn blank_lines_without_end_cost_linear_work_and_the_deadline_holds() {
         .total_timeout(Duration::from_millis(700))
         .build()
         .unwrap();
-    let error = bounded(client.send_streaming_message(&message("blank")))
-        .await
-        .err()
-        .expect("no event ever came");
+    let error = stream_refused(&client, "blank").await;
     assert!(
         matches!(error, ClientError::Timeout(Timeout::Total)),
         "{error:?}"

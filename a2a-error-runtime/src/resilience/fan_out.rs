@@ -92,11 +92,7 @@ impl FanOut {
     where
         F: Future<Output = Result<T, ClientError<E>>> + Send + 'a,
     {
-        Branches {
-            fan_out: self,
-            calls: Vec::new(),
-        }
-        .call(agent, call)
+        Branches::new(self).call(agent, call)
     }
 
     /// Starts a fan-out whose first branch is `agent` behind a [`Fallback`](super::Fallback)
@@ -105,11 +101,7 @@ impl FanOut {
     where
         F: Future<Output = Result<Answered<T>, ClientError<E>>> + Send + 'a,
     {
-        Branches {
-            fan_out: self,
-            calls: Vec::new(),
-        }
-        .fallback(agent, chain)
+        Branches::new(self).fallback(agent, chain)
     }
 
     /// Runs calls whose answers say whether they were degraded (a fallback answered).
@@ -246,6 +238,13 @@ pub struct Branches<'a, T, E = RemoteError> {
 }
 
 impl<'a, T, E> Branches<'a, T, E> {
+    fn new(fan_out: FanOut) -> Self {
+        Branches {
+            fan_out,
+            calls: Vec::new(),
+        }
+    }
+
     /// Adds `agent`'s call.
     pub fn call<F>(mut self, agent: impl Into<Arc<str>>, call: F) -> Self
     where

@@ -111,6 +111,7 @@ impl<E: A2aError + 'static> A2aError for ClientError<E> {
 }
 
 impl<E: A2aError + 'static> ClientError<E> {
+    /// The hops this failure names when passed on: the failed agent (`agent`, when known)
     /// with what it failed with, then the chain its own error named.
     pub(crate) fn hops(&self, agent: Option<&str>) -> Vec<Hop> {
         let mut hops = vec![self.first_hop(agent)];
@@ -138,15 +139,14 @@ impl<E: A2aError + 'static> ClientError<E> {
         self.retry_advice().is_retryable()
             || self.remote().is_some_and(|remote| {
                 // `"true"` in ErrorInfo metadata, `true` in the legacy profile.
-                matches!(
-                    remote
-                        .object()
-                        .metadata_value(chain::key::RETRIES_EXHAUSTED),
-                    Some(serde_json::Value::Bool(true))
-                ) || matches!(
-                    remote.object().metadata_value(chain::key::RETRIES_EXHAUSTED),
-                    Some(serde_json::Value::String(flag)) if flag == "true"
-                )
+                match remote
+                    .object()
+                    .metadata_value(chain::key::RETRIES_EXHAUSTED)
+                {
+                    Some(serde_json::Value::Bool(flag)) => *flag,
+                    Some(serde_json::Value::String(flag)) => flag == "true",
+                    _ => false,
+                }
             })
     }
 
