@@ -19,93 +19,23 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[path = "shared/report.rs"]
+#[macro_use]
+mod report;
 
 use a2a_error::Client;
+use a2a_error::RemoteError;
 use a2a_error::client::ClientError;
 use a2a_error::resilience::RetryPolicy;
-use a2a_error::{A2aError, RemoteError, Shown};
 use futures_util::StreamExt;
+use report::{answer, describe, give_up, seconds, stream_failed};
 use serde_json::{Value, json};
-
-/// `println!` that ignores a closed stdout (`client … | head`) instead of panicking.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
-
-/// A peer's text as this terminal may show it: control characters (escape sequences, line
-/// breaks that fake output lines) escaped, and at most 512 bytes.
-fn shown(text: &str) -> String {
-    Shown::new(text, 512).to_string()
-}
-
-/// `-32052 RATE_LIMITED "Rate limited"`, or what went wrong locally.
-fn describe(error: &ClientError) -> String {
-    match error.remote() {
-        Some(remote) => format!(
-            "{} {} \"{}\"",
-            remote.code(),
-            shown(remote.reason()),
-            shown(remote.message())
-        ),
-        None => match error.reply_status() {
-            Some(status) => format!("HTTP {status} ({error})"),
-            None => error.to_string(),
-        },
-    }
-}
-
-fn seconds(delay: Duration) -> String {
-    format!("{:.2}s", delay.as_secs_f64())
-}
-
-/// The text of a reply: a Task's status message, a Message's parts, or the JSON itself.
-fn answer(reply: &Value) -> String {
-    let parts = reply
-        .pointer("/task/status/message/parts")
-        .or_else(|| reply.pointer("/status/message/parts"))
-        .or_else(|| reply.pointer("/message/parts"))
-        .or_else(|| reply.pointer("/parts"));
-    let text: Option<String> = parts.and_then(Value::as_array).map(|parts| {
-        parts
-            .iter()
-            .filter_map(|part| part["text"].as_str())
-            .collect()
-    });
-    match text {
-        Some(text) if !text.is_empty() => shown(&text),
-        _ => shown(&reply.to_string()),
-    }
-}
 
 fn usage() -> ! {
     eprintln!("usage: client [--rest] [--method NAME] [--stream] URL TEXT");
     std::process::exit(2);
-}
-
-/// Prints why the call failed and exits 1.
-fn give_up(attempt: u32, error: &ClientError) -> ! {
-    let why = if error.retry_advice().is_retryable() {
-        "no retries left in the policy or time budget"
-    } else {
-        "not retryable"
-    };
-    say!("attempt {attempt}: {}; giving up ({why})", describe(error));
-    if let Some(delay) = error.retry_after() {
-        say!(
-            "the agent asked to wait {} before trying again",
-            seconds(delay)
-        );
-    }
-    say!(
-        "error: {} (category {})",
-        shown(error.failure_reason()),
-        error.failure_category().as_str()
-    );
-    std::process::exit(1);
 }
 
 #[tokio::main]
@@ -183,15 +113,7 @@ async fn main() {
                     let event = serde_json::from_str(event.get()).unwrap_or_default();
                     say!("event {count}: {}", answer(&event));
                 }
-                Err(error) => {
-                    say!("stream ended after {count} events: {}", describe(&error));
-                    say!(
-                        "error: {} (category {})",
-                        shown(error.failure_reason()),
-                        error.failure_category().as_str()
-                    );
-                    std::process::exit(1);
-                }
+                Err(error) => stream_failed(count, &error),
             }
         }
         say!("stream done: {count} events");

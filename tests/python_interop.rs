@@ -7,6 +7,7 @@
 #[path = "../examples/agent/app.rs"]
 #[allow(dead_code)]
 mod app;
+mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -88,6 +89,52 @@ async fn official_python_client_reads_our_errors() {
         assert_eq!(
             seen["cancel_completed"]["class"], "TaskNotCancelableError",
             "{binding}"
+        );
+    }
+}
+
+/// The official Python client against the agent written on the official Rust SDK and served
+/// through the bridge (`examples/sdk_agent`), over both bindings: typed errors, no internal
+/// text, and a stream that fails after its first event read as one error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_python_client_reads_the_sdk_agent_through_the_bridge() {
+    let Some(python) = python_or_skip("a2a.client, a2a.utils.errors") else {
+        return;
+    };
+    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_client.py"
+    );
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let output = tokio::process::Command::new(&python)
+            .args([script, &url, binding, "streaming"])
+            .current_dir(std::env::temp_dir())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{binding}: {stdout}\n{stderr}");
+        let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        let seen = &report["seen"];
+        assert_eq!(
+            seen["get_unknown_task"]["class"], "TaskNotFoundError",
+            "{binding}"
+        );
+        assert_eq!(
+            seen["internal_error"]["class"], "InternalError",
+            "{binding}"
+        );
+        assert_eq!(seen["send_hello"]["reply"], "echo: hello", "{binding}");
+        assert!(!seen.to_string().contains("hunter2"), "{binding}: {seen}");
+        let stream = &seen["stream_error_after_first_event"];
+        assert_eq!(stream["events"], 1, "{binding}: {seen}");
+        assert_eq!(stream["class"], "InternalError", "{binding}: {seen}");
+        let limited = seen["rate_limited"]["text"].as_str().unwrap();
+        assert!(
+            limited.contains("-32052") || limited.contains("429"),
+            "{binding}: {limited}"
         );
     }
 }

@@ -259,6 +259,7 @@ impl<'a> Expander<'a> {
         let transparent_only = self.transparent_only();
         let placeholder = self.placeholder_domain();
         let into_response = self.response_impl(&where_clause);
+        let into_sdk = sdk_impl(self.input, &where_clause, &quote!(#p::sdk_error(&error)));
 
         quote! {
             #[automatically_derived]
@@ -277,6 +278,7 @@ impl<'a> Expander<'a> {
             }
 
             #into_response
+            #into_sdk
         }
     }
 
@@ -681,5 +683,26 @@ fn construct(variant: &Variant, values: &[TokenStream]) -> TokenStream {
         }
         Style::Tuple => quote!(#path ( #(#values),* )),
         Style::Unit => quote!(#path),
+    }
+}
+
+/// `From<Enum> for a2a::A2AError` (the official Rust SDK's error), emitted only when the
+/// runtime has the `sdk` feature: `?` in an SDK executor then keeps the public message and
+/// details. `body` converts `error`.
+pub fn sdk_impl(input: &Input, where_clause: &TokenStream, body: &TokenStream) -> TokenStream {
+    let p = input.private();
+    let ident = input.ident;
+    let (impl_generics, ty_generics, _) = input.generics.split_for_impl();
+    quote! {
+        #p::with_sdk! {
+            #[automatically_derived]
+            impl #impl_generics #p::From<#ident #ty_generics> for #p::sdk_a2a::A2AError
+            #where_clause
+            {
+                fn from(error: #ident #ty_generics) -> Self {
+                    #body
+                }
+            }
+        }
     }
 }

@@ -36,8 +36,14 @@ pub fn expand(input: &Input) -> TokenStream {
     } else {
         TokenStream::new()
     };
+    let into_sdk = crate::expand::sdk_impl(
+        input,
+        &error_where,
+        &quote!({ let _ = error; #p::unreachable!() }),
+    );
     quote! {
         #error_check
+        #into_sdk
         #[allow(unused_variables)]
         impl #impl_generics #p::A2aError for #ident #ty_generics #error_where {
             fn code(&self) -> i32 { #p::unreachable!() }

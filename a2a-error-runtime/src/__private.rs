@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 
 pub use core::clone::Clone;
 pub use core::cmp::{Eq, PartialEq};
+pub use core::convert::From;
 pub use core::default::Default;
 pub use core::fmt::Debug;
 pub use core::hash::Hash;
@@ -207,3 +208,33 @@ macro_rules! __a2a_with_axum {
 }
 
 pub use crate::__a2a_with_axum as with_axum;
+
+/// A derived error as the SDK's `A2AError`, with its full text logged first: the `A2AError`
+/// carries only the public message, so this is the last place the `Display` text (and its
+/// source chain) can reach the operator.
+#[cfg(feature = "sdk")]
+pub fn sdk_error<E: A2aError + ?Sized>(err: &E) -> a2a::A2AError {
+    crate::server::log::handed_over(err);
+    crate::sdk::to_sdk(err)
+}
+#[cfg(feature = "sdk")]
+pub use a2a as sdk_a2a;
+
+/// Emits its input when the runtime has the `sdk` feature, nothing otherwise: the derive
+/// wraps its `From<Enum> for a2a::A2AError` impl in it.
+#[cfg(feature = "sdk")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __a2a_with_sdk {
+    ($($tokens:tt)*) => { $($tokens)* };
+}
+
+/// Emits its input when the runtime has the `sdk` feature, nothing otherwise.
+#[cfg(not(feature = "sdk"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __a2a_with_sdk {
+    ($($tokens:tt)*) => {};
+}
+
+pub use crate::__a2a_with_sdk as with_sdk;

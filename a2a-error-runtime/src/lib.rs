@@ -9,6 +9,7 @@
 //! | 1 | `server` (feature `axum`), `client` (feature `client`) | the two sides of HTTP; neither names the other |
 //! | 2 | `resilience` (feature `client`) | tower layers over a transport, one idea each (timeouts, retry, breaker); fan-out and fallback across agents |
 //! | 3 | `Client` (feature `client`) | the typed client that stacks them |
+//! | 4 | [`sdk`] (feature `sdk`) | the bridge to the official Rust SDK: its handlers served, its client's transport |
 #![deny(missing_docs)]
 
 mod wire;
@@ -24,6 +25,9 @@ pub mod resilience;
 
 #[cfg(feature = "client")]
 mod typed;
+
+#[cfg(feature = "sdk")]
+pub mod sdk;
 
 #[cfg(any(feature = "axum", feature = "client"))]
 mod deadline;

@@ -1,7 +1,8 @@
 """Drives the official A2A Python client (a2a-sdk 1.3.0) against the example agent.
 
-usage: python_client.py BASE_URL BINDING   (BINDING: JSONRPC or HTTP+JSON)
-Prints one JSON object with what the client saw; exits 1 if an expectation failed.
+usage: python_client.py BASE_URL BINDING [streaming]   (BINDING: JSONRPC or HTTP+JSON)
+With `streaming` (an agent that streams, as the SDK agent does), it also reads a stream that
+fails after its first event. Prints one JSON object with what the client saw; exits 1 if an expectation failed.
 """
 
 import asyncio
@@ -27,7 +28,7 @@ async def first_event(client, request):
     return None
 
 
-async def main(url, binding):
+async def main(url, binding, streaming=False):
     config = ClientConfig(supported_protocol_bindings=[binding], streaming=False)
     client = await ClientFactory(config).create_from_url(url)
     seen, failures = {}, []
@@ -86,10 +87,25 @@ async def main(url, binding):
     except (A2AClientError, Exception) as e:  # noqa: BLE001
         expect("rate_limited", SECRET not in str(e), {"class": type(e).__name__, "text": str(e)})
 
+    if streaming:
+        streamer = await ClientFactory(
+            ClientConfig(supported_protocol_bindings=[binding], streaming=True)
+        ).create_from_url(url)
+        events = 0
+        try:
+            async for _ in streamer.send_message(message(f"py-st-{binding}", "stream:fail_after:1")):
+                events += 1
+            expect("stream_error_after_first_event", False, {"events": events, "error": None})
+        except Exception as e:  # noqa: BLE001
+            text = f"{e} {e!r}"
+            expect("stream_error_after_first_event", events == 1 and SECRET not in text,
+                   {"events": events, "class": type(e).__name__, "text": text})
+        await streamer.close()
+
     await client.close()
     print(json.dumps({"binding": binding, "seen": seen, "failures": failures}))
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2])))
+    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3:] == ["streaming"])))

@@ -36,6 +36,7 @@ struct Fixed {
     id: u64,
     streaming: bool,
     agent: Option<Arc<str>>,
+    headers: reqwest::header::HeaderMap,
 }
 
 /// How long a call may take: a deadline, and a time budget whose clock has not started yet.
@@ -76,6 +77,7 @@ impl Call {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 streaming: false,
                 agent: None,
+                headers: reqwest::header::HeaderMap::new(),
             }),
             limit: TimeLimit::default(),
         }
@@ -159,6 +161,19 @@ impl Call {
     /// Whether the reply is a stream.
     pub fn is_streaming(&self) -> bool {
         self.fixed.streaming
+    }
+
+    /// Sends `headers` with every attempt (credentials, A2A extensions). The headers the
+    /// transport owns (`Content-Type`, `Accept`, `A2A-Version`, `A2A-Deadline-Ms`) are set by
+    /// the transport and win over these.
+    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Call {
+        Arc::make_mut(&mut self.fixed).headers = headers;
+        self
+    }
+
+    /// The extra headers every attempt sends.
+    pub fn headers(&self) -> &reqwest::header::HeaderMap {
+        &self.fixed.headers
     }
 
     /// When the whole call must be done, if it has a deadline (a budget whose clock has not

@@ -103,7 +103,14 @@ impl Http {
         } else {
             "application/json"
         };
+        let mut extra = call.headers().clone();
+        for owned in [CONTENT_TYPE, ACCEPT] {
+            extra.remove(owned);
+        }
+        extra.remove(VERSION_HEADER);
+        extra.remove(DEADLINE_HEADER);
         let mut request = request
+            .headers(extra)
             .header(VERSION_HEADER, self.version.clone())
             .header(ACCEPT, accept);
         if let Some(left) = call.time_left() {

@@ -14,12 +14,8 @@ const MAX_LOGGED: usize = 4096;
 /// it a metric label). Everything a peer may have written (the method, the id, a downstream
 /// agent's message inside the chain) is escaped and cut ([`Shown`]), so it can neither forge
 /// a log line nor write megabytes of log per request.
-pub(crate) fn error(
-    method: &str,
-    registered: bool,
-    id: Option<&Id>,
-    err: &(dyn A2aError + Send + Sync),
-) {
+/// The Display text of `err` and its source chain, up to about [`MAX_LOGGED`] bytes.
+fn full_text<E: A2aError + ?Sized>(err: &E) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
@@ -30,14 +26,41 @@ pub(crate) fn error(
         text.push_str(&cause.to_string());
         source = cause.source();
     }
+    text
+}
+
+/// Whether `err` is the server's fault (logged as an error) rather than the caller's.
+fn is_server_fault<E: A2aError + ?Sized>(err: &E) -> bool {
+    err.http_status() >= 500 || matches!(err.category(), Category::Fatal | Category::Unknown)
+}
+
+/// Logs an error handed to a framework that keeps only its public part (the SDK's
+/// `A2AError`), at the level [`error`] would: this is the last place its full text is.
+#[cfg(feature = "sdk")]
+pub(crate) fn handed_over<E: A2aError + ?Sized>(err: &E) {
+    let text = full_text(err);
+    let text = Shown::new(&text, MAX_LOGGED);
+    let reason = Shown::new(err.reason(), 64);
+    if is_server_fault(err) {
+        tracing::error!(code = err.code(), %reason, "executor failed: {text}");
+    } else {
+        tracing::debug!(code = err.code(), %reason, "executor refused: {text}");
+    }
+}
+
+pub(crate) fn error(
+    method: &str,
+    registered: bool,
+    id: Option<&Id>,
+    err: &(dyn A2aError + Send + Sync),
+) {
     crate::observe::error_sent(registered.then_some(method), err.code(), err.reason());
+    let text = full_text(err);
     let text = Shown::new(&text, MAX_LOGGED);
     let method = Shown::new(method, LOG_BYTES);
     let id = id.map(shown_id);
     let reason = Shown::new(err.reason(), 64);
-    let server_fault =
-        err.http_status() >= 500 || matches!(err.category(), Category::Fatal | Category::Unknown);
-    if server_fault {
+    if is_server_fault(err) {
         tracing::error!(
             %method,
             id,

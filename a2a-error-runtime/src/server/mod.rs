@@ -3,19 +3,19 @@
 //! that makes client retries of `SendMessage` safe.
 
 mod dedup;
-mod endpoint;
-mod log;
+pub(crate) mod endpoint;
+pub(crate) mod log;
 mod params;
 pub mod rest;
 mod serve;
-mod sse;
+pub(crate) mod sse;
 mod task;
 mod version;
 
 #[cfg(feature = "redis")]
 pub use dedup::RedisStore;
 pub use dedup::{Dedup, DedupError, DedupStore, MemoryStore, Refusal, StoreError, StoreFailure};
-pub use endpoint::{Handler, JsonRpc, RequestContext};
+pub use endpoint::{Handler, JsonRpc, RequestContext, StreamHandler};
 pub use serve::{ServeLimits, serve};
 pub use sse::{Binding, sse_response};
 pub use task::failed_status;

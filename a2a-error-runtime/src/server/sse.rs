@@ -25,11 +25,8 @@ pub enum Binding {
 }
 
 impl Binding {
-    fn item<T: Serialize>(&self, item: &T) -> String {
-        let json = serde_json::to_vec(item).unwrap_or_else(|error| {
-            tracing::error!("could not serialize a stream item: {error}");
-            b"null".to_vec()
-        });
+    /// One event's data: the item's JSON as it is (REST), or a response carrying it.
+    fn item(&self, json: Vec<u8>) -> String {
         match self {
             Binding::JsonRpc(id) => {
                 let mut out = Vec::with_capacity(json.len() + 40);
@@ -70,9 +67,25 @@ where
     T: Serialize + Send + 'static,
     E: A2aError + Send + 'static,
 {
+    let encoded = items.map(|item| match item {
+        Ok(item) => Ok(serde_json::to_vec(&item).unwrap_or_else(|error| {
+            tracing::error!("could not serialize a stream item: {error}");
+            b"null".to_vec()
+        })),
+        Err(err) => Err(Box::new(err)),
+    });
+    encoded_response(binding, encoded).await
+}
+
+/// [`sse_response`] for items already serialized (each the JSON of one result).
+pub(crate) async fn encoded_response<S, E>(binding: Binding, items: S) -> Response
+where
+    S: Stream<Item = Result<Vec<u8>, Box<E>>> + Send + 'static,
+    E: A2aError + Send + ?Sized + 'static,
+{
     let mut items = Box::pin(items);
     let first = match items.next().await {
-        Some(Err(err)) => return binding.error_response(&err),
+        Some(Err(err)) => return binding.error_response(&*err),
         first => first,
     };
     let state = (Some(binding), first, items);
@@ -83,12 +96,12 @@ where
             None => items.next().await,
         };
         match next? {
-            Ok(item) => {
-                let event = Event::default().data(binding.item(&item));
+            Ok(json) => {
+                let event = Event::default().data(binding.item(json));
                 Some((Ok::<_, Infallible>(event), (Some(binding), None, items)))
             }
             Err(err) => {
-                let data = String::from_utf8(binding.error(&err)).unwrap_or_default();
+                let data = String::from_utf8(binding.error(&*err)).unwrap_or_default();
                 let event = Event::default().event("error").data(data);
                 // The error ends the stream.
                 Some((Ok(event), (None, None, items)))

@@ -16,8 +16,17 @@ use crate::wire::jsonrpc::{self, Body, Id, Request as RpcRequest};
 use crate::wire::standard::StandardError;
 
 use super::admission::Admission;
-use super::{DynError, JsonRpc, Outcome, RequestContext};
+use super::stream::{self, Events};
+use super::{Answer, DynError, JsonRpc, RequestContext};
 use crate::server::DEADLINE_HEADER;
+
+/// The reply to one request of a body.
+enum Reply {
+    /// A JSON-RPC response.
+    Body(Vec<u8>),
+    /// The events of a streaming method, answered as SSE (never in a batch).
+    Events(Id, Events),
+}
 
 /// How many requests of one batch run at once.
 const BATCH_CONCURRENCY: usize = 8;
@@ -62,10 +71,17 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             Body::EmptyBatch => self.reply(Some(
                 self.error_response(&Id::Null, &StandardError::InvalidRequest),
             )),
-            Body::Single(entry) => {
-                let reply = self.entry(entry, &headers, &version).await;
-                self.reply(reply)
-            }
+            Body::Single(entry) => match self.entry(entry, &headers, &version, false).await {
+                Some(Reply::Events(id, events)) => {
+                    crate::server::sse::encoded_response(
+                        crate::server::Binding::JsonRpc(id),
+                        events,
+                    )
+                    .await
+                }
+                Some(Reply::Body(body)) => self.reply(Some(body)),
+                None => self.reply(None),
+            },
             Body::BatchTooLarge(size) => {
                 tracing::debug!(size, "batch too large");
                 self.reply(Some(
@@ -75,12 +91,20 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             Body::Batch(entries) => {
                 // A few at a time, in order: a batch is one caller's, and must not open a
                 // hundred downstream calls at once.
-                let replies: Vec<Option<Vec<u8>>> = futures_util::stream::iter(entries)
-                    .map(|entry| self.entry(entry, &headers, &version))
+                let replies: Vec<Option<Reply>> = futures_util::stream::iter(entries)
+                    .map(|entry| self.entry(entry, &headers, &version, true))
                     .buffered(BATCH_CONCURRENCY)
                     .collect()
                     .await;
-                let replies: Vec<Vec<u8>> = replies.into_iter().flatten().collect();
+                // A streaming method in a batch is refused before it runs.
+                let replies: Vec<Vec<u8>> = replies
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|reply| match reply {
+                        Reply::Body(body) => Some(body),
+                        Reply::Events(..) => None,
+                    })
+                    .collect();
                 if replies.is_empty() {
                     return self.reply(None);
                 }
@@ -98,19 +122,22 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         }
     }
 
-    /// One request of a body: its reply bytes, or `None` for a notification.
+    /// One request of a body: its reply, or `None` for a notification.
     async fn entry(
         &self,
         entry: jsonrpc::Entry,
         headers: &Arc<HeaderMap>,
         version: &Arc<str>,
-    ) -> Option<Vec<u8>> {
+        in_batch: bool,
+    ) -> Option<Reply> {
         match entry {
             Err(invalid) => {
                 tracing::debug!(reason = invalid.reason, "invalid request");
-                Some(self.error_response(&invalid.id, &StandardError::InvalidRequest))
+                Some(Reply::Body(
+                    self.error_response(&invalid.id, &StandardError::InvalidRequest),
+                ))
             }
-            Ok(request) => self.call(request, headers, version).await,
+            Ok(request) => self.call(request, headers, version, in_batch).await,
         }
     }
 
@@ -119,14 +146,21 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         request: RpcRequest,
         headers: &Arc<HeaderMap>,
         version: &Arc<str>,
-    ) -> Option<Vec<u8>> {
+        in_batch: bool,
+    ) -> Option<Reply> {
         let RpcRequest { id, method, params } = request;
+        let mut caller_deadline = None;
         let outcome = if !self.inner.versions.serves(version) {
             Err(Box::new(StandardError::VersionNotSupported) as DynError)
         } else {
             match self.inner.methods.get(&method) {
                 None => Err(Box::new(StandardError::MethodNotFound) as DynError),
-                Some(handler) => match self
+                // A batch's replies are one JSON array: a stream has no place in it.
+                Some(registered) if registered.streams && in_batch => {
+                    tracing::debug!(method, "a streaming method in a batch");
+                    Err(Box::new(StandardError::InvalidRequest) as DynError)
+                }
+                Some(registered) => match self
                     .inner
                     .admission
                     .as_deref()
@@ -145,6 +179,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                             })
                             .min()
                             .and_then(|left| tokio::time::Instant::now().checked_add(left));
+                        caller_deadline = deadline;
                         let ctx = RequestContext {
                             method: Arc::from(method.as_str()),
                             id: id.clone(),
@@ -152,7 +187,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                             version: Arc::clone(version),
                             deadline,
                         };
-                        let future = handler(&self.inner.state, params, ctx);
+                        let future = (registered.call)(&self.inner.state, params, ctx);
                         let outcome = self.run(future, deadline, &method, id.as_ref()).await;
                         if let Some(slot) = slot {
                             slot.finished();
@@ -169,12 +204,15 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         }
         let id = id?;
         Some(match outcome {
-            Ok(result) => {
+            Ok(Answer::Result(result)) => {
                 let mut out = Vec::with_capacity(result.len() + 40);
                 jsonrpc::write_result(&id, &result, &mut out);
-                out
+                Reply::Body(out)
             }
-            Err(error) => self.error_response(&id, error.as_ref()),
+            // The caller's deadline ends the stream too (the endpoint's own timeout bounds
+            // only the wait for it to open: a long stream is what streaming is for).
+            Ok(Answer::Events(events)) => Reply::Events(id, stream::until(events, caller_deadline)),
+            Err(error) => Reply::Body(self.error_response(&id, error.as_ref())),
         })
     }
 
@@ -182,11 +220,11 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// comes first, turning a panic into an internal error.
     async fn run(
         &self,
-        future: BoxFuture<'static, Outcome>,
+        future: BoxFuture<'static, Result<Answer, DynError>>,
         deadline: Option<tokio::time::Instant>,
         method: &str,
         id: Option<&Id>,
-    ) -> Outcome {
+    ) -> Result<Answer, DynError> {
         let guarded = AssertUnwindSafe(future).catch_unwind();
         let own = self
             .inner

@@ -17,10 +17,13 @@ use crate::wire::error::A2aError;
 use crate::wire::jsonrpc::Id;
 use crate::wire::standard::StandardError;
 
-use super::{DynError, Outcome};
+use super::{Answer, DynError, Outcome};
 
-pub(super) type Erased<S> =
-    Arc<dyn Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Outcome> + Send + Sync>;
+pub(super) type Erased<S> = Arc<
+    dyn Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Result<Answer, DynError>>
+        + Send
+        + Sync,
+>;
 
 /// What a handler knows about the request it serves.
 #[derive(Clone, Debug)]

@@ -9,6 +9,7 @@
 mod admission;
 mod dispatch;
 mod handler;
+mod stream;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -32,9 +33,28 @@ use crate::server::version::Versions;
 use admission::Admission;
 use handler::Erased;
 pub use handler::{Handler, RequestContext};
+pub use stream::StreamHandler;
+#[cfg(feature = "sdk")]
+pub(crate) use stream::{events, until};
 
 type DynError = Box<dyn A2aError + Send + Sync>;
 type Outcome = Result<Vec<u8>, DynError>;
+
+/// What a method answers: one result, or (a streaming method) a stream of them.
+pub(crate) enum Answer {
+    /// The JSON of the result.
+    Result(Vec<u8>),
+    /// The JSON of each result, sent as SSE events.
+    Events(stream::Events),
+}
+
+/// A registered method: how to call it, and whether it streams (a streaming method is not
+/// allowed in a batch, whose replies are one JSON array).
+#[derive(Clone)]
+struct Registered<S> {
+    call: Erased<S>,
+    streams: bool,
+}
 
 /// A JSON-RPC 2.0 endpoint for A2A methods.
 ///
@@ -120,7 +140,7 @@ impl<S> std::fmt::Debug for JsonRpc<S> {
 #[derive(Clone)]
 struct Inner<S> {
     state: S,
-    methods: HashMap<String, Erased<S>>,
+    methods: HashMap<String, Registered<S>>,
     max_body_bytes: usize,
     body_timeout: Duration,
     max_batch: usize,
@@ -170,12 +190,36 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// Registers `handler` for `name` (see [`Handler`] for the shapes it may take).
     pub fn method<T, H: Handler<T, S>>(mut self, name: &str, handler: H) -> Self {
         let handler = Arc::new(handler);
-        let erased: Erased<S> = Arc::new(
+        let call: Erased<S> = Arc::new(
             move |state: &S, params: Box<RawValue>, ctx: RequestContext| {
-                Arc::clone(&handler).call(state, params, ctx)
+                let answer = Arc::clone(&handler).call(state, params, ctx);
+                Box::pin(async move { answer.await.map(Answer::Result) })
             },
         );
-        self.inner_mut().methods.insert(name.to_owned(), erased);
+        let registered = Registered {
+            call,
+            streams: false,
+        };
+        self.inner_mut().methods.insert(name.to_owned(), registered);
+        self
+    }
+
+    /// Registers a streaming `handler` for `name` (see [`StreamHandler`]): its results are
+    /// sent as SSE events, in the JSON-RPC shape (each event a response with the request's
+    /// id). In a batch it is an Invalid Request, not run: a batch's replies are one array.
+    pub fn stream<T, H: StreamHandler<T, S>>(mut self, name: &str, handler: H) -> Self {
+        let handler = Arc::new(handler);
+        let call: Erased<S> = Arc::new(
+            move |state: &S, params: Box<RawValue>, ctx: RequestContext| {
+                let events = Arc::clone(&handler).call(state, params, ctx);
+                Box::pin(async move { events.await.map(Answer::Events) })
+            },
+        );
+        let registered = Registered {
+            call,
+            streams: true,
+        };
+        self.inner_mut().methods.insert(name.to_owned(), registered);
         self
     }
 

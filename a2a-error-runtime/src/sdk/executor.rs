@@ -1,0 +1,243 @@
+//! [`Guarded`]: an SDK `AgentExecutor` with what the SDK's `DefaultRequestHandler` leaves out.
+//!
+//! The handler runs an executor's stream in a task of its own: a panic there kills the task
+//! and the caller waits forever; an error leaves the task SUBMITTED (or WORKING) forever; and
+//! the task-local deadline of the request does not reach it. The guard polls the executor's
+//! stream so that none of that happens.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, OnceLock};
+
+use a2a::{
+    A2AError, Message, Part, Role, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use a2a_server::{AgentExecutor, ExecutorContext, TaskStore};
+use futures_util::stream::BoxStream;
+use futures_util::{FutureExt, StreamExt};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::server::failed_status;
+use crate::wire::error::A2aError;
+use crate::wire::remote::RemoteError;
+use crate::wire::standard::StandardError;
+
+/// The key of the event metadata in which a failure after the first event carries its
+/// public error object, from the guard to the bridge's stream encoder (which sends it as the
+/// stream's error event and removes the key).
+pub(crate) const FAILURE_KEY: &str = "a2a-error.failure";
+
+/// The service param that carries the request's deadline from the bridge's endpoint to the
+/// guard, which runs in the handler's own task. The endpoint sets it on every request (a
+/// caller's header of the same name is replaced), as microseconds after [`epoch`].
+pub(crate) const DEADLINE_PARAM: &str = "a2a-error-deadline-us";
+
+/// The instant deadlines in [`DEADLINE_PARAM`] count from (this process's own clock).
+pub(crate) fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// An SDK `AgentExecutor` with this crate's guarantees. Hand it to `DefaultRequestHandler`
+/// in place of your executor, with the handler's task store:
+///
+/// - a panic in `execute` or while its stream is polled is INTERNAL_ERROR (-32603) with the
+///   code table's public message, at once; the panic text goes to the log;
+/// - an error before the first event is the request's error (an ordinary error response), and
+///   the task ends FAILED in the store;
+/// - an error after it (the work had started) ends the task FAILED: a `TASK_STATE_FAILED`
+///   status whose message is the public message and whose metadata names the code, reason
+///   and domain ([`failed_status`]). SendMessage answers that task as its result; a stream
+///   sends the error as its error event, and ends;
+/// - the caller's `A2A-Deadline-Ms` (served by the bridge's endpoint) ends the execution with
+///   DEADLINE_EXCEEDED, and the typed clients the executor calls inherit it.
+///
+/// An `A2AError` made from your derived enum (`?`) keeps its reason, domain, data fields and
+/// RetryInfo; one made from text of your own (`A2AError::internal(e.to_string())`) is sent
+/// with the code's public message only.
+pub struct Guarded<X> {
+    inner: Arc<X>,
+    store: Arc<dyn TaskStore>,
+}
+
+impl<X> Guarded<X> {
+    /// Guards `executor`, whose tasks `store` keeps (the store the handler is given: a store
+    /// that shares its data between clones, or an `Arc` around yours).
+    pub fn new(executor: X, store: Arc<dyn TaskStore>) -> Self {
+        Guarded {
+            inner: Arc::new(executor),
+            store,
+        }
+    }
+}
+
+impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
+    fn execute(
+        &self,
+        ctx: ExecutorContext,
+    ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        let run = Run {
+            task_id: ctx.task_id.clone(),
+            context_id: ctx.context_id.clone(),
+            deadline: deadline_of(&ctx),
+            store: Arc::clone(&self.store),
+        };
+        let inner = Arc::clone(&self.inner);
+        let events = std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)));
+        run.guard(events)
+    }
+
+    fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        let inner = Arc::clone(&self.inner);
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.cancel(ctx))) {
+            Ok(events) => AssertUnwindSafe(events)
+                .catch_unwind()
+                .map(|item| item.unwrap_or_else(|panic| Err(panicked(&*panic))))
+                .boxed(),
+            Err(panic) => futures_util::stream::iter([Err(panicked(&*panic))]).boxed(),
+        }
+    }
+}
+
+/// What the guard knows of one execution.
+struct Run {
+    task_id: String,
+    context_id: String,
+    deadline: Option<Instant>,
+    store: Arc<dyn TaskStore>,
+}
+
+/// Where the guarded stream stands.
+struct Polling {
+    events: Option<BoxStream<'static, Result<StreamResponse, A2AError>>>,
+    started: bool,
+    run: Arc<Run>,
+}
+
+impl Run {
+    fn guard(
+        self,
+        events: std::thread::Result<BoxStream<'static, Result<StreamResponse, A2AError>>>,
+    ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        let run = Arc::new(self);
+        let events = match events {
+            Ok(events) => events,
+            Err(panic) => futures_util::stream::iter([Err(panicked(&*panic))]).boxed(),
+        };
+        let state = Polling {
+            events: Some(events),
+            started: false,
+            run,
+        };
+        futures_util::stream::unfold(state, |mut state| async move {
+            let mut events = state.events.take()?;
+            let next = AssertUnwindSafe(events.next()).catch_unwind();
+            let next = match state.run.deadline {
+                // The request's deadline reaches typed clients called inside the executor.
+                Some(deadline) => {
+                    let polled = crate::deadline::scope(Some(deadline), next);
+                    match tokio::time::timeout_at(deadline, polled).await {
+                        Ok(next) => next,
+                        Err(_) => Ok(Some(Err(crate::sdk::to_sdk(
+                            &StandardError::DeadlineExceeded,
+                        )))),
+                    }
+                }
+                None => next.await,
+            };
+            let item = match next {
+                Ok(item) => item?,
+                Err(panic) => Err(panicked(&*panic)),
+            };
+            match item {
+                Ok(event) => {
+                    state.started = true;
+                    state.events = Some(events);
+                    Some((Ok(event), state))
+                }
+                // Nothing is polled after an error (or a panic).
+                Err(error) if state.started => {
+                    let failed = state.run.failed_event(&error);
+                    Some((Ok(failed), state))
+                }
+                Err(error) => {
+                    state.run.mark_failed(&error).await;
+                    Some((Err(error), state))
+                }
+            }
+        })
+        .boxed()
+    }
+
+    /// The status of a task that failed with `error`, from [`failed_status`].
+    fn failed_status(public: &RemoteError) -> TaskStatus {
+        let status = failed_status(public);
+        let metadata: Option<HashMap<String, Value>> =
+            serde_json::from_value(status["message"]["metadata"].clone()).ok();
+        let mut message = Message::new(Role::Agent, vec![Part::text(public.public_message())]);
+        message.metadata = metadata;
+        TaskStatus {
+            state: TaskState::Failed,
+            message: Some(message),
+            timestamp: None,
+        }
+    }
+
+    /// The terminal event of a task whose work had started when it failed.
+    fn failed_event(&self, error: &A2AError) -> StreamResponse {
+        let public = crate::sdk::error::public(error);
+        let mut status = Run::failed_status(&public);
+        if let Some(message) = &mut status.message {
+            message.task_id = Some(self.task_id.clone());
+            message.context_id = Some(self.context_id.clone());
+        }
+        let object = serde_json::to_value(public.to_error_object()).unwrap_or_default();
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.context_id.clone(),
+            status,
+            metadata: Some(HashMap::from([(FAILURE_KEY.to_owned(), object)])),
+        })
+    }
+
+    /// Ends the task FAILED in the store: the handler publishes the error to the caller but
+    /// writes nothing, which would leave the task SUBMITTED forever.
+    async fn mark_failed(&self, error: &A2AError) {
+        let public = crate::sdk::error::public(error);
+        let task = match self.store.get(&self.task_id).await {
+            Ok(Some(task)) => task,
+            Ok(None) => return,
+            Err(store) => {
+                tracing::warn!(code = store.code, "could not read a failed task to end it");
+                return;
+            }
+        };
+        if task.status.state.is_terminal() {
+            return;
+        }
+        let mut task = task;
+        task.status = Run::failed_status(&public);
+        if let Err(store) = self.store.update(task).await {
+            tracing::warn!(code = store.code, "could not end a failed task");
+        }
+    }
+}
+
+/// The deadline the bridge's endpoint put in the service params, if any.
+fn deadline_of(ctx: &ExecutorContext) -> Option<Instant> {
+    let micros: u64 = ctx
+        .service_params
+        .get(DEADLINE_PARAM)?
+        .first()?
+        .parse()
+        .ok()?;
+    epoch().checked_add(std::time::Duration::from_micros(micros))
+}
+
+/// A panic as the error the caller gets: -32603 with the public message only.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> A2AError {
+    let text = crate::server::log::panic_text(panic);
+    tracing::error!("an agent executor panicked: {text}");
+    crate::sdk::to_sdk(&crate::server::log::Panicked)
+}

@@ -1,0 +1,94 @@
+//! [`ProtoJson`]: an SDK type read and written as the A2A 1.0 JSON (ProtoJSON), exactly as the
+//! SDK's own routers and clients convert it.
+
+use a2a_pb::protojson_conv::{self, ProtoJsonPayload};
+use prost::Message as _;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+/// An SDK type (`a2a::SendMessageRequest`, `a2a::Task`, `a2a::StreamResponse`, …) in its A2A
+/// 1.0 JSON form. The SDK's types derive `serde` too, but their serde form is not the wire's
+/// (the SDK converts through protobuf), so every body the bridge reads or writes goes
+/// through this.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProtoJson<T>(pub T);
+
+impl<T: ProtoJsonPayload> Serialize for ProtoJson<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        protojson_conv::to_value(&self.0)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
+    }
+}
+
+/// Read straight from the text into the protobuf JSON type (no `serde_json::Value` in
+/// between), then converted as the SDK converts it. A field of the wrong type is an error at
+/// its path, as for any params.
+impl<'de, T: ProtoJsonPayload> Deserialize<'de> for ProtoJson<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let json = T::ProtoJson::deserialize(deserializer)?;
+        let proto = T::Proto::decode(json.encode_to_vec().as_slice()).map_err(D::Error::custom)?;
+        T::try_from_proto(&proto)
+            .map(ProtoJson)
+            .map_err(D::Error::custom)
+    }
+}
+
+impl<T: ProtoJsonPayload> ProtoJson<T> {
+    /// The JSON of the value with its object members sorted: the same message gives the
+    /// same bytes whatever order its maps (metadata) were built in, so a retry's fingerprint
+    /// matches the first attempt's.
+    pub(crate) fn canonical_json(value: &T) -> Option<Value> {
+        protojson_conv::to_value(value).ok().map(sorted)
+    }
+}
+
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(members) => {
+            let mut members: Vec<(String, Value)> = members.into_iter().collect();
+            members.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                members
+                    .into_iter()
+                    .map(|(key, value)| (key, sorted(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// SendMessage's params, with what A2A requires of them checked before the SDK's conversion,
+/// which would fill a missing message or messageId with new ones (so an empty SendMessage
+/// would run): a message with a messageId, a role and at least one part. What is missing is
+/// reported at its path, as for any params.
+pub(crate) struct SendParams(pub a2a::SendMessageRequest);
+
+impl<'de> Deserialize<'de> for SendParams {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        type Json = <a2a::SendMessageRequest as ProtoJsonPayload>::ProtoJson;
+        let json = Json::deserialize(deserializer)?;
+        let Some(message) = &json.message else {
+            return Err(D::Error::missing_field("message"));
+        };
+        if message.message_id.is_empty() {
+            return Err(D::Error::missing_field("message.messageId"));
+        }
+        if message.role == 0 {
+            return Err(D::Error::missing_field("message.role"));
+        }
+        if message.parts.is_empty() {
+            return Err(D::Error::missing_field("message.parts"));
+        }
+        let proto = <a2a::SendMessageRequest as ProtoJsonPayload>::Proto::decode(
+            json.encode_to_vec().as_slice(),
+        )
+        .map_err(D::Error::custom)?;
+        a2a::SendMessageRequest::try_from_proto(&proto)
+            .map(SendParams)
+            .map_err(D::Error::custom)
+    }
+}

@@ -1,0 +1,751 @@
+//! [`Bridge`]: an SDK `RequestHandler` served over JSON-RPC and HTTP+JSON by this crate's
+//! endpoint, with its guarantees (see the [module documentation](super)).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::{
+    A2AError, AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageRequest,
+    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, TaskPushNotificationConfig,
+};
+use a2a_server::{RequestHandler, ServiceParams};
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use super::error::public;
+use super::executor::{DEADLINE_PARAM, FAILURE_KEY, epoch};
+use super::protojson::{ProtoJson, SendParams};
+use crate::server::rest::{self, Json};
+use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
+use crate::wire::error::A2aError;
+use crate::wire::headers::DEADLINE_HEADER;
+use crate::wire::object::ErrorObject;
+use crate::wire::remote::RemoteError;
+use crate::wire::standard::StandardError;
+
+/// The dedup of SendMessage through the bridge: its replies are the SDK's, remembered as
+/// their A2A JSON.
+pub type SendDedup = Dedup<ProtoJson<SendMessageResponse>, RemoteError>;
+
+/// An SDK `RequestHandler` (the SDK's `DefaultRequestHandler` with your `AgentExecutor`,
+/// guarded by [`Guarded`](super::Guarded), and your `TaskStore`) served by this crate:
+/// JSON-RPC 2.0 at `POST /` through [`JsonRpc`], HTTP+JSON at the A2A 1.0 routes, and the
+/// agent card at `/.well-known/agent-card.json`.
+///
+/// ```no_run
+/// # use a2a_error_runtime as a2a_error;
+/// # async fn run(handler: a2a_server::DefaultRequestHandler, card: a2a::AgentCard) {
+/// use a2a_error::sdk::Bridge;
+/// use a2a_error::server::{Dedup, ServeLimits, serve};
+///
+/// let router = Bridge::new(handler)
+///     .card(card)
+///     .dedup(Dedup::in_memory())
+///     .router();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
+/// serve(listener, router, ServeLimits::default()).await.unwrap();
+/// # }
+/// ```
+pub struct Bridge<H> {
+    handler: Arc<H>,
+    dedup: Option<SendDedup>,
+    card: Option<Arc<Value>>,
+    timeout: Option<Duration>,
+}
+
+impl<H> Clone for Bridge<H> {
+    fn clone(&self) -> Self {
+        Bridge {
+            handler: Arc::clone(&self.handler),
+            dedup: self.dedup.clone(),
+            card: self.card.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+impl<H: RequestHandler> Bridge<H> {
+    /// Serves `handler`, with no dedup, no card and no handler timeout (the caller's
+    /// `A2A-Deadline-Ms` still holds).
+    pub fn new(handler: H) -> Self {
+        Bridge::from_arc(Arc::new(handler))
+    }
+
+    /// Serves a handler shared with other code.
+    pub fn from_arc(handler: Arc<H>) -> Self {
+        Bridge {
+            handler,
+            dedup: None,
+            card: None,
+            timeout: None,
+        }
+    }
+
+    /// Makes SendMessage safe to retry: the same messageId from the same caller (as
+    /// [`Dedup::identify`] reads it) runs the handler once, on any replica sharing the
+    /// store, over either binding; a reply is replayed to a retry over the other binding.
+    pub fn dedup(mut self, dedup: SendDedup) -> Self {
+        self.dedup = Some(dedup);
+        self
+    }
+
+    /// The agent card served at `/.well-known/agent-card.json`.
+    pub fn card(mut self, card: AgentCard) -> Self {
+        self.card = a2a_pb::protojson_conv::to_value(&card).ok().map(Arc::new);
+        self
+    }
+
+    /// How long a handler may run before the call fails with DEADLINE_EXCEEDED (default: no
+    /// limit but the caller's `A2A-Deadline-Ms`). It bounds a stream's wait for its first
+    /// event, not the stream.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The JSON-RPC endpoint, with the A2A 1.0 method names and the 0.3 ones as aliases.
+    /// Configure it further (`max_concurrent`, `max_body_bytes`, …) and mount it with
+    /// [`rest_router`](Self::rest_router), or take both from [`router`](Self::router).
+    pub fn json_rpc(&self) -> JsonRpc<Self> {
+        let rpc = JsonRpc::with_state(self.clone())
+            .method("SendMessage", rpc_send::<H>)
+            .stream("SendStreamingMessage", rpc_send_streaming::<H>)
+            .method("GetTask", rpc_get_task::<H>)
+            .method("ListTasks", rpc_list_tasks::<H>)
+            .method("CancelTask", rpc_cancel_task::<H>)
+            .stream("SubscribeToTask", rpc_subscribe::<H>)
+            .method("CreateTaskPushNotificationConfig", rpc_create_push::<H>)
+            .method("GetTaskPushNotificationConfig", rpc_get_push::<H>)
+            .method("ListTaskPushNotificationConfigs", rpc_list_push::<H>)
+            .method("DeleteTaskPushNotificationConfig", rpc_delete_push::<H>)
+            .method("GetExtendedAgentCard", rpc_extended_card::<H>);
+        let rpc = crate::wire::method::METHODS
+            .iter()
+            .fold(rpc, |rpc, method| rpc.alias(method.alias, method.name));
+        match self.timeout {
+            Some(timeout) => rpc.timeout(timeout),
+            None => rpc,
+        }
+    }
+
+    /// The HTTP+JSON routes and the agent card, with a `google.rpc.Status` body for every
+    /// error (an unknown route is a 404 Status), a sanitized 500 for a panic, and
+    /// VERSION_NOT_SUPPORTED for an `A2A-Version` other than 1.0.
+    pub fn rest_router(&self) -> Router {
+        let rest = Router::new()
+            .route("/message:send", post(rest_send::<H>))
+            .route("/message:stream", post(rest_send_streaming::<H>))
+            .route("/tasks", get(rest_list_tasks::<H>))
+            .route(
+                "/tasks/{id}",
+                get(rest_task_get::<H>).post(rest_task_post::<H>),
+            )
+            .route(
+                "/tasks/{task_id}/pushNotificationConfigs",
+                post(rest_create_push::<H>).get(rest_list_push::<H>),
+            )
+            .route(
+                "/tasks/{task_id}/pushNotificationConfigs/{id}",
+                get(rest_get_push::<H>).delete(rest_delete_push::<H>),
+            )
+            .route("/extendedAgentCard", get(rest_extended_card::<H>))
+            .fallback(rest::not_found)
+            .layer(rest::catch_panic())
+            .layer(rest::RequireVersionLayer::new(["1.0"]));
+        let card = Router::new().route(
+            "/.well-known/agent-card.json",
+            get(card::<H>).fallback(rest::not_found),
+        );
+        card.merge(rest)
+            .layer(rest::StatusBodiesLayer)
+            .with_state(self.clone())
+    }
+
+    /// JSON-RPC at `POST /`, HTTP+JSON and the card, on one router.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .merge(self.json_rpc().into_router())
+            .merge(self.rest_router())
+    }
+
+    /// SendMessage through the dedup, when there is one.
+    async fn send_message(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+        request: SendMessageRequest,
+    ) -> Result<ProtoJson<SendMessageResponse>, DedupError<RemoteError>> {
+        let params = service_params(headers, deadline);
+        let handler = Arc::clone(&self.handler);
+        let work = move |request: Fingerprinted| async move {
+            handler
+                .send_message(&params, request.request)
+                .await
+                .map(ProtoJson)
+                .map_err(|error| public(&error))
+        };
+        let Some(dedup) = &self.dedup else {
+            let request = Fingerprinted {
+                message: Value::Null,
+                request,
+            };
+            return work(request).await.map_err(DedupError::Failed);
+        };
+        let id = request.message.message_id.clone();
+        let message = ProtoJson::canonical_json(&request)
+            .and_then(|mut json| json.get_mut("message").map(Value::take))
+            .unwrap_or(Value::Null);
+        let request = Fingerprinted { message, request };
+        dedup.run("SendMessage", headers, &id, request, work).await
+    }
+
+    async fn send_streaming(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+        request: SendMessageRequest,
+    ) -> Result<Events, RemoteError> {
+        let params = service_params(headers, deadline);
+        match self.handler.send_streaming_message(&params, request).await {
+            Ok(stream) => Ok(events(stream)),
+            Err(error) => Err(public(&error)),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+        request: SubscribeToTaskRequest,
+    ) -> Result<Events, RemoteError> {
+        let params = service_params(headers, deadline);
+        match self.handler.subscribe_to_task(&params, request).await {
+            Ok(stream) => Ok(events(stream)),
+            Err(error) => Err(public(&error)),
+        }
+    }
+}
+
+/// The SendMessage request as the dedup sees it: the canonical JSON of its message is what
+/// is hashed (a retry with the same messageId and another message is MESSAGE_ID_REUSED), and
+/// the request is what the work runs on.
+struct Fingerprinted {
+    message: Value,
+    request: SendMessageRequest,
+}
+
+impl Serialize for Fingerprinted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.message.serialize(serializer)
+    }
+}
+
+type Events = BoxStream<'static, Result<ProtoJson<StreamResponse>, RemoteError>>;
+
+/// The handler's stream as the bridge sends it: a failure the guard turned into a FAILED
+/// status (the work had started) is sent as the stream's error event, which ends it; an
+/// error is sent public.
+// One error per stream, at its end: its size does not matter.
+#[allow(clippy::result_large_err)]
+fn events(stream: BoxStream<'static, Result<StreamResponse, A2AError>>) -> Events {
+    stream
+        .map(|item| match item {
+            Ok(StreamResponse::StatusUpdate(mut update)) => {
+                let failure = update
+                    .metadata
+                    .as_mut()
+                    .and_then(|metadata| metadata.remove(FAILURE_KEY));
+                match failure {
+                    Some(object) => Err(RemoteError::from_object(
+                        serde_json::from_value::<ErrorObject>(object)
+                            .unwrap_or_else(|_| StandardError::Internal.to_error_object()),
+                    )),
+                    None => Ok(ProtoJson(StreamResponse::StatusUpdate(update))),
+                }
+            }
+            Ok(event) => Ok(ProtoJson(event)),
+            Err(error) => Err(public(&error)),
+        })
+        .boxed()
+}
+
+/// The SDK's service params of a request: its headers (as the SDK's routers pass them), and
+/// the request's deadline for [`Guarded`](super::Guarded), which runs in a task of the
+/// handler's own where the task-local deadline does not reach.
+fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServiceParams {
+    let mut params: ServiceParams = HashMap::with_capacity(headers.keys_len() + 1);
+    for (name, value) in headers {
+        if let Ok(value) = value.to_str() {
+            params
+                .entry(name.as_str().to_owned())
+                .or_default()
+                .push(value.to_owned());
+        }
+    }
+    // Only the endpoint says what the deadline is.
+    params.remove(DEADLINE_PARAM);
+    if let Some(deadline) = deadline {
+        let micros = deadline.saturating_duration_since(epoch()).as_micros();
+        params.insert(DEADLINE_PARAM.to_owned(), vec![micros.to_string()]);
+    }
+    params
+}
+
+// JSON-RPC: one function per method, each the SDK handler's method on the SDK's types.
+
+async fn rpc_send<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    request: SendParams,
+    ctx: RequestContext,
+) -> Result<ProtoJson<SendMessageResponse>, DedupError<RemoteError>> {
+    bridge
+        .send_message(&ctx.headers, ctx.deadline, request.0)
+        .await
+}
+
+async fn rpc_send_streaming<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    request: SendParams,
+    ctx: RequestContext,
+) -> Result<Events, RemoteError> {
+    bridge
+        .send_streaming(&ctx.headers, ctx.deadline, request.0)
+        .await
+}
+
+async fn rpc_subscribe<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    request: ProtoJson<SubscribeToTaskRequest>,
+    ctx: RequestContext,
+) -> Result<Events, RemoteError> {
+    bridge
+        .subscribe(&ctx.headers, ctx.deadline, request.0)
+        .await
+}
+
+/// A JSON-RPC function for a unary method of the SDK's `RequestHandler`.
+macro_rules! rpc_unary {
+    ($name:ident, $request:ty, $method:ident, $result:ty, $wrap:expr) => {
+        async fn $name<H: RequestHandler>(
+            State(bridge): State<Bridge<H>>,
+            request: ProtoJson<$request>,
+            ctx: RequestContext,
+        ) -> Result<$result, RemoteError> {
+            let params = service_params(&ctx.headers, ctx.deadline);
+            bridge
+                .handler
+                .$method(&params, request.0)
+                .await
+                .map($wrap)
+                .map_err(|error| public(&error))
+        }
+    };
+}
+
+rpc_unary!(
+    rpc_get_task,
+    GetTaskRequest,
+    get_task,
+    ProtoJson<a2a::Task>,
+    ProtoJson
+);
+rpc_unary!(
+    rpc_list_tasks,
+    ListTasksRequest,
+    list_tasks,
+    ProtoJson<a2a::ListTasksResponse>,
+    ProtoJson
+);
+rpc_unary!(
+    rpc_cancel_task,
+    CancelTaskRequest,
+    cancel_task,
+    ProtoJson<a2a::Task>,
+    ProtoJson
+);
+rpc_unary!(
+    rpc_create_push,
+    TaskPushNotificationConfig,
+    create_push_config,
+    ProtoJson<TaskPushNotificationConfig>,
+    ProtoJson
+);
+rpc_unary!(
+    rpc_get_push,
+    GetTaskPushNotificationConfigRequest,
+    get_push_config,
+    ProtoJson<TaskPushNotificationConfig>,
+    ProtoJson
+);
+rpc_unary!(
+    rpc_list_push,
+    ListTaskPushNotificationConfigsRequest,
+    list_push_configs,
+    ProtoJson<a2a::ListTaskPushNotificationConfigsResponse>,
+    ProtoJson
+);
+rpc_unary!(
+    rpc_delete_push,
+    DeleteTaskPushNotificationConfigRequest,
+    delete_push_config,
+    Option<()>,
+    |()| None
+);
+rpc_unary!(
+    rpc_extended_card,
+    GetExtendedAgentCardRequest,
+    get_extended_agent_card,
+    ProtoJson<AgentCard>,
+    ProtoJson
+);
+
+// HTTP+JSON.
+
+/// The caller's deadline of a REST request (the earliest `A2A-Deadline-Ms`), as the
+/// JSON-RPC endpoint reads it.
+fn rest_deadline(headers: &HeaderMap) -> Option<Instant> {
+    headers
+        .get_all(DEADLINE_HEADER)
+        .iter()
+        .filter_map(|value| crate::wire::headers::parse_deadline_ms(value.as_bytes()))
+        .min()
+        .and_then(|left| Instant::now().checked_add(left))
+}
+
+impl<H: RequestHandler> Bridge<H> {
+    /// Runs a REST handler's work until the caller's deadline or the bridge's timeout,
+    /// whichever comes first, with the deadline inherited by typed clients called inside.
+    async fn bounded<T>(
+        &self,
+        deadline: Option<Instant>,
+        work: impl Future<Output = Result<T, Box<dyn A2aError + Send + Sync>>>,
+    ) -> Result<T, Box<dyn A2aError + Send + Sync>> {
+        let own = self
+            .timeout
+            .and_then(|timeout| Instant::now().checked_add(timeout));
+        let end = crate::deadline::earliest(own, deadline);
+        let work = crate::deadline::scope(end, work);
+        match end {
+            Some(end) => tokio::time::timeout_at(end, work)
+                .await
+                .unwrap_or_else(|_| Err(Box::new(StandardError::DeadlineExceeded))),
+            None => work.await,
+        }
+    }
+
+    /// A unary REST reply: the result's A2A JSON, or the error's Status.
+    async fn rest_reply<T, E, Fut>(
+        &self,
+        headers: &HeaderMap,
+        work: impl FnOnce(ServiceParams) -> Fut,
+    ) -> Response
+    where
+        T: Serialize,
+        E: A2aError + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let deadline = rest_deadline(headers);
+        let params = service_params(headers, deadline);
+        let work = async move { work(params).await.map_err(boxed) };
+        match self.bounded(deadline, work).await {
+            Ok(result) => Json(result).into_response(),
+            Err(error) => rest::error_response(&*error),
+        }
+    }
+
+    /// A streaming REST reply: SSE events of the stream, or the error's Status before it.
+    async fn rest_events(
+        &self,
+        headers: &HeaderMap,
+        opened: Result<Events, RemoteError>,
+    ) -> Response {
+        match opened {
+            Ok(stream) => {
+                let encoded = crate::server::endpoint::events(stream);
+                let encoded = crate::server::endpoint::until(encoded, rest_deadline(headers));
+                crate::server::sse::encoded_response(Binding::Rest, encoded).await
+            }
+            Err(error) => rest::error_response(&error),
+        }
+    }
+}
+
+fn boxed<E: A2aError + Send + Sync + 'static>(error: E) -> Box<dyn A2aError + Send + Sync> {
+    Box::new(error)
+}
+
+async fn rest_send<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    headers: HeaderMap,
+    Json(request): Json<SendParams>,
+) -> Response {
+    let deadline = rest_deadline(&headers);
+    let work = async {
+        bridge
+            .send_message(&headers, deadline, request.0)
+            .await
+            .map_err(boxed)
+    };
+    match bridge.bounded(deadline, work).await {
+        Ok(reply) => Json(reply).into_response(),
+        Err(error) => rest::error_response(&*error),
+    }
+}
+
+async fn rest_send_streaming<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    headers: HeaderMap,
+    Json(request): Json<SendParams>,
+) -> Response {
+    let deadline = rest_deadline(&headers);
+    let opened = bridge.send_streaming(&headers, deadline, request.0).await;
+    bridge.rest_events(&headers, opened).await
+}
+
+/// Query parameters as the JSON members of a request (numbers and booleans as such).
+fn query_json(query: HashMap<String, String>, fields: Map<String, Value>) -> Value {
+    let mut members = fields;
+    for (key, value) in query {
+        let value = match value.as_str() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            text => text
+                .parse::<i64>()
+                .map_or_else(|_| Value::String(value), Value::from),
+        };
+        members.entry(key).or_insert(value);
+    }
+    Value::Object(members)
+}
+
+/// A request read from the path and the query; a member of the wrong type is INVALID_PARAMS.
+fn from_query<T>(
+    query: HashMap<String, String>,
+    fields: Map<String, Value>,
+) -> Result<T, Box<Response>>
+where
+    ProtoJson<T>: serde::de::DeserializeOwned,
+{
+    serde_json::from_value::<ProtoJson<T>>(query_json(query, fields))
+        .map(|request| request.0)
+        .map_err(|_| Box::new(rest::error_response(&StandardError::InvalidParams)))
+}
+
+fn fields<const N: usize>(pairs: [(&str, &str); N]) -> Map<String, Value> {
+    pairs
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), Value::String(value.to_owned())))
+        .collect()
+}
+
+async fn rest_task_get<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(id) = id.strip_suffix(":subscribe") {
+        let request = match from_query::<SubscribeToTaskRequest>(query, fields([("id", id)])) {
+            Ok(request) => request,
+            Err(response) => return *response,
+        };
+        let opened = bridge
+            .subscribe(&headers, rest_deadline(&headers), request)
+            .await;
+        return bridge.rest_events(&headers, opened).await;
+    }
+    let request = match from_query::<GetTaskRequest>(query, fields([("id", &id)])) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let handler = Arc::clone(&bridge.handler);
+    bridge
+        .rest_reply(&headers, |params| async move {
+            handler
+                .get_task(&params, request)
+                .await
+                .map(ProtoJson)
+                .map_err(|error| public(&error))
+        })
+        .await
+}
+
+async fn rest_task_post<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(id) = id.strip_suffix(":cancel") else {
+        return rest::error_response(&StandardError::MethodNotFound);
+    };
+    let request = match from_query::<CancelTaskRequest>(HashMap::new(), fields([("id", id)])) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let handler = Arc::clone(&bridge.handler);
+    bridge
+        .rest_reply(&headers, |params| async move {
+            handler
+                .cancel_task(&params, request)
+                .await
+                .map(ProtoJson)
+                .map_err(|error| public(&error))
+        })
+        .await
+}
+
+async fn rest_list_tasks<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let request = match from_query::<ListTasksRequest>(query, Map::new()) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let handler = Arc::clone(&bridge.handler);
+    bridge
+        .rest_reply(&headers, |params| async move {
+            handler
+                .list_tasks(&params, request)
+                .await
+                .map(ProtoJson)
+                .map_err(|error| public(&error))
+        })
+        .await
+}
+
+async fn rest_create_push<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    Path(task_id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    let mut body = match body {
+        Value::Object(members) => members,
+        _ => return rest::error_response(&StandardError::InvalidParams),
+    };
+    body.insert("taskId".into(), Value::String(task_id));
+    let request = match from_query::<TaskPushNotificationConfig>(HashMap::new(), body) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let handler = Arc::clone(&bridge.handler);
+    bridge
+        .rest_reply(&headers, |params| async move {
+            handler
+                .create_push_config(&params, request)
+                .await
+                .map(ProtoJson)
+                .map_err(|error| public(&error))
+        })
+        .await
+}
+
+async fn rest_list_push<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    Path(task_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let request = match from_query::<ListTaskPushNotificationConfigsRequest>(
+        query,
+        fields([("taskId", &task_id)]),
+    ) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let handler = Arc::clone(&bridge.handler);
+    bridge
+        .rest_reply(&headers, |params| async move {
+            handler
+                .list_push_configs(&params, request)
+                .await
+                .map(ProtoJson)
+                .map_err(|error| public(&error))
+        })
+        .await
+}
+
+async fn rest_get_push<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    Path((task_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let request = match from_query::<GetTaskPushNotificationConfigRequest>(
+        HashMap::new(),
+        fields([("taskId", &task_id), ("id", &id)]),
+    ) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let handler = Arc::clone(&bridge.handler);
+    bridge
+        .rest_reply(&headers, |params| async move {
+            handler
+                .get_push_config(&params, request)
+                .await
+                .map(ProtoJson)
+                .map_err(|error| public(&error))
+        })
+        .await
+}
+
+async fn rest_delete_push<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    Path((task_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let request = match from_query::<DeleteTaskPushNotificationConfigRequest>(
+        HashMap::new(),
+        fields([("taskId", &task_id), ("id", &id)]),
+    ) {
+        Ok(request) => request,
+        Err(response) => return *response,
+    };
+    let handler = Arc::clone(&bridge.handler);
+    bridge
+        .rest_reply(&headers, |params| async move {
+            handler
+                .delete_push_config(&params, request)
+                .await
+                .map(|()| Map::new())
+                .map_err(|error| public(&error))
+        })
+        .await
+}
+
+async fn rest_extended_card<H: RequestHandler>(
+    State(bridge): State<Bridge<H>>,
+    headers: HeaderMap,
+) -> Response {
+    let handler = Arc::clone(&bridge.handler);
+    bridge
+        .rest_reply(&headers, |params| async move {
+            handler
+                .get_extended_agent_card(&params, GetExtendedAgentCardRequest { tenant: None })
+                .await
+                .map(ProtoJson)
+                .map_err(|error| public(&error))
+        })
+        .await
+}
+
+async fn card<H: RequestHandler>(State(bridge): State<Bridge<H>>) -> Response {
+    match &bridge.card {
+        Some(card) => Json(&**card).into_response(),
+        None => rest::not_found().await,
+    }
+}

@@ -1,0 +1,237 @@
+//! The SDK agent's application: an agent written on the official Rust SDK (`a2a-server-lf`'s
+//! `DefaultRequestHandler`, an `AgentExecutor`, a task store bounded in bytes), its errors a
+//! derived enum, served through a2a-error's bridge. `main.rs` serves it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::{
+    A2AError, AgentCapabilities, AgentCard, Artifact, Message, Part, Role, StreamResponse,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson, SendDedup};
+use a2a_error::server::{Dedup, DedupStore};
+use a2a_error::{A2aError, StandardError};
+use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
+use axum::Router;
+use futures_util::stream::{self, BoxStream, StreamExt};
+use moka::sync::Cache;
+use serde_json::json;
+
+/// Everything this agent's executor can fail with.
+#[derive(Debug, thiserror::Error, A2aError)]
+pub enum AgentError {
+    // The Display text is for the logs; the fake credential must never reach the wire.
+    #[error("storage query failed: connect to db password=hunter2-secret: {0}")]
+    #[a2a(code = INTERNAL_ERROR)]
+    Storage(String),
+
+    #[error("quota for this caller exhausted")]
+    #[a2a(code = RATE_LIMITED, retry_after = 2)]
+    RateLimited,
+
+    #[error("backend warming up (attempt {attempt})")]
+    #[a2a(code = AGENT_UNAVAILABLE)]
+    Unavailable {
+        #[a2a(data)]
+        attempt: u32,
+    },
+
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Standard(#[from] StandardError),
+}
+
+/// The most bytes of tasks the agent keeps (see `MemoryTaskStore`).
+const TASK_BYTES: u64 = 64 << 20;
+
+type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
+
+/// The executor: echoes text, fails on demand.
+struct Echo {
+    /// How many times each messageId was run (for `flaky:N`), bounded like the tasks.
+    attempts: Cache<String, u32>,
+}
+
+impl Echo {
+    fn attempt(&self, message_id: &str) -> u32 {
+        self.attempts
+            .entry(message_id.to_owned())
+            .and_upsert_with(|seen| seen.map_or(1, |entry| entry.into_value() + 1))
+            .into_value()
+    }
+}
+
+fn status(ctx: &ExecutorContext, state: TaskState, text: Option<String>) -> StreamResponse {
+    let message = text.map(|text| {
+        let mut message = Message::new(Role::Agent, vec![Part::text(text)]);
+        message.task_id = Some(ctx.task_id.clone());
+        message.context_id = Some(ctx.context_id.clone());
+        message
+    });
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: ctx.task_id.clone(),
+        context_id: ctx.context_id.clone(),
+        status: TaskStatus {
+            state,
+            message,
+            timestamp: None,
+        },
+        metadata: None,
+    })
+}
+
+fn chunk(ctx: &ExecutorContext, n: u32) -> StreamResponse {
+    StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+        task_id: ctx.task_id.clone(),
+        context_id: ctx.context_id.clone(),
+        artifact: Artifact {
+            artifact_id: format!("chunk-{n}"),
+            name: None,
+            description: None,
+            parts: vec![Part::text(format!("chunk {n}"))],
+            metadata: None,
+            extensions: None,
+        },
+        append: None,
+        last_chunk: None,
+        metadata: None,
+    })
+}
+
+fn fail(error: AgentError) -> Result<StreamResponse, A2AError> {
+    Err(error.into())
+}
+
+impl AgentExecutor for Echo {
+    fn execute(&self, ctx: ExecutorContext) -> Events {
+        let message = ctx.message.as_ref();
+        let text: String = message
+            .map(|message| message.parts.iter().filter_map(Part::text_str).collect())
+            .unwrap_or_default();
+        let message_id = message.map_or("", |message| message.message_id.as_str());
+        let attempt = self.attempt(message_id);
+        let internal = || AgentError::Storage("relation \"tasks\" does not exist".into());
+        match text.as_str() {
+            "fail:internal" => stream::iter([fail(internal())]).boxed(),
+            "fail:panic" => panic!("the executor panicked on purpose"),
+            "fail:rate_limited" => stream::iter([fail(AgentError::RateLimited)]).boxed(),
+            "fail:unsupported" => {
+                stream::iter([fail(StandardError::UnsupportedOperation.into())]).boxed()
+            }
+            "work:fail" => {
+                stream::iter([Ok(status(&ctx, TaskState::Working, None)), fail(internal())]).boxed()
+            }
+            _ => {
+                if let Some(n) = text.strip_prefix("flaky:").and_then(|n| n.parse().ok())
+                    && attempt <= n
+                {
+                    return stream::iter([fail(AgentError::Unavailable { attempt })]).boxed();
+                }
+                if let Some(n) = text
+                    .strip_prefix("stream:fail_after:")
+                    .and_then(|n| n.parse::<u32>().ok())
+                {
+                    let chunks: Vec<_> = (1..=n).map(|i| Ok(chunk(&ctx, i))).collect();
+                    return stream::iter(chunks)
+                        .chain(stream::iter([fail(internal())]))
+                        .boxed();
+                }
+                if let Some(n) = text
+                    .strip_prefix("stream:")
+                    .and_then(|n| n.parse::<u32>().ok())
+                {
+                    let chunks: Vec<_> = (1..=n).map(|i| Ok(chunk(&ctx, i))).collect();
+                    let done = status(&ctx, TaskState::Completed, Some(format!("{n} chunks")));
+                    return stream::iter(chunks).chain(stream::iter([Ok(done)])).boxed();
+                }
+                let sleep = text
+                    .strip_prefix("sleep:")
+                    .and_then(|ms| ms.parse::<u64>().ok())
+                    .map(Duration::from_millis);
+                let done = status(&ctx, TaskState::Completed, Some(format!("echo: {text}")));
+                stream::once(async move {
+                    if let Some(sleep) = sleep {
+                        tokio::time::sleep(sleep).await;
+                    }
+                    Ok(done)
+                })
+                .boxed()
+            }
+        }
+    }
+
+    fn cancel(&self, ctx: ExecutorContext) -> Events {
+        stream::iter([Ok(status(&ctx, TaskState::Canceled, None))]).boxed()
+    }
+}
+
+/// The text of a part, for the executor.
+trait TextStr {
+    fn text_str(&self) -> Option<&str>;
+}
+
+impl TextStr for Part {
+    fn text_str(&self) -> Option<&str> {
+        match &self.content {
+            a2a::PartContent::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// The agent card, advertising both bindings at `public_url` and streaming.
+fn card(public_url: &str) -> AgentCard {
+    let base = public_url.trim_end_matches('/');
+    let card = json!({
+        "name": "a2a-error SDK agent",
+        "description": "An agent on the official Rust SDK, served through a2a-error's bridge. Echoes text; fails on demand.",
+        "version": env!("CARGO_PKG_VERSION"),
+        "supportedInterfaces": [
+            {"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": true, "pushNotifications": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "Echo", "description": "Echoes the text it is sent.",
+                    "tags": ["echo", "testing"]}]
+    });
+    serde_json::from_value::<ProtoJson<AgentCard>>(card)
+        .expect("the card is valid")
+        .0
+}
+
+/// The whole agent on one router: JSON-RPC at `POST /`, REST, and the card; SendMessage
+/// replies remembered in `store`, keyed by messageId and scoped by the caller's
+/// `Authorization` header.
+pub fn router(public_url: &str, store: impl DedupStore) -> Router {
+    let tasks = MemoryTaskStore::new(TASK_BYTES);
+    let echo = Echo {
+        attempts: Cache::builder()
+            .max_capacity(TASK_BYTES / 16)
+            .weigher(|id: &String, _: &u32| u32::try_from(id.len() + 64).unwrap_or(u32::MAX))
+            .time_to_live(Duration::from_secs(3600))
+            .build(),
+    };
+    let executor = Guarded::new(echo, Arc::new(tasks.clone()));
+    let handler =
+        DefaultRequestHandler::new(executor, tasks).with_capabilities(AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions: None,
+            extended_agent_card: None,
+        });
+    let dedup: SendDedup = Dedup::with_store(store)
+        .window(Duration::from_secs(600))
+        .identify(|headers| {
+            headers
+                .get(axum::http::header::AUTHORIZATION)
+                .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        });
+    Bridge::new(handler)
+        .card(card(public_url))
+        .dedup(dedup)
+        .timeout(Duration::from_secs(30))
+        .router()
+}
