@@ -3,7 +3,9 @@
 # agent, a hand-written axum handler (the floor), a2a-sdk 1.3.0 (Python, uvicorn) and
 # @a2a-js/sdk 1.3.0 (express), all with the same contract: GetTask of an unknown task →
 # TaskNotFound (the error path), SendMessage echo with a new messageId each time (the
-# success path; ours goes through its dedup). One load generator (wrk -t1 -c8), the servers
+# success path; ours goes through its dedup). Also the `sdk_agent` example (an agent on the
+# official Rust SDK) served through the bridge, against the same agent on the SDK's own
+# routers (`bench-sdk-routers`). One load generator (wrk -t1 -c8), the servers
 # pinned to CPU 0 and wrk to CPU 1, in interleaved rounds; the median round is reported.
 #
 # Usage: benches/sdk/compare.sh [ROUNDS] [SECONDS]     (defaults: 3 rounds of 5 s)
@@ -26,7 +28,8 @@ if [ ! -d "$WORK/js/node_modules/@a2a-js/sdk" ]; then
   (cd "$WORK/js" && npm init -y >/dev/null && npm install -q --no-audit --no-fund @a2a-js/sdk@1.3.0 express@4 >/dev/null)
 fi
 cp "$HERE/js_agent.mjs" "$WORK/js/"
-cargo build -q --release --example agent --example bench-baseline-axum
+cargo build -q --release --example agent --example bench-baseline-axum --example sdk_agent \
+  --example bench-sdk-routers
 
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
@@ -46,6 +49,8 @@ start a2a-error 9401 target/release/examples/agent --addr 127.0.0.1:9401
 start axum-baseline 9402 target/release/examples/bench-baseline-axum 127.0.0.1:9402
 start a2a-python 9403 .venv/bin/python tests/interop/python_agent.py 9403
 start a2a-js 9404 node "$WORK/js/js_agent.mjs" 9404
+start sdk-bridge 9405 target/release/examples/sdk_agent --addr 127.0.0.1:9405
+start sdk-routers 9406 target/release/examples/bench-sdk-routers 127.0.0.1:9406
 
 RESULTS="$WORK/results.txt"
 : >"$RESULTS"
@@ -60,8 +65,10 @@ run() { # PATH NAME PORT ROUND
     END { printf "%s %s %s %s %s %s %s\n", path, name, round, rps, p50, p99, wrong + 0 }' >>"$RESULTS"
 }
 # Every server answers the error path; the baseline has no success path.
-ERROR_TARGETS=("a2a-error 9401" "axum-baseline 9402" "a2a-python 9403" "a2a-js 9404")
-SUCCESS_TARGETS=("a2a-error 9401" "a2a-python 9403" "a2a-js 9404")
+ERROR_TARGETS=("a2a-error 9401" "axum-baseline 9402" "a2a-python 9403" "a2a-js 9404"
+  "sdk-bridge 9405" "sdk-routers 9406")
+SUCCESS_TARGETS=("a2a-error 9401" "a2a-python 9403" "a2a-js 9404" "sdk-bridge 9405"
+  "sdk-routers 9406")
 # A warm-up run each, not counted.
 for target in "${ERROR_TARGETS[@]}"; do
   set -- $target
@@ -99,7 +106,7 @@ for kind, title in (("error", "error path: GetTask of an unknown task → TaskNo
     print(f"\n{title}\n")
     print("| server | req/s | p50 | p99 | wrong replies | a2a-error vs it |")
     print("|---|---|---|---|---|---|")
-    for name in ("a2a-error", "axum-baseline", "a2a-python", "a2a-js"):
+    for name in ("a2a-error", "axum-baseline", "a2a-python", "a2a-js", "sdk-routers"):
         if (kind, name) not in rows:
             continue
         runs = rows[(kind, name)]
@@ -109,4 +116,9 @@ for kind, title in (("error", "error path: GetTask of an unknown task → TaskNo
         wrong = sum(r[3] for r in runs)
         ratio = "" if name == "a2a-error" else f"{ours / rps:.2f}×"
         print(f"| {name} | {rps:,.0f} | {p50:.2f} ms | {p99:.2f} ms | {wrong} | {ratio} |")
+    # The same Rust SDK agent, through the bridge and through the SDK's own routers.
+    bridge = statistics.median(r[0] for r in rows[(kind, "sdk-bridge")])
+    routers = statistics.median(r[0] for r in rows[(kind, "sdk-routers")])
+    print(f"\nsdk_agent through the bridge: {bridge:,.0f} req/s, the same agent on the SDK's own "
+          f"routers: {routers:,.0f} req/s; the bridge at {bridge / routers:.2f}× the SDK's routers")
 PY

@@ -202,10 +202,11 @@ fn card(public_url: &str) -> AgentCard {
         .0
 }
 
-/// The whole agent on one router: JSON-RPC at `POST /`, REST, and the card; SendMessage
-/// replies remembered in `store`, keyed by messageId and scoped by the caller's
-/// `Authorization` header.
-pub fn router(public_url: &str, store: impl DedupStore) -> Router {
+/// The SDK's handler over `executor`, with a task store bounded in bytes (given to `wrap`,
+/// which makes the executor, so that the guard can share the store), advertising streaming.
+fn handler<X: AgentExecutor>(
+    wrap: impl FnOnce(Echo, MemoryTaskStore) -> X,
+) -> DefaultRequestHandler {
     let tasks = MemoryTaskStore::new(TASK_BYTES);
     let echo = Echo {
         attempts: Cache::builder()
@@ -214,14 +215,20 @@ pub fn router(public_url: &str, store: impl DedupStore) -> Router {
             .time_to_live(Duration::from_secs(3600))
             .build(),
     };
-    let executor = Guarded::new(echo, Arc::new(tasks.clone()));
-    let handler =
-        DefaultRequestHandler::new(executor, tasks).with_capabilities(AgentCapabilities {
-            streaming: Some(true),
-            push_notifications: Some(false),
-            extensions: None,
-            extended_agent_card: None,
-        });
+    let executor = wrap(echo, tasks.clone());
+    DefaultRequestHandler::new(executor, tasks).with_capabilities(AgentCapabilities {
+        streaming: Some(true),
+        push_notifications: Some(false),
+        extensions: None,
+        extended_agent_card: None,
+    })
+}
+
+/// The whole agent on one router: JSON-RPC at `POST /`, REST, and the card; SendMessage
+/// replies remembered in `store`, keyed by messageId and scoped by the caller's
+/// `Authorization` header.
+pub fn router(public_url: &str, store: impl DedupStore) -> Router {
+    let handler = handler(|echo, tasks| Guarded::new(echo, Arc::new(tasks)));
     let dedup: SendDedup = Dedup::with_store(store)
         .window(Duration::from_secs(600))
         .identify(|headers| {
@@ -234,4 +241,13 @@ pub fn router(public_url: &str, store: impl DedupStore) -> Router {
         .dedup(dedup)
         .timeout(Duration::from_secs(30))
         .router()
+}
+
+/// The same agent (executor and store) served by the SDK's own routers, as the SDK serves
+/// it: the baseline of `benches/sdk/compare.sh`.
+#[allow(dead_code)]
+pub fn sdk_routers() -> Router {
+    let handler = Arc::new(handler(|echo, _| echo));
+    a2a_server::jsonrpc::jsonrpc_router(Arc::clone(&handler))
+        .merge(a2a_server::rest::rest_router(handler))
 }
