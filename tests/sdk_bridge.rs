@@ -423,3 +423,93 @@ async fn side_by_side_the_sdks_routers_and_the_bridge() {
         "{sdk_rpc}"
     );
 }
+
+/// An executor that calls another agent with the typed client, as an agent in a chain does.
+struct Calling {
+    downstream: a2a_error::Client<RemoteError>,
+}
+
+impl AgentExecutor for Calling {
+    fn execute(
+        &self,
+        ctx: ExecutorContext,
+    ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        let client = self.downstream.clone();
+        stream::once(async move {
+            // `?` passes a downstream failure on, translated.
+            let _: Value = client.call("GetTask", &json!({"id": "t"})).await?;
+            Ok::<_, A2AError>(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: ctx.task_id.clone(),
+                context_id: ctx.context_id.clone(),
+                status: TaskStatus {
+                    state: TaskState::Completed,
+                    message: None,
+                    timestamp: None,
+                },
+                metadata: None,
+            }))
+        })
+        .boxed()
+    }
+
+    fn cancel(&self, _: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        stream::empty().boxed()
+    }
+}
+
+/// The caller's `A2A-Deadline-Ms` reaches the typed clients an executor calls, though the
+/// SDK runs the executor in a task of its own; a downstream failure comes back translated.
+#[tokio::test]
+async fn the_callers_deadline_reaches_the_executors_downstream_calls() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let record = Arc::clone(&seen);
+    let downstream = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |headers: axum::http::HeaderMap| {
+            let record = Arc::clone(&record);
+            async move {
+                let left: Option<u64> = headers
+                    .get("a2a-deadline-ms")
+                    .and_then(|value| value.to_str().ok()?.parse().ok());
+                record.lock().unwrap().extend(left);
+                axum::Json(json!({"jsonrpc": "2.0", "id": 1, "error": {
+                    "code": -32001, "message": "Task not found"}}))
+            }
+        }),
+    );
+    let downstream = common::serve(downstream).await;
+    let client = a2a_error::Client::jsonrpc(format!("{downstream}/"))
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let store = MemoryTaskStore::new(1 << 20);
+    let executor = Guarded::new(Calling { downstream: client }, Arc::new(store.clone()));
+    let handler = DefaultRequestHandler::new(executor, store).with_capabilities(capabilities());
+    let url = common::serve(Bridge::new(handler).router()).await;
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{url}/"))
+        .header("A2A-Deadline-Ms", "5000")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": {"messageId": "d1", "role": "ROLE_USER", "parts": [{"text": "go"}]}}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let left = seen.lock().unwrap().clone();
+    assert_eq!(left.len(), 1, "one downstream call: {reply}");
+    assert!(
+        left[0] <= 5000 && left[0] > 1000,
+        "inherited, less a margin: {left:?}"
+    );
+    assert_eq!(
+        reply["error"]["code"],
+        a2a_error::code::DOWNSTREAM_FAILED,
+        "{reply}"
+    );
+    let hop = &reply["error"]["data"][0]["metadata"];
+    assert!(hop.to_string().contains("TASK_NOT_FOUND"), "{reply}");
+}
