@@ -445,20 +445,31 @@ impl<H: RequestHandler> Bridge<H> {
         }
     }
 
-    /// A unary REST reply: the result's A2A JSON, or the error's Status.
-    async fn rest_reply<T, E, Fut>(
+    /// A unary REST reply: `call` of the SDK handler on the request read from the path and
+    /// query (or the body), within the deadline; the result's A2A JSON, or the Status of the
+    /// error (a request that does not read is INVALID_PARAMS).
+    async fn rest_unary<R, T, Fut>(
         &self,
         headers: &HeaderMap,
-        work: impl FnOnce(ServiceParams) -> Fut,
+        request: Result<R, Box<Response>>,
+        call: impl FnOnce(Arc<H>, ServiceParams, R) -> Fut,
     ) -> Response
     where
         T: Serialize,
-        E: A2aError + Send + Sync + 'static,
-        Fut: Future<Output = Result<T, E>>,
+        Fut: Future<Output = Result<T, A2AError>>,
     {
+        let request = match request {
+            Ok(request) => request,
+            Err(response) => return *response,
+        };
         let deadline = rest_deadline(headers);
         let params = service_params(headers, deadline);
-        let work = async move { work(params).await.map_err(boxed) };
+        let handler = Arc::clone(&self.handler);
+        let work = async move {
+            call(handler, params, request)
+                .await
+                .map_err(|error| boxed(public(&error)))
+        };
         match self.bounded(deadline, work).await {
             Ok(result) => Json(result).into_response(),
             Err(error) => rest::error_response(&*error),
@@ -566,18 +577,10 @@ async fn rest_task_get<H: RequestHandler>(
             .await;
         return bridge.rest_events(&headers, opened).await;
     }
-    let request = match from_query::<GetTaskRequest>(query, fields([("id", &id)])) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let handler = Arc::clone(&bridge.handler);
+    let request = from_query::<GetTaskRequest>(query, fields([("id", &id)]));
     bridge
-        .rest_reply(&headers, |params| async move {
-            handler
-                .get_task(&params, request)
-                .await
-                .map(ProtoJson)
-                .map_err(|error| public(&error))
+        .rest_unary(&headers, request, |handler, params, request| async move {
+            handler.get_task(&params, request).await.map(ProtoJson)
         })
         .await
 }
@@ -590,18 +593,10 @@ async fn rest_task_post<H: RequestHandler>(
     let Some(id) = id.strip_suffix(":cancel") else {
         return rest::error_response(&StandardError::MethodNotFound);
     };
-    let request = match from_query::<CancelTaskRequest>(HashMap::new(), fields([("id", id)])) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let handler = Arc::clone(&bridge.handler);
+    let request = from_query::<CancelTaskRequest>(HashMap::new(), fields([("id", id)]));
     bridge
-        .rest_reply(&headers, |params| async move {
-            handler
-                .cancel_task(&params, request)
-                .await
-                .map(ProtoJson)
-                .map_err(|error| public(&error))
+        .rest_unary(&headers, request, |handler, params, request| async move {
+            handler.cancel_task(&params, request).await.map(ProtoJson)
         })
         .await
 }
@@ -611,18 +606,10 @@ async fn rest_list_tasks<H: RequestHandler>(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    let request = match from_query::<ListTasksRequest>(query, Map::new()) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let handler = Arc::clone(&bridge.handler);
+    let request = from_query::<ListTasksRequest>(query, Map::new());
     bridge
-        .rest_reply(&headers, |params| async move {
-            handler
-                .list_tasks(&params, request)
-                .await
-                .map(ProtoJson)
-                .map_err(|error| public(&error))
+        .rest_unary(&headers, request, |handler, params, request| async move {
+            handler.list_tasks(&params, request).await.map(ProtoJson)
         })
         .await
 }
@@ -631,25 +618,17 @@ async fn rest_create_push<H: RequestHandler>(
     State(bridge): State<Bridge<H>>,
     Path(task_id): Path<String>,
     headers: HeaderMap,
-    Json(body): Json<Value>,
+    Json(body): Json<Map<String, Value>>,
 ) -> Response {
-    let mut body = match body {
-        Value::Object(members) => members,
-        _ => return rest::error_response(&StandardError::InvalidParams),
-    };
+    let mut body = body;
     body.insert("taskId".into(), Value::String(task_id));
-    let request = match from_query::<TaskPushNotificationConfig>(HashMap::new(), body) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let handler = Arc::clone(&bridge.handler);
+    let request = from_query::<TaskPushNotificationConfig>(HashMap::new(), body);
     bridge
-        .rest_reply(&headers, |params| async move {
+        .rest_unary(&headers, request, |handler, params, request| async move {
             handler
                 .create_push_config(&params, request)
                 .await
                 .map(ProtoJson)
-                .map_err(|error| public(&error))
         })
         .await
 }
@@ -660,21 +639,14 @@ async fn rest_list_push<H: RequestHandler>(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    let request = match from_query::<ListTaskPushNotificationConfigsRequest>(
-        query,
-        fields([("taskId", &task_id)]),
-    ) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let handler = Arc::clone(&bridge.handler);
+    let request =
+        from_query::<ListTaskPushNotificationConfigsRequest>(query, fields([("taskId", &task_id)]));
     bridge
-        .rest_reply(&headers, |params| async move {
+        .rest_unary(&headers, request, |handler, params, request| async move {
             handler
                 .list_push_configs(&params, request)
                 .await
                 .map(ProtoJson)
-                .map_err(|error| public(&error))
         })
         .await
 }
@@ -684,21 +656,16 @@ async fn rest_get_push<H: RequestHandler>(
     Path((task_id, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let request = match from_query::<GetTaskPushNotificationConfigRequest>(
+    let request = from_query::<GetTaskPushNotificationConfigRequest>(
         HashMap::new(),
         fields([("taskId", &task_id), ("id", &id)]),
-    ) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let handler = Arc::clone(&bridge.handler);
+    );
     bridge
-        .rest_reply(&headers, |params| async move {
+        .rest_unary(&headers, request, |handler, params, request| async move {
             handler
                 .get_push_config(&params, request)
                 .await
                 .map(ProtoJson)
-                .map_err(|error| public(&error))
         })
         .await
 }
@@ -708,21 +675,16 @@ async fn rest_delete_push<H: RequestHandler>(
     Path((task_id, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let request = match from_query::<DeleteTaskPushNotificationConfigRequest>(
+    let request = from_query::<DeleteTaskPushNotificationConfigRequest>(
         HashMap::new(),
         fields([("taskId", &task_id), ("id", &id)]),
-    ) {
-        Ok(request) => request,
-        Err(response) => return *response,
-    };
-    let handler = Arc::clone(&bridge.handler);
+    );
     bridge
-        .rest_reply(&headers, |params| async move {
+        .rest_unary(&headers, request, |handler, params, request| async move {
             handler
                 .delete_push_config(&params, request)
                 .await
                 .map(|()| Map::new())
-                .map_err(|error| public(&error))
         })
         .await
 }
@@ -731,14 +693,13 @@ async fn rest_extended_card<H: RequestHandler>(
     State(bridge): State<Bridge<H>>,
     headers: HeaderMap,
 ) -> Response {
-    let handler = Arc::clone(&bridge.handler);
+    let request = Ok(GetExtendedAgentCardRequest { tenant: None });
     bridge
-        .rest_reply(&headers, |params| async move {
+        .rest_unary(&headers, request, |handler, params, request| async move {
             handler
-                .get_extended_agent_card(&params, GetExtendedAgentCardRequest { tenant: None })
+                .get_extended_agent_card(&params, request)
                 .await
                 .map(ProtoJson)
-                .map_err(|error| public(&error))
         })
         .await
 }
