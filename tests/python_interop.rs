@@ -56,21 +56,8 @@ async fn official_python_client_reads_our_errors() {
     // The card advertises the configured URL, and the Python client calls what it advertises.
     let router = app::router_with(app::Agent::default().public_url(&url));
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/python_client.py"
-    );
     for binding in ["JSONRPC", "HTTP+JSON"] {
-        let output = tokio::process::Command::new(&python)
-            .args([script, &url, binding])
-            .current_dir(std::env::temp_dir())
-            .output()
-            .await
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{binding}: {stdout}\n{stderr}");
-        let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        let report = run_python_client(&python, &url, binding, &[]).await;
         let seen = &report["seen"];
         assert_eq!(
             seen["get_unknown_task"]["class"], "TaskNotFoundError",
@@ -102,21 +89,8 @@ async fn official_python_client_reads_the_sdk_agent_through_the_bridge() {
         return;
     };
     let (_agent, url) = common::start_example("sdk_agent", &[]);
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/python_client.py"
-    );
     for binding in ["JSONRPC", "HTTP+JSON"] {
-        let output = tokio::process::Command::new(&python)
-            .args([script, &url, binding, "streaming"])
-            .current_dir(std::env::temp_dir())
-            .output()
-            .await
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{binding}: {stdout}\n{stderr}");
-        let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        let report = run_python_client(&python, &url, binding, &["streaming"]).await;
         let seen = &report["seen"];
         assert_eq!(
             seen["get_unknown_task"]["class"], "TaskNotFoundError",
@@ -137,6 +111,31 @@ async fn official_python_client_reads_the_sdk_agent_through_the_bridge() {
             "{binding}: {limited}"
         );
     }
+}
+
+/// Runs `tests/interop/python_client.py URL BINDING EXTRA…` (the official Python client) and
+/// returns its report; the script failing fails the test.
+async fn run_python_client(
+    python: &PathBuf,
+    url: &str,
+    binding: &str,
+    extra: &[&str],
+) -> serde_json::Value {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_client.py"
+    );
+    let output = tokio::process::Command::new(python)
+        .args([script, url, binding])
+        .args(extra)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{binding}: {stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim()).unwrap()
 }
 
 /// Starts the Python SDK's server on a free port; it stops when the returned child drops.

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::requests::{error_code, post_raw, rpc};
+use common::requests::{error_code, post_raw, rpc, rpc_with};
 use common::{ExampleProcess, start_example};
 use serde_json::{Value, json};
 
@@ -371,16 +371,12 @@ async fn send_message_is_idempotent_across_bindings_and_guarded_by_id() {
     assert_eq!(reason(&reused), "MESSAGE_ID_REUSED");
 
     // Another caller (Authorization) has its own ids.
-    let other: Value = reqwest::Client::new()
-        .post(&rpc_url)
-        .header("authorization", "Bearer other")
-        .json(&send(3, "same-id", "something else"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let other = rpc_with(
+        &rpc_url,
+        ("authorization", "Bearer other"),
+        send(3, "same-id", "something else"),
+    )
+    .await;
     assert_eq!(
         other["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{other}"
@@ -412,16 +408,12 @@ async fn json_rpc_is_spec_exact_as_our_own_endpoint() {
 
     // The caller's deadline bounds the handler.
     let started = Instant::now();
-    let reply: Value = reqwest::Client::new()
-        .post(&url)
-        .header("A2A-Deadline-Ms", "300")
-        .json(&send(2, "d1", "sleep:5000"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply = rpc_with(
+        &url,
+        ("A2A-Deadline-Ms", "300"),
+        send(2, "d1", "sleep:5000"),
+    )
+    .await;
     assert_eq!(error_code(&reply), -32054, "{reply}");
     assert!(started.elapsed() < Duration::from_secs(4));
 }

@@ -486,19 +486,13 @@ async fn the_callers_deadline_reaches_the_executors_downstream_calls() {
     let executor = Guarded::new(Calling { downstream: client }, Arc::new(store.clone()));
     let handler = DefaultRequestHandler::new(executor, store).with_capabilities(capabilities());
     let url = common::serve(Bridge::new(handler).router()).await;
-    let reply: Value = reqwest::Client::new()
-        .post(format!("{url}/"))
-        .header("A2A-Deadline-Ms", "5000")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+    let reply = common::requests::rpc_with(
+        &format!("{url}/"),
+        ("A2A-Deadline-Ms", "5000"),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
             "message": {"messageId": "d1", "role": "ROLE_USER", "parts": [{"text": "go"}]}}}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    )
+    .await;
     let left = seen.lock().unwrap().clone();
     assert_eq!(left.len(), 1, "one downstream call: {reply}");
     assert!(

@@ -44,6 +44,30 @@ pub(crate) async fn scope<F: Future>(deadline: Option<Instant>, future: F) -> F:
     }
 }
 
+/// Runs `future` until `end`, which is also the deadline calls made inside it inherit:
+/// `None` when `end` came first and the future was dropped. Every "bounded by the deadline"
+/// of a server (a JSON-RPC handler, a REST route of the SDK bridge) is this function.
+#[cfg(feature = "axum")]
+pub(crate) async fn run_until<F: Future>(end: Option<Instant>, future: F) -> Option<F::Output> {
+    let future = scope(end, future);
+    match end {
+        Some(end) => tokio::time::timeout_at(end, future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
+/// The caller's deadline in `headers`, read on arrival: the earliest `A2A-Deadline-Ms` when
+/// there are several (a proxy added one), so that no hop can extend what a caller allowed.
+#[cfg(feature = "axum")]
+pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> Option<Instant> {
+    headers
+        .get_all(crate::wire::headers::DEADLINE_HEADER)
+        .iter()
+        .filter_map(|value| crate::wire::headers::parse_deadline_ms(value.as_bytes()))
+        .min()
+        .and_then(|left| Instant::now().checked_add(left))
+}
+
 /// Runs `future` so that the typed [`Client`](crate::Client) calls made inside it end by
 /// `deadline` (less a small margin), as inside a handler of this crate's server. For tasks a
 /// handler spawns, and for servers of your own.

@@ -28,6 +28,20 @@ pub async fn rpc(url: &str, body: Value) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// [`rpc`] with one more request header (`Authorization`, `A2A-Deadline-Ms`).
+pub async fn rpc_with(url: &str, (name, value): (&str, &str), body: Value) -> Value {
+    reqwest::Client::new()
+        .post(url)
+        .header(name, value)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 pub fn send(id: u64, message_id: &str, text: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {"message": {
         "messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}}})

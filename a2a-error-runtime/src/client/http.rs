@@ -103,14 +103,21 @@ impl Http {
         } else {
             "application/json"
         };
-        let mut extra = call.headers().clone();
-        for owned in [CONTENT_TYPE, ACCEPT] {
-            extra.remove(owned);
+        let mut request = request;
+        // Most calls have none: no copy then, on every attempt.
+        if !call.headers().is_empty() {
+            let mut extra = call.headers().clone();
+            for owned in [
+                CONTENT_TYPE.as_str(),
+                ACCEPT.as_str(),
+                VERSION_HEADER,
+                DEADLINE_HEADER,
+            ] {
+                extra.remove(owned);
+            }
+            request = request.headers(extra);
         }
-        extra.remove(VERSION_HEADER);
-        extra.remove(DEADLINE_HEADER);
         let mut request = request
-            .headers(extra)
             .header(VERSION_HEADER, self.version.clone())
             .header(ACCEPT, accept);
         if let Some(left) = call.time_left() {

@@ -237,7 +237,5 @@ fn deadline_of(ctx: &ExecutorContext) -> Option<Instant> {
 
 /// A panic as the error the caller gets: -32603 with the public message only.
 fn panicked(panic: &(dyn std::any::Any + Send)) -> A2AError {
-    let text = crate::server::log::panic_text(panic);
-    tracing::error!("an agent executor panicked: {text}");
-    crate::sdk::to_sdk(&crate::server::log::Panicked)
+    crate::sdk::to_sdk(&crate::server::log::caught("an agent executor", panic))
 }

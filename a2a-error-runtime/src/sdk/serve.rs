@@ -30,7 +30,6 @@ use super::protojson::{ProtoJson, SendParams};
 use crate::server::rest::{self, Json};
 use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
 use crate::wire::error::A2aError;
-use crate::wire::headers::DEADLINE_HEADER;
 use crate::wire::object::ErrorObject;
 use crate::wire::remote::RemoteError;
 use crate::wire::standard::StandardError;
@@ -413,35 +412,25 @@ rpc_unary!(
 
 // HTTP+JSON.
 
-/// The caller's deadline of a REST request (the earliest `A2A-Deadline-Ms`), as the
-/// JSON-RPC endpoint reads it.
-fn rest_deadline(headers: &HeaderMap) -> Option<Instant> {
-    headers
-        .get_all(DEADLINE_HEADER)
-        .iter()
-        .filter_map(|value| crate::wire::headers::parse_deadline_ms(value.as_bytes()))
-        .min()
-        .and_then(|left| Instant::now().checked_add(left))
-}
-
 impl<H: RequestHandler> Bridge<H> {
-    /// Runs a REST handler's work until the caller's deadline or the bridge's timeout,
-    /// whichever comes first, with the deadline inherited by typed clients called inside.
-    async fn bounded<T>(
+    /// A REST reply: `work` run until the caller's deadline or the bridge's timeout,
+    /// whichever comes first (typed clients called inside inherit it); the result's A2A JSON,
+    /// or the Status of the error.
+    async fn rest_reply<T: Serialize>(
         &self,
         deadline: Option<Instant>,
         work: impl Future<Output = Result<T, Box<dyn A2aError + Send + Sync>>>,
-    ) -> Result<T, Box<dyn A2aError + Send + Sync>> {
+    ) -> Response {
         let own = self
             .timeout
             .and_then(|timeout| Instant::now().checked_add(timeout));
         let end = crate::deadline::earliest(own, deadline);
-        let work = crate::deadline::scope(end, work);
-        match end {
-            Some(end) => tokio::time::timeout_at(end, work)
-                .await
-                .unwrap_or_else(|_| Err(Box::new(StandardError::DeadlineExceeded))),
-            None => work.await,
+        let finished = crate::deadline::run_until(end, work)
+            .await
+            .unwrap_or_else(|| Err(Box::new(StandardError::DeadlineExceeded)));
+        match finished {
+            Ok(result) => Json(result).into_response(),
+            Err(error) => rest::error_response(&*error),
         }
     }
 
@@ -462,7 +451,7 @@ impl<H: RequestHandler> Bridge<H> {
             Ok(request) => request,
             Err(response) => return *response,
         };
-        let deadline = rest_deadline(headers);
+        let deadline = crate::deadline::from_headers(headers);
         let params = service_params(headers, deadline);
         let handler = Arc::clone(&self.handler);
         let work = async move {
@@ -470,10 +459,7 @@ impl<H: RequestHandler> Bridge<H> {
                 .await
                 .map_err(|error| boxed(public(&error)))
         };
-        match self.bounded(deadline, work).await {
-            Ok(result) => Json(result).into_response(),
-            Err(error) => rest::error_response(&*error),
-        }
+        self.rest_reply(deadline, work).await
     }
 
     /// A streaming REST reply: SSE events of the stream, or the error's Status before it.
@@ -485,7 +471,8 @@ impl<H: RequestHandler> Bridge<H> {
         match opened {
             Ok(stream) => {
                 let encoded = crate::server::endpoint::events(stream);
-                let encoded = crate::server::endpoint::until(encoded, rest_deadline(headers));
+                let encoded =
+                    crate::server::endpoint::until(encoded, crate::deadline::from_headers(headers));
                 crate::server::sse::encoded_response(Binding::Rest, encoded).await
             }
             Err(error) => rest::error_response(&error),
@@ -502,17 +489,14 @@ async fn rest_send<H: RequestHandler>(
     headers: HeaderMap,
     Json(request): Json<SendParams>,
 ) -> Response {
-    let deadline = rest_deadline(&headers);
+    let deadline = crate::deadline::from_headers(&headers);
     let work = async {
         bridge
             .send_message(&headers, deadline, request.0)
             .await
             .map_err(boxed)
     };
-    match bridge.bounded(deadline, work).await {
-        Ok(reply) => Json(reply).into_response(),
-        Err(error) => rest::error_response(&*error),
-    }
+    bridge.rest_reply(deadline, work).await
 }
 
 async fn rest_send_streaming<H: RequestHandler>(
@@ -520,7 +504,7 @@ async fn rest_send_streaming<H: RequestHandler>(
     headers: HeaderMap,
     Json(request): Json<SendParams>,
 ) -> Response {
-    let deadline = rest_deadline(&headers);
+    let deadline = crate::deadline::from_headers(&headers);
     let opened = bridge.send_streaming(&headers, deadline, request.0).await;
     bridge.rest_events(&headers, opened).await
 }
@@ -573,7 +557,7 @@ async fn rest_task_get<H: RequestHandler>(
             Err(response) => return *response,
         };
         let opened = bridge
-            .subscribe(&headers, rest_deadline(&headers), request)
+            .subscribe(&headers, crate::deadline::from_headers(&headers), request)
             .await;
         return bridge.rest_events(&headers, opened).await;
     }

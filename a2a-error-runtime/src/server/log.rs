@@ -7,13 +7,6 @@ use crate::wire::text::{LOG_BYTES, Shown};
 /// The most of an error's text (Display and source chain) one log line holds.
 const MAX_LOGGED: usize = 4096;
 
-/// Logs `err` with its Display text and source chain, which never reach the wire.
-/// Faults of the server are errors; mistakes of the caller are debug.
-///
-/// `method` is the caller's text, `registered` whether the endpoint serves it (only then is
-/// it a metric label). Everything a peer may have written (the method, the id, a downstream
-/// agent's message inside the chain) is escaped and cut ([`Shown`]), so it can neither forge
-/// a log line nor write megabytes of log per request.
 /// The Display text of `err` and its source chain, up to about [`MAX_LOGGED`] bytes.
 fn full_text<E: A2aError + ?Sized>(err: &E) -> String {
     let mut text = err.to_string();
@@ -48,6 +41,13 @@ pub(crate) fn handed_over<E: A2aError + ?Sized>(err: &E) {
     }
 }
 
+/// Logs `err` with its Display text and source chain, which never reach the wire.
+/// Faults of the server are errors; mistakes of the caller are debug.
+///
+/// `method` is the caller's text, `registered` whether the endpoint serves it (only then is
+/// it a metric label). Everything a peer may have written (the method, the id, a downstream
+/// agent's message inside the chain) is escaped and cut ([`Shown`]), so it can neither forge
+/// a log line nor write megabytes of log per request.
 pub(crate) fn error(
     method: &str,
     registered: bool,
@@ -93,6 +93,13 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("panic");
     Shown::new(text, MAX_LOGGED).to_string()
+}
+
+/// Logs a panic caught around `what` (a REST handler, a stream…) with its text, and gives
+/// what the caller is told instead.
+pub(crate) fn caught(what: &str, panic: &(dyn std::any::Any + Send)) -> Panicked {
+    tracing::error!("{what} panicked: {}", panic_text(panic));
+    Panicked
 }
 
 /// What a caller is told about a handler that panicked: -32603 with nothing of the panic, and

@@ -35,7 +35,6 @@ pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     response
 }
 
-use crate::wire::headers::DEADLINE_HEADER;
 /// Content type of A2A JSON bodies (REST replies use it; `application/json` is accepted).
 pub const A2A_JSON: &str = "application/a2a+json";
 

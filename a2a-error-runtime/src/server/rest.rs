@@ -73,9 +73,7 @@ pub fn catch_panic() -> CatchPanicLayer<fn(Box<dyn Any + Send + 'static>) -> Res
 }
 
 fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
-    let text = super::log::panic_text(&*panic);
-    tracing::error!("REST handler panicked: {text}");
-    error_response(&super::log::Panicked)
+    error_response(&super::log::caught("REST handler", &*panic))
 }
 
 /// A tower layer for REST routes: a request whose `A2A-Version` names a version not served

@@ -18,7 +18,6 @@ use crate::wire::standard::StandardError;
 use super::admission::Admission;
 use super::stream::{self, Events};
 use super::{Answer, DynError, JsonRpc, RequestContext};
-use crate::server::DEADLINE_HEADER;
 
 /// The reply to one request of a body.
 enum Reply {
@@ -149,7 +148,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         in_batch: bool,
     ) -> Option<Reply> {
         let RpcRequest { id, method, params } = request;
-        let mut caller_deadline = None;
+        let deadline = crate::deadline::from_headers(headers);
         let outcome = if !self.inner.versions.serves(version) {
             Err(Box::new(StandardError::VersionNotSupported) as DynError)
         } else {
@@ -169,17 +168,6 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                 {
                     Err(shed) => Err(shed),
                     Ok(slot) => {
-                        // Several headers (a proxy added one): the earliest deadline holds, so no
-                        // hop can extend what a caller allowed.
-                        let deadline = headers
-                            .get_all(DEADLINE_HEADER)
-                            .iter()
-                            .filter_map(|value| {
-                                crate::wire::headers::parse_deadline_ms(value.as_bytes())
-                            })
-                            .min()
-                            .and_then(|left| tokio::time::Instant::now().checked_add(left));
-                        caller_deadline = deadline;
                         let ctx = RequestContext {
                             method: Arc::from(method.as_str()),
                             id: id.clone(),
@@ -211,7 +199,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             }
             // The caller's deadline ends the stream too (the endpoint's own timeout bounds
             // only the wait for it to open: a long stream is what streaming is for).
-            Ok(Answer::Events(events)) => Reply::Events(id, stream::until(events, caller_deadline)),
+            Ok(Answer::Events(events)) => Reply::Events(id, stream::until(events, deadline)),
             Err(error) => Reply::Body(self.error_response(&id, error.as_ref())),
         })
     }
@@ -232,13 +220,8 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             .and_then(|limit| tokio::time::Instant::now().checked_add(limit));
         let end = crate::deadline::earliest(own, deadline);
         // Calls the handler makes with the typed client inherit the deadline.
-        let guarded = crate::deadline::scope(end, guarded);
-        let finished = match end {
-            Some(end) => match tokio::time::timeout_at(end, guarded).await {
-                Ok(finished) => finished,
-                Err(_) => return Err(Box::new(StandardError::DeadlineExceeded)),
-            },
-            None => guarded.await,
+        let Some(finished) = crate::deadline::run_until(end, guarded).await else {
+            return Err(Box::new(StandardError::DeadlineExceeded));
         };
         finished.unwrap_or_else(|panic| {
             let text = crate::server::log::panic_text(&*panic);

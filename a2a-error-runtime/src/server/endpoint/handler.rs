@@ -92,17 +92,24 @@ where
     E: A2aError + Send + Sync + 'static,
     Fut: Future<Output = Result<T, E>>,
 {
-    let params = match crate::server::params::from_raw::<P>(&params) {
-        Ok(params) => params,
-        Err(invalid) => return Err(Box::new(invalid) as DynError),
-    };
-    match run(params).await {
-        Ok(result) => serde_json::to_vec(&result).map_err(|error| {
-            tracing::error!("could not serialize a result: {error}");
-            Box::new(StandardError::Internal) as DynError
-        }),
+    match run(read_params(&params)?).await {
+        Ok(result) => result_json(&result),
         Err(error) => Err(Box::new(error) as DynError),
     }
+}
+
+/// The params as `P`, or -32602 with the path of the field that is wrong.
+pub(super) fn read_params<P: DeserializeOwned>(params: &RawValue) -> Result<P, DynError> {
+    crate::server::params::from_raw::<P>(params).map_err(|invalid| Box::new(invalid) as DynError)
+}
+
+/// The JSON of one result (of a method, or one event of a stream); one that does not
+/// serialize is -32603, and the reason goes to the log.
+pub(super) fn result_json<T: Serialize + ?Sized>(result: &T) -> Result<Vec<u8>, DynError> {
+    serde_json::to_vec(result).map_err(|error| {
+        tracing::error!("could not serialize a result: {error}");
+        Box::new(StandardError::Internal) as DynError
+    })
 }
 
 impl<F, Fut, P, T, E, S> Handler<(P,), S> for F

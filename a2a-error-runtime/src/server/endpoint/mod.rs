@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use axum::http::Request;
 use axum::response::Response;
+use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
@@ -188,36 +189,37 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     }
 
     /// Registers `handler` for `name` (see [`Handler`] for the shapes it may take).
-    pub fn method<T, H: Handler<T, S>>(mut self, name: &str, handler: H) -> Self {
+    pub fn method<T, H: Handler<T, S>>(self, name: &str, handler: H) -> Self {
         let handler = Arc::new(handler);
-        let call: Erased<S> = Arc::new(
-            move |state: &S, params: Box<RawValue>, ctx: RequestContext| {
-                let answer = Arc::clone(&handler).call(state, params, ctx);
-                Box::pin(async move { answer.await.map(Answer::Result) })
-            },
-        );
-        let registered = Registered {
-            call,
-            streams: false,
-        };
-        self.inner_mut().methods.insert(name.to_owned(), registered);
-        self
+        self.register(name, false, move |state, params, ctx| {
+            let answer = Arc::clone(&handler).call(state, params, ctx);
+            Box::pin(async move { answer.await.map(Answer::Result) })
+        })
     }
 
     /// Registers a streaming `handler` for `name` (see [`StreamHandler`]): its results are
     /// sent as SSE events, in the JSON-RPC shape (each event a response with the request's
     /// id). In a batch it is an Invalid Request, not run: a batch's replies are one array.
-    pub fn stream<T, H: StreamHandler<T, S>>(mut self, name: &str, handler: H) -> Self {
+    pub fn stream<T, H: StreamHandler<T, S>>(self, name: &str, handler: H) -> Self {
         let handler = Arc::new(handler);
-        let call: Erased<S> = Arc::new(
-            move |state: &S, params: Box<RawValue>, ctx: RequestContext| {
-                let events = Arc::clone(&handler).call(state, params, ctx);
-                Box::pin(async move { events.await.map(Answer::Events) })
-            },
-        );
+        self.register(name, true, move |state, params, ctx| {
+            let events = Arc::clone(&handler).call(state, params, ctx);
+            Box::pin(async move { events.await.map(Answer::Events) })
+        })
+    }
+
+    fn register(
+        mut self,
+        name: &str,
+        streams: bool,
+        call: impl Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Result<Answer, DynError>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
         let registered = Registered {
-            call,
-            streams: true,
+            call: Arc::new(call),
+            streams,
         };
         self.inner_mut().methods.insert(name.to_owned(), registered);
         self

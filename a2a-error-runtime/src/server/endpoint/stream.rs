@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use crate::wire::error::A2aError;
 use crate::wire::standard::StandardError;
 
+use super::handler::{read_params, result_json};
 use super::{DynError, RequestContext};
 
 /// The serialized events of a streaming method (each the JSON of one result), or the error
@@ -61,15 +62,10 @@ where
     let items = AssertUnwindSafe(stream)
         .catch_unwind()
         .map(|item| match item {
-            Ok(Ok(result)) => serde_json::to_vec(&result).map_err(|error| {
-                tracing::error!("could not serialize a stream event: {error}");
-                Box::new(StandardError::Internal) as DynError
-            }),
+            Ok(Ok(result)) => result_json(&result),
             Ok(Err(error)) => Err(Box::new(error) as DynError),
             Err(panic) => {
-                let text = crate::server::log::panic_text(&*panic);
-                tracing::error!("a stream panicked: {text}");
-                Err(Box::new(crate::server::log::Panicked) as DynError)
+                Err(Box::new(crate::server::log::caught("a stream", &*panic)) as DynError)
             }
         });
     // Nothing is polled after the first error: a stream that panicked must not be polled
@@ -95,11 +91,7 @@ where
     E2: A2aError + Send + Sync + 'static,
     Fut: Future<Output = Result<St, E>>,
 {
-    let params = match crate::server::params::from_raw::<P>(&params) {
-        Ok(params) => params,
-        Err(invalid) => return Err(Box::new(invalid) as DynError),
-    };
-    match run(params).await {
+    match run(read_params(&params)?).await {
         Ok(stream) => Ok(events(stream)),
         Err(error) => Err(Box::new(error) as DynError),
     }
