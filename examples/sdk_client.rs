@@ -8,6 +8,8 @@
 //! cargo run --example sdk_client -- http://127.0.0.1:8080/ fail:rate_limited  # waits 2 s each time
 //! cargo run --example sdk_client -- --rest http://127.0.0.1:8080 hello        # HTTP+JSON
 //! cargo run --example sdk_client -- --stream http://127.0.0.1:8080/ stream:3  # each event
+//! cargo run --example sdk_agent -- --grpc 127.0.0.1:50051 &
+//! cargo run --example sdk_client -- --grpc http://127.0.0.1:50051 hello        # gRPC
 //! ```
 //!
 //! Exit status: 0 on success, 1 when the call failed, 2 on bad usage.
@@ -30,7 +32,7 @@ use report::{answer, describe, give_up, seconds, stream_failed};
 use serde_json::Value;
 
 fn usage() -> ! {
-    eprintln!("usage: sdk_client [--rest] [--stream] URL TEXT");
+    eprintln!("usage: sdk_client [--rest | --grpc] [--stream] URL TEXT");
     std::process::exit(2);
 }
 
@@ -51,11 +53,12 @@ where
 
 #[tokio::main]
 async fn main() {
-    let (mut rest, mut stream) = (false, false);
+    let (mut rest, mut grpc, mut stream) = (false, false, false);
     let mut positional = Vec::new();
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--rest" => rest = true,
+            "--grpc" => grpc = true,
             "--stream" => stream = true,
             flag if flag.starts_with("--") => usage(),
             _ => positional.push(arg),
@@ -67,10 +70,13 @@ async fn main() {
 
     let failed = Arc::new(AtomicU32::new(0));
     let counter = failed.clone();
-    let factory = if rest {
-        TransportFactory::rest()
-    } else {
-        TransportFactory::jsonrpc()
+    if rest && grpc {
+        usage();
+    }
+    let (factory, binding) = match (rest, grpc) {
+        (true, _) => (TransportFactory::rest(), "HTTP+JSON"),
+        (_, true) => (TransportFactory::grpc(), "GRPC"),
+        _ => (TransportFactory::jsonrpc(), "JSONRPC"),
     };
     let factory = factory.configure(move |client| {
         let counter = counter.clone();
@@ -86,7 +92,6 @@ async fn main() {
         )
     });
     // The card this client is given: one interface, the URL, in the binding asked for.
-    let binding = if rest { "HTTP+JSON" } else { "JSONRPC" };
     let card = AgentCard {
         name: "agent".into(),
         description: String::new(),

@@ -39,8 +39,8 @@ fn python_or_skip(modules: &str) -> Option<PathBuf> {
     let python = python_with(modules);
     assert!(
         python.is_some(),
-        "a Python with {modules} (a2a-sdk[http-server]==1.3.0) is not installed: run \
-         `python3 -m venv .venv && .venv/bin/pip install \"a2a-sdk[http-server]==1.3.0\" \
+        "a Python with {modules} (a2a-sdk[http-server,grpc]==1.3.0) is not installed: run \
+         `python3 -m venv .venv && .venv/bin/pip install \"a2a-sdk[http-server,grpc]==1.3.0\" \
          uvicorn==0.54.0`, set A2A_INTEROP_PYTHON, or skip on purpose with A2A_INTEROP_SKIP=1"
     );
     python
@@ -111,6 +111,56 @@ async fn official_python_client_reads_the_sdk_agent_through_the_bridge() {
             "{binding}: {limited}"
         );
     }
+}
+
+/// The official Python client over gRPC (a2a-sdk[grpc]) against the SDK agent, found through
+/// its card: the spec's errors as the SDK's own classes, and the agent's own errors with
+/// their code, reason, domain, data and delay, read from the google.rpc.Status by the SDK's
+/// own `status_from_call` (its client maps a reason to a class only in the spec's domain and
+/// otherwise raises a generic `A2AClientError`, whose cause keeps the status).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_python_grpc_client_reads_the_sdk_agent() {
+    let Some(python) = python_or_skip("a2a.client.transports.grpc, a2a.utils.grpc_status") else {
+        return;
+    };
+    let (_agent, url, _grpc) = common::start_grpc_agent();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_grpc_client.py"
+    );
+    let output = tokio::process::Command::new(&python)
+        .args([script, &url])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let seen = &report["seen"];
+    assert_eq!(
+        seen["get_unknown_task"]["class"], "TaskNotFoundError",
+        "{seen}"
+    );
+    assert_eq!(seen["get_unknown_task"]["status"]["grpc_code"], "NOT_FOUND");
+    assert_eq!(seen["internal"]["class"], "InternalError", "{seen}");
+    assert_eq!(seen["internal"]["status"]["message"], "Internal error");
+    let limited = &seen["rate_limited"]["status"];
+    assert_eq!(limited["grpc_code"], "RESOURCE_EXHAUSTED", "{seen}");
+    assert_eq!(limited["reason"], "RATE_LIMITED");
+    assert_eq!(limited["domain"], "a2a-error");
+    assert_eq!(limited["retry_delay_s"], 2.0);
+    assert_eq!(limited["pushback_ms"], "2000");
+    let unavailable = &seen["unavailable"]["status"];
+    assert_eq!(unavailable["grpc_code"], "UNAVAILABLE", "{seen}");
+    assert_eq!(unavailable["reason"], "AGENT_UNAVAILABLE");
+    assert_eq!(unavailable["metadata"]["attempt"], "1");
+    assert_eq!(seen["send_hello"]["reply"], "echo: hello", "{seen}");
+    assert!(!seen.to_string().contains("hunter2"), "{seen}");
 }
 
 /// Runs `tests/interop/python_client.py URL BINDING EXTRA…` (the official Python client) and

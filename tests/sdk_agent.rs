@@ -436,16 +436,8 @@ async fn two_agents_sharing_one_redis_share_replies() {
     );
 }
 
-/// Runs `sdk_client ARGS`: its exit code and stdout.
 fn run_sdk_client(args: &[&str]) -> (i32, String) {
-    let output = std::process::Command::new(common::example_exe("sdk_client"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
+    common::run_example("sdk_client", args)
 }
 
 #[test]

@@ -259,7 +259,12 @@ impl<'a> Expander<'a> {
         let transparent_only = self.transparent_only();
         let placeholder = self.placeholder_domain();
         let into_response = self.response_impl(&where_clause);
-        let into_sdk = sdk_impl(self.input, &where_clause, &quote!(#p::sdk_error(&error)));
+        let into_sdk = sdk_impl(
+            self.input,
+            &where_clause,
+            &quote!(#p::sdk_error(&error)),
+            &quote!(#p::grpc_error(&error)),
+        );
 
         quote! {
             #[automatically_derived]
@@ -686,10 +691,16 @@ fn construct(variant: &Variant, values: &[TokenStream]) -> TokenStream {
     }
 }
 
-/// `From<Enum> for a2a::A2AError` (the official Rust SDK's error), emitted only when the
-/// runtime has the `sdk` feature: `?` in an SDK executor then keeps the public message and
-/// details. `body` converts `error`.
-pub fn sdk_impl(input: &Input, where_clause: &TokenStream, body: &TokenStream) -> TokenStream {
+/// `From<Enum> for a2a::A2AError` (the official Rust SDK's error) and `From<Enum> for
+/// tonic::Status`, each emitted only when the runtime has its feature (`sdk`, `grpc`): `?` in
+/// an SDK executor or a tonic service then keeps the public message and details. `sdk` and
+/// `grpc` convert `error`.
+pub fn sdk_impl(
+    input: &Input,
+    where_clause: &TokenStream,
+    sdk: &TokenStream,
+    grpc: &TokenStream,
+) -> TokenStream {
     let p = input.private();
     let ident = input.ident;
     let (impl_generics, ty_generics, _) = input.generics.split_for_impl();
@@ -700,7 +711,17 @@ pub fn sdk_impl(input: &Input, where_clause: &TokenStream, body: &TokenStream) -
             #where_clause
             {
                 fn from(error: #ident #ty_generics) -> Self {
-                    #body
+                    #sdk
+                }
+            }
+        }
+        #p::with_grpc! {
+            #[automatically_derived]
+            impl #impl_generics #p::From<#ident #ty_generics> for #p::grpc_tonic::Status
+            #where_clause
+            {
+                fn from(error: #ident #ty_generics) -> Self {
+                    #grpc
                 }
             }
         }

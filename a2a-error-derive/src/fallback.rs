@@ -36,11 +36,8 @@ pub fn expand(input: &Input) -> TokenStream {
     } else {
         TokenStream::new()
     };
-    let into_sdk = crate::expand::sdk_impl(
-        input,
-        &error_where,
-        &quote!({ let _ = error; #p::unreachable!() }),
-    );
+    let unreachable = quote!({ let _ = error; #p::unreachable!() });
+    let into_sdk = crate::expand::sdk_impl(input, &error_where, &unreachable, &unreachable);
     quote! {
         #error_check
         #into_sdk

@@ -238,3 +238,32 @@ macro_rules! __a2a_with_sdk {
 }
 
 pub use crate::__a2a_with_sdk as with_sdk;
+
+/// A derived error as a gRPC status, with its full text logged first (the status carries only
+/// the public message).
+#[cfg(feature = "grpc")]
+pub fn grpc_error<E: A2aError + ?Sized>(err: &E) -> tonic::Status {
+    crate::server::log::handed_over(err);
+    crate::grpc::to_status(err)
+}
+#[cfg(feature = "grpc")]
+pub use tonic as grpc_tonic;
+
+/// Emits its input when the runtime has the `grpc` feature, nothing otherwise: the derive
+/// wraps its `From<Enum> for tonic::Status` impl in it.
+#[cfg(feature = "grpc")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __a2a_with_grpc {
+    ($($tokens:tt)*) => { $($tokens)* };
+}
+
+/// Emits its input when the runtime has the `grpc` feature, nothing otherwise.
+#[cfg(not(feature = "grpc"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __a2a_with_grpc {
+    ($($tokens:tt)*) => {};
+}
+
+pub use crate::__a2a_with_grpc as with_grpc;

@@ -47,6 +47,8 @@ pub use wire::code;
 pub use wire::data::DataSink;
 pub use wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
 pub use wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
+#[cfg(feature = "grpc")]
+pub use wire::grpc;
 pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 pub use wire::jsonrpc::Id;
 pub use wire::object::{ErrorObject, MAX_DATA_NODES, WireProfile};

@@ -180,10 +180,11 @@ impl TextStr for Part {
     }
 }
 
-/// The agent card, advertising both bindings at `public_url` and streaming.
-fn card(public_url: &str) -> AgentCard {
+/// The agent card, advertising both HTTP bindings at `public_url`, gRPC at `grpc_url` when
+/// it is served, and streaming.
+fn card(public_url: &str, grpc_url: Option<&str>) -> AgentCard {
     let base = public_url.trim_end_matches('/');
-    let card = json!({
+    let mut card = json!({
         "name": "a2a-error SDK agent",
         "description": "An agent on the official Rust SDK, served through a2a-error's bridge. Echoes text; fails on demand.",
         "version": env!("CARGO_PKG_VERSION"),
@@ -197,6 +198,9 @@ fn card(public_url: &str) -> AgentCard {
         "skills": [{"id": "echo", "name": "Echo", "description": "Echoes the text it is sent.",
                     "tags": ["echo", "testing"]}]
     });
+    if let (Some(url), Some(interfaces)) = (grpc_url, card["supportedInterfaces"].as_array_mut()) {
+        interfaces.push(json!({"url": url, "protocolBinding": "GRPC", "protocolVersion": "1.0"}));
+    }
     serde_json::from_value::<ProtoJson<AgentCard>>(card)
         .expect("the card is valid")
         .0
@@ -224,10 +228,15 @@ fn handler<X: AgentExecutor>(
     })
 }
 
-/// The whole agent on one router: JSON-RPC at `POST /`, REST, and the card; SendMessage
-/// replies remembered in `store`, keyed by messageId and scoped by the caller's
-/// `Authorization` header.
-pub fn router(public_url: &str, store: impl DedupStore) -> Router {
+/// The whole agent: its HTTP router (JSON-RPC at `POST /`, REST, and the card) and its gRPC
+/// service come from this one bridge, so they share the task store and the dedup.
+/// SendMessage replies are remembered in `store`, keyed by messageId and scoped by the
+/// caller's `Authorization` header (the `authorization` metadata over gRPC).
+pub fn bridge(
+    public_url: &str,
+    grpc_url: Option<&str>,
+    store: impl DedupStore,
+) -> Bridge<DefaultRequestHandler> {
     let handler = handler(|echo, tasks| Guarded::new(echo, Arc::new(tasks)));
     let dedup: SendDedup = Dedup::with_store(store)
         .window(Duration::from_secs(600))
@@ -237,17 +246,22 @@ pub fn router(public_url: &str, store: impl DedupStore) -> Router {
                 .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
         });
     Bridge::new(handler)
-        .card(card(public_url))
+        .card(card(public_url, grpc_url))
         .dedup(dedup)
         .timeout(Duration::from_secs(30))
-        .router()
+}
+
+/// The same agent's handler (executor and store) as the SDK alone runs it: no guard.
+#[allow(dead_code)]
+pub fn sdk_handler() -> Arc<DefaultRequestHandler> {
+    Arc::new(handler(|echo, _| echo))
 }
 
 /// The same agent (executor and store) served by the SDK's own routers, as the SDK serves
 /// it: the baseline of `benches/sdk/compare.sh`.
 #[allow(dead_code)]
 pub fn sdk_routers() -> Router {
-    let handler = Arc::new(handler(|echo, _| echo));
+    let handler = sdk_handler();
     a2a_server::jsonrpc::jsonrpc_router(Arc::clone(&handler))
         .merge(a2a_server::rest::rest_router(handler))
 }

@@ -1,13 +1,14 @@
 //! An agent on the official Rust SDK served through a2a-error's bridge:
-//! `cargo run --example sdk_agent -- --addr 127.0.0.1:8080 [--redis URL]`.
+//! `cargo run --example sdk_agent -- --addr 127.0.0.1:8080 [--grpc 127.0.0.1:50051] [--redis URL]`.
 //!
 //! The same paths as `examples/agent` (JSON-RPC `POST /`; REST `POST /message:send`,
 //! `POST /message:stream`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`; the card at
 //! `/.well-known/agent-card.json`, advertising streaming) and the same text protocol, plus
 //! streaming: `hello` echoes, `fail:internal`, `fail:panic`, `fail:rate_limited`,
 //! `fail:unsupported`, `flaky:N`, `sleep:MS`, `work:fail`, `stream:N`, `stream:fail_after:N`.
-//! With `--redis redis://HOST:PORT`, agents pointed at the same Redis share SendMessage
-//! replies.
+//! With `--grpc HOST:PORT`, the same agent (the same tasks, the same dedup) also serves the
+//! A2A 1.0 gRPC service `lf.a2a.v1.A2AService` there, advertised in its card. With
+//! `--redis redis://HOST:PORT`, agents pointed at the same Redis share SendMessage replies.
 
 mod app;
 
@@ -22,37 +23,64 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut redis = None;
+    let mut grpc = None;
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--addr", Some(value)) => addr = value,
+            ("--grpc", Some(value)) => grpc = Some(value),
             ("--redis", Some(url)) => redis = Some(url),
             _ => {
-                eprintln!("usage: sdk_agent [--addr HOST:PORT] [--redis redis://HOST:PORT]");
+                eprintln!(
+                    "usage: sdk_agent [--addr HOST:PORT] [--grpc HOST:PORT] \
+                     [--redis redis://HOST:PORT]"
+                );
                 std::process::exit(2);
             }
         }
     }
     let public_url = format!("http://{addr}");
-    let router = match redis {
-        None => app::router(&public_url, MemoryStore::default()),
+    // A gRPC target is `host:port`, as the SDKs' gRPC clients take it.
+    let grpc_url = grpc.clone();
+    let bridge = match redis {
+        None => app::bridge(&public_url, grpc_url.as_deref(), MemoryStore::default()),
         Some(url) => match RedisStore::connect(&url) {
-            Ok(store) => app::router(&public_url, store),
+            Ok(store) => app::bridge(&public_url, grpc_url.as_deref(), store),
             Err(error) => {
                 eprintln!("cannot use Redis at {url}: {error}");
                 std::process::exit(2);
             }
         },
     };
-    let listener = match tokio::net::TcpListener::bind(&addr).await {
+    let listener = bind(&addr).await;
+    if let Some(grpc) = grpc {
+        let listener = bind(&grpc).await;
+        let service = bridge.grpc();
+        tokio::spawn(async move {
+            tracing::info!("SDK agent serving gRPC on http://{grpc}");
+            let served = tonic::transport::Server::builder()
+                .http2_max_header_list_size(a2a_error::grpc::MAX_HEADER_LIST_BYTES)
+                .add_service(service)
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+                .await;
+            if let Err(error) = served {
+                eprintln!("gRPC server error: {error}");
+                std::process::exit(1);
+            }
+        });
+    }
+    tracing::info!("SDK agent listening on http://{addr}");
+    if let Err(error) = serve(listener, bridge.router(), ServeLimits::default()).await {
+        eprintln!("server error: {error}");
+        std::process::exit(1);
+    }
+}
+
+async fn bind(addr: &str) -> tokio::net::TcpListener {
+    match tokio::net::TcpListener::bind(addr).await {
         Ok(listener) => listener,
         Err(error) => {
             eprintln!("cannot listen on {addr}: {error}");
             std::process::exit(1);
         }
-    };
-    tracing::info!("SDK agent listening on http://{addr}");
-    if let Err(error) = serve(listener, router, ServeLimits::default()).await {
-        eprintln!("server error: {error}");
-        std::process::exit(1);
     }
 }

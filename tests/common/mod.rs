@@ -80,3 +80,39 @@ pub fn start_example(name: &str, args: &[&str]) -> (ExampleProcess, String) {
     }
     (process, format!("http://127.0.0.1:{port}"))
 }
+
+/// Runs example `name` with `args` to its end: its exit code and stdout.
+#[allow(dead_code)]
+pub fn run_example(name: &str, args: &[&str]) -> (i32, String) {
+    let output = std::process::Command::new(example_exe(name))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// Starts the `sdk_agent` example serving gRPC too: it, its HTTP URL and its gRPC target
+/// (`127.0.0.1:PORT`), once both accept connections.
+#[allow(dead_code)]
+pub fn start_grpc_agent() -> (ExampleProcess, String, String) {
+    use std::time::{Duration, Instant};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let grpc = format!("127.0.0.1:{port}");
+    let (process, url) = start_example("sdk_agent", &["--grpc", &grpc]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(&grpc).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the sdk_agent's gRPC listener did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (process, url, grpc)
+}

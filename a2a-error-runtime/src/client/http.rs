@@ -70,6 +70,12 @@ impl ReplyLimits {
     pub(crate) fn body_limit(&self) -> usize {
         self.max_body_bytes
     }
+
+    /// The largest event of a stream read.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn event_limit(&self) -> usize {
+        self.max_event_bytes
+    }
 }
 
 /// The settings of one HTTP transport, shared by the JSON-RPC and REST bindings: the client,
@@ -257,6 +263,22 @@ where
         Err(SseError::Transport(error)) => Err(read_error(error)),
         Err(SseError::TooLarge) => Err(ClientError::ReplyTooLarge { limit, http: None }),
     });
+    first_event(Box::pin(events), limits, deadline).await
+}
+
+/// A stream of events as a reply, ready once its first event has arrived (or failed), so a
+/// retry layer above sees an error before the first event as an ordinary failure; each wait
+/// bounded by the idle timeout and the deadline, and ended after the first error. Every
+/// binding's streams end here.
+pub(crate) async fn first_event<E, S>(
+    events: S,
+    limits: ReplyLimits,
+    deadline: Option<Instant>,
+) -> Result<Reply<E>, ClientError<E>>
+where
+    E: Send + 'static,
+    S: Stream<Item = Result<RawJson, ClientError<E>>> + Send + Unpin + 'static,
+{
     let mut events = Box::pin(bounded_in_time(events, limits.idle_timeout, deadline));
     let first = match events.next().await {
         None => return Ok(Reply::Stream(EventStream::new(stream::empty()))),

@@ -10,6 +10,8 @@ mod call;
 mod classify;
 mod downstream;
 mod error;
+#[cfg(feature = "grpc")]
+mod grpc;
 mod http;
 pub(crate) mod jsonrpc;
 pub(crate) mod rest;

@@ -67,15 +67,7 @@ struct Status {
 /// The received reason, domain and details are all kept by `RemoteError`; only the code is
 /// inferred.
 fn code_for<E: FromErrorObject>(object: &ErrorObject, status: u16, grpc: Option<&str>) -> i32 {
-    if let Some(reason) = object.reason() {
-        if let Some(code) = E::code_for_reason(reason) {
-            return code;
-        }
-        if let Some(row) = a2a_error_codes::by_reason(reason) {
-            return row.code;
-        }
-    }
-    code::code_for_http(status, grpc)
+    code::code_for_reason::<E>(object).unwrap_or_else(|| code::code_for_http(status, grpc))
 }
 
 /// Reads a REST error body into an error object; `None` when it is not a `google.rpc.Status`.

@@ -15,6 +15,9 @@
 //!   the code table's HTTP status and `Retry-After`, no internal text on the wire, panics
 //!   answered at once, the caller's deadline, dedup of SendMessage, SSE streams that end in
 //!   one error event, and tasks that end FAILED.
+//! - **Over gRPC** (feature `grpc`, [`Bridge::grpc`]): the same handler served as the A2A 1.0
+//!   service `lf.a2a.v1.A2AService`, with the same guarantees, and
+//!   `TransportFactory::grpc()` for the card's `GRPC` interfaces.
 //! - **Calling** ([`Transport`], [`TransportFactory`]): the SDK client's `Transport` backed by
 //!   the typed [`Client`](crate::Client): timeouts, retries with a budget and `Retry-After`,
 //!   breaker, hedging, the deadline header, safe repeats and reply limits; what our
@@ -72,6 +75,8 @@
 
 mod error;
 mod executor;
+#[cfg(feature = "grpc")]
+mod grpc;
 mod protojson;
 mod serve;
 mod store;
@@ -79,6 +84,8 @@ mod transport;
 
 pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote, to_sdk};
 pub use executor::Guarded;
+#[cfg(feature = "grpc")]
+pub use grpc::GrpcService;
 pub use protojson::ProtoJson;
 pub use serve::{Bridge, SendDedup};
 pub use store::MemoryTaskStore;

@@ -71,17 +71,15 @@ impl<'de> Deserialize<'de> for SendParams {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         type Json = <a2a::SendMessageRequest as ProtoJsonPayload>::ProtoJson;
         let json = Json::deserialize(deserializer)?;
-        let Some(message) = &json.message else {
-            return Err(D::Error::missing_field("message"));
-        };
-        if message.message_id.is_empty() {
-            return Err(D::Error::missing_field("message.messageId"));
-        }
-        if message.role == 0 {
-            return Err(D::Error::missing_field("message.role"));
-        }
-        if message.parts.is_empty() {
-            return Err(D::Error::missing_field("message.parts"));
+        let message = json.message.as_ref().map(|message| {
+            (
+                message.message_id.as_str(),
+                message.role,
+                !message.parts.is_empty(),
+            )
+        });
+        if let Some(field) = missing_in_send(message) {
+            return Err(D::Error::missing_field(field));
         }
         let proto = <a2a::SendMessageRequest as ProtoJsonPayload>::Proto::decode(
             json.encode_to_vec().as_slice(),
@@ -90,5 +88,23 @@ impl<'de> Deserialize<'de> for SendParams {
         a2a::SendMessageRequest::try_from_proto(&proto)
             .map(SendParams)
             .map_err(D::Error::custom)
+    }
+}
+
+/// The path of what A2A requires of a SendMessage request and it lacks: a message
+/// (`(messageId, role, has parts)`) with a messageId, a role and at least one part. Checked
+/// before the SDK's conversion, over every binding.
+pub(super) fn missing_in_send(message: Option<(&str, i32, bool)>) -> Option<&'static str> {
+    let Some((message_id, role, has_parts)) = message else {
+        return Some("message");
+    };
+    if message_id.is_empty() {
+        Some("message.messageId")
+    } else if role == 0 {
+        Some("message.role")
+    } else if !has_parts {
+        Some("message.parts")
+    } else {
+        None
     }
 }

@@ -58,10 +58,10 @@ pub type SendDedup = Dedup<ProtoJson<SendMessageResponse>, RemoteError>;
 /// # }
 /// ```
 pub struct Bridge<H> {
-    handler: Arc<H>,
+    pub(super) handler: Arc<H>,
     dedup: Option<SendDedup>,
     card: Option<Arc<Value>>,
-    timeout: Option<Duration>,
+    pub(super) timeout: Option<Duration>,
 }
 
 impl<H> Clone for Bridge<H> {
@@ -180,7 +180,7 @@ impl<H: RequestHandler> Bridge<H> {
     }
 
     /// SendMessage through the dedup, when there is one.
-    async fn send_message(
+    pub(super) async fn send_message(
         &self,
         headers: &HeaderMap,
         deadline: Option<Instant>,
@@ -210,7 +210,7 @@ impl<H: RequestHandler> Bridge<H> {
         dedup.run("SendMessage", headers, &id, request, work).await
     }
 
-    async fn send_streaming(
+    pub(super) async fn send_streaming(
         &self,
         headers: &HeaderMap,
         deadline: Option<Instant>,
@@ -223,7 +223,7 @@ impl<H: RequestHandler> Bridge<H> {
         }
     }
 
-    async fn subscribe(
+    pub(super) async fn subscribe(
         &self,
         headers: &HeaderMap,
         deadline: Option<Instant>,
@@ -251,7 +251,7 @@ impl Serialize for Fingerprinted {
     }
 }
 
-type Events = BoxStream<'static, Result<ProtoJson<StreamResponse>, RemoteError>>;
+pub(super) type Events = BoxStream<'static, Result<ProtoJson<StreamResponse>, RemoteError>>;
 
 /// The handler's stream as the bridge sends it: a failure the guard turned into a FAILED
 /// status (the work had started) is sent as the stream's error event, which ends it; an
@@ -283,7 +283,7 @@ fn events(stream: BoxStream<'static, Result<StreamResponse, A2AError>>) -> Event
 /// The SDK's service params of a request: its headers (as the SDK's routers pass them), and
 /// the request's deadline for [`Guarded`](super::Guarded), which runs in a task of the
 /// handler's own where the task-local deadline does not reach.
-fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServiceParams {
+pub(super) fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServiceParams {
     let mut params: ServiceParams = HashMap::with_capacity(headers.keys_len() + 1);
     for (name, value) in headers {
         if let Ok(value) = value.to_str() {

@@ -26,7 +26,7 @@ use crate::wire::remote::RemoteError;
 /// with the retry budget and `Retry-After`, the agent's circuit breaker, the attempt timeout,
 /// hedged reads, the `A2A-Deadline-Ms` header (and a deadline inherited inside a handler),
 /// safe repeats (a SendMessage retried sends the same bytes, so the same messageId) and the
-/// reply limits, over JSON-RPC or HTTP+JSON as the client was built. Streams are retried only
+/// reply limits, over JSON-RPC, HTTP+JSON or gRPC as the client was built. Streams are retried only
 /// before their first event.
 ///
 /// Its errors are `A2AError`s: an error reply is the peer's own (so
@@ -299,6 +299,16 @@ impl TransportFactory {
         }
     }
 
+    /// For the agent card's `GRPC` interfaces (feature `grpc`): the same stack over the gRPC
+    /// binding.
+    #[cfg(feature = "grpc")]
+    pub fn grpc() -> Self {
+        TransportFactory {
+            protocol: "GRPC",
+            configure: Arc::new(|builder| builder),
+        }
+    }
+
     /// Configures each client this factory builds (timeouts, retry policy, breakers, hedging,
     /// bulkhead, limits).
     pub fn configure(
@@ -324,10 +334,11 @@ impl a2a_client::TransportFactory for TransportFactory {
         card: &AgentCard,
         iface: &AgentInterface,
     ) -> Result<Box<dyn a2a_client::Transport>, A2AError> {
-        let builder = if self.protocol == "JSONRPC" {
-            Client::jsonrpc(iface.url.as_str())
-        } else {
-            Client::rest(iface.url.as_str())
+        let builder = match self.protocol {
+            "JSONRPC" => Client::jsonrpc(iface.url.as_str()),
+            #[cfg(feature = "grpc")]
+            "GRPC" => Client::grpc(iface.url.as_str()),
+            _ => Client::rest(iface.url.as_str()),
         };
         // Named by the builder from the URL, not by the card's `name`: names become metric
         // labels, and a card's text is the peer's.

@@ -60,7 +60,14 @@ fn lacks_tls(url: &reqwest::Url, tls_built_in: bool, own_http: bool) -> bool {
     url.scheme() == "https" && !tls_built_in && !own_http
 }
 
-type MakeTransport<E> = fn(reqwest::Client, reqwest::Url) -> Transport<E>;
+/// The binding a builder makes its transport for.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Dial {
+    JsonRpc,
+    Rest,
+    #[cfg(feature = "grpc")]
+    Grpc,
+}
 
 /// Builds a [`Client`]: the stack
 ///
@@ -79,13 +86,13 @@ type MakeTransport<E> = fn(reqwest::Client, reqwest::Url) -> Transport<E>;
 /// the agent's time. The transport sends one attempt, over a connection pool that keeps at
 /// most 64 idle connections per host.
 ///
-/// over the agent's JSON-RPC or HTTP+JSON interface, with a connect timeout (10 s), the
+/// over the agent's JSON-RPC, HTTP+JSON or gRPC interface, with a connect timeout (10 s), the
 /// protocol version sent (`1.0`), reply limits and a redirect policy (none followed). Every
 /// part can be changed here; for layers of your own, build the stack with
 /// `tower::ServiceBuilder` and [`Client::from_service`].
 pub struct ClientBuilder<E = RemoteError> {
     url: String,
-    transport: MakeTransport<E>,
+    dial: Dial,
     connect_timeout: Duration,
     http: Option<reqwest::Client>,
     version: HeaderValue,
@@ -128,10 +135,10 @@ impl<E> ClientBuilder<E>
 where
     E: A2aError + FromErrorObject + Send + 'static,
 {
-    pub(super) fn new(url: String, transport: MakeTransport<E>) -> Self {
+    pub(super) fn new(url: String, dial: Dial) -> Self {
         ClientBuilder {
             url,
-            transport,
+            dial,
             connect_timeout: Duration::from_secs(10),
             http: None,
             version: HeaderValue::from_static(DEFAULT_VERSION),
@@ -267,19 +274,6 @@ where
         if lacks_tls(&url, TLS_BUILT_IN, self.http.is_some()) {
             return Err(BuildError::TlsNotEnabled { url: self.url });
         }
-        let http = match self.http {
-            Some(http) => http,
-            None => reqwest::Client::builder()
-                .connect_timeout(self.connect_timeout)
-                // Idle sockets are descriptors too: keep enough for a steady load, not a
-                // burst's worth for the 90 s of the idle timeout.
-                .pool_max_idle_per_host(64)
-                .redirect(match self.max_redirects {
-                    0 => reqwest::redirect::Policy::none(),
-                    n => reqwest::redirect::Policy::limited(n),
-                })
-                .build()?,
-        };
         let name: Arc<str> = match self.name {
             Some(name) => name,
             None => match (url.host_str(), url.port()) {
@@ -288,14 +282,39 @@ where
                 _ => self.url.as_str().into(),
             },
         };
+        let transport = match self.dial {
+            Dial::JsonRpc => Transport::jsonrpc(
+                http_client(self.http, self.connect_timeout, self.max_redirects)?,
+                url,
+            ),
+            Dial::Rest => Transport::rest(
+                http_client(self.http, self.connect_timeout, self.max_redirects)?,
+                url,
+            ),
+            #[cfg(feature = "grpc")]
+            Dial::Grpc => {
+                if url.scheme() == "https" {
+                    return Err(BuildError::InvalidUrl {
+                        url: self.url,
+                        reason: "gRPC over TLS is not built in: use an http:// URL (TLS \
+                                 terminated by a proxy), or a tonic channel of your own"
+                            .into(),
+                    });
+                }
+                Transport::grpc(url.as_str(), self.connect_timeout).map_err(|error| {
+                    BuildError::InvalidUrl {
+                        url: self.url.clone(),
+                        reason: error.to_string(),
+                    }
+                })?
+            }
+        };
         let breaker = match self.breaker {
             BreakerChoice::Own => Some(CircuitBreaker::new(name.clone(), BreakerConfig::default())),
             BreakerChoice::Registry(registry) => Some(registry.get(&name)),
             BreakerChoice::Off => None,
         };
-        let transport = (self.transport)(http, url)
-            .version(self.version)
-            .limits(self.limits);
+        let transport = transport.version(self.version).limits(self.limits);
         let budget = self.policy.shared_budget();
         let hedge = self
             .hedge
@@ -312,6 +331,27 @@ where
             .with_name(name)
             .with_breaker(breaker))
     }
+}
+
+/// The caller's HTTP client, or one with this builder's connect timeout and redirect policy.
+fn http_client(
+    own: Option<reqwest::Client>,
+    connect_timeout: Duration,
+    max_redirects: usize,
+) -> Result<reqwest::Client, BuildError> {
+    Ok(match own {
+        Some(http) => http,
+        None => reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            // Idle sockets are descriptors too: keep enough for a steady load, not a
+            // burst's worth for the 90 s of the idle timeout.
+            .pool_max_idle_per_host(64)
+            .redirect(match max_redirects {
+                0 => reqwest::redirect::Policy::none(),
+                n => reqwest::redirect::Policy::limited(n),
+            })
+            .build()?,
+    })
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::builder::ClientBuilder;
-use crate::client::{Call, ClientError, Downstream, EventStream, Reply, Timeout, Transport};
+use super::builder::{ClientBuilder, Dial};
+use crate::client::{Call, ClientError, Downstream, EventStream, Reply, Timeout};
 use crate::resilience::breaker::CircuitBreaker;
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::remote::RemoteError;
@@ -72,15 +72,32 @@ where
 {
     /// A builder for an agent's JSON-RPC interface at `url`.
     pub fn jsonrpc(url: impl Into<String>) -> ClientBuilder<E> {
-        ClientBuilder::new(url.into(), Transport::jsonrpc)
+        ClientBuilder::new(url.into(), Dial::JsonRpc)
     }
 
     /// A builder for an agent's HTTP+JSON interface at base URL `url`.
     pub fn rest(url: impl Into<String>) -> ClientBuilder<E> {
-        ClientBuilder::new(url.into(), Transport::rest)
+        ClientBuilder::new(url.into(), Dial::Rest)
     }
 
-    /// A client over any stack: a [`Transport`], or one under layers of
+    /// A builder for an agent's gRPC service (`lf.a2a.v1.A2AService`) at `url`
+    /// (`http://host:port`, or `host:port` as gRPC targets and agent cards often spell it):
+    /// the same stack and the same errors as over HTTP, the status's
+    /// ErrorInfo, RetryInfo and BadRequest read as the other bindings' details.
+    /// [`http_client`](ClientBuilder::http_client) and
+    /// [`max_redirects`](ClientBuilder::max_redirects) do not apply.
+    #[cfg(feature = "grpc")]
+    pub fn grpc(url: impl Into<String>) -> ClientBuilder<E> {
+        let url = url.into();
+        let url = if url.contains("://") {
+            url
+        } else {
+            format!("http://{url}")
+        };
+        ClientBuilder::new(url, Dial::Grpc)
+    }
+
+    /// A client over any stack: a [`Transport`](crate::client::Transport), or one under layers of
     /// [`resilience`](crate::resilience) or your own.
     pub fn from_service<S>(service: S) -> Self
     where

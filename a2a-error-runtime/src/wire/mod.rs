@@ -13,6 +13,8 @@ pub mod code;
 pub(crate) mod data;
 pub(crate) mod encode;
 pub(crate) mod error;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub(crate) mod headers;
 pub(crate) mod jsonrpc;
 pub(crate) mod method;

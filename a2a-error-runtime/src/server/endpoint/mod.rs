@@ -35,6 +35,8 @@ use admission::Admission;
 use handler::Erased;
 pub use handler::{Handler, RequestContext};
 pub use stream::StreamHandler;
+#[cfg(feature = "grpc")]
+pub(crate) use stream::guarded;
 #[cfg(feature = "sdk")]
 pub(crate) use stream::{events, until};
 

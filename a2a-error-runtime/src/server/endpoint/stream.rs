@@ -56,20 +56,37 @@ pub trait StreamHandler<T, S>: Send + Sync + 'static {
 pub(crate) fn events<St, T, E>(stream: St) -> Events
 where
     St: Stream<Item = Result<T, E>> + Send + 'static,
-    T: Serialize,
+    T: Serialize + Send + 'static,
+    E: A2aError + Send + Sync + 'static,
+{
+    until_error(guarded(stream).map(|item| item.and_then(|result| result_json(&result))))
+}
+
+/// `stream` with its errors boxed, a panic while it is polled as one -32603 error, and
+/// nothing polled after the first error (a stream that panicked must not be polled again).
+/// Every binding's streams go through this.
+pub(crate) fn guarded<St, T, E>(stream: St) -> BoxStream<'static, Result<T, DynError>>
+where
+    St: Stream<Item = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
     E: A2aError + Send + Sync + 'static,
 {
     let items = AssertUnwindSafe(stream)
         .catch_unwind()
         .map(|item| match item {
-            Ok(Ok(result)) => result_json(&result),
+            Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(Box::new(error) as DynError),
             Err(panic) => {
                 Err(Box::new(crate::server::log::caught("a stream", &*panic)) as DynError)
             }
         });
-    // Nothing is polled after the first error: a stream that panicked must not be polled
-    // again.
+    until_error(items)
+}
+
+/// `items` ended after its first error.
+fn until_error<T: Send + 'static>(
+    items: impl Stream<Item = Result<T, DynError>> + Send + 'static,
+) -> BoxStream<'static, Result<T, DynError>> {
     futures_util::stream::unfold(Some(items.boxed()), |items| async move {
         let mut items = items?;
         let item = items.next().await?;
@@ -86,7 +103,7 @@ async fn open<P, St, T, E, E2, Fut>(
 where
     P: DeserializeOwned,
     St: Stream<Item = Result<T, E2>> + Send + 'static,
-    T: Serialize,
+    T: Serialize + Send + 'static,
     E: A2aError + Send + Sync + 'static,
     E2: A2aError + Send + Sync + 'static,
     Fut: Future<Output = Result<St, E>>,
@@ -140,7 +157,10 @@ where
 }
 
 /// Ends `events` with DEADLINE_EXCEEDED at `deadline` (the caller's), if it has not ended.
-pub(crate) fn until(events: Events, deadline: Option<tokio::time::Instant>) -> Events {
+pub(crate) fn until<T: Send + 'static>(
+    events: BoxStream<'static, Result<T, DynError>>,
+    deadline: Option<tokio::time::Instant>,
+) -> BoxStream<'static, Result<T, DynError>> {
     let Some(deadline) = deadline else {
         return events;
     };

@@ -1,0 +1,349 @@
+//! [`GrpcService`]: an SDK `RequestHandler` served over gRPC as the A2A 1.0 service
+//! `lf.a2a.v1.A2AService` (feature `grpc`), with the guarantees of the bridge's HTTP
+//! bindings.
+//!
+//! What it does that `a2a-grpc`'s `GrpcHandler` does not: an error keeps its own reason,
+//! domain, metadata and RetryInfo, with the status code of the code table (its
+//! `a2a_error_to_status` rebuilds the ErrorInfo from the code, so a custom reason is lost, and
+//! sends UNKNOWN for every code it does not list); no internal text reaches the caller; a
+//! panicking handler is INTERNAL at once; `grpc-timeout` and `A2A-Deadline-Ms` bound the
+//! handler and reach the executor's own calls; SendMessage goes through the bridge's dedup
+//! (keyed by the `authorization` metadata as over HTTP), and a request without a message is
+//! INVALID_ARGUMENT with a BadRequest naming the field, where the SDK would make up an empty
+//! message and run it; a stream ends with the Status of its error, or DEADLINE_EXCEEDED.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use a2a::A2AError;
+use a2a_pb::pbconv;
+use a2a_pb::proto;
+use a2a_pb::proto::a2a_service_server::{A2aService, A2aServiceServer};
+use a2a_server::{RequestHandler, ServiceParams};
+use axum::http::HeaderMap;
+use futures_util::{FutureExt, Stream, StreamExt};
+use tokio::time::Instant;
+use tonic::{Request, Response, Status};
+
+use super::error::public;
+use super::protojson::missing_in_send;
+use super::serve::{Bridge, Events, service_params};
+use crate::deadline::{earliest, run_until};
+use crate::server::endpoint::{guarded, until};
+use crate::wire::bad_request::BadRequest;
+use crate::wire::grpc::{parse_timeout, to_status};
+use crate::wire::standard::StandardError;
+
+/// The gRPC service of a [`Bridge`]: add it to a tonic server with
+/// [`Bridge::grpc`].
+///
+/// ```no_run
+/// # use a2a_error_runtime as a2a_error;
+/// # async fn run(handler: a2a_server::DefaultRequestHandler) {
+/// use a2a_error::sdk::Bridge;
+///
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:50051").await.unwrap();
+/// tonic::transport::Server::builder()
+///     .add_service(Bridge::new(handler).grpc())
+///     .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+///     .await
+///     .unwrap();
+/// # }
+/// ```
+pub struct GrpcService<H> {
+    bridge: Bridge<H>,
+}
+
+impl<H: RequestHandler> Bridge<H> {
+    /// The A2A 1.0 gRPC service (`lf.a2a.v1.A2AService`) over this bridge's handler, dedup
+    /// and timeout, for `tonic::transport::Server::add_service`. Requests are read up to
+    /// tonic's default of 4 MiB a message (set another on the returned server).
+    pub fn grpc(&self) -> A2aServiceServer<GrpcService<H>> {
+        A2aServiceServer::new(GrpcService {
+            bridge: self.clone(),
+        })
+    }
+}
+
+type StatusStream = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
+
+/// The deadline of a gRPC request: the earlier of its `grpc-timeout` and its
+/// `A2A-Deadline-Ms`, read on arrival.
+fn deadline(headers: &HeaderMap) -> Option<Instant> {
+    let timeout = headers
+        .get("grpc-timeout")
+        .and_then(|value| parse_timeout(value.as_bytes()))
+        .and_then(|left| Instant::now().checked_add(left));
+    earliest(timeout, crate::deadline::from_headers(headers))
+}
+
+impl<H: RequestHandler> GrpcService<H> {
+    /// The end of a request's work: its deadline or the bridge's timeout, the earlier.
+    fn end(&self, deadline: Option<Instant>) -> Option<Instant> {
+        let own = self
+            .bridge
+            .timeout
+            .and_then(|timeout| Instant::now().checked_add(timeout));
+        earliest(own, deadline)
+    }
+
+    /// `work` until `end`, under a panic guard: DEADLINE_EXCEEDED when the end came first,
+    /// INTERNAL (with nothing of the panic) when it panicked.
+    async fn guard<T>(
+        &self,
+        end: Option<Instant>,
+        work: impl Future<Output = Result<T, Status>>,
+    ) -> Result<T, Status> {
+        match run_until(self.end(end), AssertUnwindSafe(work).catch_unwind()).await {
+            None => Err(to_status(&StandardError::DeadlineExceeded)),
+            Some(Err(panic)) => Err(to_status(&crate::server::log::caught(
+                "a gRPC handler",
+                &*panic,
+            ))),
+            Some(Ok(result)) => result,
+        }
+    }
+
+    /// A unary RPC: `work` on the handler, the request's service params, its headers (the
+    /// metadata), its deadline and its message, guarded until the deadline.
+    async fn unary<R, T, Fut>(
+        &self,
+        request: Request<R>,
+        work: impl FnOnce(Arc<H>, ServiceParams, HeaderMap, Option<Instant>, R) -> Fut,
+    ) -> Result<Response<T>, Status>
+    where
+        Fut: Future<Output = Result<T, Status>>,
+    {
+        let (metadata, _, message) = request.into_parts();
+        let headers = metadata.into_headers();
+        let deadline = deadline(&headers);
+        let params = service_params(&headers, deadline);
+        let handler = Arc::clone(&self.bridge.handler);
+        let work = work(handler, params, headers, deadline, message);
+        self.guard(deadline, work).await.map(Response::new)
+    }
+
+    /// A streaming RPC: the stream `open` gives (opened as a unary call is run), ended by the
+    /// request's deadline with DEADLINE_EXCEEDED, by a panic with INTERNAL, by an error with
+    /// its Status.
+    async fn streaming<R, Fut>(
+        &self,
+        request: Request<R>,
+        open: impl FnOnce(Bridge<H>, HeaderMap, Option<Instant>, R) -> Fut,
+    ) -> Result<Response<StatusStream>, Status>
+    where
+        Fut: Future<Output = Result<Events, Status>>,
+    {
+        let (metadata, _, message) = request.into_parts();
+        let headers = metadata.into_headers();
+        let deadline = deadline(&headers);
+        let opened = open(self.bridge.clone(), headers, deadline, message);
+        let events = self.guard(deadline, opened).await?;
+        // The stream outlives the call that opened it: the caller's deadline still ends it.
+        let events = until(guarded(events), deadline).map(|item| match item {
+            Ok(event) => Ok(pbconv::to_proto_stream_response(&event.0)),
+            Err(error) => Err(to_status(&*error)),
+        });
+        Ok(Response::new(Box::pin(events)))
+    }
+}
+
+/// The SDK's error as the Status the caller is told: its public form (see
+/// [`Bridge`]'s sanitizing).
+fn sdk_status(error: &A2AError) -> Status {
+    to_status(&public(error))
+}
+
+/// SendMessage's checks before the SDK's conversion, as over HTTP: a missing message or
+/// messageId, role or parts is INVALID_ARGUMENT with a BadRequest naming the field.
+fn checked_send(request: &proto::SendMessageRequest) -> Result<(), Status> {
+    let message = request.message.as_ref().map(|message| {
+        (
+            message.message_id.as_str(),
+            message.role,
+            !message.parts.is_empty(),
+        )
+    });
+    match missing_in_send(message) {
+        Some(field) => Err(to_status(&BadRequest::field(
+            field,
+            format!("missing field `{field}`"),
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A unary method of the SDK's `RequestHandler`: the request converted from protobuf, the
+/// result converted back.
+macro_rules! unary {
+    ($self:ident, $request:ident, $from:path, $method:ident, $to:expr) => {
+        $self
+            .unary($request, |handler, params, _, _, message| async move {
+                handler
+                    .$method(&params, $from(&message))
+                    .await
+                    .map(|result| $to(&result))
+                    .map_err(|error| sdk_status(&error))
+            })
+            .await
+    };
+}
+
+#[tonic::async_trait]
+impl<H: RequestHandler> A2aService for GrpcService<H> {
+    async fn send_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<proto::SendMessageResponse>, Status> {
+        let bridge = self.bridge.clone();
+        self.unary(request, |_, _, headers, deadline, message| async move {
+            checked_send(&message)?;
+            let request = pbconv::from_proto_send_message_request(&message);
+            bridge
+                .send_message(&headers, deadline, request)
+                .await
+                .map(|reply| pbconv::to_proto_send_message_response(&reply.0))
+                .map_err(|error| to_status(&error))
+        })
+        .await
+    }
+
+    type SendStreamingMessageStream = StatusStream;
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<StatusStream>, Status> {
+        self.streaming(request, |bridge, headers, deadline, message| async move {
+            checked_send(&message)?;
+            let request = pbconv::from_proto_send_message_request(&message);
+            bridge
+                .send_streaming(&headers, deadline, request)
+                .await
+                .map_err(|error| to_status(&error))
+        })
+        .await
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<proto::GetTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        unary!(
+            self,
+            request,
+            pbconv::from_proto_get_task_request,
+            get_task,
+            pbconv::to_proto_task
+        )
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<proto::ListTasksRequest>,
+    ) -> Result<Response<proto::ListTasksResponse>, Status> {
+        unary!(
+            self,
+            request,
+            pbconv::from_proto_list_tasks_request,
+            list_tasks,
+            pbconv::to_proto_list_tasks_response
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<proto::CancelTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        unary!(
+            self,
+            request,
+            pbconv::from_proto_cancel_task_request,
+            cancel_task,
+            pbconv::to_proto_task
+        )
+    }
+
+    type SubscribeToTaskStream = StatusStream;
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<proto::SubscribeToTaskRequest>,
+    ) -> Result<Response<StatusStream>, Status> {
+        self.streaming(request, |bridge, headers, deadline, message| async move {
+            let request = pbconv::from_proto_subscribe_to_task_request(&message);
+            bridge
+                .subscribe(&headers, deadline, request)
+                .await
+                .map_err(|error| to_status(&error))
+        })
+        .await
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        request: Request<proto::TaskPushNotificationConfig>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        unary!(
+            self,
+            request,
+            pbconv::from_proto_create_task_push_notification_config_request,
+            create_push_config,
+            pbconv::to_proto_task_push_notification_config
+        )
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        request: Request<proto::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        unary!(
+            self,
+            request,
+            pbconv::from_proto_get_task_push_notification_config_request,
+            get_push_config,
+            pbconv::to_proto_task_push_notification_config
+        )
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        request: Request<proto::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
+        unary!(
+            self,
+            request,
+            pbconv::from_proto_list_task_push_notification_configs_request,
+            list_push_configs,
+            pbconv::to_proto_list_task_push_notification_configs_response
+        )
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        request: Request<proto::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<proto::AgentCard>, Status> {
+        unary!(
+            self,
+            request,
+            pbconv::from_proto_get_extended_agent_card_request,
+            get_extended_agent_card,
+            pbconv::to_proto_agent_card
+        )
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<()>, Status> {
+        unary!(
+            self,
+            request,
+            pbconv::from_proto_delete_task_push_notification_config_request,
+            delete_push_config,
+            |_: &()| ()
+        )
+    }
+}

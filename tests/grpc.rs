@@ -1,0 +1,707 @@
+//! The gRPC binding (feature `grpc`): derived errors as `google.rpc.Status` and back; the
+//! `sdk_agent` example serving gRPC from outside (our client, a raw tonic client, and
+//! `a2a-grpc`'s own client); our client against `a2a-grpc`'s own server; and retry,
+//! RetryInfo and the breaker over gRPC against a fault-injecting gRPC agent. All on loopback
+//! with real sockets.
+
+#[path = "../examples/sdk_agent/app.rs"]
+#[allow(dead_code)]
+mod app;
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use a2a_error::client::ClientError;
+use a2a_error::code::StatusMapping;
+use a2a_error::resilience::RetryPolicy;
+use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
+use a2a_error::{A2aError, BadRequest, Client, RemoteError, StandardError, grpc};
+use a2a_pb::proto;
+use a2a_pb::proto::a2a_service_client::A2aServiceClient;
+use a2a_pb::proto::a2a_service_server::{A2aService, A2aServiceServer};
+use futures_util::StreamExt;
+use prost::Message as _;
+use serde_json::{Value, json};
+use tonic_types::StatusExt;
+
+#[derive(Debug, thiserror::Error, A2aError)]
+#[a2a(domain = "billing.example.com")]
+enum BillingError {
+    #[error("task {task_id} missing")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    TaskNotFound {
+        #[a2a(data)]
+        task_id: String,
+    },
+
+    #[error("LLM provider said {0}")]
+    #[a2a(code = -32603, reason = "LLM_UNAVAILABLE", retryable)]
+    Llm(#[a2a(default)] String),
+
+    #[error("quota exhausted")]
+    #[a2a(code = RATE_LIMITED, retry_after = 10)]
+    RateLimited,
+
+    #[error("invalid part")]
+    #[a2a(code = INVALID_PARAMS)]
+    InvalidPart,
+
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Standard(#[from] StandardError),
+}
+
+fn metadata_of(status: &tonic::Status) -> std::collections::HashMap<String, String> {
+    status.get_details_error_info().unwrap().metadata
+}
+
+#[test]
+fn a_derived_enum_is_a_status_with_its_details_and_decodes_back() {
+    let missing = BillingError::TaskNotFound {
+        task_id: "t-1".into(),
+    };
+    let status = grpc::to_status(&missing);
+    assert_eq!(status.code(), tonic::Code::NotFound);
+    assert_eq!(status.message(), "Task not found");
+    let info = status.get_details_error_info().unwrap();
+    assert_eq!(info.reason, "TASK_NOT_FOUND");
+    // A spec code keeps the spec's domain; the enum's own reasons carry its domain.
+    assert_eq!(info.domain, "a2a-protocol.org");
+    assert_eq!(metadata_of(&status)["taskId"], "t-1");
+    match grpc::decode::<BillingError>(&status) {
+        Some(BillingError::TaskNotFound { task_id }) => assert_eq!(task_id, "t-1"),
+        other => panic!("{other:?}"),
+    }
+
+    // The Display text (a provider's words) never reaches the status.
+    let llm = grpc::to_status(&BillingError::Llm("key sk-secret rejected".into()));
+    assert_eq!(llm.code(), tonic::Code::Internal);
+    assert!(!format!("{llm:?}").contains("sk-secret"), "{llm:?}");
+    let info = llm.get_details_error_info().unwrap();
+    assert_eq!(info.reason, "LLM_UNAVAILABLE");
+    assert_eq!(info.domain, "billing.example.com");
+    assert!(matches!(
+        grpc::decode::<BillingError>(&llm),
+        Some(BillingError::Llm(_))
+    ));
+    assert!(grpc::remote(&llm).retry_hint().is_retryable());
+
+    // The delay: RetryInfo, and A6's pushback trailer for gRPC's own retry policies.
+    let limited = grpc::to_status(&BillingError::RateLimited);
+    assert_eq!(limited.code(), tonic::Code::ResourceExhausted);
+    let retry = limited.get_details_retry_info().unwrap();
+    assert_eq!(retry.retry_delay, Some(Duration::from_secs(10)));
+    assert_eq!(
+        limited.metadata().get(grpc::PUSHBACK_HEADER).unwrap(),
+        "10000"
+    );
+    let remote = grpc::remote(&limited);
+    assert_eq!(remote.code(), -32052);
+    assert_eq!(remote.retry_after(), Some(Duration::from_secs(10)));
+    assert!(matches!(
+        grpc::decode::<BillingError>(&limited),
+        Some(BillingError::RateLimited)
+    ));
+
+    let invalid = grpc::to_status(&BadRequest::field("message.parts", "at least one part"));
+    assert_eq!(invalid.code(), tonic::Code::InvalidArgument);
+    let violations = invalid.get_details_bad_request().unwrap().field_violations;
+    assert_eq!(violations[0].field, "message.parts");
+    assert_eq!(violations[0].description, "at least one part");
+
+    // `?` in a tonic service.
+    fn handler() -> Result<(), tonic::Status> {
+        Err(BillingError::RateLimited)?
+    }
+    assert_eq!(
+        handler().unwrap_err().code(),
+        tonic::Code::ResourceExhausted
+    );
+}
+
+/// One error reads the same over gRPC as over JSON-RPC: code, reason, domain, data, delay.
+#[test]
+fn a_status_reads_as_the_json_rpc_error_object_reads() {
+    for error in [
+        BillingError::TaskNotFound {
+            task_id: "t-9".into(),
+        },
+        BillingError::RateLimited,
+        BillingError::Llm("x".into()),
+        BillingError::InvalidPart,
+        BillingError::Standard(StandardError::TaskNotCancelable),
+    ] {
+        let json_rpc = RemoteError::from_object(error.to_error_object());
+        let over_grpc = grpc::remote(&grpc::to_status(&error));
+        assert_eq!(over_grpc.code(), json_rpc.code(), "{error:?}");
+        assert_eq!(over_grpc.message(), json_rpc.message());
+        assert_eq!(over_grpc.reason(), json_rpc.reason());
+        assert_eq!(over_grpc.domain(), json_rpc.domain());
+        assert_eq!(over_grpc.retry_after(), json_rpc.retry_after());
+        assert_eq!(over_grpc.retryable(), json_rpc.retryable());
+        assert_eq!(
+            over_grpc.object().metadata(),
+            json_rpc.object().metadata(),
+            "{error:?}"
+        );
+    }
+}
+
+#[test]
+fn the_v1_0_0_mapping_and_unknown_details_passed_on() {
+    let unsupported = StandardError::UnsupportedOperation;
+    assert_eq!(
+        grpc::to_status(&unsupported).code(),
+        tonic::Code::FailedPrecondition
+    );
+    assert_eq!(
+        grpc::to_status_with(&unsupported, StatusMapping::V1_0_0).code(),
+        tonic::Code::Unimplemented
+    );
+
+    // A peer's detail of a type nobody here knows survives being passed on.
+    let custom = prost_types::Any {
+        type_url: "type.googleapis.com/acme.Quota".into(),
+        value: vec![8, 42, 18, 3, b'a', b'b', b'c'],
+    };
+    let info = prost_types::Any {
+        type_url: a2a_error::ERROR_INFO_TYPE.into(),
+        value: tonic_types::pb::ErrorInfo {
+            reason: "QUOTA".into(),
+            domain: "acme.example".into(),
+            metadata: Default::default(),
+        }
+        .encode_to_vec(),
+    };
+    let received = tonic::Status::with_details(
+        tonic::Code::ResourceExhausted,
+        "over quota",
+        tonic_types::pb::Status {
+            code: tonic::Code::ResourceExhausted as i32,
+            message: "over quota".into(),
+            details: vec![info, custom.clone()],
+        }
+        .encode_to_vec()
+        .into(),
+    );
+    let remote = grpc::remote(&received);
+    assert_eq!(
+        remote.code(),
+        -32052,
+        "RESOURCE_EXHAUSTED with an unknown reason"
+    );
+    assert_eq!(remote.reason(), "QUOTA");
+    assert_eq!(remote.domain(), "acme.example");
+    let sent_on = grpc::to_status(&remote);
+    let details = tonic_types::pb::Status::decode(sent_on.details()).unwrap();
+    assert!(details.details.contains(&custom), "{details:?}");
+}
+
+fn message(message_id: &str, text: &str) -> Value {
+    json!({"message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}})
+}
+
+/// The sdk_agent example with `--grpc`: its HTTP URL and its gRPC target.
+fn agent() -> (common::ExampleProcess, String, String) {
+    common::start_grpc_agent()
+}
+
+fn no_retry() -> RetryPolicy<RemoteError> {
+    RetryPolicy::none()
+}
+
+async fn raw(grpc: &str) -> A2aServiceClient<tonic::transport::Channel> {
+    A2aServiceClient::connect(format!("http://{grpc}"))
+        .await
+        .unwrap()
+}
+
+fn proto_message(message_id: &str, text: &str) -> proto::SendMessageRequest {
+    proto::SendMessageRequest {
+        message: Some(proto::Message {
+            message_id: message_id.into(),
+            role: proto::Role::User as i32,
+            parts: vec![proto::Part {
+                content: Some(proto::part::Content::Text(text.into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_agent_over_grpc_with_our_client() {
+    let (_agent, url, grpc_target) = agent();
+    let client = Client::<RemoteError>::grpc(grpc_target.as_str())
+        .retry(no_retry())
+        .build()
+        .unwrap();
+
+    let hello: Value = client
+        .send_message(&message("g-hello", "hello"))
+        .await
+        .unwrap();
+    assert_eq!(hello["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        hello["task"]["status"]["message"]["parts"][0]["text"],
+        "echo: hello"
+    );
+
+    // A task made over JSON-RPC is read over gRPC: one store.
+    let over_http = common::requests::rpc(
+        &format!("{url}/"),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+               "params": message("g-http", "hello")}),
+    )
+    .await;
+    let id = over_http["result"]["task"]["id"].as_str().unwrap();
+    let task: Value = client.call("GetTask", &json!({"id": id})).await.unwrap();
+    assert_eq!(task["id"], id);
+
+    let missing = client
+        .call::<_, Value>("GetTask", &json!({"id": "nope"}))
+        .await
+        .unwrap_err();
+    let remote = missing.remote().unwrap();
+    assert_eq!(remote.code(), -32001);
+    assert_eq!(remote.reason(), "TASK_NOT_FOUND");
+
+    let limited = client
+        .send_message::<_, Value>(&message("g-limited", "fail:rate_limited"))
+        .await
+        .unwrap_err();
+    let remote = limited.remote().unwrap();
+    assert_eq!(remote.code(), -32052);
+    assert_eq!(remote.retry_after(), Some(Duration::from_secs(2)));
+    assert_eq!(remote.domain(), "a2a-error");
+
+    let internal = client
+        .send_message::<_, Value>(&message("g-internal", "fail:internal"))
+        .await
+        .unwrap_err();
+    assert_eq!(internal.remote().unwrap().message(), "Internal error");
+    assert!(!format!("{internal:?}").contains("hunter2"));
+
+    // A panicking executor: INTERNAL at once, and the agent still serves.
+    let started = Instant::now();
+    let panicked = client
+        .send_message::<_, Value>(&message("g-panic", "fail:panic"))
+        .await
+        .unwrap_err();
+    assert_eq!(panicked.remote().unwrap().code(), -32603);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let again: Value = client
+        .send_message(&message("g-after-panic", "hello"))
+        .await
+        .unwrap();
+    assert_eq!(again["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+
+    // A stream that fails after two events ends with the error's status; after none, the
+    // call itself fails.
+    let mut events = client
+        .stream(
+            "SendStreamingMessage",
+            &message("g-s2", "stream:fail_after:2"),
+        )
+        .await
+        .unwrap();
+    let mut seen = 0;
+    let mut last = None;
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(_) => seen += 1,
+            Err(error) => last = Some(error),
+        }
+    }
+    assert_eq!(seen, 2);
+    assert_eq!(last.unwrap().remote().unwrap().code(), -32603);
+    let at_once = client
+        .stream(
+            "SendStreamingMessage",
+            &message("g-s0", "stream:fail_after:0"),
+        )
+        .await;
+    assert_eq!(at_once.err().unwrap().remote().unwrap().code(), -32603);
+
+    // The card advertises the gRPC interface.
+    let card: Value = reqwest::get(format!("{url}/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let interfaces = card["supportedInterfaces"].as_array().unwrap();
+    assert!(
+        interfaces
+            .iter()
+            .any(|i| i["protocolBinding"] == "GRPC" && i["url"] == grpc_target.as_str()),
+        "{card}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_agent_over_grpc_from_a_raw_client() {
+    let (_agent, _url, grpc_target) = agent();
+    let mut client = raw(&grpc_target).await;
+
+    // No message: INVALID_ARGUMENT naming the field, where the SDK would run an empty one.
+    let empty = client
+        .send_message(proto::SendMessageRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(empty.code(), tonic::Code::InvalidArgument);
+    let violations = empty.get_details_bad_request().unwrap().field_violations;
+    assert_eq!(violations[0].field, "message");
+
+    // Dedup keyed by the `authorization` metadata: the same caller's repeat is replayed, another
+    // caller's same messageId is its own.
+    let send = |auth: &'static str| {
+        let mut request = tonic::Request::new(proto_message("g-dedup", "hello"));
+        request
+            .metadata_mut()
+            .insert("authorization", auth.parse().unwrap());
+        request
+    };
+    let task_id =
+        |reply: tonic::Response<proto::SendMessageResponse>| match reply.into_inner().payload {
+            Some(proto::send_message_response::Payload::Task(task)) => task.id,
+            other => panic!("{other:?}"),
+        };
+    let first = task_id(client.send_message(send("Bearer a")).await.unwrap());
+    let repeat = task_id(client.send_message(send("Bearer a")).await.unwrap());
+    let other = task_id(client.send_message(send("Bearer b")).await.unwrap());
+    assert_eq!(first, repeat);
+    assert_ne!(first, other);
+
+    // The caller's A2A-Deadline-Ms bounds the handler: DEADLINE_EXCEEDED with its ErrorInfo
+    // long before the 10 s of work.
+    let started = Instant::now();
+    let mut slow = tonic::Request::new(proto_message("g-slow", "sleep:10000"));
+    slow.metadata_mut()
+        .insert("a2a-deadline-ms", "300".parse().unwrap());
+    let late = client.send_message(slow).await.unwrap_err();
+    assert_eq!(late.code(), tonic::Code::DeadlineExceeded, "{late:?}");
+    assert_eq!(
+        late.get_details_error_info().unwrap().reason,
+        "DEADLINE_EXCEEDED"
+    );
+    assert!(started.elapsed() < Duration::from_secs(8));
+
+    // grpc-timeout bounds it too (tonic's own timer may answer CANCELLED at the same instant).
+    let started = Instant::now();
+    let mut slow = tonic::Request::new(proto_message("g-slow-2", "sleep:10000"));
+    slow.set_timeout(Duration::from_millis(300));
+    let late = client.send_message(slow).await.unwrap_err();
+    assert!(
+        matches!(
+            late.code(),
+            tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+        ),
+        "{late:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(8));
+
+    // A stream's error ends it with the error's Status.
+    let mut stream = client
+        .send_streaming_message(proto_message("g-raw-s1", "stream:fail_after:1"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(stream.next().await.unwrap().is_ok());
+    let ended = stream.next().await.unwrap().unwrap_err();
+    assert_eq!(ended.code(), tonic::Code::Internal);
+    assert_eq!(ended.message(), "Internal error");
+    assert!(stream.next().await.is_none());
+}
+
+/// `a2a-grpc`'s own client against our gRPC service: the spec's errors arrive, and what it
+/// loses is its own doing: it reads a reason only in the `a2a-protocol.org` domain and maps
+/// RESOURCE_EXHAUSTED to nothing it knows, so an application's RATE_LIMITED is -32603 to it,
+/// and it keeps no details at all (no RetryInfo, no metadata).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_grpc_client_reads_our_errors() {
+    let (_agent, _url, grpc_target) = agent();
+    let transport = a2a_grpc::GrpcTransport::connect(grpc_target.as_str())
+        .await
+        .unwrap();
+    let client = a2a_client::A2AClient::new(transport);
+    let missing = client
+        .get_task(&a2a::GetTaskRequest {
+            id: "nope".into(),
+            history_length: None,
+            tenant: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, a2a::error_code::TASK_NOT_FOUND);
+
+    let request = a2a::SendMessageRequest {
+        message: a2a::Message::new(a2a::Role::User, vec![a2a::Part::text("fail:rate_limited")]),
+        configuration: None,
+        metadata: None,
+        tenant: None,
+    };
+    let limited = client.send_message(&request).await.unwrap_err();
+    assert_eq!(limited.code, a2a::error_code::INTERNAL_ERROR, "{limited:?}");
+    assert_eq!(limited.message, "Rate limited");
+    assert!(limited.details.is_none());
+}
+
+/// Our client against `a2a-grpc`'s own server (its `GrpcHandler` over the SDK's handler).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_against_the_a2a_grpc_server() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    let service = A2aServiceServer::new(a2a_grpc::GrpcHandler::new(app::sdk_handler()));
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+    );
+    let client = Client::<StandardError>::grpc(target.as_str())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let missing = client
+        .call::<_, Value>("GetTask", &json!({"id": "nope"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            missing,
+            ClientError::Remote { ref error, .. } if matches!(**error, StandardError::TaskNotFound { .. })
+        ),
+        "{missing:?}"
+    );
+    let hello: Value = client
+        .send_message(&message("g-sdk-hello", "hello"))
+        .await
+        .unwrap();
+    assert_eq!(
+        hello["task"]["status"]["message"]["parts"][0]["text"],
+        "echo: hello"
+    );
+}
+
+/// `impl A2aService for $agent`: the methods given, and UNIMPLEMENTED for the others.
+macro_rules! test_agent {
+    (
+        $agent:ty { $($served:item)* }
+        unimplemented { $($name:ident($request:ty) -> $reply:ty;)* }
+    ) => {
+        #[tonic::async_trait]
+        impl A2aService for $agent {
+            $($served)*
+            $(
+                async fn $name(
+                    &self,
+                    _: tonic::Request<$request>,
+                ) -> Result<tonic::Response<$reply>, tonic::Status> {
+                    Err(tonic::Status::unimplemented("not served by this test agent"))
+                }
+            )*
+        }
+    };
+}
+
+/// A gRPC agent that fails GetTask as told, counting the calls that reach it.
+#[derive(Clone)]
+struct Faulty {
+    calls: Arc<AtomicU32>,
+    fail_first: u32,
+    failure: fn() -> tonic::Status,
+}
+
+test_agent! {
+    Faulty {
+        async fn get_task(
+            &self,
+            request: tonic::Request<proto::GetTaskRequest>,
+        ) -> Result<tonic::Response<proto::Task>, tonic::Status> {
+            let call = self.calls.fetch_add(1, Ordering::SeqCst);
+            if call < self.fail_first {
+                return Err((self.failure)());
+            }
+            Ok(tonic::Response::new(proto::Task {
+                id: request.into_inner().id,
+                ..Default::default()
+            }))
+        }
+
+        type SendStreamingMessageStream =
+            futures_util::stream::BoxStream<'static, Result<proto::StreamResponse, tonic::Status>>;
+        type SubscribeToTaskStream = Self::SendStreamingMessageStream;
+    }
+    unimplemented {
+        send_message(proto::SendMessageRequest) -> proto::SendMessageResponse;
+        send_streaming_message(proto::SendMessageRequest) -> Self::SendStreamingMessageStream;
+        list_tasks(proto::ListTasksRequest) -> proto::ListTasksResponse;
+        cancel_task(proto::CancelTaskRequest) -> proto::Task;
+        subscribe_to_task(proto::SubscribeToTaskRequest) -> Self::SubscribeToTaskStream;
+        create_task_push_notification_config(proto::TaskPushNotificationConfig)
+            -> proto::TaskPushNotificationConfig;
+        get_task_push_notification_config(proto::GetTaskPushNotificationConfigRequest)
+            -> proto::TaskPushNotificationConfig;
+        list_task_push_notification_configs(proto::ListTaskPushNotificationConfigsRequest)
+            -> proto::ListTaskPushNotificationConfigsResponse;
+        get_extended_agent_card(proto::GetExtendedAgentCardRequest) -> proto::AgentCard;
+        delete_task_push_notification_config(proto::DeleteTaskPushNotificationConfigRequest)
+            -> ();
+    }
+}
+
+/// Serves `faulty` on loopback; its target.
+async fn serve_faulty(faulty: Faulty) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(A2aServiceServer::new(faulty))
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+    );
+    target
+}
+
+fn unavailable_for_a_while() -> tonic::Status {
+    grpc::to_status(
+        &RemoteError::new(-32053, "warming up").with_retry_delay(Duration::from_millis(300)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_info_over_grpc_is_waited_out_and_retried() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let target = serve_faulty(Faulty {
+        calls: Arc::clone(&calls),
+        fail_first: 2,
+        failure: unavailable_for_a_while,
+    })
+    .await;
+    let client = Client::<RemoteError>::grpc(target.as_str())
+        .retry(RetryPolicy::default().max_attempts(4))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let task: Value = client.call("GetTask", &json!({"id": "t-7"})).await.unwrap();
+    assert_eq!(task["id"], "t-7");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // Two waits of the peer's 300 ms at least (a lower bound: no machine is too fast).
+    assert!(started.elapsed() >= Duration::from_millis(600));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_retry_cannot_fix_is_not_retried_over_grpc() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let target = serve_faulty(Faulty {
+        calls: Arc::clone(&calls),
+        fail_first: u32::MAX,
+        failure: || tonic::Status::invalid_argument("bad id"),
+    })
+    .await;
+    let client = Client::<RemoteError>::grpc(target.as_str())
+        .retry(RetryPolicy::default().base_delay(Duration::from_millis(1)))
+        .build()
+        .unwrap();
+    let error = client
+        .call::<_, Value>("GetTask", &json!({"id": "t"}))
+        .await
+        .unwrap_err();
+    // A plain gRPC status (no ErrorInfo) reads by its code: INVALID_ARGUMENT is -32602.
+    assert_eq!(error.remote().unwrap().code(), -32602);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // Nothing listening: a connection failure, which nothing ran.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    };
+    let client = Client::<RemoteError>::grpc(closed.as_str())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let error = client
+        .call::<_, Value>("GetTask", &json!({"id": "t"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Connect(_)), "{error:?}");
+    assert!(!error.may_have_run());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_breaker_opens_over_grpc() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let target = serve_faulty(Faulty {
+        calls: Arc::clone(&calls),
+        fail_first: u32::MAX,
+        failure: || tonic::Status::unavailable("down"),
+    })
+    .await;
+    let breakers = BreakerRegistry::new(BreakerConfig::new().consecutive_failures(3));
+    let client = Client::<RemoteError>::grpc(target.as_str())
+        .retry(RetryPolicy::none())
+        .breakers(&breakers)
+        .build()
+        .unwrap();
+    let mut open = 0;
+    for _ in 0..6 {
+        let error = client
+            .call::<_, Value>("GetTask", &json!({"id": "t"}))
+            .await
+            .unwrap_err();
+        if matches!(error, ClientError::CircuitOpen { .. }) {
+            open += 1;
+        } else {
+            // A plain UNAVAILABLE reads as AGENT_UNAVAILABLE.
+            assert_eq!(error.remote().unwrap().code(), -32053);
+        }
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(open, 3);
+}
+
+fn run_sdk_client(args: &[&str]) -> (i32, String) {
+    common::run_example("sdk_client", args)
+}
+
+/// `sdk_client --grpc URL TEXT` keeps the output contract of the HTTP bindings.
+#[test]
+fn the_sdk_client_example_over_grpc_keeps_its_contract() {
+    let (_agent, _url, grpc_target) = agent();
+    let url = format!("http://{grpc_target}");
+
+    let (code, out) = run_sdk_client(&["--grpc", &url, "flaky:2"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(
+        lines[0].starts_with("attempt 1: -32053 AGENT_UNAVAILABLE"),
+        "{out}"
+    );
+    assert!(lines[0].contains("; retrying in "), "{out}");
+    assert_eq!(lines[2], "attempt 3: ok");
+    assert_eq!(lines[3], "reply: echo: flaky:2");
+
+    let (code, out) = run_sdk_client(&["--grpc", &url, "fail:unsupported"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("attempt 1: -32004"), "{out}");
+    assert!(
+        out.ends_with("error: UNSUPPORTED_OPERATION (category validation)\n"),
+        "{out}"
+    );
+
+    let (code, out) = run_sdk_client(&["--grpc", "--stream", &url, "stream:fail_after:1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("stream ended after 1 events: -32603"), "{out}");
+
+    // Without the scheme, as agent cards spell a gRPC target.
+    let (code, out) = run_sdk_client(&["--grpc", &grpc_target, "hello"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("reply: echo: hello\n"), "{out}");
+
+    let (code, _) = run_sdk_client(&["--grpc", "--rest", &url, "hello"]);
+    assert_eq!(code, 2);
+}
