@@ -478,13 +478,7 @@ async fn a_downstream_error_is_translated_not_forwarded() {
 
 /// Runs the built `client` example against `url`.
 fn run_example(args: &[&str]) -> (i32, String) {
-    let example = common::example_exe("client");
-    let output = std::process::Command::new(example)
-        .args(args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    (output.status.code().unwrap_or(-1), stdout)
+    common::run_example("client", args)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -504,18 +498,7 @@ async fn the_client_example_prints_each_attempt() {
     };
 
     let (code, out) = flaky.await.unwrap();
-    assert_eq!(code, 0, "{out}");
-    let lines: Vec<&str> = out.lines().collect();
-    assert!(
-        lines[0].starts_with("attempt 1: -32053 AGENT_UNAVAILABLE"),
-        "{out}"
-    );
-    assert!(
-        lines[1].starts_with("attempt 2: -32053 AGENT_UNAVAILABLE"),
-        "{out}"
-    );
-    assert_eq!(lines[2], "attempt 3: ok", "{out}");
-    assert_eq!(lines[3], "reply: echo: flaky:2", "{out}");
+    common::assert_flaky_2_output(code, &out);
 
     let (code, out) = unsupported.await.unwrap();
     assert_eq!(code, 1, "{out}");

@@ -454,14 +454,7 @@ async fn a2a_grpc_client_reads_our_errors() {
 /// Our client against `a2a-grpc`'s own server (its `GrpcHandler` over the SDK's handler).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_against_the_a2a_grpc_server() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let target = listener.local_addr().unwrap().to_string();
-    let service = A2aServiceServer::new(a2a_grpc::GrpcHandler::new(app::sdk_handler()));
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
-    );
+    let target = serve_grpc(a2a_grpc::GrpcHandler::new(app::sdk_handler())).await;
     let client = Client::<StandardError>::grpc(target.as_str())
         .retry(RetryPolicy::none())
         .build()
@@ -554,16 +547,28 @@ test_agent! {
     }
 }
 
-/// Serves `faulty` on loopback; its target.
-async fn serve_faulty(faulty: Faulty) -> String {
+/// Serves `service` on loopback; its target (`127.0.0.1:PORT`).
+async fn serve_grpc<T: A2aService>(service: T) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let target = listener.local_addr().unwrap().to_string();
     tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(A2aServiceServer::new(faulty))
+            .add_service(A2aServiceServer::new(service))
             .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
     );
     target
+}
+
+/// Serves a `Faulty` agent failing its first `fail_first` calls with `failure`: the count of
+/// calls that reach it, and its target.
+async fn serve_faulty(fail_first: u32, failure: fn() -> tonic::Status) -> (Arc<AtomicU32>, String) {
+    let calls = Arc::new(AtomicU32::new(0));
+    let faulty = Faulty {
+        calls: Arc::clone(&calls),
+        fail_first,
+        failure,
+    };
+    (calls, serve_grpc(faulty).await)
 }
 
 fn unavailable_for_a_while() -> tonic::Status {
@@ -574,13 +579,7 @@ fn unavailable_for_a_while() -> tonic::Status {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_info_over_grpc_is_waited_out_and_retried() {
-    let calls = Arc::new(AtomicU32::new(0));
-    let target = serve_faulty(Faulty {
-        calls: Arc::clone(&calls),
-        fail_first: 2,
-        failure: unavailable_for_a_while,
-    })
-    .await;
+    let (calls, target) = serve_faulty(2, unavailable_for_a_while).await;
     let client = Client::<RemoteError>::grpc(target.as_str())
         .retry(RetryPolicy::default().max_attempts(4))
         .build()
@@ -595,13 +594,8 @@ async fn retry_info_over_grpc_is_waited_out_and_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_retry_cannot_fix_is_not_retried_over_grpc() {
-    let calls = Arc::new(AtomicU32::new(0));
-    let target = serve_faulty(Faulty {
-        calls: Arc::clone(&calls),
-        fail_first: u32::MAX,
-        failure: || tonic::Status::invalid_argument("bad id"),
-    })
-    .await;
+    let (calls, target) =
+        serve_faulty(u32::MAX, || tonic::Status::invalid_argument("bad id")).await;
     let client = Client::<RemoteError>::grpc(target.as_str())
         .retry(RetryPolicy::default().base_delay(Duration::from_millis(1)))
         .build()
@@ -633,13 +627,7 @@ async fn what_a_retry_cannot_fix_is_not_retried_over_grpc() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_breaker_opens_over_grpc() {
-    let calls = Arc::new(AtomicU32::new(0));
-    let target = serve_faulty(Faulty {
-        calls: Arc::clone(&calls),
-        fail_first: u32::MAX,
-        failure: || tonic::Status::unavailable("down"),
-    })
-    .await;
+    let (calls, target) = serve_faulty(u32::MAX, || tonic::Status::unavailable("down")).await;
     let breakers = BreakerRegistry::new(BreakerConfig::new().consecutive_failures(3));
     let client = Client::<RemoteError>::grpc(target.as_str())
         .retry(RetryPolicy::none())
@@ -674,16 +662,7 @@ fn the_sdk_client_example_over_grpc_keeps_its_contract() {
     let url = format!("http://{grpc_target}");
 
     let (code, out) = run_sdk_client(&["--grpc", &url, "flaky:2"]);
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(lines.len(), 4, "{out}");
-    assert!(
-        lines[0].starts_with("attempt 1: -32053 AGENT_UNAVAILABLE"),
-        "{out}"
-    );
-    assert!(lines[0].contains("; retrying in "), "{out}");
-    assert_eq!(lines[2], "attempt 3: ok");
-    assert_eq!(lines[3], "reply: echo: flaky:2");
+    common::assert_flaky_2_output(code, &out);
 
     let (code, out) = run_sdk_client(&["--grpc", &url, "fail:unsupported"]);
     assert_eq!(code, 1, "{out}");

@@ -446,17 +446,7 @@ fn the_sdk_client_example_keeps_the_client_examples_contract() {
     let url = format!("{base}/");
 
     let (code, out) = run_sdk_client(&[&url, "flaky:2"]);
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(code, 0, "{out}");
-    assert_eq!(lines.len(), 4, "{out}");
-    assert!(
-        lines[0].starts_with("attempt 1: -32053 AGENT_UNAVAILABLE"),
-        "{out}"
-    );
-    assert!(lines[0].contains("; retrying in "), "{out}");
-    assert!(lines[1].starts_with("attempt 2: "), "{out}");
-    assert_eq!(lines[2], "attempt 3: ok");
-    assert_eq!(lines[3], "reply: echo: flaky:2");
+    common::assert_flaky_2_output(code, &out);
 
     let (code, out) = run_sdk_client(&["--rest", &base, "fail:unsupported"]);
     assert_eq!(code, 1, "{out}");

@@ -116,3 +116,23 @@ pub fn start_grpc_agent() -> (ExampleProcess, String, String) {
     }
     (process, url, grpc)
 }
+
+/// The output contract of the example clients for `flaky:2`: two failed attempts, each with
+/// its wait, then the third's reply, exit code 0.
+#[allow(dead_code)]
+pub fn assert_flaky_2_output(code: i32, out: &str) {
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(
+        lines[0].starts_with("attempt 1: -32053 AGENT_UNAVAILABLE"),
+        "{out}"
+    );
+    assert!(lines[0].contains("; retrying in "), "{out}");
+    assert!(
+        lines[1].starts_with("attempt 2: -32053 AGENT_UNAVAILABLE"),
+        "{out}"
+    );
+    assert_eq!(lines[2], "attempt 3: ok", "{out}");
+    assert_eq!(lines[3], "reply: echo: flaky:2", "{out}");
+}

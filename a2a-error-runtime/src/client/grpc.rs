@@ -108,13 +108,6 @@ where
     }
 }
 
-/// The path of a method of the A2A 1.0 service.
-fn path(name: &str) -> Result<tonic::codegen::http::uri::PathAndQuery, String> {
-    format!("/lf.a2a.v1.A2AService/{name}")
-        .parse()
-        .map_err(|_| format!("{name} is not a gRPC method name"))
-}
-
 /// The request of `call`: its params read into the protobuf type, its extra headers, the
 /// version and its deadline (`grpc-timeout`, and `A2A-Deadline-Ms` as over HTTP).
 fn request<T: DeserializeOwned, E>(
@@ -127,8 +120,8 @@ fn request<T: DeserializeOwned, E>(
         })?;
     let mut request = tonic::Request::new(message);
     let metadata = request.metadata_mut();
+    let owned = [VERSION_HEADER, DEADLINE_HEADER, "te", "content-type"];
     for (name, value) in call.headers() {
-        let owned = [VERSION_HEADER, DEADLINE_HEADER, "te", "content-type"];
         if owned
             .iter()
             .any(|own| name.as_str().eq_ignore_ascii_case(own))
@@ -166,25 +159,47 @@ fn json<T: Serialize, E>(message: &T) -> Result<RawJson, ClientError<E>> {
         })
 }
 
+/// What one RPC of `call` needs: a client of the channel reading messages up to `limit`
+/// bytes, ready to send; the request; the method's path.
+type Opened<Q> = (
+    tonic::client::Grpc<tonic::transport::Channel>,
+    tonic::Request<Q>,
+    tonic::codegen::http::uri::PathAndQuery,
+);
+
+async fn open<Q: DeserializeOwned, E>(
+    grpc: Grpc,
+    call: &Call,
+    name: &str,
+    limit: usize,
+) -> Result<Opened<Q>, ClientError<E>> {
+    let path = format!("/lf.a2a.v1.A2AService/{name}")
+        .parse()
+        .map_err(|_| ClientError::InvalidCall {
+            detail: format!("{name} is not a gRPC method name"),
+        })?;
+    let request = request::<Q, E>(&grpc, call)?;
+    let mut client = tonic::client::Grpc::new(grpc.channel).max_decoding_message_size(limit);
+    client
+        .ready()
+        .await
+        .map_err(|error| ClientError::Connect(error.into()))?;
+    Ok((client, request, path))
+}
+
 async fn unary<Q, R, E>(grpc: Grpc, call: &Call, name: &str) -> Result<Reply<E>, ClientError<E>>
 where
     Q: DeserializeOwned + prost::Message + Send + Sync + 'static,
     R: Serialize + prost::Message + Default + Send + Sync + 'static,
     E: FromErrorObject,
 {
-    let path = path(name).map_err(|detail| ClientError::InvalidCall { detail })?;
-    let request = request::<Q, E>(&grpc, call)?;
-    let mut client =
-        tonic::client::Grpc::new(grpc.channel).max_decoding_message_size(grpc.limits.body_limit());
-    client
-        .ready()
-        .await
-        .map_err(|error| ClientError::Connect(error.into()))?;
+    let limit = grpc.limits.body_limit();
+    let (mut client, request, path) = open::<Q, E>(grpc, call, name, limit).await?;
     let codec = tonic_prost::ProstCodec::<Q, R>::default();
     let reply = client
         .unary(request, path, codec)
         .await
-        .map_err(|status| failure(status, grpc.limits.body_limit()))?;
+        .map_err(|status| failure(status, limit))?;
     Ok(Reply::Result(json(reply.get_ref())?))
 }
 
@@ -198,14 +213,9 @@ where
     Q: DeserializeOwned + prost::Message + Send + Sync + 'static,
     E: FromErrorObject + Send + 'static,
 {
-    let path = path(name).map_err(|detail| ClientError::InvalidCall { detail })?;
-    let request = request::<Q, E>(&grpc, call)?;
-    let limit = grpc.limits.event_limit();
-    let mut client = tonic::client::Grpc::new(grpc.channel).max_decoding_message_size(limit);
-    client
-        .ready()
-        .await
-        .map_err(|error| ClientError::Connect(error.into()))?;
+    let limits = grpc.limits;
+    let limit = limits.event_limit();
+    let (mut client, request, path) = open::<Q, E>(grpc, call, name, limit).await?;
     let codec = tonic_prost::ProstCodec::<Q, pj::StreamResponse>::default();
     let events = client
         .server_streaming(request, path, codec)
@@ -216,7 +226,7 @@ where
             Ok(event) => json(&event),
             Err(status) => Err(failure(status, limit)),
         });
-    http::first_event(Box::pin(events), grpc.limits, deadline).await
+    http::first_event(Box::pin(events), limits, deadline).await
 }
 
 /// What a failed RPC was. tonic reports failures of its own (no connection, a connection

@@ -142,10 +142,10 @@ impl<H: RequestHandler> GrpcService<H> {
         let opened = open(self.bridge.clone(), headers, deadline, message);
         let events = self.guard(deadline, opened).await?;
         // The stream outlives the call that opened it: the caller's deadline still ends it.
-        let events = until(guarded(events), deadline).map(|item| match item {
-            Ok(event) => Ok(pbconv::to_proto_stream_response(&event.0)),
-            Err(error) => Err(to_status(&*error)),
+        let events = guarded(events, |event| {
+            Ok(pbconv::to_proto_stream_response(&event.0))
         });
+        let events = until(events, deadline).map(|item| item.map_err(|error| to_status(&*error)));
         Ok(Response::new(Box::pin(events)))
     }
 }

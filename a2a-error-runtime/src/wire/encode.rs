@@ -122,19 +122,28 @@ pub(crate) fn write_rest_status<E: A2aError + ?Sized>(
     out.extend_from_slice(b"{\"error\":{\"code\":");
     let _ = serde_json::to_writer(&mut *out, &http_status);
     out.extend_from_slice(b",\"status\":");
-    let grpc = match mapping {
-        // The error's own name, so a transparent variant or a received error keeps its own.
-        crate::wire::code::StatusMapping::V1_0_1 if http_status == err.http_status() => {
-            err.grpc_status()
-        }
-        _ => mapping.grpc_status(err.code(), http_status),
-    };
-    write_str(out, grpc);
+    write_str(out, grpc_status_name(err, http_status, mapping));
     out.extend_from_slice(b",\"message\":");
     write_str(out, &err.public_message());
     out.extend_from_slice(b",\"details\":");
     write_details(err, out);
     out.extend_from_slice(b"}}");
+}
+
+/// The gRPC status name of `err` sent with HTTP status `http_status` under `mapping`: the
+/// error's own name when nothing is remapped (so a transparent variant or a received error
+/// keeps its own), else the mapping's. Both the REST body and the gRPC status say this.
+pub(crate) fn grpc_status_name<E: A2aError + ?Sized>(
+    err: &E,
+    http_status: u16,
+    mapping: crate::wire::code::StatusMapping,
+) -> &'static str {
+    match mapping {
+        crate::wire::code::StatusMapping::V1_0_1 if http_status == err.http_status() => {
+            err.grpc_status()
+        }
+        _ => mapping.grpc_status(err.code(), http_status),
+    }
 }
 
 fn write_int(out: &mut Vec<u8>, value: i32) {

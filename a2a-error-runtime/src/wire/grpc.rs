@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 use tonic_types::pb;
 
 use crate::wire::code::{self, StatusMapping};
-use crate::wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
+use crate::wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE, grpc_status_name};
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::object::{ErrorObject, detail_type, parse_proto_duration};
 use crate::wire::remote::RemoteError;
@@ -59,11 +59,7 @@ pub fn to_status<E: A2aError + ?Sized>(err: &E) -> tonic::Status {
 
 /// As [`to_status`], with the status code of `mapping` (v1.0.0 for old peers).
 pub fn to_status_with<E: A2aError + ?Sized>(err: &E, mapping: StatusMapping) -> tonic::Status {
-    let name = match mapping {
-        // An error may say its own (a passed-on downstream failure does).
-        StatusMapping::V1_0_1 => err.grpc_status(),
-        _ => mapping.grpc_status(err.code(), err.http_status()),
-    };
+    let name = grpc_status_name(err, err.http_status(), mapping);
     status_of(code_named(name), &err.to_error_object())
 }
 

@@ -59,34 +59,30 @@ where
     T: Serialize + Send + 'static,
     E: A2aError + Send + Sync + 'static,
 {
-    until_error(guarded(stream).map(|item| item.and_then(|result| result_json(&result))))
+    guarded(stream, |result| result_json(&result))
 }
 
-/// `stream` with its errors boxed, a panic while it is polled as one -32603 error, and
-/// nothing polled after the first error (a stream that panicked must not be polled again).
-/// Every binding's streams go through this.
-pub(crate) fn guarded<St, T, E>(stream: St) -> BoxStream<'static, Result<T, DynError>>
+/// `stream`'s results through `each`, its errors boxed, a panic while it is polled as one
+/// -32603 error, and nothing polled after the first error (a stream that panicked must not
+/// be polled again). Every binding's streams go through this.
+pub(crate) fn guarded<St, T, U, E>(
+    stream: St,
+    mut each: impl FnMut(T) -> Result<U, DynError> + Send + 'static,
+) -> BoxStream<'static, Result<U, DynError>>
 where
     St: Stream<Item = Result<T, E>> + Send + 'static,
-    T: Send + 'static,
+    U: Send + 'static,
     E: A2aError + Send + Sync + 'static,
 {
     let items = AssertUnwindSafe(stream)
         .catch_unwind()
-        .map(|item| match item {
-            Ok(Ok(result)) => Ok(result),
+        .map(move |item| match item {
+            Ok(Ok(result)) => each(result),
             Ok(Err(error)) => Err(Box::new(error) as DynError),
             Err(panic) => {
                 Err(Box::new(crate::server::log::caught("a stream", &*panic)) as DynError)
             }
         });
-    until_error(items)
-}
-
-/// `items` ended after its first error.
-fn until_error<T: Send + 'static>(
-    items: impl Stream<Item = Result<T, DynError>> + Send + 'static,
-) -> BoxStream<'static, Result<T, DynError>> {
     futures_util::stream::unfold(Some(items.boxed()), |items| async move {
         let mut items = items?;
         let item = items.next().await?;
