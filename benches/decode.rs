@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::hint::black_box;
 
-use a2a_error::{A2aError, ErrorObject, FromErrorObject};
+use a2a_error::{A2aError, ErrorObject, ErrorView, FromErrorObject};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde::Deserialize;
 
@@ -71,7 +71,13 @@ fn by_hand(text: &str) -> Option<AgentError> {
     }
 }
 
+/// The mirror on a view of the text: what a client reading an error's text calls.
 fn derived(text: &str) -> Option<AgentError> {
+    AgentError::from_received(&ErrorView::parse(text).ok()?)
+}
+
+/// The mirror on an owned `ErrorObject` (the `serde_json::Value` of every detail built).
+fn derived_object(text: &str) -> Option<AgentError> {
     let object: ErrorObject = serde_json::from_str(text).ok()?;
     AgentError::from_error_object(&object)
 }
@@ -89,9 +95,13 @@ fn decode(c: &mut Criterion) {
         let text = serde_json::to_string(&error.to_error_object()).unwrap();
         assert_eq!(by_hand(&text).as_ref(), Some(&error), "{text}");
         assert_eq!(derived(&text).as_ref(), Some(&error), "{text}");
+        assert_eq!(derived_object(&text).as_ref(), Some(&error), "{text}");
         let mut group = c.benchmark_group(format!("decode_{name}"));
         group.bench_function("derive", |b| b.iter(|| derived(black_box(&text))));
         group.bench_function("hand_serde", |b| b.iter(|| by_hand(black_box(&text))));
+        group.bench_function("derive_object", |b| {
+            b.iter(|| derived_object(black_box(&text)))
+        });
         group.finish();
     }
 }

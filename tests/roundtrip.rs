@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use a2a_error::{
-    A2aError, ErrorObject, FromErrorObject, RemoteError, RetryHint, StandardError, WireProfile,
-    code,
+    A2aError, ErrorObject, ErrorView, FromErrorObject, ReceivedError, RemoteError, RetryHint,
+    StandardError, WireProfile, code,
 };
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,42 @@ fn bytes(err: &dyn A2aError, profile: WireProfile) -> Vec<u8> {
 
 fn decode(bytes: &[u8]) -> ErrorObject {
     serde_json::from_slice(bytes).expect("encoder output is a valid error object")
+}
+
+/// `E` read from a view of `bytes`, the client mirror's fast path.
+fn from_view<E: FromErrorObject>(bytes: &[u8]) -> Option<E> {
+    let text = std::str::from_utf8(bytes).expect("JSON is UTF-8");
+    E::from_received(&ErrorView::parse(text).expect("the object parses as a view"))
+}
+
+/// A view of `text` reads what the object read from it reads, for every key in `keys`.
+fn view_agrees(text: &str, keys: &[&str]) -> Result<(), TestCaseError> {
+    let obj: ErrorObject = serde_json::from_str(text).unwrap();
+    let view = ErrorView::parse(text).unwrap();
+    prop_assert_eq!(view.code(), obj.code);
+    prop_assert_eq!(view.message(), obj.message.as_str());
+    prop_assert_eq!(ReceivedError::reason(&view), obj.reason());
+    prop_assert_eq!(ReceivedError::retry_after(&view), obj.retry_after());
+    for key in keys {
+        prop_assert_eq!(
+            view.data_value(key).read::<Value>(),
+            obj.data_field::<Value>(key),
+            "key {}",
+            key
+        );
+        prop_assert_eq!(
+            view.data_value(key).read::<u32>(),
+            obj.data_field::<u32>(key),
+            "key {}",
+            key
+        );
+    }
+    prop_assert_eq!(&*view.to_object(), &obj);
+    prop_assert_eq!(
+        StandardError::from_received(&view),
+        StandardError::from_error_object(&obj)
+    );
+    Ok(())
 }
 
 fn profile() -> impl Strategy<Value = WireProfile> {
@@ -109,7 +145,8 @@ proptest! {
         let obj = decode(&bytes(&err, profile));
         prop_assert_eq!(obj.code, row.code);
         prop_assert_eq!(obj.reason(), Some(row.reason));
-        prop_assert_eq!(StandardError::from_error_object(&obj), Some(err));
+        prop_assert_eq!(StandardError::from_error_object(&obj), Some(err.clone()));
+        prop_assert_eq!(from_view::<StandardError>(&bytes(&err, profile)), Some(err));
     }
 
     #[test]
@@ -145,6 +182,8 @@ proptest! {
         for (key, value) in &metadata {
             prop_assert_eq!(obj.data_field::<String>(key), Some(value.clone()));
         }
+        let keys: Vec<&str> = metadata.keys().map(String::as_str).chain(["absent", "reason"]).collect();
+        view_agrees(std::str::from_utf8(&first).unwrap(), &keys)?;
         prop_assert_eq!(back.metadata().len(), metadata.len());
         match (delay, profile) {
             (Some(d), WireProfile::A2a) => prop_assert_eq!(back.retry_after(), Some(d)),
@@ -165,6 +204,7 @@ proptest! {
     fn typed_data_round_trips(probe in probe_typed(), profile in profile()) {
         let obj = decode(&bytes(&probe, profile));
         prop_assert_eq!(Probe::from_error_object(&obj), Some(probe.clone()));
+        prop_assert_eq!(from_view::<Probe>(&bytes(&probe, profile)), Some(probe.clone()));
         let model = probe.to_error_object_with(profile);
         prop_assert_eq!(&model, &obj);
     }
@@ -175,7 +215,8 @@ proptest! {
         prop_assert_eq!(probe.retry_hint(), RetryHint::After(delay));
         let obj = decode(&bytes(&probe, WireProfile::A2a));
         prop_assert_eq!(obj.retry_after(), Some(delay));
-        prop_assert_eq!(Probe::from_error_object(&obj), Some(probe));
+        prop_assert_eq!(Probe::from_error_object(&obj), Some(probe.clone()));
+        prop_assert_eq!(from_view::<Probe>(&bytes(&probe, WireProfile::A2a)), Some(probe));
     }
 
     #[test]
@@ -188,7 +229,10 @@ proptest! {
         let _ = (obj.reason(), obj.domain(), obj.retry_after(), obj.metadata(), obj.retryable());
         let _ = StandardError::from_error_object(&obj);
         let remote = RemoteError::from_object(obj);
+        let text = serde_json::to_string(&wire).unwrap();
         prop_assert_eq!(serde_json::to_value(remote.to_error_object()).unwrap(), wire);
+        // The view reads any data as the object does.
+        view_agrees(&text, &["taskId", "a", "reason", "retryAfter", "metadata"])?;
     }
 }
 
@@ -198,7 +242,12 @@ fn arb_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         "[a-zA-Z@./ ]{0,12}".prop_map(Value::from),
+        // Escapes: the view unescapes what it does not borrow.
+        "[a-z0-9\"\\\\/\u{e9}\n]{0,6}".prop_map(Value::from),
         Just(Value::from("type.googleapis.com/google.rpc.RetryInfo")),
+        Just(Value::from("type.googleapis.com/google.rpc.ErrorInfo")),
+        Just(Value::from("google.rpc.ErrorInfo")),
+        Just(Value::from("1.5s")),
         Just(Value::from("retryDelay")),
     ];
     leaf.prop_recursive(4, 32, 5, |inner| {
@@ -211,6 +260,7 @@ fn arb_json() -> impl Strategy<Value = Value> {
                     Just("metadata".to_owned()),
                     Just("retryDelay".to_owned()),
                     Just("retryAfter".to_owned()),
+                    Just("taskId".to_owned()),
                     "[a-z]{1,6}",
                 ],
                 inner,

@@ -444,7 +444,7 @@ impl<'a> Expander<'a> {
                     let build = found(variant, quote!(#p::Some(#construct)));
                     let decode = quote_spanned! {ty.span()=>
                         if let #p::Some(__inner) =
-                            <#ty as #p::FromErrorObject>::from_error_object(__obj)
+                            <#ty as #p::FromErrorObject>::from_received(__obj)
                         {
                             return #build;
                         }
@@ -460,8 +460,8 @@ impl<'a> Expander<'a> {
             }
         }
         quote! {
-            let __code = __obj.code;
-            let __reason = __obj.reason();
+            let __code = #p::ReceivedError::code(__obj);
+            let __reason = #p::ReceivedError::reason(__obj);
             #(#exact)*
             #(if __reason.is_none() { #by_code })*
             #(#transparent)*
@@ -479,6 +479,10 @@ impl<'a> Expander<'a> {
             #[automatically_derived]
             impl #impl_generics #p::FromErrorObject for #ident #ty_generics #where_clause {
                 fn from_error_object(__obj: &#p::ErrorObject) -> #p::Option<Self> {
+                    <Self as #p::FromErrorObject>::from_received(__obj)
+                }
+
+                fn from_received(__obj: &dyn #p::ReceivedError) -> #p::Option<Self> {
                     #chain
                     #p::None
                 }
@@ -593,7 +597,8 @@ impl<'a> Expander<'a> {
             Shape::Transparent(_) => Some(quote!(#p::FromErrorObject)),
             _ => None,
         });
-        kind::has_kind(self.input, &kind_match, &quote!(#chain #p::None), &bounds)
+        let body = quote!(let __obj: &dyn #p::ReceivedError = __obj; #chain #p::None);
+        kind::has_kind(self.input, &kind_match, &body, &bounds)
     }
 }
 
@@ -646,10 +651,10 @@ fn build_variant(p: &TokenStream, variant: &Variant) -> TokenStream {
     for field in &variant.fields {
         let ty = field.ty;
         if let Some(key) = field.data_key() {
-            values.push(quote_spanned!(ty.span()=> (#p::data_field::<#ty>().read)(__obj, #key)));
+            values.push(quote_spanned!(ty.span()=> (#p::data_field::<#ty>().read)(#p::ReceivedError::data_value(__obj, #key))));
         } else if field.attrs.retry_after.is_some() {
             values.push(quote_spanned! {ty.span()=>
-                <#ty as #p::RetryDelayField>::from_delay(__obj.retry_after())
+                <#ty as #p::RetryDelayField>::from_delay(#p::ReceivedError::retry_after(__obj))
             });
         } else if field.attrs.default.is_some() {
             values.push(quote_spanned! {ty.span()=>

@@ -21,6 +21,7 @@ pub use std::vec::Vec;
 pub use crate::wire::data::DataSink;
 pub use crate::wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 pub use crate::wire::object::{ErrorObject, WireProfile};
+pub use crate::wire::received::{DataValue, ReceivedError};
 pub use crate::wire::spec::{Catalog, ErrorSpec};
 
 /// What `#[derive(A2aError)]` needs of the type: `std::error::Error`, whose `Display` is
@@ -50,8 +51,8 @@ pub fn is_std_error<T: IsStdError + ?Sized>() {}
 pub trait DataField: Sized {
     /// Publishes `value` under `key`.
     fn write(sink: &mut DataSink<'_>, key: &str, value: &Self);
-    /// Reads the field at `key` back from a received object.
-    fn read(obj: &ErrorObject, key: &str) -> Option<Self>;
+    /// Reads the field back from its value in a received object.
+    fn read(value: DataValue<'_>) -> Option<Self>;
 }
 
 // `do_not_recommend`: a type that is not serde is reported as not a `DataField`, once, with
@@ -62,8 +63,8 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned> DataField for T {
         sink.field(key, value);
     }
 
-    fn read(obj: &ErrorObject, key: &str) -> Option<Self> {
-        obj.data_field::<T>(key)
+    fn read(value: DataValue<'_>) -> Option<Self> {
+        value.read()
     }
 }
 
@@ -72,7 +73,7 @@ pub struct DataFieldFns<T> {
     /// Publishes the field under its key.
     pub write: fn(&mut DataSink<'_>, &str, &T),
     /// Reads the field back from a received object.
-    pub read: fn(&ErrorObject, &str) -> Option<T>,
+    pub read: fn(DataValue<'_>) -> Option<T>,
 }
 
 /// The functions for a data field of type `T`.
@@ -125,8 +126,9 @@ pub fn grpc_status<E: A2aError + ?Sized>(err: &E) -> &'static str {
 /// Whether a received object is a downstream failure passed on: DOWNSTREAM_FAILED, or any
 /// code naming the agent below (a timeout or open circuit passed on), for `downstream`
 /// variants.
-pub fn is_downstream_failure(obj: &crate::ErrorObject) -> bool {
-    obj.code == crate::code::DOWNSTREAM_FAILED || !crate::wire::chain::hops_of(obj).is_empty()
+pub fn is_downstream_failure(obj: &dyn ReceivedError) -> bool {
+    obj.code() == crate::code::DOWNSTREAM_FAILED
+        || !crate::wire::chain::hops_of(&obj.to_object()).is_empty()
 }
 
 /// Whether a received reason selects a variant whose reason is `expected`. A peer that sent

@@ -60,8 +60,14 @@ pub(crate) async fn run_until<F: Future>(end: Option<Instant>, future: F) -> Opt
 /// there are several (a proxy added one), so that no hop can extend what a caller allowed.
 #[cfg(feature = "axum")]
 pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> Option<Instant> {
+    // A parsed name: looking a header up by `&str` validates and lowercases it each time.
+    const NAME: axum::http::HeaderName = axum::http::HeaderName::from_static("a2a-deadline-ms");
+    debug_assert!(
+        NAME.as_str()
+            .eq_ignore_ascii_case(crate::wire::headers::DEADLINE_HEADER)
+    );
     headers
-        .get_all(crate::wire::headers::DEADLINE_HEADER)
+        .get_all(NAME)
         .iter()
         .filter_map(|value| crate::wire::headers::parse_deadline_ms(value.as_bytes()))
         .min()

@@ -52,10 +52,12 @@ pub use wire::grpc;
 pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 pub use wire::jsonrpc::Id;
 pub use wire::object::{ErrorObject, MAX_DATA_NODES, WireProfile};
+pub use wire::received::{DataValue, ReceivedError};
 pub use wire::remote::RemoteError;
 pub use wire::spec::{Catalog, ErrorSpec};
 pub use wire::standard::{StandardError, StandardErrorKind};
 pub use wire::text::Shown;
+pub use wire::view::ErrorView;
 
 #[cfg(feature = "client")]
 pub use typed::{BuildError, Client, ClientBuilder};

@@ -31,6 +31,11 @@ pub(crate) fn from_raw<T: DeserializeOwned>(
 
 /// Deserializes the JSON text `bytes` as `T`; `Err(None)` when it is not JSON at all.
 pub(crate) fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Option<BadRequest>> {
+    // Valid params are read once, without tracking the path (serde_path_to_error wraps every
+    // value it reads); only a failure is read again to say where it is.
+    if let Ok(value) = serde_json::from_slice(bytes) {
+        return Ok(value);
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         // A shape error early in text that is not JSON further on is still a syntax error.

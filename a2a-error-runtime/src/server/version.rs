@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 
 use crate::wire::headers::VERSION_HEADER;
 
@@ -36,8 +36,15 @@ impl Versions {
     /// The version a request asks for: its header, trimmed (a value that is not text asks for
     /// no version anyone serves), or the assumed one.
     pub(crate) fn asked(&self, headers: &HeaderMap) -> Arc<str> {
-        match headers.get(VERSION_HEADER) {
-            Some(value) => Arc::from(value.to_str().unwrap_or("").trim()),
+        // A parsed name: looking a header up by `&str` validates and lowercases it each time.
+        const NAME: HeaderName = HeaderName::from_static("a2a-version");
+        debug_assert!(NAME.as_str().eq_ignore_ascii_case(VERSION_HEADER));
+        match headers.get(NAME) {
+            Some(value) => match value.to_str().unwrap_or("").trim() {
+                // The usual answer, without an allocation.
+                asked if asked == &*self.assumed => Arc::clone(&self.assumed),
+                asked => Arc::from(asked),
+            },
             None => Arc::clone(&self.assumed),
         }
     }

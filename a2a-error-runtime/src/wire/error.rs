@@ -8,6 +8,7 @@ pub use a2a_error_codes::Category;
 use crate::wire::data::DataSink;
 use crate::wire::encode;
 use crate::wire::object::{ErrorObject, WireProfile};
+use crate::wire::received::ReceivedError;
 
 /// Whether, and how, a failed call may be tried again.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -136,6 +137,13 @@ pub trait FromErrorObject: Sized {
     /// The typed error `obj` stands for, or `None` when no variant matches it (or the matching
     /// variant carries fields that do not travel).
     fn from_error_object(obj: &ErrorObject) -> Option<Self>;
+
+    /// The same, from any received form: an [`ErrorObject`], or an
+    /// [`ErrorView`](crate::ErrorView) of the peer's text, which the derive's mirror reads
+    /// without building the object. Other impls read the object in full.
+    fn from_received(received: &dyn ReceivedError) -> Option<Self> {
+        Self::from_error_object(&received.to_object())
+    }
 
     /// The JSON-RPC code of the variant whose ErrorInfo reason is `reason`. The HTTP+JSON
     /// binding carries only the reason, so a client uses this to rebuild the code before

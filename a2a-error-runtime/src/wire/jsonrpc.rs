@@ -208,10 +208,12 @@ fn validate_raw(raw: &RawValue) -> Entry {
         },
     };
     let echo = id.clone().unwrap_or(Id::Null);
-    let version = members
-        .jsonrpc
-        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
-    if version.as_deref() != Some("2.0") {
+    // `"2.0"` as almost every client writes it, else read (it may be escaped).
+    let version_ok = members.jsonrpc.is_some_and(|raw| {
+        raw.get() == "\"2.0\""
+            || serde_json::from_str::<String>(raw.get()).is_ok_and(|version| version == "2.0")
+    });
+    if !version_ok {
         return Err(invalid(echo, "jsonrpc must be \"2.0\""));
     }
     let Some(method) = members

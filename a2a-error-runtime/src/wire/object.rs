@@ -248,13 +248,7 @@ impl ErrorObject {
     /// JSON text of a `T` (`"7"` → `7u32`). An absent key decodes like `null`, so `Option`
     /// fields come back `None`. Returns `None` when the value does not fit `T`.
     pub fn data_field<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
-        match self.metadata_value(key) {
-            None => T::deserialize(Value::Null).ok(),
-            Some(Value::String(text)) => T::deserialize(Value::String(text.clone()))
-                .ok()
-                .or_else(|| serde_json::from_str(text).ok()),
-            Some(value) => T::deserialize(value).ok(),
-        }
+        crate::wire::received::ReceivedError::data_value(self, key).read()
     }
 
     /// The retry delay the peer asked for: `google.rpc.RetryInfo` `retryDelay` (`"10s"`, or a

@@ -1,0 +1,89 @@
+//! `ReceivedError`: what the client mirror reads of a received error, whether the peer's text
+//! was read into an owned [`ErrorObject`] or only viewed in place ([`ErrorView`]).
+//!
+//! The derive's mirror is written once against this trait (through `dyn`, so it is compiled
+//! once per enum, not once per reader).
+//!
+//! [`ErrorView`]: crate::ErrorView
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::wire::object::ErrorObject;
+
+/// A received error object, owned or borrowed: the few things the client mirror reads.
+pub trait ReceivedError {
+    /// The JSON-RPC code.
+    fn code(&self) -> i32;
+    /// The ErrorInfo reason (the legacy `data.reason`), if the peer sent one.
+    fn reason(&self) -> Option<&str>;
+    /// The retry delay the peer asked for (RetryInfo, else the legacy `retryAfter`).
+    fn retry_after(&self) -> Option<Duration>;
+    /// Published data field `key` as received (reserved names are never data fields).
+    fn data_value(&self, key: &str) -> DataValue<'_>;
+    /// The whole object, owned: borrowed when it already is one, read in full from a view.
+    fn to_object(&self) -> Cow<'_, ErrorObject>;
+}
+
+/// One published data field as received.
+#[derive(Copy, Clone, Debug)]
+pub enum DataValue<'a> {
+    /// The peer did not send the field (it reads like `null`, so `Option` fields are `None`).
+    Absent,
+    /// A value of an owned object.
+    Value(&'a Value),
+    /// The JSON text of a value, in the peer's bytes.
+    Raw(&'a RawValue),
+}
+
+impl DataValue<'_> {
+    /// Reads the value as `T`. ErrorInfo metadata is a string map, so a string is tried as `T`
+    /// first and then as the JSON text of a `T` (`"7"` → `7u32`). `None` when it fits neither.
+    pub fn read<T: DeserializeOwned>(self) -> Option<T> {
+        match self {
+            DataValue::Absent => T::deserialize(&Value::Null).ok(),
+            DataValue::Value(value) => T::deserialize(value).ok().or_else(|| match value {
+                Value::String(text) => serde_json::from_str(text).ok(),
+                _ => None,
+            }),
+            DataValue::Raw(raw) => serde_json::from_str(raw.get()).ok().or_else(|| {
+                // A string's own text, escapes undone, read as the JSON of a `T`.
+                let text: Cow<'_, str> = raw
+                    .get()
+                    .starts_with('"')
+                    .then(|| serde_json::from_str::<crate::wire::view::Text<'_>>(raw.get()).ok())??
+                    .0;
+                serde_json::from_str(&text).ok()
+            }),
+        }
+    }
+}
+
+impl ReceivedError for ErrorObject {
+    fn code(&self) -> i32 {
+        self.code
+    }
+
+    fn reason(&self) -> Option<&str> {
+        ErrorObject::reason(self)
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        ErrorObject::retry_after(self)
+    }
+
+    fn data_value(&self, key: &str) -> DataValue<'_> {
+        match self.metadata_value(key) {
+            Some(value) => DataValue::Value(value),
+            None => DataValue::Absent,
+        }
+    }
+
+    fn to_object(&self) -> Cow<'_, ErrorObject> {
+        Cow::Borrowed(self)
+    }
+}
