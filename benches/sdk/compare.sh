@@ -8,6 +8,8 @@
 # routers (`bench-sdk-routers`). One load generator (wrk -t1 -c8), the servers
 # pinned to CPU 0 and wrk to CPU 1, in interleaved rounds; the median round is reported.
 #
+# Then the derive's touch-and-rebuild against thiserror alone (benches/derive/rebuild.sh).
+#
 # Usage: benches/sdk/compare.sh [ROUNDS] [SECONDS]     (defaults: 3 rounds of 5 s)
 # Installs what it needs: wrk (Debian package), the Python SDK into .venv, the JS SDK into
 # target/sdk-bench/js.
@@ -122,3 +124,8 @@ for kind, title in (("error", "error path: GetTask of an unknown task → TaskNo
     print(f"\nsdk_agent through the bridge: {bridge:,.0f} req/s, the same agent on the SDK's own "
           f"routers: {routers:,.0f} req/s; the bridge at {bridge / routers:.2f}× the SDK's routers")
 PY
+
+# The derive's compile time beside it (the servers are stopped first: it needs both cores).
+cleanup
+PIDS=()
+bash benches/derive/rebuild.sh 5

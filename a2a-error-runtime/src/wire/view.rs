@@ -143,6 +143,24 @@ impl ReceivedError for ErrorView<'_> {
     }
 }
 
+/// The `visit_*` methods of a visitor that reads numbers and booleans as `$value`.
+macro_rules! numbers_and_bools_are {
+    ($value:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+}
+
 /// The members of the error object, `data` scanned as it is read.
 #[derive(Deserialize)]
 struct Top<'a> {
@@ -246,18 +264,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ScanVisitor<'a> {
         Ok(Scan::Other)
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Scan::Other)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Scan::Other)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Scan::Other)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Scan::Other)
-    }
+    numbers_and_bools_are!(Scan::Other);
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
         Ok(Scan::Other)
     }
@@ -317,18 +324,7 @@ impl<'de: 'a, 'a> Visitor<'de> for DetailVisitor<'a> {
         Ok(None)
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    numbers_and_bools_are!(None);
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
         Ok(None)
     }
@@ -369,18 +365,7 @@ impl<'de: 'a, 'a> Visitor<'de> for LenientVisitor<'a> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(None)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    numbers_and_bools_are!(None);
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
     }
