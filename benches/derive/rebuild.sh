@@ -66,20 +66,22 @@ for name in derive_bench thiserror_bench; do
   cp "$ROOT/Cargo.lock" "$WORK/$name/Cargo.lock"
   (cd "$WORK/$name" && cargo build -q)
 done
-rebuild() { # NAME → seconds
-  touch "$WORK/$1/src/lib.rs"
+timed() { # COMMAND... → the seconds it took
   local start end
   start=$(date +%s.%N)
-  (cd "$WORK/$1" && cargo build -q)
+  "$@"
   end=$(date +%s.%N)
   python3 -c "print($end - $start)"
 }
-noop() { # NAME → seconds of a build with nothing to do (cargo's own share of a rebuild)
-  local start end
-  start=$(date +%s.%N)
+build() { # NAME
   (cd "$WORK/$1" && cargo build -q)
-  end=$(date +%s.%N)
-  python3 -c "print($end - $start)"
+}
+rebuild() { # NAME → seconds
+  touch "$WORK/$1/src/lib.rs"
+  timed build "$1"
+}
+noop() { # NAME → seconds of a build with nothing to do (cargo's own share of a rebuild)
+  timed build "$1"
 }
 : >"$WORK/rebuilds.txt"
 for _ in $(seq "$ROUNDS"); do
@@ -97,10 +99,7 @@ sed -e 's/name = "derive_bench"/name = "server_only"/' \
 cp "$WORK/derive_bench/src/lib.rs" "$WORK/server_only/src/lib.rs"
 cp "$ROOT/Cargo.lock" "$WORK/server_only/Cargo.lock"
 rm -rf "$WORK/server_only/target"
-start=$(date +%s.%N)
-(cd "$WORK/server_only" && CARGO_TARGET_DIR=$WORK/server_only/target cargo build -q)
-end=$(date +%s.%N)
-cold=$(python3 -c "print($end - $start)")
+cold=$(CARGO_TARGET_DIR=$WORK/server_only/target timed build server_only)
 rm -rf "$WORK/server_only/target"
 
 python3 - "$WORK/rebuilds.txt" "$cold" <<'PY'

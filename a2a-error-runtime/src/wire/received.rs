@@ -51,13 +51,10 @@ impl DataValue<'_> {
                 _ => None,
             }),
             DataValue::Raw(raw) => serde_json::from_str(raw.get()).ok().or_else(|| {
-                // A string's own text, escapes undone, read as the JSON of a `T`.
-                let text: Cow<'_, str> = raw
-                    .get()
-                    .starts_with('"')
-                    .then(|| serde_json::from_str::<crate::wire::view::Text<'_>>(raw.get()).ok())??
-                    .0;
-                serde_json::from_str(&text).ok()
+                // A string's own text, escapes undone, read as the JSON of a `T` (a value that
+                // is not a string does not read as `Text`).
+                let text: crate::wire::view::Text<'_> = serde_json::from_str(raw.get()).ok()?;
+                serde_json::from_str(&text.0).ok()
             }),
         }
     }
