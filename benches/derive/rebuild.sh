@@ -2,8 +2,11 @@
 # The derive's compile time: a crate with one 64-variant error enum, touched and rebuilt (dev
 # profile), with `#[derive(thiserror::Error, A2aError)]` against the same enum with
 # `thiserror::Error` alone (the baseline: a crate depending on thiserror only), in the same run, interleaved; the median of ROUNDS
-# rebuilds each. Also the cold build of the server-only feature set
-# (`default-features = false, features = ["axum"]`) from an empty target directory.
+# rebuilds each. The same enum is also rebuilt in a crate of errors alone, depending on
+# a2a-error with `default-features = false` (the wire model, the derive and the mirror: no
+# axum, no client), where cargo has a much smaller graph to check. Also the cold build of the
+# server-only feature set (`default-features = false, features = ["axum"]`) from an empty
+# target directory.
 #
 # Usage: benches/derive/rebuild.sh [ROUNDS]     (default 5)
 set -euo pipefail
@@ -60,9 +63,14 @@ TOML
 }
 make_crate derive_bench 1
 make_crate thiserror_bench 0
+mkdir -p "$WORK/errors_only/src"
+sed -e 's/name = "derive_bench"/name = "errors_only"/' \
+  -e "s|a2a-error = { path = \"$ROOT\" }|a2a-error = { path = \"$ROOT\", default-features = false }|" \
+  "$WORK/derive_bench/Cargo.toml" >"$WORK/errors_only/Cargo.toml"
+cp "$WORK/derive_bench/src/lib.rs" "$WORK/errors_only/src/lib.rs"
 
 export CARGO_TARGET_DIR=$WORK/target
-for name in derive_bench thiserror_bench; do
+for name in derive_bench thiserror_bench errors_only; do
   cp "$ROOT/Cargo.lock" "$WORK/$name/Cargo.lock"
   (cd "$WORK/$name" && cargo build -q)
 done
@@ -87,6 +95,7 @@ noop() { # NAME → seconds of a build with nothing to do (cargo's own share of 
 for _ in $(seq "$ROUNDS"); do
   echo "derive $(rebuild derive_bench)" >>"$WORK/rebuilds.txt"
   echo "thiserror $(rebuild thiserror_bench)" >>"$WORK/rebuilds.txt"
+  echo "errors-only $(rebuild errors_only)" >>"$WORK/rebuilds.txt"
   echo "derive-noop $(noop derive_bench)" >>"$WORK/rebuilds.txt"
   echo "thiserror-noop $(noop thiserror_bench)" >>"$WORK/rebuilds.txt"
 done
@@ -115,6 +124,9 @@ print("| enum | rebuild | vs thiserror alone | of which cargo with nothing to bu
 print("|---|---|---|---|---|---|")
 print(f"| thiserror + A2aError | {derive:.3f} s | {derive / base:.2f}× | {noop_d:.3f} s | {derive - noop_d:.3f} s | {(derive - noop_d) / (base - noop_b):.2f}× |")
 print(f"| thiserror alone | {base:.3f} s | | {noop_b:.3f} s | {base - noop_b:.3f} s | |")
+errors_only = statistics.median(times["errors-only"])
+print(f"\nthe same enum in a crate of errors alone (a2a-error with default-features = false): "
+      f"{errors_only:.3f} s, {errors_only / base:.2f}× thiserror alone")
 print(f"\ncold build of a2a-error with default-features = false, features = [\"axum\"] "
       f"(and the enum): {float(sys.argv[2]):.1f} s")
 PY

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use a2a_error::server::bounded::{BoundedMap, Change};
 use a2a_error::server::rest::{self, Json};
 use a2a_error::server::{Dedup, DedupError, DedupStore, JsonRpc, MemoryStore, RequestContext};
 use a2a_error::{A2aError, StandardError};
@@ -12,7 +13,6 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use moka::sync::Cache;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -129,15 +129,16 @@ fn task_bytes(task: &Task) -> usize {
     256 + task.id.len() + task.context_id.len() + 2 * texts
 }
 
-fn weight(bytes: usize) -> u32 {
-    u32::try_from(bytes).unwrap_or(u32::MAX)
-}
+/// The least a task weighs, and so at most `TASK_BYTES / TASK_FLOOR` tasks.
+const TASK_FLOOR: u64 = 256;
+/// What an attempt count weighs beside its id.
+const ATTEMPT_BYTES: u64 = 64;
 
 /// The agent's state, shared by both bindings.
 #[derive(Clone)]
 pub struct Agent {
-    tasks: Cache<String, Task>,
-    attempts: Cache<String, u32>,
+    tasks: Arc<BoundedMap<Task>>,
+    attempts: Arc<BoundedMap<u32>>,
     /// Tells this process's task ids from every other replica's and run's.
     replica: Arc<str>,
     next: Arc<AtomicU64>,
@@ -167,16 +168,11 @@ impl Agent {
     pub fn with_claim_ttl(store: impl DedupStore, claim_ttl: Duration) -> Self {
         Agent {
             // Bounded in bytes, not only in count: six 4 MiB messages must not keep 2.8 GB.
-            tasks: Cache::builder()
-                .max_capacity(TASK_BYTES)
-                .weigher(|id: &String, task: &Task| weight(id.len() + task_bytes(task)))
-                .time_to_live(TASK_TTL)
-                .build(),
-            attempts: Cache::builder()
-                .max_capacity(TASK_BYTES / 16)
-                .weigher(|id: &String, _: &u32| weight(id.len() + 64))
-                .time_to_live(TASK_TTL)
-                .build(),
+            tasks: Arc::new(BoundedMap::new(TASK_BYTES / TASK_FLOOR, TASK_BYTES)),
+            attempts: Arc::new(BoundedMap::new(
+                TASK_BYTES / 16 / ATTEMPT_BYTES,
+                TASK_BYTES / 16,
+            )),
             replica: Arc::from(format!("{:08x}", fastrand::u32(..))),
             public_url: Arc::from("http://127.0.0.1:8080"),
             next: Arc::default(),
@@ -211,8 +207,7 @@ impl Agent {
     /// the tests.
     #[allow(dead_code)]
     pub fn task_bytes(&self) -> u64 {
-        self.tasks.run_pending_tasks();
-        self.tasks.weighted_size()
+        self.tasks.bytes()
     }
 
     /// The base URL the agent card advertises (default `http://127.0.0.1:8080`).
@@ -247,11 +242,17 @@ impl Agent {
             .iter()
             .filter_map(|p| p.text.as_deref())
             .collect();
-        let attempt = self
-            .attempts
-            .entry(message.message_id.clone())
-            .and_upsert_with(|seen| seen.map_or(1, |entry| entry.into_value() + 1))
-            .into_value();
+        let id = &message.message_id;
+        let attempt = self.attempts.update(id, |seen| {
+            let attempt = seen.map_or(1, |n| n + 1);
+            let weight = id.len() as u64 + ATTEMPT_BYTES;
+            let put = Change::Put {
+                value: attempt,
+                weight,
+                ttl: TASK_TTL,
+            };
+            (put, attempt)
+        });
         if self.unavailable {
             return Err(AgentError::Unavailable { attempt });
         }
@@ -304,7 +305,15 @@ impl Agent {
             status: json!({"state": "TASK_STATE_COMPLETED", "message": reply}),
             history: vec![message],
         };
-        self.tasks.insert(id, task.clone());
+        let weight = (id.len() + task_bytes(&task)) as u64;
+        self.tasks.update(&id, |_| {
+            let put = Change::Put {
+                value: task.clone(),
+                weight,
+                ttl: TASK_TTL,
+            };
+            (put, ())
+        });
         Ok(SendMessageResponse { task })
     }
 

@@ -10,12 +10,12 @@ use a2a::{
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson, SendDedup};
+use a2a_error::server::bounded::{BoundedMap, Change};
 use a2a_error::server::{Dedup, DedupStore};
 use a2a_error::{A2aError, StandardError};
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
 use axum::Router;
 use futures_util::stream::{self, BoxStream, StreamExt};
-use moka::sync::Cache;
 use serde_json::json;
 
 /// Everything this agent's executor can fail with.
@@ -50,15 +50,20 @@ type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
 /// The executor: echoes text, fails on demand.
 struct Echo {
     /// How many times each messageId was run (for `flaky:N`), bounded like the tasks.
-    attempts: Cache<String, u32>,
+    attempts: BoundedMap<u32>,
 }
 
 impl Echo {
     fn attempt(&self, message_id: &str) -> u32 {
-        self.attempts
-            .entry(message_id.to_owned())
-            .and_upsert_with(|seen| seen.map_or(1, |entry| entry.into_value() + 1))
-            .into_value()
+        self.attempts.update(message_id, |seen| {
+            let attempt = seen.map_or(1, |n| n + 1);
+            let put = Change::Put {
+                value: attempt,
+                weight: message_id.len() as u64 + 64,
+                ttl: Duration::from_secs(3600),
+            };
+            (put, attempt)
+        })
     }
 }
 
@@ -213,11 +218,7 @@ fn handler<X: AgentExecutor>(
 ) -> DefaultRequestHandler {
     let tasks = MemoryTaskStore::new(TASK_BYTES);
     let echo = Echo {
-        attempts: Cache::builder()
-            .max_capacity(TASK_BYTES / 16)
-            .weigher(|id: &String, _: &u32| u32::try_from(id.len() + 64).unwrap_or(u32::MAX))
-            .time_to_live(Duration::from_secs(3600))
-            .build(),
+        attempts: BoundedMap::new(TASK_BYTES / 16 / 64, TASK_BYTES / 16),
     };
     let executor = wrap(echo, tasks.clone());
     DefaultRequestHandler::new(executor, tasks).with_capabilities(AgentCapabilities {

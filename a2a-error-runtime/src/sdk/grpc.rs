@@ -204,8 +204,15 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
             bridge
                 .send_message(&headers, deadline, request)
                 .await
-                .map(|reply| pbconv::to_proto_send_message_response(&reply.0))
                 .map_err(|error| to_status(&error))
+                .and_then(|reply| {
+                    // A replay is read back from its JSON; a reply this process made is not.
+                    let reply = reply.into_response().map_err(|error| {
+                        tracing::error!("a remembered reply did not read back: {error}");
+                        to_status(&StandardError::Internal)
+                    })?;
+                    Ok(pbconv::to_proto_send_message_response(&reply))
+                })
         })
         .await
     }

@@ -86,7 +86,7 @@ pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote,
 pub use executor::Guarded;
 #[cfg(feature = "grpc")]
 pub use grpc::GrpcService;
-pub use protojson::ProtoJson;
+pub use protojson::{ProtoJson, SendReply};
 pub use serve::{Bridge, SendDedup};
 pub use store::MemoryTaskStore;
 pub use transport::{Transport, TransportFactory};

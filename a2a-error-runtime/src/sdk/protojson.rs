@@ -5,7 +5,7 @@ use a2a_pb::protojson_conv::{self, ProtoJsonPayload};
 use prost::Message as _;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// An SDK type (`a2a::SendMessageRequest`, `a2a::Task`, `a2a::StreamResponse`, …) in its A2A
 /// 1.0 JSON form. The SDK's types derive `serde` too, but their serde form is not the wire's
@@ -35,29 +35,55 @@ impl<'de, T: ProtoJsonPayload> Deserialize<'de> for ProtoJson<T> {
     }
 }
 
-impl<T: ProtoJsonPayload> ProtoJson<T> {
-    /// The JSON of the value with its object members sorted: the same message gives the
-    /// same bytes whatever order its maps (metadata) were built in, so a retry's fingerprint
-    /// matches the first attempt's.
-    pub(crate) fn canonical_json(value: &T) -> Option<Value> {
-        protojson_conv::to_value(value).ok().map(sorted)
+/// A SendMessage reply as the bridge remembers and sends it: its A2A 1.0 JSON, made once
+/// (the dedup's record and the JSON-RPC and REST replies are the same bytes), with the SDK's
+/// reply while this process still holds it (the gRPC binding sends that as protobuf).
+#[derive(Clone, Debug)]
+pub struct SendReply {
+    json: Box<RawValue>,
+    response: Option<a2a::SendMessageResponse>,
+}
+
+impl SendReply {
+    /// The reply's JSON, converted as the SDK's routers convert it.
+    pub(crate) fn new(
+        response: a2a::SendMessageResponse,
+    ) -> Result<Self, protojson_conv::ProtoJsonPayloadError> {
+        let json = protojson_conv::to_value(&response)?;
+        let json = serde_json::value::to_raw_value(&json)
+            .map_err(protojson_conv::ProtoJsonPayloadError::Json)?;
+        Ok(SendReply {
+            json,
+            response: Some(response),
+        })
+    }
+
+    /// The reply's A2A 1.0 JSON.
+    pub fn json(&self) -> &str {
+        self.json.get()
+    }
+
+    /// The SDK's reply: the one this process made, or read back from the JSON (a replay).
+    pub fn into_response(self) -> Result<a2a::SendMessageResponse, serde_json::Error> {
+        match self.response {
+            Some(response) => Ok(response),
+            None => serde_json::from_str::<ProtoJson<_>>(self.json.get()).map(|reply| reply.0),
+        }
     }
 }
 
-fn sorted(value: Value) -> Value {
-    match value {
-        Value::Object(members) => {
-            let mut members: Vec<(String, Value)> = members.into_iter().collect();
-            members.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(
-                members
-                    .into_iter()
-                    .map(|(key, value)| (key, sorted(value)))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        other => other,
+impl Serialize for SendReply {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SendReply {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(SendReply {
+            json: Box::<RawValue>::deserialize(deserializer)?,
+            response: None,
+        })
     }
 }
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use a2a::{
     A2AError, AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
-    ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageRequest,
-    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, TaskPushNotificationConfig,
+    ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageRequest, StreamResponse,
+    SubscribeToTaskRequest, TaskPushNotificationConfig,
 };
 use a2a_server::{RequestHandler, ServiceParams};
 use axum::Router;
@@ -26,7 +26,7 @@ use tokio::time::Instant;
 
 use super::error::public;
 use super::executor::{DEADLINE_PARAM, FAILURE_KEY, epoch};
-use super::protojson::{ProtoJson, SendParams};
+use super::protojson::{ProtoJson, SendParams, SendReply};
 use crate::server::rest::{self, Json};
 use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
 use crate::wire::error::A2aError;
@@ -36,7 +36,7 @@ use crate::wire::standard::StandardError;
 
 /// The dedup of SendMessage through the bridge: its replies are the SDK's, remembered as
 /// their A2A JSON.
-pub type SendDedup = Dedup<ProtoJson<SendMessageResponse>, RemoteError>;
+pub type SendDedup = Dedup<SendReply, RemoteError>;
 
 /// An SDK `RequestHandler` (the SDK's `DefaultRequestHandler` with your `AgentExecutor`,
 /// guarded by [`Guarded`](super::Guarded), and your `TaskStore`) served by this crate:
@@ -185,29 +185,30 @@ impl<H: RequestHandler> Bridge<H> {
         headers: &HeaderMap,
         deadline: Option<Instant>,
         request: SendMessageRequest,
-    ) -> Result<ProtoJson<SendMessageResponse>, DedupError<RemoteError>> {
+    ) -> Result<SendReply, DedupError<RemoteError>> {
         let params = service_params(headers, deadline);
         let handler = Arc::clone(&self.handler);
-        let work = move |request: Fingerprinted| async move {
-            handler
-                .send_message(&params, request.request)
+        let work = move |request: SendMessageRequest| async move {
+            let response = handler
+                .send_message(&params, request)
                 .await
-                .map(ProtoJson)
-                .map_err(|error| public(&error))
+                .map_err(|error| public(&error))?;
+            SendReply::new(response).map_err(|error| {
+                tracing::error!("an SDK reply did not convert to JSON: {error}");
+                RemoteError::from_object(StandardError::Internal.to_error_object())
+            })
         };
         let Some(dedup) = &self.dedup else {
-            let request = Fingerprinted {
-                message: Value::Null,
-                request,
-            };
             return work(request).await.map_err(DedupError::Failed);
         };
         let id = request.message.message_id.clone();
-        let message = ProtoJson::canonical_json(&request)
-            .and_then(|mut json| json.get_mut("message").map(Value::take))
-            .unwrap_or(Value::Null);
-        let request = Fingerprinted { message, request };
-        dedup.run("SendMessage", headers, &id, request, work).await
+        // The message's protobuf encoding is canonical (its maps are ordered), so a retry
+        // that builds its metadata in another order has the same fingerprint.
+        let message =
+            prost::Message::encode_to_vec(&a2a_pb::pbconv::to_proto_message(&request.message));
+        dedup
+            .run_fingerprinted("SendMessage", headers, &id, &message, request, work)
+            .await
     }
 
     pub(super) async fn send_streaming(
@@ -234,20 +235,6 @@ impl<H: RequestHandler> Bridge<H> {
             Ok(stream) => Ok(events(stream)),
             Err(error) => Err(public(&error)),
         }
-    }
-}
-
-/// The SendMessage request as the dedup sees it: the canonical JSON of its message is what
-/// is hashed (a retry with the same messageId and another message is MESSAGE_ID_REUSED), and
-/// the request is what the work runs on.
-struct Fingerprinted {
-    message: Value,
-    request: SendMessageRequest,
-}
-
-impl Serialize for Fingerprinted {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.message.serialize(serializer)
     }
 }
 
@@ -308,7 +295,7 @@ async fn rpc_send<H: RequestHandler>(
     State(bridge): State<Bridge<H>>,
     request: SendParams,
     ctx: RequestContext,
-) -> Result<ProtoJson<SendMessageResponse>, DedupError<RemoteError>> {
+) -> Result<SendReply, DedupError<RemoteError>> {
     bridge
         .send_message(&ctx.headers, ctx.deadline, request.0)
         .await

@@ -1,12 +1,13 @@
 //! [`MemoryTaskStore`]: the SDK's `TaskStore` in memory, bounded in bytes.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{A2AError, ListTasksRequest, ListTasksResponse, Task, TaskState};
 use a2a_server::TaskStore;
 use a2a_server::task_store::TaskVersion;
-use moka::sync::Cache;
+
+use crate::server::bounded::{BoundedMap, Change};
 
 /// A task and its version.
 #[derive(Clone)]
@@ -19,23 +20,22 @@ struct Stored {
 /// `InMemoryTaskStore` keeps every task forever, so any caller can grow it until the process
 /// dies (1.65 GB after ~0.9 M messages). This one keeps at most `max_bytes` of tasks, each
 /// weighed at twice its JSON plus 256 bytes (its memory, with the map's share), letting the
-/// least recently used go first and every task go an hour after its last write. Clones share
-/// the tasks: give one to the handler and one to [`Guarded`](super::Guarded).
+/// tasks created longest ago go first and every task go an hour after its last write. Clones
+/// share the tasks: give one to the handler and one to [`Guarded`](super::Guarded).
 ///
 /// A task evicted is TASK_NOT_FOUND to GetTask; a store whose tasks must outlive memory is a
 /// database, behind the same trait.
 #[derive(Clone)]
 pub struct MemoryTaskStore {
-    tasks: Cache<String, Stored>,
-    // Writes check and change a task in one step (a cancel racing a completion).
-    writing: Arc<Mutex<()>>,
+    // Each write checks and changes its task in one step (a cancel racing a completion).
+    tasks: Arc<BoundedMap<Stored>>,
 }
 
 impl std::fmt::Debug for MemoryTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryTaskStore")
-            .field("tasks", &self.tasks.entry_count())
-            .field("weighed_bytes", &self.tasks.weighted_size())
+            .field("tasks", &self.tasks.len())
+            .field("weighed_bytes", &self.tasks.bytes())
             .finish()
     }
 }
@@ -44,74 +44,83 @@ impl std::fmt::Debug for MemoryTaskStore {
 const TASK_TTL: Duration = Duration::from_secs(3600);
 /// The most tasks one ListTasks page holds.
 const MAX_PAGE: usize = 100;
+/// The least a task weighs (with its share of the map).
+const TASK_FLOOR: u64 = 256;
 
-fn weigh(id: &str, stored: &Stored) -> u32 {
-    let json = serde_json::to_vec(&*stored.task).map_or(0, |json| json.len());
-    u32::try_from(256 + id.len() + 2 * json).unwrap_or(u32::MAX)
+/// Counts the bytes written to it: a task's JSON length without building the JSON.
+struct Counter(u64);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A task as a write of the map: weighed at twice its JSON plus the floor and its id.
+fn put(task: Task, version: TaskVersion) -> Change<Stored> {
+    let mut json = Counter(0);
+    // A task that does not serialize is weighed at the floor.
+    let _ = serde_json::to_writer(&mut json, &task);
+    Change::Put {
+        weight: TASK_FLOOR + task.id.len() as u64 + 2 * json.0,
+        value: Stored {
+            task: Arc::new(task),
+            version,
+        },
+        ttl: TASK_TTL,
+    }
 }
 
 impl MemoryTaskStore {
     /// A store of at most `max_bytes` of weighed tasks.
     pub fn new(max_bytes: u64) -> Self {
         MemoryTaskStore {
-            tasks: Cache::builder()
-                .max_capacity(max_bytes)
-                .weigher(|id: &String, stored: &Stored| weigh(id, stored))
-                .time_to_live(TASK_TTL)
-                .build(),
-            writing: Arc::default(),
+            tasks: Arc::new(BoundedMap::new(max_bytes / TASK_FLOOR, max_bytes)),
         }
     }
 
     /// The weight of the tasks kept now, in bytes (at most the `max_bytes` given).
     pub fn weighed_bytes(&self) -> u64 {
-        self.tasks.run_pending_tasks();
-        self.tasks.weighted_size()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        // A panic while holding it left nothing half-written: the cache is updated in one call.
-        self.writing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.tasks.bytes()
     }
 }
 
 #[async_trait::async_trait]
 impl TaskStore for MemoryTaskStore {
     async fn create(&self, task: Task) -> Result<TaskVersion, A2AError> {
-        let _writing = self.lock();
-        if self.tasks.contains_key(&task.id) {
-            return Err(A2AError::invalid_request("task already exists"));
-        }
-        let stored = Stored {
-            task: Arc::new(task),
-            version: 1,
-        };
-        self.tasks.insert(stored.task.id.clone(), stored);
-        Ok(1)
+        let id = task.id.clone();
+        self.tasks.update(&id, |held| match held {
+            Some(_) => (
+                Change::Keep,
+                Err(A2AError::invalid_request("task already exists")),
+            ),
+            None => (put(task, 1), Ok(1)),
+        })
     }
 
     async fn update(&self, task: Task) -> Result<TaskVersion, A2AError> {
-        let _writing = self.lock();
-        let Some(current) = self.tasks.get(&task.id) else {
-            return Err(A2AError::task_not_found(&task.id));
-        };
-        let state = &current.task.status.state;
-        if state.is_terminal() && *state != task.status.state {
-            return Err(A2AError::invalid_request(
-                "a task in a terminal state cannot change state",
-            ));
-        }
-        let version = current.version + 1;
-        self.tasks.insert(
-            task.id.clone(),
-            Stored {
-                task: Arc::new(task),
-                version,
-            },
-        );
-        Ok(version)
+        let id = task.id.clone();
+        self.tasks.update(&id, |held| {
+            let Some(current) = held else {
+                return (Change::Keep, Err(A2AError::task_not_found(&id)));
+            };
+            let state = &current.task.status.state;
+            if state.is_terminal() && *state != task.status.state {
+                return (
+                    Change::Keep,
+                    Err(A2AError::invalid_request(
+                        "a task in a terminal state cannot change state",
+                    )),
+                );
+            }
+            let version = current.version + 1;
+            (put(task, version), Ok(version))
+        })
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<Task>, A2AError> {
@@ -121,8 +130,9 @@ impl TaskStore for MemoryTaskStore {
     async fn list(&self, req: &ListTasksRequest) -> Result<ListTasksResponse, A2AError> {
         let mut tasks: Vec<Arc<Task>> = self
             .tasks
-            .iter()
-            .map(|(_, stored)| stored.task)
+            .values()
+            .into_iter()
+            .map(|stored| stored.task)
             .filter(|task| {
                 req.context_id
                     .as_ref()
@@ -176,23 +186,17 @@ impl TaskStore for MemoryTaskStore {
     }
 
     async fn begin_cancel(&self, task_id: &str) -> Result<Task, A2AError> {
-        let _writing = self.lock();
-        let Some(current) = self.tasks.get(task_id) else {
-            return Err(A2AError::task_not_found(task_id));
-        };
-        if current.task.status.state.is_terminal() {
-            return Err(A2AError::task_not_cancelable(task_id));
-        }
-        let mut task = (*current.task).clone();
-        task.status.state = TaskState::Canceled;
-        task.status.timestamp = None;
-        self.tasks.insert(
-            task_id.to_owned(),
-            Stored {
-                task: Arc::new(task.clone()),
-                version: current.version + 1,
-            },
-        );
-        Ok(task)
+        self.tasks.update(task_id, |held| {
+            let Some(current) = held else {
+                return (Change::Keep, Err(A2AError::task_not_found(task_id)));
+            };
+            if current.task.status.state.is_terminal() {
+                return (Change::Keep, Err(A2AError::task_not_cancelable(task_id)));
+            }
+            let mut task = (*current.task).clone();
+            task.status.state = TaskState::Canceled;
+            task.status.timestamp = None;
+            (put(task.clone(), current.version + 1), Ok(task))
+        })
     }
 }

@@ -40,6 +40,14 @@ where
     T: Serialize + DeserializeOwned + Send + 'static,
     E: A2aError + Send + Sync + 'static,
 {
+    fn check_id(&self, id: &str) -> Result<(), DedupError<E>> {
+        let limit = self.settings.max_id_bytes;
+        if id.len() > limit {
+            return Err(DedupError::Refused(Refusal::IdTooLong { limit }));
+        }
+        Ok(())
+    }
+
     /// The store key of `id` for `method` from the caller of `headers`.
     fn key(&self, method: &str, headers: &HeaderMap, id: &str) -> String {
         let caller = self
@@ -71,19 +79,37 @@ where
         F: FnOnce(R) -> Fut,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
-        let settings = &self.settings;
-        if id.len() > settings.max_id_bytes {
-            return Err(DedupError::Refused(Refusal::IdTooLong {
-                limit: settings.max_id_bytes,
-            }));
-        }
-        let key = self.key(method, headers, id);
+        // Before the request is serialized: a long id is refused at no cost.
+        self.check_id(id)?;
         // A request that does not serialize cannot be told apart from a reuse of its id;
         // refusing it is safer than giving every such request one fingerprint.
         let Ok(request_bytes) = serde_json::to_vec(&request) else {
             return Err(DedupError::Refused(Refusal::Unfingerprintable));
         };
-        let fingerprint = hash(&request_bytes);
+        self.run_fingerprinted(method, headers, id, &request_bytes, request, work)
+            .await
+    }
+
+    /// As [`run`](Self::run), with the bytes that make two uses of one id the same request
+    /// given by the caller (the bridge hashes the message's protobuf encoding, which is
+    /// canonical, instead of building its JSON).
+    pub(crate) async fn run_fingerprinted<R, F, Fut>(
+        &self,
+        method: &str,
+        headers: &HeaderMap,
+        id: &str,
+        request_bytes: &[u8],
+        request: R,
+        work: F,
+    ) -> Result<T, DedupError<E>>
+    where
+        F: FnOnce(R) -> Fut,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+    {
+        let settings = &self.settings;
+        self.check_id(id)?;
+        let key = self.key(method, headers, id);
+        let fingerprint = hash(request_bytes);
         let work = move || work(request);
         let claim = claim_record(fingerprint, fastrand::u64(..));
         let waited_since = tokio::time::Instant::now();
@@ -163,13 +189,14 @@ where
         let recorded = Detachable::new(async move {
             let outcome = tokio::time::timeout(settings.claim_ttl, work).await;
             let record = match &outcome {
-                Ok(Ok(Ok(reply))) => serde_json::to_vec(reply)
-                    .ok()
-                    .map(|json| outcome_record(fingerprint, true, &json)),
+                Ok(Ok(Ok(reply))) => {
+                    outcome_record(fingerprint, true, |out| serde_json::to_writer(out, reply))
+                }
                 Ok(Ok(Err(error))) if !error.is_retryable() => {
-                    let mut json = Vec::with_capacity(256);
-                    error.write_error_object(WireProfile::A2a, &mut json);
-                    Some(outcome_record(fingerprint, false, &json))
+                    outcome_record(fingerprint, false, |out| {
+                        error.write_error_object(WireProfile::A2a, out);
+                        Ok(())
+                    })
                 }
                 // A retryable error, a panic, work that outran its claim: forgotten.
                 _ => None,

@@ -64,13 +64,18 @@ pub(crate) fn claim_record(fingerprint: u64, token: u64) -> Vec<u8> {
     format!("R{fingerprint:016x}{token:016x}").into_bytes()
 }
 
-pub(crate) fn outcome_record(fingerprint: u64, ok: bool, body: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(18 + body.len());
+/// The record of an outcome whose JSON `write` appends (written in place: a reply is not
+/// serialized and then copied); `None` when it fails.
+pub(crate) fn outcome_record<W>(fingerprint: u64, ok: bool, write: W) -> Option<Bytes>
+where
+    W: FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
+{
+    let mut out = Vec::with_capacity(256);
     out.push(b'D');
     out.extend_from_slice(format!("{fingerprint:016x}").as_bytes());
     out.push(if ok { b'O' } else { b'E' });
-    out.extend_from_slice(body);
-    Bytes::from(out)
+    write(&mut out).ok()?;
+    Some(Bytes::from(out))
 }
 
 /// Reads a record; `None` for bytes no store of this crate wrote.
@@ -101,7 +106,11 @@ mod tests {
             read_record(&claim),
             Some(Record::Running { fingerprint: 0xabc })
         );
-        let done = outcome_record(u64::MAX, true, b"{\"a\":1}");
+        let done = outcome_record(u64::MAX, true, |out| {
+            out.extend_from_slice(b"{\"a\":1}");
+            Ok(())
+        })
+        .unwrap();
         assert_eq!(
             read_record(&done),
             Some(Record::Succeeded {
@@ -109,7 +118,11 @@ mod tests {
                 reply: Bytes::from_static(b"{\"a\":1}")
             })
         );
-        let failed = outcome_record(1, false, b"{}");
+        let failed = outcome_record(1, false, |out| {
+            out.extend_from_slice(b"{}");
+            Ok(())
+        })
+        .unwrap();
         assert!(matches!(
             read_record(&failed),
             Some(Record::Failed { fingerprint: 1, .. })

@@ -1,0 +1,457 @@
+//! [`BoundedMap`]: an in-process map of records that callers can add to, bounded by entries
+//! and by bytes, with a time to live per record. The dedup's [`MemoryStore`] and the bridge's
+//! `MemoryTaskStore` keep their records in one; so can an agent's own state keyed by what
+//! callers send (tasks, attempts), which must not grow without bound.
+//!
+//! ```
+//! # use a2a_error_runtime as a2a_error;
+//! use std::time::Duration;
+//! use a2a_error::server::bounded::{BoundedMap, Change};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! // At most 10,000 records and 1 MiB.
+//! let attempts: BoundedMap<u32> = BoundedMap::new(10_000, 1 << 20);
+//! let count = |id: &str| {
+//!     attempts.update(id, |seen| {
+//!         let n = seen.map_or(1, |n| n + 1);
+//!         let weight = id.len() as u64 + 64;
+//!         let ttl = Duration::from_secs(3600);
+//!         (Change::Put { value: n, weight, ttl }, n)
+//!     })
+//! };
+//! assert_eq!(count("m-1"), 1);
+//! assert_eq!(count("m-1"), 2);
+//! assert_eq!(attempts.get("m-1"), Some(2));
+//! # }
+//! ```
+//!
+//! [`MemoryStore`]: super::MemoryStore
+//!
+//! Why not moka, which these maps used before: under a steady stream of new keys (every
+//! SendMessage is one) a full moka cache evicts as fast as it inserts, and its lock-free hash
+//! table rehashes the whole bucket array each time a tenth of it is tombstones, hashing every
+//! key again; its per-key compute goes through a second table of waiters. A claim and its
+//! outcome cost 3–9 µs there, a third of the success path's CPU. Here a record lives in one of
+//! a few `Mutex<HashMap>` shards (SipHash with a random key, so callers cannot pick colliding
+//! ids) and in its shard's queue in the order its key was first written; the oldest go first.
+//! A claim and its outcome cost well under a microsecond.
+
+use std::collections::VecDeque;
+use std::collections::hash_map::{HashMap, RandomState};
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// What a [`BoundedMap::update`] does to the record at its key.
+pub enum Change<V> {
+    /// Leave it as it is.
+    Keep,
+    /// Write `value`, weighing `weight` bytes, to live `ttl` from now.
+    Put {
+        /// The new record.
+        value: V,
+        /// Its bytes as counted against the bound (key included).
+        weight: u64,
+        /// How long it lives from now.
+        ttl: Duration,
+    },
+    /// Remove it.
+    Remove,
+}
+
+struct Record<V> {
+    value: V,
+    weight: u64,
+    expires_at: Instant,
+    /// Which insertion of its key this is: a place in the queue names a record by key and
+    /// stamp, so a key removed and inserted again leaves its older place stale.
+    stamp: u64,
+}
+
+impl<V> Record<V> {
+    fn live(&self, now: Instant) -> bool {
+        now < self.expires_at
+    }
+}
+
+/// A record's place in its shard's queue.
+struct Place {
+    key: Arc<str>,
+    stamp: u64,
+    /// When the record expired as of its place's writing: before then it certainly has not,
+    /// so the front is checked without a lookup. A record written again since may live
+    /// longer; it then takes a new place at the back.
+    expires_at: Instant,
+}
+
+struct Shard<V> {
+    records: HashMap<Arc<str>, Record<V>>,
+    /// Keys in the order they were inserted (the front is the oldest). A key written again
+    /// keeps its place, so a write costs one lookup, not one per earlier write.
+    order: VecDeque<Place>,
+    bytes: u64,
+    next_stamp: u64,
+}
+
+impl<V> Shard<V> {
+    fn remove(&mut self, key: &str) {
+        if let Some(record) = self.records.remove(key) {
+            self.bytes -= record.weight;
+        }
+    }
+
+    /// Evicts the record the oldest place names, if it still does; false when the queue is
+    /// empty.
+    fn pop_oldest(&mut self) -> bool {
+        let Some(place) = self.order.pop_front() else {
+            return false;
+        };
+        // One lookup: a stale place (its key removed and inserted again) is put back.
+        if let Some((key, record)) = self.records.remove_entry(&place.key) {
+            if record.stamp == place.stamp {
+                self.bytes -= record.weight;
+            } else {
+                self.records.insert(key, record);
+            }
+        }
+        true
+    }
+
+    /// Keeps the bounds after a write, frees the expired records at the front of the queue,
+    /// and keeps stale places (and spare capacity) from outgrowing the records.
+    fn settle(&mut self, max_entries: usize, max_bytes: u64, now: Instant) {
+        while self.records.len() > max_entries || self.bytes > max_bytes {
+            if !self.pop_oldest() {
+                break;
+            }
+        }
+        // At most two places a write: the memory of expired records comes back as new ones
+        // are written, at a constant cost per write.
+        for _ in 0..2 {
+            match self.order.front() {
+                Some(front) if front.expires_at <= now => {}
+                _ => break,
+            }
+            let Some(place) = self.order.pop_front() else {
+                break;
+            };
+            match self.records.get(&place.key) {
+                Some(record) if record.stamp == place.stamp && record.live(now) => {
+                    // Written again with a longer life: its expiry goes to the back.
+                    let expires_at = record.expires_at;
+                    self.order.push_back(Place {
+                        expires_at,
+                        ..place
+                    });
+                }
+                Some(record) if record.stamp == place.stamp => self.remove(&place.key),
+                // Stale: the record it named is gone.
+                _ => {}
+            }
+        }
+        if self.order.len() > 2 * self.records.len() + 64 {
+            let records = &self.records;
+            self.order.retain(|place| {
+                records
+                    .get(&place.key)
+                    .is_some_and(|r| r.stamp == place.stamp)
+            });
+        }
+        if self.order.capacity() > 4 * self.order.len() + 64 {
+            self.order.shrink_to(2 * self.order.len() + 64);
+        }
+        if self.records.capacity() > 4 * self.records.len() + 64 {
+            self.records.shrink_to(2 * self.records.len() + 64);
+        }
+    }
+}
+
+/// A map from string keys to records, sharded by key, holding at most `max_entries` records
+/// and `max_bytes` of weight; the keys first written longest ago go first (writing a key
+/// again keeps its place, as dedup claims and task updates do), and a record past its
+/// time to live reads as absent (its memory is freed as later records are written, or when
+/// it is evicted).
+///
+/// Memory: the records, their keys and four words per key in the queue of keys, within
+/// the bounds given; a map's spare capacity is given back once it holds under a quarter of
+/// what it has room for. Each operation locks one shard for a hash lookup and, on a write, a
+/// constant amount of eviction and cleanup.
+pub struct BoundedMap<V> {
+    shards: Box<[Mutex<Shard<V>>]>,
+    hasher: RandomState,
+    max_entries: usize,
+    max_bytes: u64,
+}
+
+impl<V> std::fmt::Debug for BoundedMap<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundedMap")
+            .field("shards", &self.shards.len())
+            .field("max_entries_per_shard", &self.max_entries)
+            .field("max_bytes_per_shard", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V: Clone> BoundedMap<V> {
+    /// A map of at most `max_entries` records and `max_bytes` of weight. Each shard holds an
+    /// equal share of both bounds, so the whole map never holds more than either.
+    pub fn new(max_entries: u64, max_bytes: u64) -> Self {
+        // Enough shards to keep two threads off each other's lock; few enough that each
+        // holds a useful share (at least 1,024 records and 1 MiB), or a record that fits the
+        // whole bound would not fit its shard.
+        let wanted = (max_entries / 1024).min(max_bytes >> 20).clamp(1, 16);
+        let count = 1usize << (63 - wanted.leading_zeros());
+        let shards = (0..count)
+            .map(|_| {
+                Mutex::new(Shard {
+                    records: HashMap::new(),
+                    order: VecDeque::new(),
+                    bytes: 0,
+                    next_stamp: 0,
+                })
+            })
+            .collect();
+        let count = count as u64;
+        BoundedMap {
+            shards,
+            hasher: RandomState::new(),
+            max_entries: usize::try_from((max_entries / count).max(1)).unwrap_or(usize::MAX),
+            max_bytes: (max_bytes / count).max(1),
+        }
+    }
+
+    fn shard(&self, key: &str) -> MutexGuard<'_, Shard<V>> {
+        let index = self.hasher.hash_one(key) as usize & (self.shards.len() - 1);
+        // Nothing is left half-changed by a panic under the lock: `update` calls its closure
+        // before it changes anything.
+        self.shards[index]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The live record at `key`, if any.
+    pub fn get(&self, key: &str) -> Option<V> {
+        let now = Instant::now();
+        let shard = self.shard(key);
+        shard
+            .records
+            .get(key)
+            .filter(|record| record.live(now))
+            .map(|record| record.value.clone())
+    }
+
+    /// Reads the live record at `key` and changes it in one step: no other call sees or
+    /// changes the key in between. Returns what `decide` returns beside its change.
+    pub fn update<R>(&self, key: &str, decide: impl FnOnce(Option<&V>) -> (Change<V>, R)) -> R {
+        let now = Instant::now();
+        let mut guard = self.shard(key);
+        let shard = &mut *guard;
+        let live = shard.records.get(key).filter(|record| record.live(now));
+        let (change, answer) = decide(live.map(|record| &record.value));
+        match change {
+            Change::Keep => {}
+            Change::Remove => shard.remove(key),
+            // Kept, it would push out every other record of its shard and then itself.
+            Change::Put { weight, .. } if weight > self.max_bytes => shard.remove(key),
+            Change::Put { value, weight, ttl } => {
+                // A time to live too long to be an instant is as good as forever.
+                let expires_at = now
+                    .checked_add(ttl)
+                    .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
+                match shard.records.get_mut(key) {
+                    // Written again: one lookup, and it keeps its place in the queue.
+                    Some(held) => {
+                        shard.bytes = shard.bytes - held.weight + weight;
+                        held.value = value;
+                        held.weight = weight;
+                        held.expires_at = expires_at;
+                    }
+                    None => {
+                        let stamp = shard.next_stamp;
+                        shard.next_stamp += 1;
+                        let key: Arc<str> = Arc::from(key);
+                        let record = Record {
+                            value,
+                            weight,
+                            expires_at,
+                            stamp,
+                        };
+                        shard.records.insert(Arc::clone(&key), record);
+                        shard.bytes += weight;
+                        shard.order.push_back(Place {
+                            key,
+                            stamp,
+                            expires_at,
+                        });
+                    }
+                }
+                shard.settle(self.max_entries, self.max_bytes, now);
+            }
+        }
+        answer
+    }
+
+    /// The live records, shard by shard (each shard locked while it is read).
+    pub fn values(&self) -> Vec<V> {
+        let now = Instant::now();
+        let mut values = Vec::new();
+        for shard in &self.shards {
+            let shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
+            values.extend(
+                shard
+                    .records
+                    .values()
+                    .filter(|record| record.live(now))
+                    .map(|record| record.value.clone()),
+            );
+        }
+        values
+    }
+
+    /// How many records are held (expired ones not yet freed included).
+    pub fn len(&self) -> u64 {
+        self.each_shard(|shard| shard.records.len() as u64)
+    }
+
+    /// The weight of the records held.
+    pub fn bytes(&self) -> u64 {
+        self.each_shard(|shard| shard.bytes)
+    }
+
+    /// Whether no record is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn each_shard(&self, count: impl Fn(&Shard<V>) -> u64) -> u64 {
+        self.shards
+            .iter()
+            .map(|shard| count(&shard.lock().unwrap_or_else(PoisonError::into_inner)))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(map: &BoundedMap<u32>, key: &str, value: u32, weight: u64, ttl: Duration) {
+        map.update(key, |_| (Change::Put { value, weight, ttl }, ()));
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[tokio::test(start_paused = true)]
+    async fn the_oldest_written_go_first_within_both_bounds() {
+        // One shard (under 1,024 entries): the order is exact.
+        let map = BoundedMap::new(3, 1 << 20);
+        for (i, key) in ["a", "b", "c"].into_iter().enumerate() {
+            put(&map, key, i as u32, 10, HOUR);
+        }
+        // Writing "a" again keeps its place: it is still the oldest.
+        put(&map, "a", 9, 10, HOUR);
+        assert_eq!(map.get("a"), Some(9));
+        put(&map, "d", 3, 10, HOUR);
+        assert_eq!(map.get("a"), None);
+        assert_eq!(map.get("b"), Some(1));
+        assert_eq!(map.get("c"), Some(2));
+        // Removed and written again, a key goes to the back; its old place is stale.
+        map.update("b", |_| (Change::<u32>::Remove, ()));
+        put(&map, "b", 7, 10, HOUR);
+        put(&map, "e", 4, 10, HOUR);
+        assert_eq!(map.get("c"), None);
+        assert_eq!(map.get("b"), Some(7));
+        assert_eq!(map.get("d"), Some(3));
+        assert_eq!(map.len(), 3);
+        assert_eq!(map.bytes(), 30);
+
+        let by_bytes = BoundedMap::new(1_000, 100);
+        for i in 0..10 {
+            put(&by_bytes, &format!("k{i}"), i, 30, HOUR);
+        }
+        assert_eq!(by_bytes.len(), 3);
+        assert_eq!(by_bytes.bytes(), 90);
+        assert_eq!(by_bytes.get("k9"), Some(9));
+        assert_eq!(by_bytes.get("k6"), None);
+        // A record heavier than the bound is not kept, and pushes nothing out; writing one
+        // at a held key removes what was there.
+        put(&by_bytes, "huge", 1, 101, HOUR);
+        put(&by_bytes, "k9", 1, 101, HOUR);
+        assert_eq!(by_bytes.get("huge"), None);
+        assert_eq!(by_bytes.get("k9"), None);
+        assert_eq!(by_bytes.get("k8"), Some(8));
+        assert_eq!(by_bytes.bytes(), 60);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_records_read_as_absent_and_are_freed_by_later_writes() {
+        let map = BoundedMap::new(1_000, 1 << 20);
+        put(&map, "short", 1, 10, Duration::from_secs(1));
+        put(&map, "long", 2, 10, HOUR);
+        let seen = map.update("short", |held| (Change::Keep, held.copied()));
+        assert_eq!(seen, Some(1));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(map.get("short"), None);
+        assert_eq!(
+            map.update("short", |held| (Change::Keep, held.copied())),
+            None
+        );
+        assert_eq!(map.get("long"), Some(2));
+        put(&map, "new", 3, 10, HOUR);
+        assert_eq!(map.len(), 2, "the expired record at the front was freed");
+        assert_eq!(map.bytes(), 20);
+
+        // Written again with a longer life (a claim, then its outcome), a record outlives
+        // its first expiry: its place moves to the back instead of freeing it.
+        let map = BoundedMap::new(1_000, 1 << 20);
+        put(&map, "claimed", 1, 10, Duration::from_secs(1));
+        put(&map, "claimed", 2, 10, HOUR);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        put(&map, "other", 3, 10, HOUR);
+        put(&map, "more", 4, 10, HOUR);
+        assert_eq!(map.get("claimed"), Some(2));
+        assert_eq!(map.len(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn update_removes_keeps_or_replaces_and_stale_places_do_not_pile_up() {
+        let map = BoundedMap::new(10, 1 << 20);
+        put(&map, "k", 1, 10, HOUR);
+        map.update("k", |_| (Change::<u32>::Remove, ()));
+        assert_eq!(map.get("k"), None);
+        assert_eq!(map.bytes(), 0);
+        // One key removed and written again a million times: each time its old place goes
+        // stale, and the queue stays near the record count.
+        for i in 0..1_000_000 {
+            map.update("k", |_| (Change::<u32>::Remove, ()));
+            put(&map, "k", i, 10, HOUR);
+        }
+        let shard = map.shards[0].lock().unwrap();
+        assert!(shard.order.len() <= 2 * shard.records.len() + 65);
+        assert_eq!(shard.records.len(), 1);
+        drop(shard);
+        assert_eq!(map.get("k"), Some(999_999));
+        // Values sees every live record.
+        put(&map, "j", 7, 10, HOUR);
+        let mut values = map.values();
+        values.sort_unstable();
+        assert_eq!(values, [7, 999_999]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_map_is_sharded_and_never_exceeds_its_bounds() {
+        let map = BoundedMap::new(100_000, 64 << 20);
+        assert_eq!(map.shards.len(), 16);
+        for i in 0..300_000u32 {
+            put(&map, &format!("SendMessage:anonymous:m-{i}"), i, 100, HOUR);
+        }
+        assert!(map.len() <= 100_000, "{}", map.len());
+        assert!(map.len() >= 90_000, "{}", map.len());
+        assert_eq!(map.get("SendMessage:anonymous:m-299999"), Some(299_999));
+        assert_eq!(map.get("SendMessage:anonymous:m-0"), None);
+    }
+}
