@@ -5,7 +5,8 @@
 # TaskNotFound (the error path), SendMessage echo with a new messageId each time (the
 # success path; ours goes through its dedup). Also the `sdk_agent` example (an agent on the
 # official Rust SDK) served through the bridge, against the same agent on the SDK's own
-# routers (`bench-sdk-routers`). One load generator (wrk -t1 -c8), the servers
+# routers (`bench-sdk-routers`), and the same bridge without its dedup (`bench-bridge-no-dedup`:
+# what exactly-once SendMessage costs). One load generator (wrk -t1 -c8), the servers
 # pinned to CPU 0 and wrk to CPU 1, in interleaved rounds; the median round is reported.
 #
 # Then the derive's touch-and-rebuild against thiserror alone (benches/derive/rebuild.sh).
@@ -31,7 +32,7 @@ if [ ! -d "$WORK/js/node_modules/@a2a-js/sdk" ]; then
 fi
 cp "$HERE/js_agent.mjs" "$WORK/js/"
 cargo build -q --release --example agent --example bench-baseline-axum --example sdk_agent \
-  --example bench-sdk-routers
+  --example bench-sdk-routers --example bench-bridge-no-dedup
 
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
@@ -53,6 +54,7 @@ start a2a-python 9403 .venv/bin/python tests/interop/python_agent.py 9403
 start a2a-js 9404 node "$WORK/js/js_agent.mjs" 9404
 start sdk-bridge 9405 target/release/examples/sdk_agent --addr 127.0.0.1:9405
 start sdk-routers 9406 target/release/examples/bench-sdk-routers 127.0.0.1:9406
+start bridge-no-dedup 9407 target/release/examples/bench-bridge-no-dedup 127.0.0.1:9407
 
 RESULTS="$WORK/results.txt"
 : >"$RESULTS"
@@ -70,7 +72,7 @@ run() { # PATH NAME PORT ROUND
 ERROR_TARGETS=("a2a-error 9401" "axum-baseline 9402" "a2a-python 9403" "a2a-js 9404"
   "sdk-bridge 9405" "sdk-routers 9406")
 SUCCESS_TARGETS=("a2a-error 9401" "a2a-python 9403" "a2a-js 9404" "sdk-bridge 9405"
-  "sdk-routers 9406")
+  "sdk-routers 9406" "bridge-no-dedup 9407")
 # A warm-up run each, not counted.
 for target in "${ERROR_TARGETS[@]}"; do
   set -- $target
@@ -123,6 +125,9 @@ for kind, title in (("error", "error path: GetTask of an unknown task → TaskNo
     routers = statistics.median(r[0] for r in rows[(kind, "sdk-routers")])
     print(f"\nsdk_agent through the bridge: {bridge:,.0f} req/s, the same agent on the SDK's own "
           f"routers: {routers:,.0f} req/s; the bridge at {bridge / routers:.2f}× the SDK's routers")
+    if (kind, "bridge-no-dedup") in rows:
+        plain = statistics.median(r[0] for r in rows[(kind, "bridge-no-dedup")])
+        print(f"the bridge without its dedup: {plain:,.0f} req/s, {plain / routers:.2f}× the SDK's routers")
 PY
 
 # The derive's compile time beside it (the servers are stopped first: it needs both cores).

@@ -252,6 +252,16 @@ pub fn bridge(
         .timeout(Duration::from_secs(30))
 }
 
+/// The same bridge without its dedup (every SendMessage runs): the baseline that shows what
+/// the dedup costs in `benches/sdk/compare.sh`.
+#[allow(dead_code)]
+pub fn bridge_without_dedup() -> Bridge<DefaultRequestHandler> {
+    let handler = handler(|echo, tasks| Guarded::new(echo, Arc::new(tasks)));
+    Bridge::new(handler)
+        .card(card("http://127.0.0.1:8080", None))
+        .timeout(Duration::from_secs(30))
+}
+
 /// The same agent's handler (executor and store) as the SDK alone runs it: no guard.
 #[allow(dead_code)]
 pub fn sdk_handler() -> Arc<DefaultRequestHandler> {
