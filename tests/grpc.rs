@@ -302,21 +302,14 @@ async fn the_sdk_agent_over_grpc_with_our_client() {
 
     // A stream that fails after two events ends with the error's status; after none, the
     // call itself fails.
-    let mut events = client
+    let events = client
         .stream(
             "SendStreamingMessage",
             &message("g-s2", "stream:fail_after:2"),
         )
         .await
         .unwrap();
-    let mut seen = 0;
-    let mut last = None;
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(_) => seen += 1,
-            Err(error) => last = Some(error),
-        }
-    }
+    let (seen, last) = common::drain(events).await;
     assert_eq!(seen, 2);
     assert_eq!(last.unwrap().remote().unwrap().code(), -32603);
     let at_once = client

@@ -185,18 +185,11 @@ async fn the_sdk_client_over_our_transport_retries_and_keeps_what_failed() {
         );
 
         // Streaming through the transport: events, then the error event as an A2AError.
-        let mut events = client
+        let events = client
             .send_streaming_message(&request("stream:fail_after:2"))
             .await
             .unwrap();
-        let mut seen = 0;
-        let mut last = None;
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(_) => seen += 1,
-                Err(error) => last = Some(error),
-            }
-        }
+        let (seen, last) = common::drain(events).await;
         assert_eq!(seen, 2, "{binding}");
         let last = last.expect("the stream ends in an error");
         assert_eq!(sdk::remote(&last).reason(), "INTERNAL_ERROR", "{binding}");

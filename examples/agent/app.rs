@@ -306,14 +306,7 @@ impl Agent {
             history: vec![message],
         };
         let weight = (id.len() + task_bytes(&task)) as u64;
-        self.tasks.update(&id, |_| {
-            let put = Change::Put {
-                value: task.clone(),
-                weight,
-                ttl: TASK_TTL,
-            };
-            (put, ())
-        });
+        self.tasks.put(&id, task.clone(), weight, TASK_TTL);
         Ok(SendMessageResponse { task })
     }
 

@@ -238,7 +238,6 @@ pub fn bridge(
     grpc_url: Option<&str>,
     store: impl DedupStore,
 ) -> Bridge<DefaultRequestHandler> {
-    let handler = handler(|echo, tasks| Guarded::new(echo, Arc::new(tasks)));
     let dedup: SendDedup = Dedup::with_store(store)
         .window(Duration::from_secs(600))
         .identify(|headers| {
@@ -246,19 +245,21 @@ pub fn bridge(
                 .get(axum::http::header::AUTHORIZATION)
                 .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
         });
-    Bridge::new(handler)
-        .card(card(public_url, grpc_url))
-        .dedup(dedup)
-        .timeout(Duration::from_secs(30))
+    served(public_url, grpc_url).dedup(dedup)
 }
 
 /// The same bridge without its dedup (every SendMessage runs): the baseline that shows what
 /// the dedup costs in `benches/sdk/compare.sh`.
 #[allow(dead_code)]
 pub fn bridge_without_dedup() -> Bridge<DefaultRequestHandler> {
+    served("http://127.0.0.1:8080", None)
+}
+
+/// The guarded handler with its card and request timeout: all of the bridge but the dedup.
+fn served(public_url: &str, grpc_url: Option<&str>) -> Bridge<DefaultRequestHandler> {
     let handler = handler(|echo, tasks| Guarded::new(echo, Arc::new(tasks)));
     Bridge::new(handler)
-        .card(card("http://127.0.0.1:8080", None))
+        .card(card(public_url, grpc_url))
         .timeout(Duration::from_secs(30))
 }
 

@@ -136,3 +136,20 @@ pub fn assert_flaky_2_output(code: i32, out: &str) {
     assert_eq!(lines[2], "attempt 3: ok", "{out}");
     assert_eq!(lines[3], "reply: echo: flaky:2", "{out}");
 }
+
+/// Reads a stream to its end: how many items were `Ok`, and the last error, if any.
+#[allow(dead_code)]
+pub async fn drain<T, E>(
+    stream: impl futures_util::Stream<Item = Result<T, E>>,
+) -> (usize, Option<E>) {
+    use futures_util::StreamExt;
+    let mut stream = std::pin::pin!(stream);
+    let (mut seen, mut last) = (0, None);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(_) => seen += 1,
+            Err(error) => last = Some(error),
+        }
+    }
+    (seen, last)
+}
