@@ -39,7 +39,7 @@ pub(crate) use labels::method_label;
 pub(crate) use labels::{code_label, reason_label};
 
 mod labels {
-    use std::sync::{Arc, Mutex};
+    use std::sync::{Arc, LazyLock, Mutex};
 
     use metrics::SharedString;
 
@@ -93,10 +93,22 @@ mod labels {
 
     /// `code` as a `code` label value.
     pub(crate) fn code_label(code: i32) -> SharedString {
-        let text = code.to_string();
-        if a2a_error_codes::TABLE.iter().any(|row| row.code == code) {
-            return SharedString::from(text);
+        // The table's codes as text, made once: a label for every error sent.
+        static TABLE_CODES: LazyLock<Vec<(i32, SharedString)>> = LazyLock::new(|| {
+            a2a_error_codes::TABLE
+                .iter()
+                .map(|row| {
+                    (
+                        row.code,
+                        SharedString::from_shared(Arc::from(row.code.to_string())),
+                    )
+                })
+                .collect()
+        });
+        if let Some((_, label)) = TABLE_CODES.iter().find(|(known, _)| *known == code) {
+            return label.clone();
         }
+        let text = code.to_string();
         CODES
             .admit(&text)
             .unwrap_or(SharedString::const_str("other"))
@@ -230,10 +242,10 @@ mod client {
 
 /// An error reply a server sent; `method` is a registered method's name or `None`.
 #[cfg(feature = "axum")]
-pub(crate) fn error_sent(method: Option<&str>, code: i32, reason: &str) {
+pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason: &str) {
     // Registered names are the server's own, a set fixed at start-up.
     let method = method.map_or(metrics::SharedString::const_str("other"), |name| {
-        metrics::SharedString::from(name.to_owned())
+        metrics::SharedString::from_shared(std::sync::Arc::clone(name))
     });
     metrics::counter!(
         "a2a.server.errors",

@@ -421,12 +421,15 @@ pub fn router_with(agent: Agent) -> Router {
         .route("/.well-known/agent-card.json", get(agent_card))
         .fallback(rest::not_found)
         .layer(rest::catch_panic())
-        .layer(rest::RequireVersionLayer::new(["1.0"]));
-    // One router, one state; every REST error a framework layer produces (a wrong HTTP
-    // method, a bad path) is a google.rpc.Status body too.
+        .layer(rest::RequireVersionLayer::new(["1.0"]))
+        // Every REST error a framework layer produces (a wrong HTTP method, a bad path) is a
+        // google.rpc.Status body too.
+        .layer(rest::StatusBodiesLayer);
+    // One router, one state. The JSON-RPC endpoint answers every request itself, in JSON,
+    // so it is merged outside the REST layers: each layer of a Router costs a boxed service
+    // clone and a boxed future per request (a tenth of the error path's CPU).
     Router::new()
         .merge(json_rpc(agent.clone()).into_router())
         .merge(rest)
-        .layer(rest::StatusBodiesLayer)
         .with_state(agent)
 }

@@ -48,17 +48,17 @@ pub(crate) fn handed_over<E: A2aError + ?Sized>(err: &E) {
 /// Logs `err` with its Display text and source chain, which never reach the wire.
 /// Faults of the server are errors; mistakes of the caller are debug.
 ///
-/// `method` is the caller's text, `registered` whether the endpoint serves it (only then is
-/// it a metric label). Everything a peer may have written (the method, the id, a downstream
+/// `method` is the caller's text, `registered` the name the endpoint serves it by, if it
+/// does (only then is it a metric label). Everything a peer may have written (the method, the id, a downstream
 /// agent's message inside the chain) is escaped and cut ([`Shown`]), so it can neither forge
 /// a log line nor write megabytes of log per request.
 pub(crate) fn error(
     method: &str,
-    registered: bool,
+    registered: Option<&std::sync::Arc<str>>,
     id: Option<&Id>,
     err: &(dyn A2aError + Send + Sync),
 ) {
-    crate::observe::error_sent(registered.then_some(method), err.code(), err.reason());
+    crate::observe::error_sent(registered, err.code(), err.reason());
     let fault = is_server_fault(err);
     if !enabled(fault) {
         return;

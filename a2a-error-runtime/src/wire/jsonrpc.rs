@@ -46,7 +46,7 @@ impl Id {
         let text = raw.get();
         match text.as_bytes().first()? {
             b'n' => Some(Id::Null),
-            b'"' => serde_json::from_str(text).ok().map(Id::String),
+            b'"' => string_of(raw).map(Id::String),
             b'-' | b'0'..=b'9' => Some(Id::Number(text.into())),
             _ => None,
         }
@@ -120,6 +120,20 @@ pub(crate) fn parse(bytes: &[u8], max_batch: usize) -> Body {
     if nesting_exceeds(bytes, MAX_DEPTH) {
         return Body::ParseError;
     }
+    // One pass for the common case, a single well-formed object: reading its members checks
+    // the whole text (ignored members too, and nothing may trail). Anything else (a batch,
+    // a repeated member, bad JSON) takes the path below, which tells those cases apart.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        && let Ok(text) = std::str::from_utf8(bytes)
+        && let Ok(members) = serde_json::from_str::<Members<'_>>(text)
+    {
+        return Body::Single(validate_members(members));
+    }
+    parse_any(bytes, max_batch)
+}
+
+/// [`parse`] for any body (after the nesting check): a batch, a repeated member, bad JSON.
+fn parse_any(bytes: &[u8], max_batch: usize) -> Body {
     let Ok(raw) = serde_json::from_slice::<&RawValue>(bytes) else {
         return Body::ParseError;
     };
@@ -141,6 +155,11 @@ const MAX_DEPTH: usize = 128;
 /// Whether `bytes` nests arrays and objects deeper than `limit` (strings are skipped, so
 /// brackets inside them do not count). One pass, no allocation.
 fn nesting_exceeds(bytes: &[u8], limit: usize) -> bool {
+    // A body with no more opening brackets than the limit cannot nest deeper: counting them
+    // is a branch-free loop the compiler vectorizes, a tenth of the walk below.
+    if bytes.iter().filter(|&&b| b == b'[' || b == b'{').count() <= limit {
+        return false;
+    }
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     for &byte in bytes {
         if in_string {
@@ -199,6 +218,10 @@ fn validate_raw(raw: &RawValue) -> Entry {
             "a request object must not repeat a member",
         ));
     };
+    validate_members(members)
+}
+
+fn validate_members(members: Members<'_>) -> Entry {
     // Read the id first so every other error can echo it.
     let id = match members.id {
         None => None,
@@ -216,10 +239,7 @@ fn validate_raw(raw: &RawValue) -> Entry {
     if !version_ok {
         return Err(invalid(echo, "jsonrpc must be \"2.0\""));
     }
-    let Some(method) = members
-        .method
-        .and_then(|raw| serde_json::from_str(raw.get()).ok())
-    else {
+    let Some(method) = members.method.and_then(string_of) else {
         return Err(invalid(echo, "method must be a string"));
     };
     let params = match members.params {
@@ -230,6 +250,16 @@ fn validate_raw(raw: &RawValue) -> Entry {
         Some(_) => return Err(invalid(echo, "params must be an object or an array")),
     };
     Ok(Request { id, method, params })
+}
+
+/// The string a member's raw JSON text holds, if it is a string. The text was read as JSON
+/// already, so one without escapes is the string itself between its quotes.
+fn string_of(raw: &RawValue) -> Option<String> {
+    let text = raw.get();
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Some(inner.to_owned()),
+        _ => serde_json::from_str(text).ok(),
+    }
 }
 
 fn empty_params() -> Box<RawValue> {
@@ -345,6 +375,38 @@ mod tests {
         match parse(b"[1,2]", 100) {
             Body::Batch(items) => assert!(items.iter().all(Result::is_err)),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_one_pass_path_answers_as_the_general_one() {
+        let cases: [&[u8]; 12] = [
+            br#"{"jsonrpc":"2.0","method":"m","id":1}"#,
+            b" \n{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[1],\"id\":\"a\"} \t",
+            br#"{"jsonrpc":"2.0","method":"m","id":1,"id":2}"#,
+            br#"{"jsonrpc":"2.0","method":"m","id":1} x"#,
+            br#"{"jsonrpc":"2.0","method":"m","id":1}{}"#,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"other\":\"\xff\",\"id\":1}",
+            br#"{"jsonrpc":"2.0","method":"m","other":[1,],"id":1}"#,
+            br#"{"jsonrpc":"2.0","method":"m","other":{"a":[{"b":null}]},"id":1}"#,
+            br#"{"jsonrpc":"2.0","method":"m","params":"x","id":3}"#,
+            br#"{"jsonrpc":"2.0","method":"m","id":{}}"#,
+            b"\x0c{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":1}",
+            br#"{"jsonrpc":"2.0","method":"m","id":1"#,
+        ];
+        for case in cases {
+            assert_eq!(
+                parse(case, 100),
+                parse_any(case, 100),
+                "{}",
+                String::from_utf8_lossy(case)
+            );
+        }
+        // What the general path answers, the one-pass path must too: a repeated member is
+        // an invalid request; trailing text and bad UTF-8 in an ignored member are not JSON.
+        assert!(matches!(parse(cases[2], 100), Body::Single(Err(_))));
+        for bad in [cases[3], cases[4], cases[5], cases[6]] {
+            assert_eq!(parse(bad, 100), Body::ParseError);
         }
     }
 

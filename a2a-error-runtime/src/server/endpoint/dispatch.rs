@@ -48,8 +48,13 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         if declared.is_some_and(|len| len > self.inner.max_body_bytes as u64) {
             return self.too_large();
         }
-        let read = Limited::new(body, self.inner.max_body_bytes).collect();
-        let bytes = match tokio::time::timeout(self.inner.body_timeout, read).await {
+        let mut read = std::pin::pin!(Limited::new(body, self.inner.max_body_bytes).collect());
+        // A small body has usually arrived whole with its head: read it without arming a timer.
+        let read = match read.as_mut().now_or_never() {
+            Some(read) => Ok(read),
+            None => tokio::time::timeout(self.inner.body_timeout, read).await,
+        };
+        let bytes = match read {
             Ok(Ok(collected)) => collected.to_bytes(),
             Ok(Err(error)) if error.is::<LengthLimitError>() => return self.too_large(),
             Ok(Err(error)) if crate::server::serve::is_body_timeout(&*error) => {
@@ -149,10 +154,11 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     ) -> Option<Reply> {
         let RpcRequest { id, method, params } = request;
         let deadline = crate::deadline::from_headers(headers);
+        let found = self.inner.methods.get(&method);
         let outcome = if !self.inner.versions.serves(version) {
             Err(Box::new(StandardError::VersionNotSupported) as DynError)
         } else {
-            match self.inner.methods.get(&method) {
+            match found {
                 None => Err(Box::new(StandardError::MethodNotFound) as DynError),
                 // A batch's replies are one JSON array: a stream has no place in it.
                 Some(registered) if registered.streams && in_batch => {
@@ -169,7 +175,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     Err(shed) => Err(shed),
                     Ok(slot) => {
                         let ctx = RequestContext {
-                            method: Arc::from(method.as_str()),
+                            method: Arc::clone(&registered.name),
                             id: id.clone(),
                             headers: Arc::clone(headers),
                             version: Arc::clone(version),
@@ -187,7 +193,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         };
         // A failing notification gets no reply, but its failure is logged like any other.
         if let Err(error) = &outcome {
-            let registered = self.inner.methods.contains_key(&method);
+            let registered = found.map(|registered| &registered.name);
             crate::server::log::error(&method, registered, id.as_ref(), error.as_ref());
         }
         let id = id?;
@@ -257,7 +263,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
 
     /// A failure of the HTTP exchange itself: still a JSON-RPC error body, id null.
     fn transport_error(&self, status: StatusCode, error: StandardError) -> Response {
-        crate::server::log::error("", false, None, &error);
+        crate::server::log::error("", None, None, &error);
         crate::server::json_response(status, self.error_response(&Id::Null, &error))
     }
 }

@@ -57,6 +57,9 @@ pub(crate) enum Answer {
 struct Registered<S> {
     call: Erased<S>,
     streams: bool,
+    /// The name it was called by (an alias's own): the handler's `ctx.method` and the
+    /// metric label, shared rather than copied for every request.
+    name: Arc<str>,
 }
 
 /// A JSON-RPC 2.0 endpoint for A2A methods.
@@ -222,6 +225,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         let registered = Registered {
             call: Arc::new(call),
             streams,
+            name: Arc::from(name),
         };
         self.inner_mut().methods.insert(name.to_owned(), registered);
         self
@@ -234,12 +238,13 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// When no method `target` is registered yet, at start-up, as axum does for a bad route:
     /// an alias that silently answered "method not found" would only show in production.
     pub fn alias(mut self, alias: &str, target: &str) -> Self {
-        let Some(handler) = self.inner.methods.get(target).cloned() else {
+        let Some(mut handler) = self.inner.methods.get(target).cloned() else {
             panic!(
                 "JsonRpc::alias({alias:?}, {target:?}): no method {target:?} is registered; \
                  register it with .method() before its aliases"
             );
         };
+        handler.name = Arc::from(alias);
         self.inner_mut().methods.insert(alias.to_owned(), handler);
         self
     }
