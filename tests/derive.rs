@@ -723,3 +723,71 @@ fn downstream_variants_decode_only_downstream_failures() {
         Some(PlannerReply::Other(_))
     ));
 }
+
+/// An enum whose variants all have codes: its methods read the catalog row of the variant
+/// instead of matching on their own, which must answer exactly as the per-variant code does.
+#[derive(Debug, PartialEq, thiserror::Error, A2aError)]
+#[a2a(domain = "rows.example")]
+enum Rows {
+    #[error("braces")]
+    #[a2a(code = 4100, message = "Use {{braces}} here")]
+    Braces,
+
+    #[error("first")]
+    #[a2a(code = 4101, reason = "SAME_CODE_FIRST")]
+    First,
+
+    #[error("second")]
+    #[a2a(code = 4101, reason = "SAME_CODE_SECOND", retryable, retry_after = 2)]
+    Second,
+
+    #[error("with data")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    Missing {
+        #[a2a(data)]
+        task_id: String,
+    },
+}
+
+#[test]
+fn an_enum_of_coded_variants_reads_its_catalog_rows() {
+    assert_eq!(Rows::Braces.public_message(), "Use {braces} here");
+    assert_eq!(Rows::CATALOG[0].message, "Use {{braces}} here");
+    assert_eq!(
+        (Rows::First.code(), Rows::First.reason()),
+        (4101, "SAME_CODE_FIRST")
+    );
+    assert_eq!(Rows::First.domain(), "rows.example");
+    assert_eq!(
+        Rows::Second.retry_hint(),
+        RetryHint::After(Duration::from_secs(2))
+    );
+    assert_eq!(Rows::Second.category(), Category::Transient);
+    let missing = Rows::Missing {
+        task_id: "t-1".into(),
+    };
+    assert_eq!(
+        (missing.code(), missing.http_status()),
+        (code::TASK_NOT_FOUND, 404)
+    );
+    // A cached variant writes the same bytes every time, in each profile.
+    for profile in WireProfile::ALL {
+        assert_eq!(wire(&Rows::Second, profile), wire(&Rows::Second, profile));
+        assert_eq!(wire(&Rows::Second, profile)["code"], json!(4101));
+    }
+    // The mirror: code and reason pick the row; a peer without a reason gets the first row
+    // with a code outside the table; reasons map to codes.
+    for err in [Rows::Braces, Rows::First, Rows::Second, missing] {
+        let obj = err.to_error_object();
+        assert_eq!(Rows::kind_of(&obj), Some(err.kind()));
+        assert_eq!(Rows::from_error_object(&obj).as_ref(), Some(&err));
+    }
+    let bare = object(json!({"code": 4101, "message": "x"}));
+    assert_eq!(Rows::from_error_object(&bare), Some(Rows::First));
+    let other = object(json!({"code": 4101, "message": "x", "data": [{
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "SOMETHING_ELSE", "domain": "rows.example"}]}));
+    assert_eq!(Rows::from_error_object(&other), None);
+    assert_eq!(Rows::code_for_reason("SAME_CODE_SECOND"), Some(4101));
+    assert_eq!(Rows::code_for_reason("NOPE"), None);
+}

@@ -150,6 +150,62 @@ impl<'a> Expander<'a> {
         self.match_self(arms)
     }
 
+    /// Whether every variant of an enum has a code (none is transparent). Then each method
+    /// reads the variant's catalog row, found by the one `HasKind::kind` match, instead of
+    /// matching on its own: far less code for rustc to check and compile in the user's crate.
+    fn all_coded(&self) -> bool {
+        self.input.is_enum
+            && !self.rows.is_empty()
+            && self
+                .rows
+                .iter()
+                .all(|(_, shape)| matches!(shape, Shape::Coded(_)))
+    }
+
+    /// A method's body read from the catalog row of `self` (see [`Self::all_coded`]):
+    /// `special` variants keep an arm of their own, the rest go through `read` of their row.
+    fn read_row(
+        &self,
+        read: impl Fn(TokenStream) -> TokenStream,
+        special: impl Fn(&Variant, &Wire) -> Option<(TokenStream, TokenStream)>,
+    ) -> TokenStream {
+        let p = &self.p;
+        let row = read(quote! {
+            <Self as #p::Catalog>::CATALOG[<Self as #p::HasKind>::kind(self) as usize]
+        });
+        let arms: Vec<TokenStream> = self
+            .rows
+            .iter()
+            .filter_map(|(variant, shape)| match shape {
+                Shape::Coded(wire) => special(variant, wire),
+                _ => None,
+            })
+            .map(|(pattern, body)| quote!(#pattern => #body,))
+            .collect();
+        if arms.is_empty() {
+            row
+        } else if arms.len() == self.rows.len() {
+            quote!(match self { #(#arms)* })
+        } else {
+            quote!(match self { #(#arms)* _ => #row, })
+        }
+    }
+
+    /// [`Self::read_row`] when every variant has a code, else a match on every variant.
+    fn by_row_or_variant(
+        &self,
+        read: impl Fn(TokenStream) -> TokenStream,
+        special: impl Fn(&Variant, &Wire) -> Option<(TokenStream, TokenStream)>,
+        coded: impl Fn(&Variant, &Wire) -> (TokenStream, TokenStream),
+        transparent: impl Fn(&Ident, &Type) -> TokenStream,
+    ) -> TokenStream {
+        if self.all_coded() {
+            self.read_row(read, special)
+        } else {
+            self.per_variant(coded, transparent)
+        }
+    }
+
     fn a2a_error_impl(&self) -> TokenStream {
         let p = &self.p;
         let ident = self.input.ident;
@@ -172,11 +228,16 @@ impl<'a> Expander<'a> {
             }
         };
 
-        let code = self.per_variant(
+        let none = |_: &Variant, _: &Wire| None;
+        let code = self.by_row_or_variant(
+            |row| quote!(#row.code),
+            none,
             |v, w| (v.pattern_any(), int(w.code)),
             delegate(quote!(code)),
         );
-        let reason = self.per_variant(
+        let reason = self.by_row_or_variant(
+            |row| quote!(#row.reason),
+            none,
             |v, w| {
                 let reason = &w.reason;
                 (v.pattern_any(), quote!(#reason))
@@ -186,7 +247,9 @@ impl<'a> Expander<'a> {
         // A wrapped error whose domain is the project's placeholder (StandardError's own
         // codes, a client's local failure) goes out in this enum's domain.
         let wrapper_domain = container_domain(self.input);
-        let domain = self.per_variant(
+        let domain = self.by_row_or_variant(
+            |row| quote!(#row.domain),
+            none,
             |v, w| (v.pattern_any(), domain_tokens(p, &w.domain)),
             |binding, ty| {
                 let binding = at(binding, ty);
@@ -199,37 +262,32 @@ impl<'a> Expander<'a> {
                 }
             },
         );
-        let public_message = self.per_variant(
+        let public_message = self.by_row_or_variant(
+            |row| quote!(#p::Cow::Borrowed(#row.message)),
+            // The catalog has the message as written: the same text unless it interpolates
+            // fields or escapes a brace.
+            |v, w| {
+                (static_text(w).as_deref() != Some(w.message.as_str()))
+                    .then(|| public_message(p, v, w))
+            },
             |v, w| public_message(p, v, w),
             delegate(quote!(public_message)),
         );
-        let retry_hint = self.per_variant(
-            |v, w| match w.retry_field {
-                None => (v.pattern_any(), retry_tokens(p, w.retry)),
-                Some(field) => {
-                    let binding = &field.binding;
-                    let fallback = retry_tokens(p, w.retry);
-                    let pattern = v.pattern_binding(|f| f.binding == *binding);
-                    let spanned = at(binding, field.ty);
-                    let to_delay = quote_spanned! {field.ty.span()=>
-                        #p::RetryDelayField::to_delay(#spanned)
-                    };
-                    let body = quote! {
-                        match #to_delay {
-                            #p::Some(__delay) => #p::RetryHint::After(__delay),
-                            #p::None => #fallback,
-                        }
-                    };
-                    (pattern, body)
-                }
-            },
+        let retry_hint = self.by_row_or_variant(
+            |row| quote!(#row.retry),
+            |v, w| w.retry_field.is_some().then(|| retry_hint(p, v, w)),
+            |v, w| retry_hint(p, v, w),
             delegate(quote!(retry_hint)),
         );
-        let category = self.per_variant(
+        let category = self.by_row_or_variant(
+            |row| quote!(#row.category),
+            none,
             |v, w| (v.pattern_any(), category_tokens(p, w.category)),
             delegate(quote!(category)),
         );
-        let http_status = self.per_variant(
+        let http_status = self.by_row_or_variant(
+            |row| quote!(#row.http_status),
+            none,
             |v, w| {
                 (
                     v.pattern_any(),
@@ -238,23 +296,7 @@ impl<'a> Expander<'a> {
             },
             delegate(quote!(http_status)),
         );
-        let write_data = self.per_variant(
-            |v, _| {
-                let pattern = v.pattern_binding(|f| f.is_data());
-                let fields = v.fields.iter().filter(|f| f.is_data()).map(|f| {
-                    let key = f.data_key().unwrap_or_default();
-                    let binding = at(&f.binding, f.ty);
-                    // Spanned at the field, so a type that is not Serialize is reported there.
-                    let ty = f.ty;
-                    quote_spanned!(ty.span()=> (#p::data_field::<#ty>().write)(__sink, #key, #binding);)
-                });
-                (pattern, quote!({ #(#fields)* }))
-            },
-            |binding, ty| {
-                let binding = at(binding, ty);
-                quote_spanned!(ty.span()=> #p::A2aError::write_data(#binding, __sink))
-            },
-        );
+        let write_data = self.write_data();
         let write_error_object = self.write_error_object();
         let transparent_only = self.transparent_only();
         let placeholder = self.placeholder_domain();
@@ -367,8 +409,47 @@ impl<'a> Expander<'a> {
         }
     }
 
+    /// `write_data`: an arm for each variant with data fields and each transparent one.
+    fn write_data(&self) -> TokenStream {
+        let p = &self.p;
+        let arms: Vec<TokenStream> = self
+            .rows
+            .iter()
+            .filter_map(|(v, shape)| match shape {
+                Shape::Coded(_) if v.fields.iter().any(|f| f.is_data()) => {
+                    let pattern = v.pattern_binding(|f| f.is_data());
+                    let fields = v.fields.iter().filter(|f| f.is_data()).map(|f| {
+                        let key = f.data_key().unwrap_or_default();
+                        let binding = at(&f.binding, f.ty);
+                        // Spanned at the field, so a type that is not Serialize is reported
+                        // there.
+                        let ty = f.ty;
+                        quote_spanned!(ty.span()=> (#p::data_field::<#ty>().write)(__sink, #key, #binding);)
+                    });
+                    Some(quote!(#pattern => { #(#fields)* }))
+                }
+                Shape::Transparent(field) => {
+                    let pattern = v.pattern();
+                    let binding = at(&field.binding, field.ty);
+                    Some(quote_spanned!(field.ty.span()=> #pattern => #p::A2aError::write_data(#binding, __sink),))
+                }
+                _ => None,
+            })
+            .collect();
+        if arms.is_empty() {
+            TokenStream::new()
+        } else if arms.len() == self.rows.len() {
+            quote!(match self { #(#arms)* })
+        } else {
+            quote!(match self { #(#arms)* _ => {} })
+        }
+    }
+
     /// Variants whose bytes never change are encoded once; transparent ones delegate.
     fn write_error_object(&self) -> TokenStream {
+        if self.all_coded() {
+            return self.write_error_object_by_row();
+        }
         let p = &self.p;
         let mut arms = Vec::new();
         let mut rest = false;
@@ -408,6 +489,37 @@ impl<'a> Expander<'a> {
         quote! {
             fn write_error_object(&self, __profile: #p::WireProfile, __out: &mut #p::Vec<u8>) {
                 match self { #(#arms)* }
+            }
+        }
+    }
+
+    /// [`Self::write_error_object`] with every variant coded: one array of caches, indexed
+    /// by kind, for the variants whose bytes never change.
+    fn write_error_object_by_row(&self) -> TokenStream {
+        let p = &self.p;
+        let fixed: Vec<TokenStream> = self
+            .rows
+            .iter()
+            .filter_map(|(variant, shape)| match shape {
+                Shape::Coded(wire) if wire.is_static(variant) => Some(variant.pattern_any()),
+                _ => None,
+            })
+            .collect();
+        if fixed.is_empty() {
+            return TokenStream::new();
+        }
+        let count = self.rows.len();
+        let rest = (fixed.len() < count)
+            .then(|| quote!(_ => #p::write_error_object(self, __profile, __out),));
+        quote! {
+            fn write_error_object(&self, __profile: #p::WireProfile, __out: &mut #p::Vec<u8>) {
+                static __CACHES: [#p::EncodedCache; #count] =
+                    [const { #p::EncodedCache::new() }; #count];
+                match self {
+                    #(#fixed)|* => __CACHES[<Self as #p::HasKind>::kind(self) as usize]
+                        .write(self, __profile, __out),
+                    #rest
+                }
             }
         }
     }
@@ -473,8 +585,23 @@ impl<'a> Expander<'a> {
         let ident = self.input.ident;
         let (impl_generics, ty_generics, _) = self.input.generics.split_for_impl();
         let where_clause = bounds::where_clause(self.input, &self.mirror_bounds());
-        let chain = self.decode_chain(|_, build| build);
-        let reasons = self.reason_chain();
+        let (chain, reasons) = if self.all_coded() {
+            let builds = self.rows.iter().enumerate().map(|(i, (variant, _))| {
+                let build = build_variant(p, variant);
+                quote!(#i => #build,)
+            });
+            (
+                quote! {
+                    let __row = #p::find_coded(<Self as #p::Catalog>::CATALOG, __obj)?;
+                    match __row { #(#builds)* _ => #p::None }
+                },
+                quote!(#p::code_for_reason(<Self as #p::Catalog>::CATALOG, __reason)),
+            )
+        } else {
+            let chain = self.decode_chain(|_, build| build);
+            let reasons = self.reason_chain();
+            (quote!(#chain #p::None), quote!(#reasons #p::None))
+        };
         quote! {
             #[automatically_derived]
             impl #impl_generics #p::FromErrorObject for #ident #ty_generics #where_clause {
@@ -484,12 +611,10 @@ impl<'a> Expander<'a> {
 
                 fn from_received(__obj: &dyn #p::ReceivedError) -> #p::Option<Self> {
                     #chain
-                    #p::None
                 }
 
                 fn code_for_reason(__reason: &str) -> #p::Option<i32> {
                     #reasons
-                    #p::None
                 }
             }
         }
@@ -589,15 +714,21 @@ impl<'a> Expander<'a> {
             quote!(#pattern => #kind::#name,)
         });
         let kind_match = self.match_self(arms);
-        let chain = self.decode_chain(|variant, _| {
-            let name = variant.ident;
-            quote!(#p::Some(#kind::#name))
-        });
         let bounds = self.field_bounds(|_, shape| match shape {
             Shape::Transparent(_) => Some(quote!(#p::FromErrorObject)),
             _ => None,
         });
-        let body = quote!(let __obj: &dyn #p::ReceivedError = __obj; #chain #p::None);
+        let body = if self.all_coded() {
+            quote! {
+                #p::find_coded(<Self as #p::Catalog>::CATALOG, __obj).map(|__row| #kind::ALL[__row])
+            }
+        } else {
+            let chain = self.decode_chain(|variant, _| {
+                let name = variant.ident;
+                quote!(#p::Some(#kind::#name))
+            });
+            quote!(let __obj: &dyn #p::ReceivedError = __obj; #chain #p::None)
+        };
         kind::has_kind(self.input, &kind_match, &body, &bounds)
     }
 }
@@ -605,6 +736,38 @@ impl<'a> Expander<'a> {
 /// `binding` with the span of the field's type, so errors about the type point at the field.
 fn at(binding: &Ident, ty: &Type) -> Ident {
     Ident::new(&binding.to_string(), ty.span())
+}
+
+/// The public message of a variant that interpolates no field.
+fn static_text(wire: &Wire) -> Option<String> {
+    wire.pieces
+        .iter()
+        .map(|piece| match piece {
+            Piece::Text(text) => Some(text.as_str()),
+            Piece::Arg { .. } => None,
+        })
+        .collect()
+}
+
+/// The `retry_hint` arm of a coded variant: its fixed advice, or its `retry_after` field's.
+fn retry_hint(p: &TokenStream, v: &Variant, w: &Wire) -> (TokenStream, TokenStream) {
+    let Some(field) = w.retry_field else {
+        return (v.pattern_any(), retry_tokens(p, w.retry));
+    };
+    let binding = &field.binding;
+    let fallback = retry_tokens(p, w.retry);
+    let pattern = v.pattern_binding(|f| f.binding == *binding);
+    let spanned = at(binding, field.ty);
+    let to_delay = quote_spanned! {field.ty.span()=>
+        #p::RetryDelayField::to_delay(#spanned)
+    };
+    let body = quote! {
+        match #to_delay {
+            #p::Some(__delay) => #p::RetryHint::After(__delay),
+            #p::None => #fallback,
+        }
+    };
+    (pattern, body)
 }
 
 fn public_message(p: &TokenStream, variant: &Variant, wire: &Wire) -> (TokenStream, TokenStream) {

@@ -131,6 +131,30 @@ pub fn is_downstream_failure(obj: &dyn ReceivedError) -> bool {
         || !crate::wire::chain::hops_of(&obj.to_object()).is_empty()
 }
 
+/// The row of a catalog (one per variant, in declaration order) a received error selects:
+/// the first whose code and reason match, else, for a peer that sent no reason, the first
+/// with its code when that code is not the table's. The decoder of an enum whose variants
+/// all have codes: a loop here rather than a chain of tests in every user's crate.
+pub fn find_coded(catalog: &[ErrorSpec], obj: &dyn ReceivedError) -> Option<usize> {
+    let (code, reason) = (obj.code(), obj.reason());
+    catalog
+        .iter()
+        .position(|row| row.code == code && reason_matches(reason, code, row.reason))
+        .or_else(|| {
+            (reason.is_none() && crate::wire::code::lookup(code).is_none())
+                .then(|| catalog.iter().position(|row| row.code == code))
+                .flatten()
+        })
+}
+
+/// The code of the catalog row with `reason`, if any.
+pub fn code_for_reason(catalog: &[ErrorSpec], reason: &str) -> Option<i32> {
+    catalog
+        .iter()
+        .find(|row| row.reason == reason)
+        .map(|row| row.code)
+}
+
 /// Whether a received reason selects a variant whose reason is `expected`. A peer that sent
 /// no reason is taken to mean the code's own table reason.
 pub fn reason_matches(received: Option<&str>, code: i32, expected: &str) -> bool {

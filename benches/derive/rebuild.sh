@@ -8,6 +8,9 @@
 # server-only feature set (`default-features = false, features = ["axum"]`) from an empty
 # target directory.
 #
+# And the graph alone: the thiserror enum in a crate that depends on a2a-error with default
+# features but derives nothing, which separates the derive's own cost from the graph's.
+#
 # Usage: benches/derive/rebuild.sh [ROUNDS]     (default 5)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -68,9 +71,16 @@ sed -e 's/name = "derive_bench"/name = "errors_only"/' \
   -e "s|a2a-error = { path = \"$ROOT\" }|a2a-error = { path = \"$ROOT\", default-features = false }|" \
   "$WORK/derive_bench/Cargo.toml" >"$WORK/errors_only/Cargo.toml"
 cp "$WORK/derive_bench/src/lib.rs" "$WORK/errors_only/src/lib.rs"
+# The graph alone: the thiserror enum in a crate that depends on a2a-error with default
+# features and uses nothing of it but its name. What any rebuild of such a crate costs,
+# derive or not: cargo checks the whole graph, rustc loads its metadata.
+mkdir -p "$WORK/graph_only/src"
+sed -e 's/name = "derive_bench"/name = "graph_only"/' \
+  "$WORK/derive_bench/Cargo.toml" >"$WORK/graph_only/Cargo.toml"
+{ echo 'use a2a_error as _;'; cat "$WORK/thiserror_bench/src/lib.rs"; } >"$WORK/graph_only/src/lib.rs"
 
 export CARGO_TARGET_DIR=$WORK/target
-for name in derive_bench thiserror_bench errors_only; do
+for name in derive_bench thiserror_bench errors_only graph_only; do
   cp "$ROOT/Cargo.lock" "$WORK/$name/Cargo.lock"
   (cd "$WORK/$name" && cargo build -q)
 done
@@ -96,6 +106,7 @@ for _ in $(seq "$ROUNDS"); do
   echo "derive $(rebuild derive_bench)" >>"$WORK/rebuilds.txt"
   echo "thiserror $(rebuild thiserror_bench)" >>"$WORK/rebuilds.txt"
   echo "errors-only $(rebuild errors_only)" >>"$WORK/rebuilds.txt"
+  echo "graph-only $(rebuild graph_only)" >>"$WORK/rebuilds.txt"
   echo "derive-noop $(noop derive_bench)" >>"$WORK/rebuilds.txt"
   echo "thiserror-noop $(noop thiserror_bench)" >>"$WORK/rebuilds.txt"
 done
@@ -125,6 +136,10 @@ print("|---|---|---|---|---|---|")
 print(f"| thiserror + A2aError | {derive:.3f} s | {derive / base:.2f}× | {noop_d:.3f} s | {derive - noop_d:.3f} s | {(derive - noop_d) / (base - noop_b):.2f}× |")
 print(f"| thiserror alone | {base:.3f} s | | {noop_b:.3f} s | {base - noop_b:.3f} s | |")
 errors_only = statistics.median(times["errors-only"])
+graph = statistics.median(times["graph-only"])
+print(f"\nthe thiserror enum alone in a crate that depends on a2a-error with default features (no derive): "
+      f"{graph:.3f} s, {graph / base:.2f}× thiserror alone; the derive's own share: "
+      f"{derive - graph:.3f} s ({derive / graph:.2f}× this crate)")
 print(f"\nthe same enum in a crate of errors alone (a2a-error with default-features = false): "
       f"{errors_only:.3f} s, {errors_only / base:.2f}× thiserror alone")
 print(f"\ncold build of a2a-error with default-features = false, features = [\"axum\"] "
