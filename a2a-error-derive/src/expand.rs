@@ -182,12 +182,19 @@ impl<'a> Expander<'a> {
             })
             .map(|(pattern, body)| quote!(#pattern => #body,))
             .collect();
+        self.match_some(&arms, row)
+    }
+
+    /// `match self` over `arms` (each ending in a comma) for some of the variants, `rest` for
+    /// the others: no wildcard when the arms cover them all (it would be unreachable), no
+    /// match when there are no arms.
+    fn match_some(&self, arms: &[TokenStream], rest: TokenStream) -> TokenStream {
         if arms.is_empty() {
-            row
+            rest
         } else if arms.len() == self.rows.len() {
             quote!(match self { #(#arms)* })
         } else {
-            quote!(match self { #(#arms)* _ => #row, })
+            quote!(match self { #(#arms)* _ => #rest, })
         }
     }
 
@@ -426,7 +433,7 @@ impl<'a> Expander<'a> {
                         let ty = f.ty;
                         quote_spanned!(ty.span()=> (#p::data_field::<#ty>().write)(__sink, #key, #binding);)
                     });
-                    Some(quote!(#pattern => { #(#fields)* }))
+                    Some(quote!(#pattern => { #(#fields)* },))
                 }
                 Shape::Transparent(field) => {
                     let pattern = v.pattern();
@@ -436,13 +443,7 @@ impl<'a> Expander<'a> {
                 _ => None,
             })
             .collect();
-        if arms.is_empty() {
-            TokenStream::new()
-        } else if arms.len() == self.rows.len() {
-            quote!(match self { #(#arms)* })
-        } else {
-            quote!(match self { #(#arms)* _ => {} })
-        }
+        self.match_some(&arms, quote!({}))
     }
 
     /// Variants whose bytes never change are encoded once; transparent ones delegate.
