@@ -208,10 +208,6 @@ fn agent() -> (common::ExampleProcess, String, String) {
     common::start_grpc_agent()
 }
 
-fn no_retry() -> RetryPolicy<RemoteError> {
-    RetryPolicy::none()
-}
-
 async fn raw(grpc: &str) -> A2aServiceClient<tonic::transport::Channel> {
     A2aServiceClient::connect(format!("http://{grpc}"))
         .await
@@ -237,7 +233,7 @@ fn proto_message(message_id: &str, text: &str) -> proto::SendMessageRequest {
 async fn the_sdk_agent_over_grpc_with_our_client() {
     let (_agent, url, grpc_target) = agent();
     let client = Client::<RemoteError>::grpc(grpc_target.as_str())
-        .retry(no_retry())
+        .retry(RetryPolicy::none())
         .build()
         .unwrap();
 
@@ -321,12 +317,7 @@ async fn the_sdk_agent_over_grpc_with_our_client() {
     assert_eq!(at_once.err().unwrap().remote().unwrap().code(), -32603);
 
     // The card advertises the gRPC interface.
-    let card: Value = reqwest::get(format!("{url}/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = common::requests::card(&url).await;
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
     assert!(
         interfaces

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::requests::{error_code, post_raw, rpc, rpc_with};
+use common::requests::{card, error_code, post_raw, rpc, rpc_with};
 use common::{ExampleProcess, start_example};
 use serde_json::{Value, json};
 
@@ -341,12 +341,7 @@ async fn rest_errors_carry_the_table_status_and_retry_after() {
         "VERSION_NOT_SUPPORTED"
     );
 
-    let card: Value = reqwest::get(format!("{url}/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = card(&url).await;
     assert_eq!(card["capabilities"]["streaming"], true, "{card}");
     assert_eq!(card["supportedInterfaces"][0]["url"], format!("{url}/"));
 }

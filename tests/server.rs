@@ -14,7 +14,7 @@ use a2a_error::server::{Binding, failed_status, sse_response};
 use a2a_error::{A2aError, ErrorObject, FromErrorObject, StandardError};
 use axum::Router;
 use axum::routing::get;
-use common::requests::{error_code, post_raw, rest_send, rpc, send};
+use common::requests::{card, error_code, post_raw, rest_send, rpc, rpc_with, send};
 use common::serve;
 use serde_json::{Value, json};
 
@@ -320,26 +320,17 @@ async fn handler_timeout_is_deadline_exceeded() {
     assert_eq!(reply["error"]["data"][0]["reason"], "DEADLINE_EXCEEDED");
 }
 
-async fn rpc_with_deadline(url: &str, deadline_ms: &str, body: Value) -> Value {
-    reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("a2a-deadline-ms", deadline_ms)
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn the_callers_deadline_header_stops_the_handler_in_time() {
     // The agent's own timeout is 30 s; the caller has 100 ms left.
     let url = agent().await;
     let start = std::time::Instant::now();
-    let reply = rpc_with_deadline(&url, "100", send(1, "deadline", "sleep:5000")).await;
+    let reply = rpc_with(
+        &url,
+        ("a2a-deadline-ms", "100"),
+        send(1, "deadline", "sleep:5000"),
+    )
+    .await;
     assert_eq!(error_code(&reply), -32054, "{reply}");
     assert!(
         start.elapsed() < Duration::from_secs(2),
@@ -347,7 +338,12 @@ async fn the_callers_deadline_header_stops_the_handler_in_time() {
         start.elapsed()
     );
     // A value that is not whole milliseconds is ignored, not an error.
-    let reply = rpc_with_deadline(&url, "soon", send(2, "no-deadline", "hello")).await;
+    let reply = rpc_with(
+        &url,
+        ("a2a-deadline-ms", "soon"),
+        send(2, "no-deadline", "hello"),
+    )
+    .await;
     assert!(reply.get("result").is_some(), "{reply}");
 }
 
@@ -482,12 +478,7 @@ async fn agent_card_names_both_interfaces() {
         .await
         .unwrap();
     assert_eq!(poisoned["supportedInterfaces"][0]["url"], format!("{url}/"));
-    let card: Value = reqwest::get(format!("{url}/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = card(&url).await;
     let bindings: Vec<&str> = card["supportedInterfaces"]
         .as_array()
         .unwrap()

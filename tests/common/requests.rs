@@ -42,6 +42,16 @@ pub async fn rpc_with(url: &str, (name, value): (&str, &str), body: Value) -> Va
         .unwrap()
 }
 
+/// The agent card an agent serves at `/.well-known/agent-card.json`.
+pub async fn card(url: &str) -> Value {
+    reqwest::get(format!("{url}/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 pub fn send(id: u64, message_id: &str, text: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {"message": {
         "messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}}})
