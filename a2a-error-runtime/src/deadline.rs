@@ -9,6 +9,7 @@
 
 use std::future::Future;
 
+use futures_util::future::Either;
 use tokio::time::Instant;
 
 tokio::task_local! {
@@ -36,11 +37,18 @@ pub(crate) fn inherited() -> Option<Instant> {
 }
 
 /// Runs `future` with `deadline` as the one calls made inside it inherit (an earlier one
-/// already in force is kept).
-pub(crate) async fn scope<F: Future>(deadline: Option<Instant>, future: F) -> F::Output {
+/// already in force, read now, is kept).
+///
+/// This and [`run_until`] are plain functions returning one of two futures, not `async fn`s:
+/// an `async fn` would hold `future` both as its argument and inside what it awaits, twice
+/// the size of a handler's future, and every layer above would copy that when moved.
+pub(crate) fn scope<F: Future>(
+    deadline: Option<Instant>,
+    future: F,
+) -> impl Future<Output = F::Output> {
     match earliest(deadline, inherited()) {
-        Some(deadline) => DEADLINE.scope(deadline, future).await,
-        None => future.await,
+        Some(deadline) => Either::Left(DEADLINE.scope(deadline, future)),
+        None => Either::Right(future),
     }
 }
 
@@ -48,11 +56,15 @@ pub(crate) async fn scope<F: Future>(deadline: Option<Instant>, future: F) -> F:
 /// `None` when `end` came first and the future was dropped. Every "bounded by the deadline"
 /// of a server (a JSON-RPC handler, a REST route of the SDK bridge) is this function.
 #[cfg(feature = "axum")]
-pub(crate) async fn run_until<F: Future>(end: Option<Instant>, future: F) -> Option<F::Output> {
+pub(crate) fn run_until<F: Future>(
+    end: Option<Instant>,
+    future: F,
+) -> impl Future<Output = Option<F::Output>> {
+    use futures_util::FutureExt;
     let future = scope(end, future);
     match end {
-        Some(end) => tokio::time::timeout_at(end, future).await.ok(),
-        None => Some(future.await),
+        Some(end) => Either::Left(tokio::time::timeout_at(end, future).map(Result::ok)),
+        None => Either::Right(future.map(Some)),
     }
 }
 

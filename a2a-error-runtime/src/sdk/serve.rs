@@ -206,9 +206,12 @@ impl<H: RequestHandler> Bridge<H> {
         // that builds its metadata in another order has the same fingerprint.
         let message =
             prost::Message::encode_to_vec(&a2a_pb::pbconv::to_proto_message(&request.message));
-        dedup
-            .run_fingerprinted("SendMessage", headers, &id, &message, request, work)
-            .await
+        // Boxed: the dedup's future holds the SDK's request and call (~3 KiB), and every
+        // future that held it inline would copy it again when moved.
+        Box::pin(
+            dedup.run_fingerprinted("SendMessage", headers, &id, &message, move || work(request)),
+        )
+        .await
     }
 
     pub(super) async fn send_streaming(

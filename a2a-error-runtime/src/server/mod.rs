@@ -41,10 +41,14 @@ pub const A2A_JSON: &str = "application/a2a+json";
 
 /// Whether a request says its body is JSON (`application/json` or `application/a2a+json`).
 pub(crate) fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    // What nearly every client sends, compared as bytes before anything is parsed.
+    if value.as_bytes() == b"application/json" {
+        return true;
+    }
+    let Ok(value) = value.to_str() else {
         return false;
     };
     let essence = value.split(';').next().unwrap_or("").trim();

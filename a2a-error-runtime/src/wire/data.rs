@@ -111,6 +111,19 @@ fn write_member<T: Serialize + ?Sized>(
 
 /// Appends `s` as a JSON string literal.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    // Most strings we write (codes' messages, reasons, domains, ids) need no escape: those
+    // are copied between quotes in one go, a third of serde_json's cost for a short string.
+    // (A fold, not `any`: without an early exit the loop is vectorized.)
+    let escapes = s.bytes().fold(false, |seen, b| {
+        seen | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if !escapes {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return;
+    }
     // Writing a &str into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, s);
 }
@@ -118,6 +131,24 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        for s in [
+            "",
+            "Task not found",
+            "a\"b",
+            "back\\slash",
+            "tab\t",
+            "\u{1}",
+            "ünï €",
+            "\u{7f}",
+        ] {
+            let mut out = Vec::new();
+            write_str(&mut out, s);
+            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+    }
 
     #[test]
     fn metadata_values_are_strings_and_none_is_omitted() {

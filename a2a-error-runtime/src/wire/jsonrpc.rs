@@ -24,10 +24,17 @@ pub enum Id {
 impl Id {
     /// The id as JSON text, to echo it in a response.
     pub fn to_json(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    /// Appends the id's JSON text to `out`.
+    fn write_json(&self, out: &mut Vec<u8>) {
         match self {
-            Id::Null => b"null".to_vec(),
-            Id::Number(text) => text.as_bytes().to_vec(),
-            Id::String(s) => serde_json::to_vec(s).unwrap_or_else(|_| b"null".to_vec()),
+            Id::Null => out.extend_from_slice(b"null"),
+            Id::Number(text) => out.extend_from_slice(text.as_bytes()),
+            Id::String(s) => crate::wire::data::write_str(out, s),
         }
     }
 
@@ -230,24 +237,25 @@ fn validate_members(members: Members<'_>) -> Entry {
             None => return Err(invalid(Id::Null, "id must be a string, a number or null")),
         },
     };
-    let echo = id.clone().unwrap_or(Id::Null);
+    // Every error below echoes the id (a copy only on that path).
+    let echo = |reason| Err(invalid(id.clone().unwrap_or(Id::Null), reason));
     // `"2.0"` as almost every client writes it, else read (it may be escaped).
     let version_ok = members.jsonrpc.is_some_and(|raw| {
         raw.get() == "\"2.0\""
             || serde_json::from_str::<String>(raw.get()).is_ok_and(|version| version == "2.0")
     });
     if !version_ok {
-        return Err(invalid(echo, "jsonrpc must be \"2.0\""));
+        return echo("jsonrpc must be \"2.0\"");
     }
     let Some(method) = members.method.and_then(string_of) else {
-        return Err(invalid(echo, "method must be a string"));
+        return echo("method must be a string");
     };
     let params = match members.params {
         None => empty_params(),
         // Copied as text (the nesting was checked for the whole body): a tree would cost
         // up to ~85 times the bytes, for a method that may not even exist.
         Some(raw) if raw.get().starts_with(['{', '[']) => raw.to_owned(),
-        Some(_) => return Err(invalid(echo, "params must be an object or an array")),
+        Some(_) => return echo("params must be an object or an array"),
     };
     Ok(Request { id, method, params })
 }
@@ -270,16 +278,16 @@ fn invalid(id: Id, reason: &'static str) -> InvalidRequest {
     InvalidRequest { id, reason }
 }
 
-/// Opens an envelope: `{"jsonrpc":"2.0","id":` and the id's JSON text.
-fn open(id_json: &[u8], out: &mut Vec<u8>) {
+/// Opens an envelope: `{"jsonrpc":"2.0","id":` (the id's JSON text comes next).
+fn open(out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(id_json);
 }
 
 /// Appends a request `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`; `params` is JSON text
 /// sent exactly as given (omitted when empty).
 pub(crate) fn write_request(id: u64, method: &str, params: &[u8], out: &mut Vec<u8>) {
-    open(id.to_string().as_bytes(), out);
+    open(out);
+    out.extend_from_slice(id.to_string().as_bytes());
     out.extend_from_slice(b",\"method\":");
     crate::wire::data::write_str(out, method);
     if !params.is_empty() {
@@ -291,7 +299,8 @@ pub(crate) fn write_request(id: u64, method: &str, params: &[u8], out: &mut Vec<
 
 /// Appends a success response `{"jsonrpc":"2.0","id":…,"result":…}`; `result` is JSON text.
 pub(crate) fn write_result(id: &Id, result: &[u8], out: &mut Vec<u8>) {
-    open(&id.to_json(), out);
+    open(out);
+    id.write_json(out);
     out.extend_from_slice(b",\"result\":");
     out.extend_from_slice(result);
     out.push(b'}');
@@ -304,7 +313,8 @@ pub(crate) fn write_error<E: A2aError + ?Sized>(
     profile: WireProfile,
     out: &mut Vec<u8>,
 ) {
-    open(&id.to_json(), out);
+    open(out);
+    id.write_json(out);
     out.extend_from_slice(b",\"error\":");
     err.write_error_object(profile, out);
     out.push(b'}');

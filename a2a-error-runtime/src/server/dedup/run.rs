@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::store::{Record, StoreError, claim_record, outcome_record, read_record};
+use super::store::{Record, StoreError, claim_record, hex, outcome_record, read_record};
 
 use super::detach::Detachable;
 use super::{COME_BACK, Dedup, DedupError, Refusal, StoreFailure};
@@ -50,16 +50,23 @@ where
 
     /// The store key of `id` for `method` from the caller of `headers`.
     fn key(&self, method: &str, headers: &HeaderMap, id: &str) -> String {
-        let caller = self
+        let who = self
             .settings
             .identify
             .as_ref()
             .and_then(|identify| identify(headers))
-            .map_or_else(
-                || "anonymous".to_owned(),
-                |who| format!("{:016x}", hash(who.as_bytes())),
-            );
-        format!("{method}:{caller}:{id}")
+            .map(|who| hex(hash(who.as_bytes())));
+        // `method:caller:id`, the caller a hash of who it is (or `anonymous`).
+        let mut key = String::with_capacity(method.len() + id.len() + 18);
+        key.push_str(method);
+        key.push(':');
+        match who {
+            Some(digits) => key.extend(digits.map(char::from)),
+            None => key.push_str("anonymous"),
+        }
+        key.push(':');
+        key.push_str(id);
+        key
     }
 
     /// Runs `work(request)` for `method` at most once per (caller, `id`), and returns its
@@ -86,31 +93,30 @@ where
         let Ok(request_bytes) = serde_json::to_vec(&request) else {
             return Err(DedupError::Refused(Refusal::Unfingerprintable));
         };
-        self.run_fingerprinted(method, headers, id, &request_bytes, request, work)
+        self.run_fingerprinted(method, headers, id, &request_bytes, move || work(request))
             .await
     }
 
     /// As [`run`](Self::run), with the bytes that make two uses of one id the same request
     /// given by the caller (the bridge hashes the message's protobuf encoding, which is
-    /// canonical, instead of building its JSON).
-    pub(crate) async fn run_fingerprinted<R, F, Fut>(
+    /// canonical, instead of building its JSON), and the request already in `work` (a
+    /// request held beside the work that takes it would be a second copy in this future).
+    pub(crate) async fn run_fingerprinted<F, Fut>(
         &self,
         method: &str,
         headers: &HeaderMap,
         id: &str,
         request_bytes: &[u8],
-        request: R,
         work: F,
     ) -> Result<T, DedupError<E>>
     where
-        F: FnOnce(R) -> Fut,
+        F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
         let settings = &self.settings;
         self.check_id(id)?;
         let key = self.key(method, headers, id);
         let fingerprint = hash(request_bytes);
-        let work = move || work(request);
         let claim = claim_record(fingerprint, fastrand::u64(..));
         let waited_since = tokio::time::Instant::now();
         loop {

@@ -61,7 +61,18 @@ pub(crate) enum Record {
 }
 
 pub(crate) fn claim_record(fingerprint: u64, token: u64) -> Vec<u8> {
-    format!("R{fingerprint:016x}{token:016x}").into_bytes()
+    let mut out = Vec::with_capacity(33);
+    out.push(b'R');
+    out.extend_from_slice(&hex(fingerprint));
+    out.extend_from_slice(&hex(token));
+    out
+}
+
+/// `value` as 16 lowercase hex digits (`format!("{value:016x}")`, without the formatter's
+/// machinery: this runs twice for every keyed SendMessage).
+pub(crate) fn hex(value: u64) -> [u8; 16] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    std::array::from_fn(|i| DIGITS[((value >> (60 - 4 * i)) & 0xf) as usize])
 }
 
 /// The record of an outcome whose JSON `write` appends (written in place: a reply is not
@@ -72,7 +83,7 @@ where
 {
     let mut out = Vec::with_capacity(256);
     out.push(b'D');
-    out.extend_from_slice(format!("{fingerprint:016x}").as_bytes());
+    out.extend_from_slice(&hex(fingerprint));
     out.push(if ok { b'O' } else { b'E' });
     write(&mut out).ok()?;
     Some(Bytes::from(out))
@@ -98,6 +109,13 @@ pub(crate) fn read_record(bytes: &Bytes) -> Option<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_sixteen_lowercase_digits() {
+        for value in [0, 1, 0xabc, 0x0123_4567_89ab_cdef, u64::MAX] {
+            assert_eq!(hex(value), *format!("{value:016x}").as_bytes());
+        }
+    }
 
     #[test]
     fn records_read_back() {

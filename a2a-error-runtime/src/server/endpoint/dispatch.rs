@@ -17,7 +17,7 @@ use crate::wire::standard::StandardError;
 
 use super::admission::Admission;
 use super::stream::{self, Events};
-use super::{Answer, DynError, JsonRpc, RequestContext};
+use super::{Answer, Call, DynError, JsonRpc, Registered, RequestContext};
 
 /// The reply to one request of a body.
 enum Reply {
@@ -161,7 +161,10 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             match found {
                 None => Err(Box::new(StandardError::MethodNotFound) as DynError),
                 // A batch's replies are one JSON array: a stream has no place in it.
-                Some(registered) if registered.streams && in_batch => {
+                Some(Registered {
+                    call: Call::Stream(_),
+                    ..
+                }) if in_batch => {
                     tracing::debug!(method, "a streaming method in a batch");
                     Err(Box::new(StandardError::InvalidRequest) as DynError)
                 }
@@ -181,8 +184,18 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                             version: Arc::clone(version),
                             deadline,
                         };
-                        let future = (registered.call)(&self.inner.state, params, ctx);
-                        let outcome = self.run(future, deadline, &method, id.as_ref()).await;
+                        let state = &self.inner.state;
+                        let (method, id) = (&method, id.as_ref());
+                        let outcome = match &registered.call {
+                            Call::Unary(call) => self
+                                .run(call(state, params, ctx), deadline, method, id)
+                                .await
+                                .map(Answer::Result),
+                            Call::Stream(call) => self
+                                .run(call(state, params, ctx), deadline, method, id)
+                                .await
+                                .map(Answer::Events),
+                        };
                         if let Some(slot) = slot {
                             slot.finished();
                         }
@@ -212,13 +225,13 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
 
     /// Runs a handler future until the configured timeout or the caller's deadline, whichever
     /// comes first, turning a panic into an internal error.
-    async fn run(
+    async fn run<T>(
         &self,
-        future: BoxFuture<'static, Result<Answer, DynError>>,
+        future: BoxFuture<'static, Result<T, DynError>>,
         deadline: Option<tokio::time::Instant>,
         method: &str,
         id: Option<&Id>,
-    ) -> Result<Answer, DynError> {
+    ) -> Result<T, DynError> {
         let guarded = AssertUnwindSafe(future).catch_unwind();
         let own = self
             .inner

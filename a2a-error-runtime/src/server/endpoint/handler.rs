@@ -17,13 +17,35 @@ use crate::wire::error::A2aError;
 use crate::wire::jsonrpc::Id;
 use crate::wire::standard::StandardError;
 
-use super::{Answer, DynError, Outcome};
+use super::{DynError, Outcome};
 
-pub(super) type Erased<S> = Arc<
-    dyn Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Result<Answer, DynError>>
+/// A registered handler, its types erased: a unary one answers `Vec<u8>` (the result's
+/// JSON), a streaming one its events.
+pub(super) type Erased<S, T> = Arc<
+    dyn Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Result<T, DynError>>
         + Send
         + Sync,
 >;
+
+/// The largest handler future kept inside the endpoint's own (in bytes). A future is copied
+/// whole each time it is moved: into the future that awaits it, then into the box that holds
+/// that. One larger than this (an SDK call with its dedup is ~5 KiB) gets a box of its own,
+/// so it is copied once; a small one stays inline, which saves an allocation.
+pub(super) const INLINE_FUTURE_BYTES: usize = 1024;
+
+/// `$finish($params, $run)` boxed, with the handler's future `$run` returns boxed on its own
+/// first when it is larger than [`INLINE_FUTURE_BYTES`] (the test is on a type's size: the
+/// other branch is compiled away).
+macro_rules! boxed_by_size {
+    ($fut:ty, $finish:ident($params:expr, move |$p:ident| $call:expr)) => {
+        if std::mem::size_of::<$fut>() > super::handler::INLINE_FUTURE_BYTES {
+            $finish($params, move |$p| Box::pin($call)).boxed()
+        } else {
+            $finish($params, move |$p| $call).boxed()
+        }
+    };
+}
+pub(super) use boxed_by_size;
 
 /// What a handler knows about the request it serves.
 #[derive(Clone, Debug)]
@@ -126,7 +148,7 @@ where
         params: Box<RawValue>,
         ctx: RequestContext,
     ) -> BoxFuture<'static, Outcome> {
-        finish(params, move |params| self(params, ctx)).boxed()
+        boxed_by_size!(Fut, finish(params, move |params| self(params, ctx)))
     }
 }
 
@@ -146,6 +168,6 @@ where
         ctx: RequestContext,
     ) -> BoxFuture<'static, Outcome> {
         let state = State(state.clone());
-        finish(params, move |params| self(state, params, ctx)).boxed()
+        boxed_by_size!(Fut, finish(params, move |params| self(state, params, ctx)))
     }
 }

@@ -22,8 +22,6 @@ use std::time::Duration;
 
 use axum::http::Request;
 use axum::response::Response;
-use futures_util::future::BoxFuture;
-use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
 
 use crate::wire::error::A2aError;
@@ -51,12 +49,26 @@ pub(crate) enum Answer {
     Events(stream::Events),
 }
 
-/// A registered method: how to call it, and whether it streams (a streaming method is not
-/// allowed in a batch, whose replies are one JSON array).
+/// How a registered method is called: for one result, or for a stream of them.
+enum Call<S> {
+    Unary(Erased<S, Vec<u8>>),
+    /// Not allowed in a batch, whose replies are one JSON array.
+    Stream(Erased<S, stream::Events>),
+}
+
+impl<S> Clone for Call<S> {
+    fn clone(&self) -> Self {
+        match self {
+            Call::Unary(call) => Call::Unary(Arc::clone(call)),
+            Call::Stream(call) => Call::Stream(Arc::clone(call)),
+        }
+    }
+}
+
+/// A registered method.
 #[derive(Clone)]
 struct Registered<S> {
-    call: Erased<S>,
-    streams: bool,
+    call: Call<S>,
     /// The name it was called by (an alias's own): the handler's `ctx.method` and the
     /// metric label, shared rather than copied for every request.
     name: Arc<str>,
@@ -196,10 +208,12 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// Registers `handler` for `name` (see [`Handler`] for the shapes it may take).
     pub fn method<T, H: Handler<T, S>>(self, name: &str, handler: H) -> Self {
         let handler = Arc::new(handler);
-        self.register(name, false, move |state, params, ctx| {
-            let answer = Arc::clone(&handler).call(state, params, ctx);
-            Box::pin(async move { answer.await.map(Answer::Result) })
-        })
+        self.register(
+            name,
+            Call::Unary(Arc::new(move |state, params, ctx| {
+                Arc::clone(&handler).call(state, params, ctx)
+            })),
+        )
     }
 
     /// Registers a streaming `handler` for `name` (see [`StreamHandler`]): its results are
@@ -207,24 +221,17 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// id). In a batch it is an Invalid Request, not run: a batch's replies are one array.
     pub fn stream<T, H: StreamHandler<T, S>>(self, name: &str, handler: H) -> Self {
         let handler = Arc::new(handler);
-        self.register(name, true, move |state, params, ctx| {
-            let events = Arc::clone(&handler).call(state, params, ctx);
-            Box::pin(async move { events.await.map(Answer::Events) })
-        })
+        self.register(
+            name,
+            Call::Stream(Arc::new(move |state, params, ctx| {
+                Arc::clone(&handler).call(state, params, ctx)
+            })),
+        )
     }
 
-    fn register(
-        mut self,
-        name: &str,
-        streams: bool,
-        call: impl Fn(&S, Box<RawValue>, RequestContext) -> BoxFuture<'static, Result<Answer, DynError>>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
+    fn register(mut self, name: &str, call: Call<S>) -> Self {
         let registered = Registered {
-            call: Arc::new(call),
-            streams,
+            call,
             name: Arc::from(name),
         };
         self.inner_mut().methods.insert(name.to_owned(), registered);

@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use crate::wire::error::A2aError;
 use crate::wire::standard::StandardError;
 
-use super::handler::{read_params, result_json};
+use super::handler::{boxed_by_size, read_params, result_json};
 use super::{DynError, RequestContext};
 
 /// The serialized events of a streaming method (each the JSON of one result), or the error
@@ -126,7 +126,7 @@ where
         params: Box<RawValue>,
         ctx: RequestContext,
     ) -> BoxFuture<'static, Result<Events, DynError>> {
-        open(params, move |params| self(params, ctx)).boxed()
+        boxed_by_size!(Fut, open(params, move |params| self(params, ctx)))
     }
 }
 
@@ -148,7 +148,7 @@ where
         ctx: RequestContext,
     ) -> BoxFuture<'static, Result<Events, DynError>> {
         let state = State(state.clone());
-        open(params, move |params| self(state, params, ctx)).boxed()
+        boxed_by_size!(Fut, open(params, move |params| self(state, params, ctx)))
     }
 }
 
