@@ -112,8 +112,8 @@ fn write_member<T: Serialize + ?Sized>(
 /// Appends `s` as a JSON string literal.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     // Most strings we write (codes' messages, reasons, domains, ids) need no escape: those
-    // are copied between quotes in one go, a third of serde_json's cost for a short string.
-    // (A fold, not `any`: without an early exit the loop is vectorized.)
+    // are copied between quotes in one go, without serde_json's writer (~150 instructions a
+    // short string against ~180). A fold, not `any`: without an early exit it vectorizes.
     let escapes = s.bytes().fold(false, |seen, b| {
         seen | (b < 0x20) | (b == b'"') | (b == b'\\')
     });

@@ -51,6 +51,7 @@ pub(crate) enum Answer {
 
 /// How a registered method is called: for one result, or for a stream of them.
 enum Call<S> {
+    /// A method with one result (its JSON).
     Unary(Erased<S, Vec<u8>>),
     /// Not allowed in a batch, whose replies are one JSON array.
     Stream(Erased<S, stream::Events>),
