@@ -5,6 +5,9 @@
 //!
 //! `cargo run --release --example bench-baseline-axum -- 127.0.0.1:PORT`
 
+#[path = "listen.rs"]
+mod listen;
+
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::header;
@@ -52,12 +55,7 @@ async fn rpc(body: Bytes) -> impl IntoResponse {
 
 #[tokio::main]
 async fn main() {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:8090".into());
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .expect("a free port");
+    let listener = listen::listener("127.0.0.1:8090").await;
     axum::serve(listener, Router::new().route("/", post(rpc)))
         .await
         .expect("serve");

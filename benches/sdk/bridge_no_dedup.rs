@@ -4,6 +4,9 @@
 //!
 //! `cargo run --release --example bench-bridge-no-dedup -- 127.0.0.1:PORT`
 
+#[path = "listen.rs"]
+mod listen;
+
 #[path = "../../examples/sdk_agent/app.rs"]
 #[allow(dead_code)]
 mod app;
@@ -12,10 +15,7 @@ use a2a_error::server::{ServeLimits, serve};
 
 #[tokio::main]
 async fn main() {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:9407".into());
-    let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
+    let listener = listen::listener("127.0.0.1:9407").await;
     let router = app::bridge_without_dedup().router();
     serve(listener, router, ServeLimits::default())
         .await

@@ -5,15 +5,15 @@
 //!
 //! `cargo run --release --example bench-sdk-routers -- 127.0.0.1:PORT`
 
+#[path = "listen.rs"]
+mod listen;
+
 #[path = "../../examples/sdk_agent/app.rs"]
 #[allow(dead_code)]
 mod app;
 
 #[tokio::main]
 async fn main() {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:9406".into());
-    let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
+    let listener = listen::listener("127.0.0.1:9406").await;
     axum::serve(listener, app::sdk_routers()).await.unwrap();
 }
