@@ -206,6 +206,96 @@ fn to_error_object_matches_the_byte_encoder() {
     }
 }
 
+/// Variants with data fields, each encoded once with no data and then filled in per error.
+#[derive(Debug, thiserror::Error, A2aError)]
+#[a2a(domain = "tools.example.com")]
+enum Filled {
+    #[error("no task")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    Missing {
+        #[a2a(data)]
+        task_id: String,
+    },
+    // -32603 is retried by default: this one carries the retry marker before its fields.
+    #[error("tool crashed")]
+    #[a2a(code = -32603, reason = "TOOL_CRASHED", retryable = false)]
+    Crashed {
+        #[a2a(data)]
+        tool: String,
+        #[a2a(data)]
+        note: Option<String>,
+    },
+    #[error("bucket empty")]
+    #[a2a(code = RATE_LIMITED, retry_after = 5)]
+    Limited {
+        #[a2a(data)]
+        bucket: u32,
+    },
+}
+
+#[test]
+fn data_variants_are_encoded_once_and_filled_in_per_error() {
+    let info = |reason: &str, domain: &str, metadata: Value| {
+        json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": reason, "domain": domain, "metadata": metadata})
+    };
+    let retry = json!({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "5s"});
+    // Each variant twice with other values: the second is written from the cached bytes.
+    for (id, tool, note, bucket) in [
+        ("t-1", "grep", Some("exit 2"), 1),
+        ("t-\"2\"\n", "sed", None, 70_000),
+    ] {
+        let missing = Filled::Missing { task_id: id.into() };
+        assert_eq!(
+            wire(&missing, WireProfile::A2a),
+            json!({"code": -32001, "message": "Task not found",
+                "data": [info("TASK_NOT_FOUND", "a2a-protocol.org", json!({"taskId": id}))]})
+        );
+        assert_eq!(
+            wire(&missing, WireProfile::Legacy)["data"],
+            json!({"reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org",
+                "retryable": false, "taskId": id})
+        );
+
+        let crashed = Filled::Crashed {
+            tool: tool.into(),
+            note: note.map(Into::into),
+        };
+        let mut metadata = json!({"retryable": "false", "tool": tool});
+        if let Some(note) = note {
+            metadata["note"] = json!(note);
+        }
+        assert_eq!(
+            wire(&crashed, WireProfile::A2a)["data"],
+            json!([info("TOOL_CRASHED", "tools.example.com", metadata)])
+        );
+        let mut legacy = json!({"reason": "TOOL_CRASHED", "domain": "tools.example.com",
+            "retryable": false, "tool": tool});
+        if let Some(note) = note {
+            legacy["note"] = json!(note);
+        }
+        assert_eq!(wire(&crashed, WireProfile::Legacy)["data"], legacy);
+
+        let limited = Filled::Limited { bucket };
+        assert_eq!(
+            wire(&limited, WireProfile::A2a)["data"],
+            json!([
+                info(
+                    "RATE_LIMITED",
+                    "tools.example.com",
+                    json!({"bucket": bucket.to_string()})
+                ),
+                retry
+            ])
+        );
+        assert_eq!(
+            wire(&limited, WireProfile::Legacy)["data"],
+            json!({"reason": "RATE_LIMITED", "domain": "tools.example.com",
+                "retryable": true, "retryAfter": 5, "bucket": bucket})
+        );
+    }
+}
+
 #[test]
 fn mirror_rebuilds_data_variants_and_refuses_lossy_ones() {
     let bad_part = AgentError::BadPart { index: 12 };

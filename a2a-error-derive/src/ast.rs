@@ -166,6 +166,11 @@ impl<'a> Input<'a> {
 }
 
 impl<'a> Variant<'a> {
+    /// Whether any field is published as data (`#[a2a(data)]`).
+    pub fn has_data(&self) -> bool {
+        self.fields.iter().any(Field::is_data)
+    }
+
     fn new(
         cx: &Ctxt,
         ident: &'a Ident,

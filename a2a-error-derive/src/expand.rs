@@ -423,7 +423,7 @@ impl<'a> Expander<'a> {
             .rows
             .iter()
             .filter_map(|(v, shape)| match shape {
-                Shape::Coded(_) if v.fields.iter().any(|f| f.is_data()) => {
+                Shape::Coded(_) if v.has_data() => {
                     let pattern = v.pattern_binding(|f| f.is_data());
                     let fields = v.fields.iter().filter(|f| f.is_data()).map(|f| {
                         let key = f.data_key().unwrap_or_default();
@@ -446,7 +446,8 @@ impl<'a> Expander<'a> {
         self.match_some(&arms, quote!({}))
     }
 
-    /// Variants whose bytes never change are encoded once; transparent ones delegate.
+    /// Variants whose bytes never change apart from their data fields are encoded once;
+    /// transparent ones delegate.
     fn write_error_object(&self) -> TokenStream {
         if self.all_coded() {
             return self.write_error_object_by_row();
@@ -456,12 +457,13 @@ impl<'a> Expander<'a> {
         let mut rest = false;
         for (variant, shape) in &self.rows {
             match shape {
-                Shape::Coded(wire) if wire.is_static(variant) => {
+                Shape::Coded(wire) if wire.is_fixed() => {
                     let pattern = variant.pattern_any();
+                    let write = cache_write(variant);
                     arms.push(quote! {
                         #pattern => {
                             static __CACHE: #p::EncodedCache = #p::EncodedCache::new();
-                            __CACHE.write(self, __profile, __out)
+                            __CACHE.#write(self, __profile, __out)
                         }
                     });
                 }
@@ -495,30 +497,41 @@ impl<'a> Expander<'a> {
     }
 
     /// [`Self::write_error_object`] with every variant coded: one array of caches, indexed
-    /// by kind, for the variants whose bytes never change.
+    /// by kind, for the variants whose bytes never change apart from their data fields.
     fn write_error_object_by_row(&self) -> TokenStream {
         let p = &self.p;
-        let fixed: Vec<TokenStream> = self
-            .rows
-            .iter()
-            .filter_map(|(variant, shape)| match shape {
-                Shape::Coded(wire) if wire.is_static(variant) => Some(variant.pattern_any()),
-                _ => None,
-            })
-            .collect();
-        if fixed.is_empty() {
+        // Two arms: the variants copied whole, and those with data fields to write in between.
+        let mut whole = Vec::new();
+        let mut around = Vec::new();
+        for (variant, shape) in &self.rows {
+            if let Shape::Coded(wire) = shape
+                && wire.is_fixed()
+            {
+                match variant.has_data() {
+                    false => whole.push(variant.pattern_any()),
+                    true => around.push(variant.pattern_any()),
+                }
+            }
+        }
+        let cached = whole.len() + around.len();
+        if cached == 0 {
             return TokenStream::new();
         }
         let count = self.rows.len();
-        let rest = (fixed.len() < count)
-            .then(|| quote!(_ => #p::write_error_object(self, __profile, __out),));
+        let cache = quote!(__CACHES[<Self as #p::HasKind>::kind(self) as usize]);
+        let whole = (!whole.is_empty())
+            .then(|| quote!(#(#whole)|* => #cache.write(self, __profile, __out),));
+        let around = (!around.is_empty())
+            .then(|| quote!(#(#around)|* => #cache.write_around(self, __profile, __out),));
+        let rest =
+            (cached < count).then(|| quote!(_ => #p::write_error_object(self, __profile, __out),));
         quote! {
             fn write_error_object(&self, __profile: #p::WireProfile, __out: &mut #p::Vec<u8>) {
                 static __CACHES: [#p::EncodedCache; #count] =
                     [const { #p::EncodedCache::new() }; #count];
                 match self {
-                    #(#fixed)|* => __CACHES[<Self as #p::HasKind>::kind(self) as usize]
-                        .write(self, __profile, __out),
+                    #whole
+                    #around
                     #rest
                 }
             }
@@ -894,5 +907,14 @@ pub fn sdk_impl(
                 }
             }
         }
+    }
+}
+
+/// The `EncodedCache` method for a fixed variant: `write` copies its bytes whole, and
+/// `write_around` writes its data fields in between.
+fn cache_write(variant: &Variant) -> TokenStream {
+    match variant.has_data() {
+        false => quote!(write),
+        true => quote!(write_around),
     }
 }

@@ -39,14 +39,15 @@ pub struct Wire<'a> {
 }
 
 impl Wire<'_> {
-    /// Whether the bytes of this variant never change, so they can be encoded once.
-    pub fn is_static(&self, variant: &Variant) -> bool {
+    /// Whether the bytes of this variant never change apart from its data fields (its message
+    /// is not interpolated, its delay is not a field), so they can be encoded once and its
+    /// data fields written in between.
+    pub fn is_fixed(&self) -> bool {
         self.retry_field.is_none()
             && self
                 .pieces
                 .iter()
                 .all(|piece| matches!(piece, Piece::Text(_)))
-            && variant.fields.iter().all(|field| !field.is_data())
     }
 }
 

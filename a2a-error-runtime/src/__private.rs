@@ -87,8 +87,18 @@ pub fn data_field<T: DataField>() -> DataFieldFns<T> {
 /// `format!`, re-exported for interpolated public messages.
 pub use std::format;
 
-/// Bytes of a variant whose wire form never changes, encoded once per profile.
-pub struct EncodedCache([OnceLock<Box<[u8]>>; 2]);
+/// The encoding of a variant whose wire form never changes apart from its data fields (its
+/// message is not interpolated, its delay not a field), made once per profile: an error of a
+/// variant with no data fields is that copy ([`write`](Self::write)), one with data fields
+/// has them written in between ([`write_around`](Self::write_around)).
+pub struct EncodedCache([OnceLock<Encoded>; 2]);
+
+/// A variant's bytes, and where in them its data fields go.
+struct Encoded {
+    bytes: Box<[u8]>,
+    /// Where the data fields go, and as what; `None` when the encoder has no place for them.
+    data: Option<(usize, crate::wire::encode::DataAt)>,
+}
 
 impl EncodedCache {
     /// An empty cache.
@@ -97,18 +107,46 @@ impl EncodedCache {
         EncodedCache([OnceLock::new(), OnceLock::new()])
     }
 
-    /// Appends `err`'s bytes in `profile`, encoding them on first use.
+    /// Appends the bytes of `err`, whose variant has no data fields, in `profile`.
     pub fn write<E: A2aError + ?Sized>(&self, err: &E, profile: WireProfile, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.encoded(err, profile).bytes);
+    }
+
+    /// Appends `err`'s bytes in `profile`: its variant's, with its data fields in between.
+    pub fn write_around<E: A2aError + ?Sized>(
+        &self,
+        err: &E,
+        profile: WireProfile,
+        out: &mut Vec<u8>,
+    ) {
+        let encoded = self.encoded(err, profile);
+        match encoded.data {
+            Some((split, at)) => {
+                out.extend_from_slice(&encoded.bytes[..split]);
+                err.write_data(&mut at.sink(out));
+                out.extend_from_slice(&encoded.bytes[split..]);
+            }
+            None => out.extend_from_slice(&encoded.bytes),
+        }
+    }
+
+    /// The variant's bytes in `profile`, encoded from `err` with no data fields on first use.
+    fn encoded<E: A2aError + ?Sized>(&self, err: &E, profile: WireProfile) -> &Encoded {
         let slot = match profile {
             WireProfile::A2a => &self.0[0],
             WireProfile::Legacy => &self.0[1],
         };
-        let bytes = slot.get_or_init(|| {
+        slot.get_or_init(|| {
             let mut bytes = Vec::with_capacity(192);
-            crate::wire::encode::write_error_object(err, profile, &mut bytes);
-            bytes.into_boxed_slice()
-        });
-        out.extend_from_slice(bytes);
+            let mut data = None;
+            crate::wire::encode::write_error_object_around(err, profile, &mut bytes, |out, at| {
+                data = Some((out.len(), at));
+            });
+            Encoded {
+                bytes: bytes.into_boxed_slice(),
+                data,
+            }
+        })
     }
 }
 

@@ -243,15 +243,163 @@ mod client {
 /// An error reply a server sent; `method` is a registered method's name or `None`.
 #[cfg(feature = "axum")]
 pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason: &str) {
-    // Registered names are the server's own, a set fixed at start-up.
-    let method = method.map_or(metrics::SharedString::const_str("other"), |name| {
-        metrics::SharedString::from_shared(std::sync::Arc::clone(name))
+    static METADATA: metrics::Metadata<'static> =
+        metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+    server_errors::with_key(method, code, reason, |key| {
+        metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA)).increment(1);
     });
-    metrics::counter!(
-        "a2a.server.errors",
-        "rpc.method" => method,
-        "code" => code_label(code),
-        "error.type" => reason_label(reason)
-    )
-    .increment(1);
+}
+
+/// The keys of `a2a.server.errors`, built once per thread for each (method, code, reason)
+/// seen: building one (three labels in a new Vec, the code and reason looked up) was most of
+/// what counting an error cost, ~0.7k instructions of a ~31k-instruction error reply. Only the
+/// key is kept, not a counter handle, so a recorder installed later (or a test's local one)
+/// still gets every count.
+#[cfg(feature = "axum")]
+mod server_errors {
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    use metrics::{Key, Label, SharedString};
+
+    /// The most keys one thread keeps; past that (a peer's reasons passed on are many), a key
+    /// is built for each count, as the `counter!` macro does.
+    const MAX_KEYS: usize = 128;
+
+    struct Cached {
+        method: Option<Arc<str>>,
+        code: i32,
+        reason: Box<str>,
+        key: Key,
+    }
+
+    thread_local! {
+        static KEYS: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
+    }
+
+    fn build(method: Option<&Arc<str>>, code: i32, reason: &str) -> Key {
+        // Registered names are the server's own, a set fixed at start-up.
+        let method = method.map_or(SharedString::const_str("other"), |name| {
+            SharedString::from_shared(Arc::clone(name))
+        });
+        let labels = vec![
+            Label::new("rpc.method", method),
+            Label::new("code", super::code_label(code)),
+            Label::new("error.type", super::reason_label(reason)),
+        ];
+        Key::from_parts("a2a.server.errors", labels)
+    }
+
+    pub(super) fn with_key(
+        method: Option<&Arc<str>>,
+        code: i32,
+        reason: &str,
+        count: impl FnOnce(&Key),
+    ) {
+        let same = |cached: &Cached| {
+            cached.code == code
+                && *cached.reason == *reason
+                && match (&cached.method, method) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (None, None) => true,
+                    _ => false,
+                }
+        };
+        KEYS.with(|keys| {
+            // A recorder that counts an error of its own while this one is counted finds the
+            // cache borrowed: it builds its key, and the cache is left as it is.
+            if let Ok(cached) = keys.try_borrow()
+                && let Some(cached) = cached.iter().find(|cached| same(cached))
+            {
+                return count(&cached.key);
+            }
+            let key = build(method, code, reason);
+            count(&key);
+            if let Ok(mut keys) = keys.try_borrow_mut()
+                && keys.len() < MAX_KEYS
+                && reason.len() <= 64
+            {
+                keys.push(Cached {
+                    method: method.cloned(),
+                    code,
+                    reason: reason.into(),
+                    key,
+                });
+            }
+        });
+    }
+}
+
+#[cfg(all(test, feature = "axum"))]
+mod tests {
+    use std::sync::Arc;
+
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    /// The server error counts in `recorder`, as (method, code, reason, count).
+    fn counts(recorder: &DebuggingRecorder) -> Vec<(String, String, String, u64)> {
+        let mut counts: Vec<_> = recorder
+            .snapshotter()
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter_map(|(key, _, _, value)| {
+                let key = key.key();
+                let DebugValue::Counter(count) = value else {
+                    return None;
+                };
+                let label = |name: &str| {
+                    key.labels()
+                        .find(|label| label.key() == name)
+                        .map(|label| label.value().to_owned())
+                        .unwrap_or_default()
+                };
+                (key.name() == "a2a.server.errors").then(|| {
+                    (
+                        label("rpc.method"),
+                        label("code"),
+                        label("error.type"),
+                        count,
+                    )
+                })
+            })
+            .collect();
+        counts.sort();
+        counts
+    }
+
+    #[test]
+    fn server_error_keys_are_made_once_and_every_recorder_gets_its_counts() {
+        let get: Arc<str> = Arc::from("GetTask");
+        let first = DebuggingRecorder::new();
+        metrics::with_local_recorder(&first, || {
+            super::error_sent(Some(&get), -32001, "TASK_NOT_FOUND");
+            super::error_sent(Some(&get), -32001, "TASK_NOT_FOUND");
+            super::error_sent(None, -32601, "METHOD_NOT_FOUND");
+        });
+        let found = |method: &str, code: &str, reason: &str, n| {
+            (method.to_owned(), code.to_owned(), reason.to_owned(), n)
+        };
+        assert_eq!(
+            counts(&first),
+            [
+                found("GetTask", "-32001", "TASK_NOT_FOUND", 2),
+                found("other", "-32601", "METHOD_NOT_FOUND", 1)
+            ]
+        );
+        // Another recorder, the keys already made: its counts are its own.
+        let second = DebuggingRecorder::new();
+        metrics::with_local_recorder(&second, || {
+            super::error_sent(Some(&get), -32001, "TASK_NOT_FOUND");
+            // Past the keys a thread keeps: still counted, under the bounded labels.
+            for i in 0..200 {
+                super::error_sent(Some(&get), -32099, &format!("PEER_REASON_{i}"));
+            }
+        });
+        let counts = counts(&second);
+        assert!(counts.contains(&found("GetTask", "-32001", "TASK_NOT_FOUND", 1)));
+        let all: u64 = counts.iter().map(|(.., n)| n).sum();
+        assert_eq!(all, 201);
+        assert!(counts.iter().any(|(_, _, reason, _)| reason == "OTHER"));
+    }
 }

@@ -128,6 +128,18 @@ for kind, title in (("error", "error path: GetTask of an unknown task → TaskNo
     if (kind, "bridge-no-dedup") in rows:
         plain = statistics.median(r[0] for r in rows[(kind, "bridge-no-dedup")])
         print(f"the bridge without its dedup: {plain:,.0f} req/s, {plain / routers:.2f}× the SDK's routers")
+    # The ratios above are of medians. Each round also gives one ratio of two servers measured
+    # a minute apart at most: their spread is this machine's noise.
+    pairs = [("a2a-error", "axum-baseline"), ("a2a-error", "sdk-routers"), ("a2a-error", "a2a-js"),
+             ("sdk-bridge", "sdk-routers"), ("bridge-no-dedup", "sdk-routers")]
+    spreads = []
+    for a, b in pairs:
+        if (kind, a) not in rows or (kind, b) not in rows:
+            continue
+        ratios = sorted(x[0] / y[0] for x, y in zip(rows[(kind, a)], rows[(kind, b)]))
+        spreads.append(f"{a} vs {b} {ratios[0]:.2f}–{ratios[-1]:.2f}× "
+                       f"(median {statistics.median(ratios):.2f}×)")
+    print("\nround by round: " + "; ".join(spreads))
 PY
 
 # The derive's compile time beside it (the servers are stopped first: it needs both cores).

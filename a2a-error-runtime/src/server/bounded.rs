@@ -33,16 +33,22 @@
 //! table rehashes the whole bucket array each time a tenth of it is tombstones, hashing every
 //! key again; its per-key compute goes through a second table of waiters. A claim and its
 //! outcome cost 3–9 µs there, a third of the success path's CPU. Here a record lives in one of
-//! a few `Mutex<HashMap>` shards (SipHash with a random key, so callers cannot pick colliding
+//! a few `Mutex`-guarded shards (SipHash with a random key, so callers cannot pick colliding
 //! ids) and in its shard's queue in the order its key was first written; the oldest go first.
 //! A claim and its outcome cost about a microsecond (`cargo bench --bench dedup`).
+//!
+//! Why hashbrown's `HashTable` rather than a `HashMap`: a key is hashed once per operation
+//! (the same hash picks the shard and finds the record), and the queue names a record by its
+//! hash and stamp, so evicting the oldest neither hashes its key again nor reads it (a key
+//! written long ago is out of the cache). A `HashMap` hashed a key three times a write.
 
 use std::collections::VecDeque;
-use std::collections::hash_map::{HashMap, RandomState};
-use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 use tokio::time::Instant;
 
 /// What a [`BoundedMap::update`] does to the record at its key.
@@ -63,11 +69,15 @@ pub enum Change<V> {
 }
 
 struct Record<V> {
+    key: Box<str>,
+    /// The key's hash, kept so that growing the table and evicting never hash it again.
+    hash: u64,
     value: V,
     weight: u64,
     expires_at: Instant,
-    /// Which insertion of its key this is: a place in the queue names a record by key and
-    /// stamp, so a key removed and inserted again leaves its older place stale.
+    /// Which insertion of its key this is, unique in its shard: a place in the queue names a
+    /// record by hash and stamp, so a key removed and inserted again leaves its older place
+    /// stale.
     stamp: u64,
 }
 
@@ -77,9 +87,9 @@ impl<V> Record<V> {
     }
 }
 
-/// A record's place in its shard's queue.
+/// A record's place in its shard's queue (32 bytes).
 struct Place {
-    key: Arc<str>,
+    hash: u64,
     stamp: u64,
     /// When the record expired as of its place's writing: before then it certainly has not,
     /// so the front is checked without a lookup. A record written again since may live
@@ -87,8 +97,15 @@ struct Place {
     expires_at: Instant,
 }
 
+impl Place {
+    /// Whether `record` is the one this place names.
+    fn names<V>(&self) -> impl Fn(&Record<V>) -> bool + '_ {
+        move |record| record.stamp == self.stamp
+    }
+}
+
 struct Shard<V> {
-    records: HashMap<Arc<str>, Record<V>>,
+    records: HashTable<Record<V>>,
     /// Keys in the order they were inserted (the front is the oldest). A key written again
     /// keeps its place, so a write costs one lookup, not one per earlier write.
     order: VecDeque<Place>,
@@ -96,26 +113,21 @@ struct Shard<V> {
     next_stamp: u64,
 }
 
-impl<V> Shard<V> {
-    fn remove(&mut self, key: &str) {
-        if let Some(record) = self.records.remove(key) {
-            self.bytes -= record.weight;
-        }
-    }
+fn rehash<V>(record: &Record<V>) -> u64 {
+    record.hash
+}
 
+impl<V> Shard<V> {
     /// Evicts the record the oldest place names, if it still does; false when the queue is
     /// empty.
     fn pop_oldest(&mut self) -> bool {
         let Some(place) = self.order.pop_front() else {
             return false;
         };
-        // One lookup: a stale place (its key removed and inserted again) is put back.
-        if let Some((key, record)) = self.records.remove_entry(&place.key) {
-            if record.stamp == place.stamp {
-                self.bytes -= record.weight;
-            } else {
-                self.records.insert(key, record);
-            }
+        // A stale place (its key removed, or removed and inserted again) names nothing.
+        if let Ok(found) = self.records.find_entry(place.hash, place.names()) {
+            let (record, _) = found.remove();
+            self.bytes -= record.weight;
         }
         true
     }
@@ -138,33 +150,34 @@ impl<V> Shard<V> {
             let Some(place) = self.order.pop_front() else {
                 break;
             };
-            match self.records.get(&place.key) {
-                Some(record) if record.stamp == place.stamp && record.live(now) => {
+            match self.records.find_entry(place.hash, place.names()) {
+                Ok(found) if found.get().live(now) => {
                     // Written again with a longer life: its expiry goes to the back.
-                    let expires_at = record.expires_at;
+                    let expires_at = found.get().expires_at;
                     self.order.push_back(Place {
                         expires_at,
                         ..place
                     });
                 }
-                Some(record) if record.stamp == place.stamp => self.remove(&place.key),
+                Ok(found) => {
+                    let (record, _) = found.remove();
+                    self.bytes -= record.weight;
+                }
                 // Stale: the record it named is gone.
-                _ => {}
+                Err(_) => {}
             }
         }
         if self.order.len() > 2 * self.records.len() + 64 {
             let records = &self.records;
-            self.order.retain(|place| {
-                records
-                    .get(&place.key)
-                    .is_some_and(|r| r.stamp == place.stamp)
-            });
+            self.order
+                .retain(|place| records.find(place.hash, place.names()).is_some());
         }
         if self.order.capacity() > 4 * self.order.len() + 64 {
             self.order.shrink_to(2 * self.order.len() + 64);
         }
         if self.records.capacity() > 4 * self.records.len() + 64 {
-            self.records.shrink_to(2 * self.records.len() + 64);
+            self.records
+                .shrink_to(2 * self.records.len() + 64, rehash::<V>);
         }
     }
 }
@@ -175,10 +188,12 @@ impl<V> Shard<V> {
 /// time to live reads as absent (its memory is freed as later records are written, or when
 /// it is evicted).
 ///
-/// Memory: the records, their keys and four words per key in the queue of keys, within
-/// the bounds given; a map's spare capacity is given back once it holds under a quarter of
-/// what it has room for. Each operation locks one shard for a hash lookup and, on a write, a
-/// constant amount of eviction and cleanup.
+/// Memory: the records and their keys, within the bounds given, plus 56 bytes of table
+/// entry beside each value (its key's pointer, hash, weight, expiry and stamp) and 32 bytes
+/// per key in the queue of keys; a map's spare capacity is given back once it holds under a
+/// quarter of what it has room for. Each operation
+/// hashes its key once and locks one shard for a lookup and, on a write, a constant amount of
+/// eviction and cleanup.
 pub struct BoundedMap<V> {
     shards: Box<[Mutex<Shard<V>>]>,
     hasher: RandomState,
@@ -208,7 +223,7 @@ impl<V: Clone> BoundedMap<V> {
         let shards = (0..count)
             .map(|_| {
                 Mutex::new(Shard {
-                    records: HashMap::new(),
+                    records: HashTable::new(),
                     order: VecDeque::new(),
                     bytes: 0,
                     next_stamp: 0,
@@ -224,8 +239,11 @@ impl<V: Clone> BoundedMap<V> {
         }
     }
 
-    fn shard(&self, key: &str) -> MutexGuard<'_, Shard<V>> {
-        let index = self.hasher.hash_one(key) as usize & (self.shards.len() - 1);
+    /// The shard of a key of this hash, locked. The shard is picked by bits 48 and up: the
+    /// table in it places a record by the low bits and tags it with the top seven, which must
+    /// still vary among the keys of one shard.
+    fn shard(&self, hash: u64) -> MutexGuard<'_, Shard<V>> {
+        let index = (hash >> 48) as usize & (self.shards.len() - 1);
         // Nothing is left half-changed by a panic under the lock: `update` calls its closure
         // before it changes anything.
         self.shards[index]
@@ -236,10 +254,11 @@ impl<V: Clone> BoundedMap<V> {
     /// The live record at `key`, if any.
     pub fn get(&self, key: &str) -> Option<V> {
         let now = Instant::now();
-        let shard = self.shard(key);
+        let hash = self.hasher.hash_one(key);
+        let shard = self.shard(hash);
         shard
             .records
-            .get(key)
+            .find(hash, |record| *record.key == *key)
             .filter(|record| record.live(now))
             .map(|record| record.value.clone())
     }
@@ -248,50 +267,63 @@ impl<V: Clone> BoundedMap<V> {
     /// changes the key in between. Returns what `decide` returns beside its change.
     pub fn update<R>(&self, key: &str, decide: impl FnOnce(Option<&V>) -> (Change<V>, R)) -> R {
         let now = Instant::now();
-        let mut guard = self.shard(key);
+        let hash = self.hasher.hash_one(key);
+        let mut guard = self.shard(hash);
         let shard = &mut *guard;
-        let live = shard.records.get(key).filter(|record| record.live(now));
+        let entry = shard
+            .records
+            .entry(hash, |record| *record.key == *key, rehash::<V>);
+        let live = match &entry {
+            Entry::Occupied(held) => Some(held.get()).filter(|record| record.live(now)),
+            Entry::Vacant(_) => None,
+        };
         let (change, answer) = decide(live.map(|record| &record.value));
-        match change {
-            Change::Keep => {}
-            Change::Remove => shard.remove(key),
-            // Kept, it would push out every other record of its shard and then itself.
-            Change::Put { weight, .. } if weight > self.max_bytes => shard.remove(key),
-            Change::Put { value, weight, ttl } => {
-                // A time to live too long to be an instant is as good as forever.
-                let expires_at = now
-                    .checked_add(ttl)
-                    .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
-                match shard.records.get_mut(key) {
-                    // Written again: one lookup, and it keeps its place in the queue.
-                    Some(held) => {
-                        shard.bytes = shard.bytes - held.weight + weight;
-                        held.value = value;
-                        held.weight = weight;
-                        held.expires_at = expires_at;
-                    }
-                    None => {
-                        let stamp = shard.next_stamp;
-                        shard.next_stamp += 1;
-                        let key: Arc<str> = Arc::from(key);
-                        let record = Record {
-                            value,
-                            weight,
-                            expires_at,
-                            stamp,
-                        };
-                        shard.records.insert(Arc::clone(&key), record);
-                        shard.bytes += weight;
-                        shard.order.push_back(Place {
-                            key,
-                            stamp,
-                            expires_at,
-                        });
-                    }
+        let (value, weight, ttl) = match change {
+            Change::Keep => return answer,
+            Change::Put { value, weight, ttl } if weight <= self.max_bytes => (value, weight, ttl),
+            // Kept, a record heavier than its shard's bound would push out every other record
+            // of the shard and then itself.
+            Change::Remove | Change::Put { .. } => {
+                if let Entry::Occupied(held) = entry {
+                    let (record, _) = held.remove();
+                    shard.bytes -= record.weight;
                 }
-                shard.settle(self.max_entries, self.max_bytes, now);
+                return answer;
+            }
+        };
+        // A time to live too long to be an instant is as good as forever.
+        let expires_at = now
+            .checked_add(ttl)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
+        match entry {
+            // Written again: one lookup, and it keeps its place in the queue.
+            Entry::Occupied(mut held) => {
+                let held = held.get_mut();
+                shard.bytes = shard.bytes - held.weight + weight;
+                held.value = value;
+                held.weight = weight;
+                held.expires_at = expires_at;
+            }
+            Entry::Vacant(vacant) => {
+                let stamp = shard.next_stamp;
+                shard.next_stamp += 1;
+                vacant.insert(Record {
+                    key: Box::from(key),
+                    hash,
+                    value,
+                    weight,
+                    expires_at,
+                    stamp,
+                });
+                shard.bytes += weight;
+                shard.order.push_back(Place {
+                    hash,
+                    stamp,
+                    expires_at,
+                });
             }
         }
+        shard.settle(self.max_entries, self.max_bytes, now);
         answer
     }
 
@@ -310,7 +342,7 @@ impl<V: Clone> BoundedMap<V> {
             values.extend(
                 shard
                     .records
-                    .values()
+                    .iter()
                     .filter(|record| record.live(now))
                     .map(|record| record.value.clone()),
             );
@@ -442,6 +474,13 @@ mod tests {
         let mut values = map.values();
         values.sort_unstable();
         assert_eq!(values, [7, 999_999]);
+    }
+
+    #[test]
+    fn the_overhead_per_record_is_what_the_docs_say() {
+        // BoundedMap's docs: 56 bytes of table entry beside the value, 32 in the queue.
+        assert_eq!(std::mem::size_of::<Record<()>>(), 56);
+        assert_eq!(std::mem::size_of::<Place>(), 32);
     }
 
     #[tokio::test(start_paused = true)]

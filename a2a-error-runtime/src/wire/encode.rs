@@ -1,8 +1,8 @@
 //! The one encoder: an `A2aError` → JSON-RPC error object bytes, in either wire profile.
 //!
 //! Everything that puts an error on the wire ends here (directly, or through the per-variant
-//! cache the derive keeps for variants whose bytes never change), so there is a single place
-//! that decides the shape.
+//! cache the derive keeps for variants whose bytes never change apart from their data
+//! fields), so there is a single place that decides the shape.
 
 use std::time::Duration;
 
@@ -23,6 +23,42 @@ pub(crate) fn write_error_object<E: A2aError + ?Sized>(
     profile: WireProfile,
     out: &mut Vec<u8>,
 ) {
+    write_error_object_around(err, profile, out, |out, at| {
+        err.write_data(&mut at.sink(out));
+    });
+}
+
+/// Where an error's data fields go in its encoding: what [`DataSink`] writes them there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum DataAt {
+    /// The first members of ErrorInfo `metadata`.
+    Metadata,
+    /// ErrorInfo `metadata` members after the retry marker.
+    MetadataAfter,
+    /// Members of the legacy `data` object, after its fixed members.
+    Members,
+}
+
+impl DataAt {
+    /// The sink that writes data fields at this place.
+    pub(crate) fn sink(self, out: &mut Vec<u8>) -> DataSink<'_> {
+        match self {
+            DataAt::Metadata => DataSink::metadata(out),
+            DataAt::MetadataAfter => DataSink::metadata_after(out),
+            DataAt::Members => DataSink::members(out),
+        }
+    }
+}
+
+/// [`write_error_object`], with the data fields written by `data` at the place it is told. The
+/// derive's cache encodes a variant once with no data, then writes each error as the bytes
+/// around that place and its own fields in between (`__private::EncodedCache`).
+pub(crate) fn write_error_object_around<E: A2aError + ?Sized>(
+    err: &E,
+    profile: WireProfile,
+    out: &mut Vec<u8>,
+    data: impl FnOnce(&mut Vec<u8>, DataAt),
+) {
     out.extend_from_slice(b"{\"code\":");
     write_int(out, err.code());
     out.extend_from_slice(b",\"message\":");
@@ -31,7 +67,7 @@ pub(crate) fn write_error_object<E: A2aError + ?Sized>(
     match profile {
         WireProfile::A2a => {
             out.extend_from_slice(b",\"data\":");
-            write_details(err, out);
+            write_details_around(err, out, data);
             out.push(b'}');
         }
         WireProfile::Legacy => {
@@ -48,7 +84,7 @@ pub(crate) fn write_error_object<E: A2aError + ?Sized>(
                 out.extend_from_slice(b",\"retryAfter\":");
                 write_seconds(out, delay);
             }
-            err.write_data(&mut DataSink::members(out));
+            data(out, DataAt::Members);
             out.extend_from_slice(b"}}");
         }
     }
@@ -65,6 +101,14 @@ pub(crate) fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfil
 /// Appends the A2A 1.0 typed details of `err`: `[{ErrorInfo}]`, plus `{RetryInfo}` when a
 /// delay is known. This is `error.data` in JSON-RPC and `error.details` in REST.
 pub(crate) fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
+    write_details_around(err, out, |out, at| err.write_data(&mut at.sink(out)));
+}
+
+fn write_details_around<E: A2aError + ?Sized>(
+    err: &E,
+    out: &mut Vec<u8>,
+    data: impl FnOnce(&mut Vec<u8>, DataAt),
+) {
     out.extend_from_slice(b"[{\"@type\":\"");
     out.extend_from_slice(ERROR_INFO_TYPE.as_bytes());
     out.extend_from_slice(b"\",\"reason\":");
@@ -80,9 +124,9 @@ pub(crate) fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
             } else {
                 b"\"retryable\":\"false\""
             });
-            err.write_data(&mut DataSink::metadata_after(out));
+            data(out, DataAt::MetadataAfter);
         }
-        None => err.write_data(&mut DataSink::metadata(out)),
+        None => data(out, DataAt::Metadata),
     }
     out.extend_from_slice(b"}}");
     if let RetryHint::After(delay) = hint {

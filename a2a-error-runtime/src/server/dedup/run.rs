@@ -191,7 +191,10 @@ where
         Fut: Future<Output = Result<T, E>> + Send + 'static,
     {
         let settings = Arc::clone(&self.settings);
-        let work = AssertUnwindSafe(work()).catch_unwind();
+        // Boxed where it is made: a handler's future can be several KiB (the SDK's
+        // SendMessage is ~3 KiB), and inline it would be copied into each future that wraps
+        // it here, at every move.
+        let work = Box::pin(AssertUnwindSafe(work()).catch_unwind());
         let recorded = Detachable::new(async move {
             let outcome = tokio::time::timeout(settings.claim_ttl, work).await;
             let record = match &outcome {

@@ -4,11 +4,12 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, Either};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use crate::wire::error::A2aError;
@@ -33,41 +34,21 @@ const BATCH_CONCURRENCY: usize = 8;
 impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// Answers one HTTP request.
     pub async fn handle(&self, request: Request<axum::body::Body>) -> Response {
-        let (parts, body) = request.into_parts();
-        if !crate::server::is_json(&parts.headers) {
-            return self.transport_error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                StandardError::InvalidRequest,
-            );
-        }
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|len| len > self.inner.max_body_bytes as u64) {
-            return self.too_large();
-        }
-        let mut read = std::pin::pin!(Limited::new(body, self.inner.max_body_bytes).collect());
-        // A small body has usually arrived whole with its head: read it without arming a timer.
-        let read = match read.as_mut().now_or_never() {
-            Some(read) => Ok(read),
-            None => tokio::time::timeout(self.inner.body_timeout, read).await,
+        self.clone().respond(request).await
+    }
+
+    /// [`handle`](Self::handle), owning the endpoint: the future the endpoint's tower
+    /// `Service` boxes for each request. It is kept under 1 KiB (the body is read in a future of its
+    /// own, the request's other parts are dropped at once, `entry` holds its request once):
+    /// past 1,032 bytes, glibc's malloc and free take their slow paths for every request.
+    pub(super) async fn respond(self, request: Request<axum::body::Body>) -> Response {
+        let (Parts { headers, .. }, body) = request.into_parts();
+        let bytes = match self.read_body(&headers, body).await {
+            Ok(bytes) => bytes,
+            Err(refused) => return refused,
         };
-        let bytes = match read {
-            Ok(Ok(collected)) => collected.to_bytes(),
-            Ok(Err(error)) if error.is::<LengthLimitError>() => return self.too_large(),
-            Ok(Err(error)) if crate::server::serve::is_body_timeout(&*error) => {
-                return self.slow_body();
-            }
-            Err(_) => return self.slow_body(),
-            Ok(Err(error)) => {
-                tracing::debug!("could not read a request body: {error}");
-                return self.transport_error(StatusCode::BAD_REQUEST, StandardError::ParseError);
-            }
-        };
-        let version = self.inner.versions.asked(&parts.headers);
-        let headers = Arc::new(parts.headers);
+        let version = self.inner.versions.asked(&headers);
+        let headers = Arc::new(headers);
         match jsonrpc::parse(&bytes, self.inner.max_batch) {
             Body::ParseError => self.reply(Some(
                 self.error_response(&Id::Null, &StandardError::ParseError),
@@ -126,36 +107,79 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         }
     }
 
-    /// One request of a body: its reply, or `None` for a notification.
-    async fn entry(
+    /// The request's body, read within its limits (size, time), or the error reply.
+    async fn read_body(
         &self,
-        entry: jsonrpc::Entry,
-        headers: &Arc<HeaderMap>,
-        version: &Arc<str>,
-        in_batch: bool,
-    ) -> Option<Reply> {
-        match entry {
-            Err(invalid) => {
-                tracing::debug!(reason = invalid.reason, "invalid request");
-                Some(Reply::Body(
-                    self.error_response(&invalid.id, &StandardError::InvalidRequest),
-                ))
+        headers: &HeaderMap,
+        body: axum::body::Body,
+    ) -> Result<bytes::Bytes, Response> {
+        if !crate::server::is_json(headers) {
+            return Err(self.transport_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                StandardError::InvalidRequest,
+            ));
+        }
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > self.inner.max_body_bytes as u64) {
+            return Err(self.too_large());
+        }
+        let mut read = std::pin::pin!(Limited::new(body, self.inner.max_body_bytes).collect());
+        // A small body has usually arrived whole with its head: read it without arming a timer.
+        let read = match read.as_mut().now_or_never() {
+            Some(read) => Ok(read),
+            None => tokio::time::timeout(self.inner.body_timeout, read).await,
+        };
+        match read {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(error)) if error.is::<LengthLimitError>() => Err(self.too_large()),
+            Ok(Err(error)) if crate::server::serve::is_body_timeout(&*error) => {
+                Err(self.slow_body())
             }
-            Ok(request) => self.call(request, headers, version, in_batch).await,
+            Err(_) => Err(self.slow_body()),
+            Ok(Err(error)) => {
+                tracing::debug!("could not read a request body: {error}");
+                Err(self.transport_error(StatusCode::BAD_REQUEST, StandardError::ParseError))
+            }
         }
     }
 
-    async fn call(
-        &self,
-        request: RpcRequest,
-        headers: &Arc<HeaderMap>,
-        version: &Arc<str>,
+    /// One request of a body: its reply, or `None` for a notification. Not an `async fn`,
+    /// which would hold the entry beside the call that takes it.
+    fn entry<'a>(
+        &'a self,
+        entry: jsonrpc::Entry,
+        headers: &'a Arc<HeaderMap>,
+        version: &'a Arc<str>,
         in_batch: bool,
-    ) -> Option<Reply> {
+    ) -> impl Future<Output = Option<Reply>> + Send + 'a {
+        match entry {
+            Err(invalid) => {
+                tracing::debug!(reason = invalid.reason, "invalid request");
+                Either::Left(std::future::ready(Some(Reply::Body(
+                    self.error_response(&invalid.id, &StandardError::InvalidRequest),
+                ))))
+            }
+            Ok(request) => Either::Right(self.call(request, headers, version, in_batch)),
+        }
+    }
+
+    /// One request: its reply, or `None` for a notification. The checks and the handler's
+    /// call are made before the future, which so holds the request's id and method but not
+    /// its params, and each of them once.
+    fn call<'a>(
+        &'a self,
+        request: RpcRequest,
+        headers: &'a Arc<HeaderMap>,
+        version: &'a Arc<str>,
+        in_batch: bool,
+    ) -> impl Future<Output = Option<Reply>> + Send + 'a {
         let RpcRequest { id, method, params } = request;
         let deadline = crate::deadline::from_headers(headers);
         let found = self.inner.methods.get(&method);
-        let outcome = if !self.inner.versions.serves(version) {
+        let started = if !self.inner.versions.serves(version) {
             Err(Box::new(StandardError::VersionNotSupported) as DynError)
         } else {
             match found {
@@ -168,15 +192,13 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     tracing::debug!(method, "a streaming method in a batch");
                     Err(Box::new(StandardError::InvalidRequest) as DynError)
                 }
-                Some(registered) => match self
+                Some(registered) => self
                     .inner
                     .admission
                     .as_deref()
                     .map(Admission::admit)
                     .transpose()
-                {
-                    Err(shed) => Err(shed),
-                    Ok(slot) => {
+                    .map(|slot| {
                         let ctx = RequestContext {
                             method: Arc::clone(&registered.name),
                             id: id.clone(),
@@ -185,53 +207,64 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                             deadline,
                         };
                         let state = &self.inner.state;
-                        let (method, id) = (&method, id.as_ref());
-                        let outcome = match &registered.call {
-                            Call::Unary(call) => self
-                                .run(call(state, params, ctx), deadline, method, id)
-                                .await
-                                .map(Answer::Result),
-                            Call::Stream(call) => self
-                                .run(call(state, params, ctx), deadline, method, id)
-                                .await
-                                .map(Answer::Events),
+                        let running = match &registered.call {
+                            Call::Unary(call) => Either::Left(call(state, params, ctx)),
+                            Call::Stream(call) => Either::Right(call(state, params, ctx)),
                         };
-                        if let Some(slot) = slot {
-                            slot.finished();
-                        }
-                        outcome
-                    }
-                },
+                        (running, slot)
+                    }),
             }
         };
-        // A failing notification gets no reply, but its failure is logged like any other.
-        if let Err(error) = &outcome {
-            let registered = found.map(|registered| &registered.name);
-            crate::server::log::error(&method, registered, id.as_ref(), error.as_ref());
-        }
-        let id = id?;
-        Some(match outcome {
-            Ok(Answer::Result(result)) => {
-                let mut out = Vec::with_capacity(result.len() + 40);
-                jsonrpc::write_result(&id, &result, &mut out);
-                Reply::Body(out)
+        async move {
+            let outcome = match started {
+                Err(refused) => Err(refused),
+                Ok((running, slot)) => {
+                    let (method, id) = (method.as_str(), id.as_ref());
+                    let outcome = match running {
+                        Either::Left(unary) => self
+                            .run(unary, deadline, method, id)
+                            .await
+                            .map(Answer::Result),
+                        Either::Right(stream) => self
+                            .run(stream, deadline, method, id)
+                            .await
+                            .map(Answer::Events),
+                    };
+                    if let Some(slot) = slot {
+                        slot.finished();
+                    }
+                    outcome
+                }
+            };
+            // A failing notification gets no reply, but its failure is logged like any other.
+            if let Err(error) = &outcome {
+                let registered = found.map(|registered| &registered.name);
+                crate::server::log::error(&method, registered, id.as_ref(), error.as_ref());
             }
-            // The caller's deadline ends the stream too (the endpoint's own timeout bounds
-            // only the wait for it to open: a long stream is what streaming is for).
-            Ok(Answer::Events(events)) => Reply::Events(id, stream::until(events, deadline)),
-            Err(error) => Reply::Body(self.error_response(&id, error.as_ref())),
-        })
+            let id = id?;
+            Some(match outcome {
+                Ok(Answer::Result(result)) => {
+                    let mut out = Vec::with_capacity(result.len() + 40);
+                    jsonrpc::write_result(&id, &result, &mut out);
+                    Reply::Body(out)
+                }
+                // The caller's deadline ends the stream too (the endpoint's own timeout
+                // bounds only the wait for it to open: a long stream is what streaming is for).
+                Ok(Answer::Events(events)) => Reply::Events(id, stream::until(events, deadline)),
+                Err(error) => Reply::Body(self.error_response(&id, error.as_ref())),
+            })
+        }
     }
 
     /// Runs a handler future until the configured timeout or the caller's deadline, whichever
     /// comes first, turning a panic into an internal error.
-    async fn run<T>(
+    fn run<'a, T: Send + 'static>(
         &self,
         future: BoxFuture<'static, Result<T, DynError>>,
         deadline: Option<tokio::time::Instant>,
-        method: &str,
-        id: Option<&Id>,
-    ) -> Result<T, DynError> {
+        method: &'a str,
+        id: Option<&'a Id>,
+    ) -> impl Future<Output = Result<T, DynError>> + Send + 'a {
         let guarded = AssertUnwindSafe(future).catch_unwind();
         let own = self
             .inner
@@ -239,14 +272,16 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             .and_then(|limit| tokio::time::Instant::now().checked_add(limit));
         let end = crate::deadline::earliest(own, deadline);
         // Calls the handler makes with the typed client inherit the deadline.
-        let Some(finished) = crate::deadline::run_until(end, guarded).await else {
-            return Err(Box::new(StandardError::DeadlineExceeded));
-        };
-        finished.unwrap_or_else(|panic| {
-            let text = crate::server::log::panic_text(&*panic);
-            let id = id.map(crate::server::log::shown_id);
-            tracing::error!(method, id, "handler panicked: {text}");
-            Err(Box::new(crate::server::log::Panicked))
+        crate::deadline::run_until(end, guarded).map(move |finished| {
+            let Some(finished) = finished else {
+                return Err(Box::new(StandardError::DeadlineExceeded) as DynError);
+            };
+            finished.unwrap_or_else(|panic| {
+                let text = crate::server::log::panic_text(&*panic);
+                let id = id.map(crate::server::log::shown_id);
+                tracing::error!(method, id, "handler panicked: {text}");
+                Err(Box::new(crate::server::log::Panicked))
+            })
         })
     }
 
@@ -278,5 +313,18 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     fn transport_error(&self, status: StatusCode, error: StandardError) -> Response {
         crate::server::log::error("", None, None, &error);
         crate::server::json_response(status, self.error_response(&Id::Null, &error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_future_of_a_request_stays_under_a_kib() {
+        // See `respond`: its size does not depend on the state or the handlers (boxed).
+        let future = JsonRpc::new().respond(Request::new(axum::body::Body::empty()));
+        let size = std::mem::size_of_val(&future);
+        assert!(size <= 1024, "JsonRpc::respond's future is {size} bytes");
     }
 }

@@ -14,6 +14,8 @@ mod stream;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
+
+use futures_util::FutureExt as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -333,7 +335,6 @@ impl<S: Clone + Send + Sync + 'static> tower::Service<Request<axum::body::Body>>
     }
 
     fn call(&mut self, request: Request<axum::body::Body>) -> Self::Future {
-        let endpoint = self.clone();
-        Box::pin(async move { Ok(endpoint.handle(request).await) })
+        Box::pin(self.clone().respond(request).map(Ok))
     }
 }
