@@ -265,6 +265,8 @@ mod server_errors {
     /// The most keys one thread keeps; past that (a peer's reasons passed on are many), a key
     /// is built for each count, as the `counter!` macro does.
     const MAX_KEYS: usize = 128;
+    /// The longest reason a kept key is found by (a longer one is an `OTHER` label anyway).
+    const MAX_REASON: usize = 64;
 
     struct Cached {
         method: Option<Arc<str>>,
@@ -305,19 +307,25 @@ mod server_errors {
                     _ => false,
                 }
         };
-        KEYS.with(|keys| {
+        let mut count = Some(count);
+        // `try_with`: an error counted while the thread's locals are torn down is still
+        // counted, with a key of its own.
+        let _ = KEYS.try_with(|keys| {
             // A recorder that counts an error of its own while this one is counted finds the
             // cache borrowed: it builds its key, and the cache is left as it is.
             if let Ok(cached) = keys.try_borrow()
                 && let Some(cached) = cached.iter().find(|cached| same(cached))
+                && let Some(count) = count.take()
             {
                 return count(&cached.key);
             }
             let key = build(method, code, reason);
-            count(&key);
+            if let Some(count) = count.take() {
+                count(&key);
+            }
             if let Ok(mut keys) = keys.try_borrow_mut()
                 && keys.len() < MAX_KEYS
-                && reason.len() <= 64
+                && reason.len() <= MAX_REASON
             {
                 keys.push(Cached {
                     method: method.cloned(),
@@ -327,6 +335,9 @@ mod server_errors {
                 });
             }
         });
+        if let Some(count) = count {
+            count(&build(method, code, reason));
+        }
     }
 }
 
