@@ -46,7 +46,7 @@ mod labels {
     /// How many values outside the code table a label may take in one process.
     const MAX_OTHERS: usize = 64;
     /// The longest value admitted to a set.
-    const MAX_LEN: usize = 48;
+    pub(super) const MAX_LEN: usize = 48;
 
     /// The values of one label seen so far beyond the fixed ones: the first [`MAX_OTHERS`]
     /// are kept, later ones are told apart no more.
@@ -243,11 +243,7 @@ mod client {
 /// An error reply a server sent; `method` is a registered method's name or `None`.
 #[cfg(feature = "axum")]
 pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason: &str) {
-    static METADATA: metrics::Metadata<'static> =
-        metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
-    server_errors::with_key(method, code, reason, |key| {
-        metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA)).increment(1);
-    });
+    server_errors::count(method, code, reason);
 }
 
 /// The keys of `a2a.server.errors`, built once per thread for each (method, code, reason)
@@ -265,8 +261,6 @@ mod server_errors {
     /// The most keys one thread keeps; past that (a peer's reasons passed on are many), a key
     /// is built for each count, as the `counter!` macro does.
     const MAX_KEYS: usize = 128;
-    /// The longest reason a kept key is found by (a longer one is an `OTHER` label anyway).
-    const MAX_REASON: usize = 64;
 
     struct Cached {
         method: Option<Arc<str>>,
@@ -292,13 +286,15 @@ mod server_errors {
         Key::from_parts("a2a.server.errors", labels)
     }
 
-    pub(super) fn with_key(
-        method: Option<&Arc<str>>,
-        code: i32,
-        reason: &str,
-        count: impl FnOnce(&Key),
-    ) {
-        let same = |cached: &Cached| {
+    fn increment(key: &Key) {
+        static METADATA: metrics::Metadata<'static> =
+            metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+        metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA)).increment(1);
+    }
+
+    /// Counts one error reply.
+    pub(super) fn count(method: Option<&Arc<str>>, code: i32, reason: &str) {
+        let same = |cached: &&Cached| {
             cached.code == code
                 && *cached.reason == *reason
                 && match (&cached.method, method) {
@@ -307,25 +303,20 @@ mod server_errors {
                     _ => false,
                 }
         };
-        let mut count = Some(count);
-        // `try_with`: an error counted while the thread's locals are torn down is still
-        // counted, with a key of its own.
-        let _ = KEYS.try_with(|keys| {
+        let counted = KEYS.try_with(|keys| {
             // A recorder that counts an error of its own while this one is counted finds the
             // cache borrowed: it builds its key, and the cache is left as it is.
             if let Ok(cached) = keys.try_borrow()
-                && let Some(cached) = cached.iter().find(|cached| same(cached))
-                && let Some(count) = count.take()
+                && let Some(cached) = cached.iter().find(same)
             {
-                return count(&cached.key);
+                return increment(&cached.key);
             }
             let key = build(method, code, reason);
-            if let Some(count) = count.take() {
-                count(&key);
-            }
+            increment(&key);
+            // A longer reason is an `OTHER` label anyway.
             if let Ok(mut keys) = keys.try_borrow_mut()
                 && keys.len() < MAX_KEYS
-                && reason.len() <= MAX_REASON
+                && reason.len() <= super::labels::MAX_LEN
             {
                 keys.push(Cached {
                     method: method.cloned(),
@@ -335,8 +326,9 @@ mod server_errors {
                 });
             }
         });
-        if let Some(count) = count {
-            count(&build(method, code, reason));
+        // Counted while the thread's locals are torn down: with a key of its own.
+        if counted.is_err() {
+            increment(&build(method, code, reason));
         }
     }
 }

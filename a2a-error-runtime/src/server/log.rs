@@ -49,9 +49,9 @@ pub(crate) fn handed_over<E: A2aError + ?Sized>(err: &E) {
 /// Faults of the server are errors; mistakes of the caller are debug.
 ///
 /// `method` is the caller's text, `registered` the name the endpoint serves it by, if it
-/// does (only then is it a metric label). Everything a peer may have written (the method, the id, a downstream
-/// agent's message inside the chain) is escaped and cut ([`Shown`]), so it can neither forge
-/// a log line nor write megabytes of log per request.
+/// does (only then is it a metric label). Everything a peer may have written (the method, the
+/// id, a downstream agent's message inside the chain) is escaped and cut ([`Shown`]), so it can
+/// neither forge a log line nor write megabytes of log per request.
 pub(crate) fn error(
     method: &str,
     registered: Option<&std::sync::Arc<str>>,

@@ -14,8 +14,6 @@ mod stream;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
-
-use futures_util::FutureExt as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -24,6 +22,7 @@ use std::time::Duration;
 
 use axum::http::Request;
 use axum::response::Response;
+use futures_util::FutureExt as _;
 use tokio::sync::Semaphore;
 
 use crate::wire::error::A2aError;
