@@ -86,22 +86,36 @@ fn status(ctx: &ExecutorContext, state: TaskState, text: Option<String>) -> Stre
     })
 }
 
-fn chunk(ctx: &ExecutorContext, n: u32) -> StreamResponse {
+/// The most chunks `stream:N` sends: a larger N is INVALID_PARAMS. The SDK's handler copies
+/// the whole task for every event, so a task's events cost more the more it has.
+const MAX_CHUNKS: u32 = 10_000;
+
+/// Chunk `n` of `of`: one artifact, appended to from the second chunk on.
+fn chunk(task_id: &str, context_id: &str, n: u32, of: u32) -> StreamResponse {
     StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-        task_id: ctx.task_id.clone(),
-        context_id: ctx.context_id.clone(),
+        task_id: task_id.to_owned(),
+        context_id: context_id.to_owned(),
         artifact: Artifact {
-            artifact_id: format!("chunk-{n}"),
+            artifact_id: "chunks".to_owned(),
             name: None,
             description: None,
             parts: vec![Part::text(format!("chunk {n}"))],
             metadata: None,
             extensions: None,
         },
-        append: None,
-        last_chunk: None,
+        append: Some(n > 1),
+        last_chunk: Some(n == of),
         metadata: None,
     })
+}
+
+/// The first `n` chunks, made one at a time as the stream is read (never all at once: `n`
+/// comes from the caller).
+fn chunks(ctx: &ExecutorContext, n: u32) -> Events {
+    let (task_id, context_id) = (ctx.task_id.clone(), ctx.context_id.clone());
+    stream::iter(1..=n)
+        .map(move |i| Ok(chunk(&task_id, &context_id, i, n)))
+        .boxed()
 }
 
 fn fail(error: AgentError) -> Result<StreamResponse, A2AError> {
@@ -133,22 +147,23 @@ impl AgentExecutor for Echo {
                 {
                     return stream::iter([fail(AgentError::Unavailable { attempt })]).boxed();
                 }
-                if let Some(n) = text
-                    .strip_prefix("stream:fail_after:")
-                    .and_then(|n| n.parse::<u32>().ok())
+                let stream_of = |prefix: &str| {
+                    text.strip_prefix(prefix)
+                        .and_then(|n| n.parse::<u32>().ok())
+                };
+                if let Some(n) = stream_of("stream:fail_after:").or_else(|| stream_of("stream:"))
+                    && n > MAX_CHUNKS
                 {
-                    let chunks: Vec<_> = (1..=n).map(|i| Ok(chunk(&ctx, i))).collect();
-                    return stream::iter(chunks)
+                    return stream::iter([fail(StandardError::InvalidParams.into())]).boxed();
+                }
+                if let Some(n) = stream_of("stream:fail_after:") {
+                    return chunks(&ctx, n)
                         .chain(stream::iter([fail(internal())]))
                         .boxed();
                 }
-                if let Some(n) = text
-                    .strip_prefix("stream:")
-                    .and_then(|n| n.parse::<u32>().ok())
-                {
-                    let chunks: Vec<_> = (1..=n).map(|i| Ok(chunk(&ctx, i))).collect();
+                if let Some(n) = stream_of("stream:") {
                     let done = status(&ctx, TaskState::Completed, Some(format!("{n} chunks")));
-                    return stream::iter(chunks).chain(stream::iter([Ok(done)])).boxed();
+                    return chunks(&ctx, n).chain(stream::iter([Ok(done)])).boxed();
                 }
                 let sleep = text
                     .strip_prefix("sleep:")

@@ -5,13 +5,15 @@
 //! `POST /message:stream`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`; the card at
 //! `/.well-known/agent-card.json`, advertising streaming) and the same text protocol, plus
 //! streaming: `hello` echoes, `fail:internal`, `fail:panic`, `fail:rate_limited`,
-//! `fail:unsupported`, `flaky:N`, `sleep:MS`, `work:fail`, `stream:N`, `stream:fail_after:N`.
+//! `fail:unsupported`, `flaky:N`, `sleep:MS`, `work:fail`, `stream:N`, `stream:fail_after:N`
+//! (N at most 10,000: a larger one is INVALID_PARAMS).
 //! With `--grpc HOST:PORT`, the same agent (the same tasks, the same dedup) also serves the
 //! A2A 1.0 gRPC service `lf.a2a.v1.A2AService` there, advertised in its card. With
 //! `--redis redis://HOST:PORT`, agents pointed at the same Redis share SendMessage replies.
 
 mod app;
 
+use a2a_error::sdk::GrpcLimits;
 use a2a_error::server::{MemoryStore, RedisStore, ServeLimits, serve};
 use tracing_subscriber::EnvFilter;
 
@@ -52,24 +54,23 @@ async fn main() {
         },
     };
     let listener = bind(&addr).await;
+    // Both bindings' connection caps together stay under the usual limit of 1,024 file
+    // descriptors, so that peers of one binding cannot starve the other.
+    let mut limits = ServeLimits::default();
     if let Some(grpc) = grpc {
+        limits = limits.max_connections(512);
         let listener = bind(&grpc).await;
-        let service = bridge.grpc();
+        let bridge = bridge.clone();
         tokio::spawn(async move {
             tracing::info!("SDK agent serving gRPC on http://{grpc}");
-            let served = tonic::transport::Server::builder()
-                .http2_max_header_list_size(a2a_error::grpc::MAX_HEADER_LIST_BYTES)
-                .add_service(service)
-                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
-                .await;
-            if let Err(error) = served {
+            if let Err(error) = bridge.serve_grpc(listener, GrpcLimits::default()).await {
                 eprintln!("gRPC server error: {error}");
                 std::process::exit(1);
             }
         });
     }
     tracing::info!("SDK agent listening on http://{addr}");
-    if let Err(error) = serve(listener, bridge.router(), ServeLimits::default()).await {
+    if let Err(error) = serve(listener, bridge.router(), limits).await {
         eprintln!("server error: {error}");
         std::process::exit(1);
     }

@@ -18,6 +18,7 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::link::{self, LINK_PARAM, Watch};
 use crate::server::failed_status;
 use crate::wire::error::A2aError;
 use crate::wire::remote::RemoteError;
@@ -51,7 +52,11 @@ pub(crate) fn epoch() -> Instant {
 ///   and domain ([`failed_status`]). SendMessage answers that task as its result; a stream
 ///   sends the error as its error event, and ends;
 /// - the caller's `A2A-Deadline-Ms` (served by the bridge's endpoint) ends the execution with
-///   DEADLINE_EXCEEDED, and the typed clients the executor calls inherit it.
+///   DEADLINE_EXCEEDED, and the typed clients the executor calls inherit it; so does the
+///   bridge's own timeout for SendMessage;
+/// - an execution whose request is gone (a caller that hung up before a SendMessage was
+///   answered with no dedup keeping the work, or stopped reading its stream) ends at once,
+///   its task CANCELED: the executor's stream is dropped, and its work with it.
 ///
 /// An `A2AError` made from your derived enum (`?`) keeps its reason, domain, data fields and
 /// RetryInfo; one made from text of your own (`A2AError::internal(e.to_string())`) is sent
@@ -81,6 +86,11 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
             task_id: ctx.task_id.clone(),
             context_id: ctx.context_id.clone(),
             deadline: deadline_of(&ctx),
+            link: ctx
+                .service_params
+                .get(LINK_PARAM)
+                .and_then(|values| values.first())
+                .and_then(|param| link::find(param)),
             store: Arc::clone(&self.store),
         };
         let inner = Arc::clone(&self.inner);
@@ -105,6 +115,8 @@ struct Run {
     task_id: String,
     context_id: String,
     deadline: Option<Instant>,
+    /// The request's link (see `Link`), when the bridge made one.
+    link: Option<Arc<Watch>>,
     store: Arc<dyn TaskStore>,
 }
 
@@ -133,15 +145,32 @@ impl Run {
         futures_util::stream::unfold(state, |mut state| async move {
             let mut events = state.events.take()?;
             let next = AssertUnwindSafe(events.next()).catch_unwind();
-            let next = match state.run.deadline {
-                // The request's deadline reaches typed clients called inside the executor.
-                Some(deadline) => {
-                    let polled = crate::deadline::scope(Some(deadline), next);
-                    match tokio::time::timeout_at(deadline, polled).await {
-                        Ok(next) => next,
-                        Err(_) => Ok(Some(Err(crate::sdk::to_sdk(
-                            &StandardError::DeadlineExceeded,
-                        )))),
+            let deadline = state.run.deadline;
+            let next = async move {
+                match deadline {
+                    // The request's deadline reaches typed clients called inside the executor.
+                    Some(deadline) => {
+                        let polled = crate::deadline::scope(Some(deadline), next);
+                        match tokio::time::timeout_at(deadline, polled).await {
+                            Ok(next) => next,
+                            Err(_) => Ok(Some(Err(crate::sdk::to_sdk(
+                                &StandardError::DeadlineExceeded,
+                            )))),
+                        }
+                    }
+                    None => next.await,
+                }
+            };
+            let next = match state.run.link.clone() {
+                Some(link) => {
+                    let gone = std::pin::pin!(link.gone());
+                    match futures_util::future::select(std::pin::pin!(next), gone).await {
+                        futures_util::future::Either::Left((next, _)) => next,
+                        // Nothing is polled after this: the executor's stream is dropped.
+                        futures_util::future::Either::Right(_) => {
+                            let canceled = state.run.canceled_event();
+                            return Some((Ok(canceled), state));
+                        }
                     }
                 }
                 None => next.await,
@@ -198,6 +227,27 @@ impl Run {
             context_id: self.context_id.clone(),
             status,
             metadata: Some(HashMap::from([(FAILURE_KEY.to_owned(), object)])),
+        })
+    }
+
+    /// The terminal event of a task whose request went away: CANCELED, with a message that
+    /// says why.
+    fn canceled_event(&self) -> StreamResponse {
+        let mut message = Message::new(
+            Role::Agent,
+            vec![Part::text("the request that started this task went away")],
+        );
+        message.task_id = Some(self.task_id.clone());
+        message.context_id = Some(self.context_id.clone());
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.context_id.clone(),
+            status: TaskStatus {
+                state: TaskState::Canceled,
+                message: Some(message),
+                timestamp: None,
+            },
+            metadata: None,
         })
     }
 

@@ -77,6 +77,7 @@ mod error;
 mod executor;
 #[cfg(feature = "grpc")]
 mod grpc;
+mod link;
 mod protojson;
 mod serve;
 mod store;
@@ -85,7 +86,8 @@ mod transport;
 pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote, to_sdk};
 pub use executor::Guarded;
 #[cfg(feature = "grpc")]
-pub use grpc::GrpcService;
+pub use grpc::{GrpcLimits, GrpcService};
+pub(crate) use protojson::integral_doubles_as_integers;
 pub use protojson::{ProtoJson, SendReply};
 pub use serve::{Bridge, SendDedup};
 pub use store::MemoryTaskStore;

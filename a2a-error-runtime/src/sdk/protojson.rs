@@ -16,9 +16,41 @@ pub struct ProtoJson<T>(pub T);
 
 impl<T: ProtoJsonPayload> Serialize for ProtoJson<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        protojson_conv::to_value(&self.0)
+        to_value(&self.0)
             .map_err(serde::ser::Error::custom)?
             .serialize(serializer)
+    }
+}
+
+/// `value` as A2A 1.0 JSON, as the SDK converts it, with one mend: a number of a
+/// `google.protobuf.Struct` (metadata) is a double in protobuf, which the SDK's conversion
+/// writes as `-32603.0`; protobuf's canonical JSON writes an integral double as an integer
+/// (`-32603`), and a client that reads a failed task's `code` as an integer needs that.
+fn to_value<T: ProtoJsonPayload>(
+    value: &T,
+) -> Result<serde_json::Value, protojson_conv::ProtoJsonPayloadError> {
+    let mut json = protojson_conv::to_value(value)?;
+    integral_doubles_as_integers(&mut json);
+    Ok(json)
+}
+
+/// Writes every integral double within ±2^53 (exact as an integer) as an integer.
+pub(crate) fn integral_doubles_as_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        Value::Number(number) if number.is_f64() => {
+            if let Some(double) = number.as_f64()
+                && double.fract() == 0.0
+                && double.abs() <= EXACT
+            {
+                // Exact: the double is integral and within ±2^53.
+                *value = Value::from(double as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_doubles_as_integers),
+        Value::Object(members) => members.values_mut().for_each(integral_doubles_as_integers),
+        _ => {}
     }
 }
 
@@ -49,7 +81,7 @@ impl SendReply {
     pub(crate) fn new(
         response: a2a::SendMessageResponse,
     ) -> Result<Self, protojson_conv::ProtoJsonPayloadError> {
-        let json = protojson_conv::to_value(&response)?;
+        let json = to_value(&response)?;
         let json = serde_json::value::to_raw_value(&json)
             .map_err(protojson_conv::ProtoJsonPayloadError::Json)?;
         Ok(SendReply {

@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use super::error::public;
 use super::executor::{DEADLINE_PARAM, FAILURE_KEY, epoch};
+use super::link::{LINK_PARAM, Link};
 use super::protojson::{ProtoJson, SendParams, SendReply};
 use crate::server::rest::{self, Json};
 use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
@@ -179,16 +180,30 @@ impl<H: RequestHandler> Bridge<H> {
             .merge(self.rest_router())
     }
 
-    /// SendMessage through the dedup, when there is one.
+    /// The end of a unary request's work: the caller's deadline or the bridge's timeout,
+    /// whichever comes first. The executor is given it, so that work the bridge stopped
+    /// waiting for ends too.
+    pub(super) fn end(&self, deadline: Option<Instant>) -> Option<Instant> {
+        let own = self
+            .timeout
+            .and_then(|timeout| Instant::now().checked_add(timeout));
+        crate::deadline::earliest(own, deadline)
+    }
+
+    /// SendMessage through the dedup, when there is one. The execution is linked to the work
+    /// (see [`Link`]): it ends when the work is dropped (the caller left and no dedup keeps
+    /// the work for a retry) or at the work's end (the deadline or the bridge's timeout).
     pub(super) async fn send_message(
         &self,
         headers: &HeaderMap,
         deadline: Option<Instant>,
         request: SendMessageRequest,
     ) -> Result<SendReply, DedupError<RemoteError>> {
-        let params = service_params(headers, deadline);
+        let link = Link::new();
+        let params = linked_params(headers, self.end(deadline), &link);
         let handler = Arc::clone(&self.handler);
         let work = move |request: SendMessageRequest| async move {
+            let _link = link;
             let response = handler
                 .send_message(&params, request)
                 .await
@@ -220,9 +235,11 @@ impl<H: RequestHandler> Bridge<H> {
         deadline: Option<Instant>,
         request: SendMessageRequest,
     ) -> Result<Events, RemoteError> {
-        let params = service_params(headers, deadline);
+        // The execution lasts as long as its stream is read (see `Link`).
+        let link = Link::new();
+        let params = linked_params(headers, deadline, &link);
         match self.handler.send_streaming_message(&params, request).await {
-            Ok(stream) => Ok(events(stream)),
+            Ok(stream) => Ok(events(stream, Some(link))),
             Err(error) => Err(public(&error)),
         }
     }
@@ -235,7 +252,7 @@ impl<H: RequestHandler> Bridge<H> {
     ) -> Result<Events, RemoteError> {
         let params = service_params(headers, deadline);
         match self.handler.subscribe_to_task(&params, request).await {
-            Ok(stream) => Ok(events(stream)),
+            Ok(stream) => Ok(events(stream, None)),
             Err(error) => Err(public(&error)),
         }
     }
@@ -245,12 +262,15 @@ pub(super) type Events = BoxStream<'static, Result<ProtoJson<StreamResponse>, Re
 
 /// The handler's stream as the bridge sends it: a failure the guard turned into a FAILED
 /// status (the work had started) is sent as the stream's error event, which ends it; an
-/// error is sent public.
+/// error is sent public. The stream holds the execution's `link`, if any: dropped with it.
 // One error per stream, at its end: its size does not matter.
 #[allow(clippy::result_large_err)]
-fn events(stream: BoxStream<'static, Result<StreamResponse, A2AError>>) -> Events {
+fn events(
+    stream: BoxStream<'static, Result<StreamResponse, A2AError>>,
+    link: Option<Link>,
+) -> Events {
     stream
-        .map(|item| match item {
+        .map(move |item| match (item, &link).0 {
             Ok(StreamResponse::StatusUpdate(mut update)) => {
                 let failure = update
                     .metadata
@@ -283,12 +303,20 @@ pub(super) fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> 
                 .push(value.to_owned());
         }
     }
-    // Only the endpoint says what the deadline is.
+    // Only the endpoint says what the deadline and the link are.
     params.remove(DEADLINE_PARAM);
+    params.remove(LINK_PARAM);
     if let Some(deadline) = deadline {
         let micros = deadline.saturating_duration_since(epoch()).as_micros();
         params.insert(DEADLINE_PARAM.to_owned(), vec![micros.to_string()]);
     }
+    params
+}
+
+/// The service params of a request whose execution is tied to `link`.
+fn linked_params(headers: &HeaderMap, deadline: Option<Instant>, link: &Link) -> ServiceParams {
+    let mut params = service_params(headers, deadline);
+    params.insert(LINK_PARAM.to_owned(), vec![link.param()]);
     params
 }
 
@@ -411,11 +439,7 @@ impl<H: RequestHandler> Bridge<H> {
         deadline: Option<Instant>,
         work: impl Future<Output = Result<T, Box<dyn A2aError + Send + Sync>>>,
     ) -> Response {
-        let own = self
-            .timeout
-            .and_then(|timeout| Instant::now().checked_add(timeout));
-        let end = crate::deadline::earliest(own, deadline);
-        let finished = crate::deadline::run_until(end, work)
+        let finished = crate::deadline::run_until(self.end(deadline), work)
             .await
             .unwrap_or_else(|| Err(Box::new(StandardError::DeadlineExceeded)));
         match finished {

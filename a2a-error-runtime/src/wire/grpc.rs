@@ -213,8 +213,13 @@ pub(crate) fn object_for<E: FromErrorObject>(status: &tonic::Status) -> ErrorObj
     let has_retry_info = data
         .iter()
         .any(|detail| detail.get("@type").and_then(Value::as_str) == Some(RETRY_INFO_TYPE));
-    if !has_retry_info && let Some(delay) = pushback(status.metadata()) {
-        data.push(json!({"@type": RETRY_INFO_TYPE, "retryDelay": proto_duration(delay)}));
+    match pushback(status.metadata()) {
+        Pushback::After(delay) if !has_retry_info => {
+            data.push(json!({"@type": RETRY_INFO_TYPE, "retryDelay": proto_duration(delay)}));
+        }
+        // gRPC A6: a pushback that is negative or does not parse means "do not retry".
+        Pushback::Never if !has_retry_info => never_retry(&mut data, status.code()),
+        _ => {}
     }
     let mut text = json!({"code": 0, "message": status.message()});
     if !data.is_empty() {
@@ -283,16 +288,56 @@ fn proto_duration(delay: Duration) -> String {
     }
 }
 
-/// The `grpc-retry-pushback-ms` trailer: a delay when it is a non-negative number of
-/// milliseconds (A6 reads anything else as "do not retry", which the code's own advice
-/// already decides here).
-fn pushback(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
-    let text = metadata.get(PUSHBACK_HEADER)?.to_str().ok()?;
-    // Nine digits: up to ~11 days, more than any retry policy waits.
-    if text.is_empty() || text.len() > 9 || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+/// What a `grpc-retry-pushback-ms` trailer says (gRPC A6).
+#[derive(Debug, PartialEq)]
+enum Pushback {
+    /// No trailer.
+    Absent,
+    /// Retry after this delay: a non-negative number of milliseconds.
+    After(Duration),
+    /// Do not retry: the trailer is negative or does not parse.
+    Never,
+}
+
+/// The `grpc-retry-pushback-ms` trailer, as A6 reads it: a delay when it is a non-negative
+/// number of milliseconds, and "do not retry" when it is anything else.
+fn pushback(metadata: &tonic::metadata::MetadataMap) -> Pushback {
+    let Some(value) = metadata.get(PUSHBACK_HEADER) else {
+        return Pushback::Absent;
+    };
+    let text = value.to_str().unwrap_or_default();
+    // Nine digits: up to ~11 days, more than any retry policy waits; a longer number is
+    // still a delay, capped there.
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Pushback::Never;
     }
-    text.parse().ok().map(Duration::from_millis)
+    let millis = if text.len() > 9 {
+        999_999_999
+    } else {
+        text.parse().unwrap_or(999_999_999)
+    };
+    Pushback::After(Duration::from_millis(millis))
+}
+
+/// Marks a received error "do not retry": the `retryable` ErrorInfo metadata entry this
+/// crate's decoder reads, on the ErrorInfo the peer sent, or on one of the code table's for
+/// the status code when it sent none.
+fn never_retry(data: &mut Vec<Value>, status: tonic::Code) {
+    let info = data
+        .iter_mut()
+        .find(|detail| detail.get("@type").and_then(Value::as_str) == Some(ERROR_INFO_TYPE));
+    let info = match info {
+        Some(info) => info,
+        None => {
+            let reason = code::lookup(code_for_status(status)).map_or("", |row| row.reason);
+            data.push(json!({"@type": ERROR_INFO_TYPE, "reason": reason}));
+            data.last_mut().expect("just pushed")
+        }
+    };
+    if !info.get("metadata").is_some_and(Value::is_object) {
+        info["metadata"] = json!({});
+    }
+    info["metadata"]["retryable"] = json!("false");
 }
 
 /// A `grpc-timeout` header's value (`"1500m"`: at most 8 digits and a unit of `H`, `M`, `S`,
@@ -406,17 +451,44 @@ mod tests {
     }
 
     #[test]
-    fn pushback_is_read_only_when_it_is_milliseconds() {
+    fn pushback_is_read_as_a6_reads_it() {
         let mut metadata = tonic::metadata::MetadataMap::new();
+        assert_eq!(pushback(&metadata), Pushback::Absent);
         for (text, expected) in [
-            ("1500", Some(Duration::from_millis(1500))),
-            ("-1", None),
-            ("1e9", None),
-            ("9999999999999", None),
-            ("", None),
+            ("1500", Pushback::After(Duration::from_millis(1500))),
+            ("0", Pushback::After(Duration::ZERO)),
+            (
+                "9999999999999",
+                Pushback::After(Duration::from_millis(999_999_999)),
+            ),
+            ("-1", Pushback::Never),
+            ("1e9", Pushback::Never),
+            ("", Pushback::Never),
+            ("soon", Pushback::Never),
         ] {
             metadata.insert(PUSHBACK_HEADER, text.parse().unwrap());
             assert_eq!(pushback(&metadata), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_negative_pushback_means_do_not_retry() {
+        use crate::wire::error::RetryHint;
+        for with_info in [false, true] {
+            let mut status = if with_info {
+                to_status(&StandardError::AgentUnavailable { retry_after: None })
+            } else {
+                tonic::Status::unavailable("down")
+            };
+            status
+                .metadata_mut()
+                .insert(PUSHBACK_HEADER, "-1".parse().unwrap());
+            let received = remote(&status);
+            assert_eq!(received.code(), -32053, "{with_info}");
+            assert_eq!(received.retry_hint(), RetryHint::Never, "{with_info}");
+            // Without the trailer the same status is retried.
+            status.metadata_mut().remove(PUSHBACK_HEADER);
+            assert!(remote(&status).retry_hint().is_retryable(), "{with_info}");
         }
     }
 

@@ -6,7 +6,7 @@
 //! body, batches, and the guards every request runs under: version, deadline, panic), and
 //! here the endpoint's configuration and its tower `Service`.
 
-mod admission;
+pub(crate) mod admission;
 mod dispatch;
 mod handler;
 mod stream;
@@ -16,14 +16,12 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::http::Request;
 use axum::response::Response;
 use futures_util::FutureExt as _;
-use tokio::sync::Semaphore;
 
 use crate::wire::error::A2aError;
 use crate::wire::object::WireProfile;
@@ -291,10 +289,9 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// every caller wait for its timeout (and the caller's client retries after the delay, or
     /// goes elsewhere). Notifications and each request of a batch count one each.
     pub fn max_concurrent(mut self, handlers: usize) -> Self {
-        self.inner_mut().admission = Some(Arc::new(Admission {
-            running: Semaphore::new(handlers.clamp(1, Semaphore::MAX_PERMITS)),
-            service_micros: AtomicU64::new(0),
-        }));
+        self.inner_mut().admission = Some(Arc::new(Admission::new(
+            handlers.min(tokio::sync::Semaphore::MAX_PERMITS),
+        )));
         self
     }
 

@@ -7,6 +7,8 @@
 //! the other bindings return. So every layer above, and the typed client's callers, see one
 //! shape whatever the binding.
 
+mod guard;
+
 use std::error::Error as _;
 use std::time::Duration;
 
@@ -30,7 +32,7 @@ use crate::wire::method;
 /// the version sent and the reply limits.
 #[derive(Clone, Debug)]
 pub(crate) struct Grpc {
-    pub(crate) channel: tonic::transport::Channel,
+    pub(crate) channel: guard::Guarded,
     pub(crate) url: String,
     pub(crate) version: HeaderValue,
     pub(crate) limits: ReplyLimits,
@@ -49,7 +51,7 @@ impl Grpc {
             .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
             .connect_lazy();
         Ok(Grpc {
-            channel,
+            channel: guard::Guarded(channel),
             url: url.to_owned(),
             version: HeaderValue::from_static(http::DEFAULT_VERSION),
             limits: ReplyLimits::default(),
@@ -150,8 +152,15 @@ fn request<T: DeserializeOwned, E>(
 
 /// A reply message as the A2A JSON the other bindings return.
 fn json<T: Serialize, E>(message: &T) -> Result<RawJson, ClientError<E>> {
-    serde_json::to_string(message)
+    serde_json::to_value(message)
         .ok()
+        .map(|mut value| {
+            // Metadata numbers are doubles in protobuf: written as the other bindings write
+            // them (`-32603`, not `-32603.0`).
+            crate::sdk::integral_doubles_as_integers(&mut value);
+            value
+        })
+        .and_then(|value| serde_json::to_string(&value).ok())
         .and_then(|text| RawValue::from_string(text).ok())
         .ok_or_else(|| ClientError::Malformed {
             detail: "a reply message has no JSON form".into(),
@@ -162,7 +171,7 @@ fn json<T: Serialize, E>(message: &T) -> Result<RawJson, ClientError<E>> {
 /// What one RPC of `call` needs: a client of the channel reading messages up to `limit`
 /// bytes, ready to send; the request; the method's path.
 type Opened<Q> = (
-    tonic::client::Grpc<tonic::transport::Channel>,
+    tonic::client::Grpc<guard::Guarded>,
     tonic::Request<Q>,
     tonic::codegen::http::uri::PathAndQuery,
 );

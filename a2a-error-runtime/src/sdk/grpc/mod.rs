@@ -12,6 +12,10 @@
 //! INVALID_ARGUMENT with a BadRequest naming the field, where the SDK would make up an empty
 //! message and run it; a stream ends with the Status of its error, or DEADLINE_EXCEEDED.
 
+mod serve;
+
+pub use serve::GrpcLimits;
+
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -82,11 +86,7 @@ fn deadline(headers: &HeaderMap) -> Option<Instant> {
 impl<H: RequestHandler> GrpcService<H> {
     /// The end of a request's work: its deadline or the bridge's timeout, the earlier.
     fn end(&self, deadline: Option<Instant>) -> Option<Instant> {
-        let own = self
-            .bridge
-            .timeout
-            .and_then(|timeout| Instant::now().checked_add(timeout));
-        earliest(own, deadline)
+        self.bridge.end(deadline)
     }
 
     /// `work` until `end`, under a panic guard: DEADLINE_EXCEEDED when the end came first,

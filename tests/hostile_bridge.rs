@@ -1,0 +1,314 @@
+//! Hostile peers, third round, against the SDK bridge in process (an SDK
+//! `DefaultRequestHandler` with a guarded executor, served by `Bridge` on loopback with real
+//! sockets and a real HTTP client): work ends with its request.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use a2a::{
+    A2AError, AgentCapabilities, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore};
+use a2a_error::server::Dedup;
+use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
+use futures_util::stream::{self, BoxStream, StreamExt};
+use serde_json::{Value, json};
+
+type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
+
+/// Counts the executions alive: an execution's stream holds one of these until dropped.
+struct Alive(Arc<AtomicUsize>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An executor whose work never ends by itself: one WORKING event, then nothing, ever.
+struct Endless {
+    alive: Arc<AtomicUsize>,
+}
+
+impl AgentExecutor for Endless {
+    fn execute(&self, ctx: ExecutorContext) -> Events {
+        self.alive.fetch_add(1, Ordering::SeqCst);
+        let alive = Alive(Arc::clone(&self.alive));
+        let working = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: ctx.task_id.clone(),
+            context_id: ctx.context_id.clone(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: None,
+            },
+            metadata: None,
+        });
+        stream::iter([Ok(working)])
+            .chain(stream::once(async move {
+                let _alive = alive;
+                std::future::pending::<()>().await;
+                unreachable!()
+            }))
+            .boxed()
+    }
+
+    fn cancel(&self, _ctx: ExecutorContext) -> Events {
+        stream::empty().boxed()
+    }
+}
+
+/// The bridge over `Endless`: the count of its executions alive, and the bridge.
+fn endless() -> (Arc<AtomicUsize>, Bridge<DefaultRequestHandler>) {
+    let alive = Arc::new(AtomicUsize::new(0));
+    let store = MemoryTaskStore::new(16 << 20);
+    let executor = Guarded::new(
+        Endless {
+            alive: Arc::clone(&alive),
+        },
+        Arc::new(store.clone()),
+    );
+    let handler =
+        DefaultRequestHandler::new(executor, store).with_capabilities(AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions: None,
+            extended_agent_card: None,
+        });
+    (alive, Bridge::new(handler))
+}
+
+fn send(method: &str, message_id: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": {
+        "messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "work"}]}}})
+}
+
+/// Waits until no execution is alive (a bounded wait: the work must end, however slowly the
+/// machine runs); panics with `what` if one still is after 20 s.
+async fn until_none_alive(alive: &AtomicUsize, what: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while alive.load(Ordering::SeqCst) > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: {} executions still running",
+            alive.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridges_timeout_ends_the_work_too() {
+    for with_dedup in [false, true] {
+        let (alive, bridge) = endless();
+        let bridge = bridge.timeout(Duration::from_millis(300));
+        let bridge = if with_dedup {
+            bridge.dedup(Dedup::in_memory())
+        } else {
+            bridge
+        };
+        let url = common::serve(bridge.router()).await;
+        // The caller sends no deadline of its own: only the bridge's timeout bounds the work.
+        let reply = common::requests::rpc(&url, send("SendMessage", "m-1")).await;
+        // DEADLINE_EXCEEDED: the endpoint's answer, or the guard's (the task FAILED with it),
+        // whichever of the two equal deadlines fired first.
+        let failed = &reply["result"]["task"]["status"];
+        assert!(
+            reply["error"]["code"] == -32054
+                || (failed["state"] == "TASK_STATE_FAILED"
+                    && failed["message"]["metadata"]["error"]["reason"] == "DEADLINE_EXCEEDED"),
+            "{reply}"
+        );
+        until_none_alive(&alive, "after the bridge's timeout").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_whose_caller_hung_up_ends() {
+    let (alive, bridge) = endless();
+    let url = common::serve(bridge.router()).await;
+    // A unary caller that hangs up (no dedup keeps the work for a retry).
+    let hung_up = reqwest::Client::new()
+        .post(&url)
+        .json(&send("SendMessage", "m-2"))
+        .timeout(Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(hung_up.is_err());
+    until_none_alive(&alive, "after a unary caller hung up").await;
+
+    // A stream read to its first event, then dropped: the task ends CANCELED.
+    let response = reqwest::Client::new()
+        .post(&url)
+        .json(&send("SendStreamingMessage", "m-3"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&first).into_owned();
+    let data = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap();
+    let event: Value = serde_json::from_str(data.trim()).unwrap();
+    let task_id = event["result"]["task"]["id"]
+        .as_str()
+        .or(event["result"]["statusUpdate"]["taskId"].as_str())
+        .unwrap_or_else(|| panic!("{event}"))
+        .to_owned();
+    drop(body);
+    until_none_alive(&alive, "after a stream's reader left").await;
+    let task = common::requests::rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}}),
+    )
+    .await;
+    assert_eq!(
+        task["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{task}"
+    );
+}
+
+/// A failed task's `code` is an integer on every binding, as the error object's is, though
+/// it went through a protobuf `Struct` (doubles) in the SDK.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tasks_code_is_an_integer_on_every_binding() {
+    use a2a_error::resilience::RetryPolicy;
+    use a2a_error::{Client, RemoteError};
+    let (_agent, url, grpc) = common::start_grpc_agent();
+    let message = |id: &str| json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "work:fail"}]}});
+    let over_rpc = common::requests::rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("c-1")}),
+    )
+    .await;
+    let over_rest: Value = reqwest::Client::new()
+        .post(format!("{url}/message:send"))
+        .json(&message("c-2"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client = Client::<RemoteError>::grpc(grpc.as_str())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let over_grpc: Value = client.send_message(&message("c-3")).await.unwrap();
+    let task_id = over_rpc["result"]["task"]["id"].as_str().unwrap();
+    let read_back = common::requests::rpc(
+        &url,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}}),
+    )
+    .await;
+    for (binding, task) in [
+        ("JSON-RPC", &over_rpc["result"]["task"]),
+        ("REST", &over_rest["task"]),
+        ("gRPC", &over_grpc["task"]),
+        ("GetTask", &read_back["result"]),
+    ] {
+        let code = &task["status"]["message"]["metadata"]["error"]["code"];
+        assert_eq!(code.as_i64(), Some(-32603), "{binding}: {task}");
+        assert!(!code.to_string().contains('.'), "{binding}: {code}");
+    }
+}
+
+/// Serves `bridge`'s gRPC service within `limits` on loopback: its target.
+async fn serve_grpc(
+    bridge: Bridge<DefaultRequestHandler>,
+    limits: a2a_error::sdk::GrpcLimits,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move { bridge.serve_grpc(listener, limits).await });
+    target
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_calls_past_the_limit_in_flight_are_shed_with_a_retry_delay() {
+    use a2a_error::resilience::RetryPolicy;
+    use a2a_error::{A2aError, Client, RemoteError};
+    let (alive, bridge) = endless();
+    let limits = a2a_error::sdk::GrpcLimits::default().max_in_flight(4);
+    let target = serve_grpc(bridge, limits).await;
+    let client = Client::<RemoteError>::grpc(target.as_str())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    // Four calls that never end hold the four slots.
+    let mut held = Vec::new();
+    for n in 0..4 {
+        let client = client.clone();
+        let params = send("SendMessage", &format!("held-{n}"))["params"].clone();
+        held.push(tokio::spawn(async move {
+            client.send_message::<_, Value>(&params).await
+        }));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while alive.load(Ordering::SeqCst) < 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the held calls never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let shed = client
+        .call::<_, Value>("GetTask", &json!({"id": "t-1"}))
+        .await
+        .unwrap_err();
+    let remote = shed.remote().unwrap_or_else(|| panic!("{shed:?}"));
+    assert_eq!(remote.code(), -32053, "{shed:?}");
+    assert!(remote.retry_after().unwrap() >= Duration::from_millis(100));
+    // The held calls' callers leave: their slots come free, and their work ends.
+    for call in held {
+        call.abort();
+    }
+    until_none_alive(&alive, "after the held gRPC callers left").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let error = client
+            .call::<_, Value>("GetTask", &json!({"id": "t-1"}))
+            .await
+            .unwrap_err();
+        if error.remote().is_some_and(|remote| remote.code() == -32001) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{error:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_grpc_connections_are_closed() {
+    use tokio::io::AsyncReadExt;
+    let (_, bridge) = endless();
+    let limits = a2a_error::sdk::GrpcLimits::default()
+        .idle_timeout(Duration::from_millis(300))
+        .max_connections(2);
+    let target = serve_grpc(bridge, limits).await;
+    // Three connections that never send a byte: the cap serves two, closes them when idle,
+    // then serves and closes the third.
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(tokio::net::TcpStream::connect(&target).await.unwrap());
+    }
+    for mut socket in idle {
+        let mut buf = [0u8; 1024];
+        let closed = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match socket.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    // The server's preface (SETTINGS) comes first.
+                    Ok(_) => continue,
+                }
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "an idle connection stayed open");
+    }
+}
