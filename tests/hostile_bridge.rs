@@ -312,3 +312,153 @@ async fn idle_grpc_connections_are_closed() {
         assert!(closed.is_ok(), "an idle connection stayed open");
     }
 }
+
+/// A JSON-RPC call as the caller with `credential` (raw header bytes; none for anonymous).
+async fn rpc_as(url: &str, credential: Option<&[u8]>, method: &str, params: Value) -> Value {
+    let mut request = reqwest::Client::new().post(url).json(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+    if let Some(credential) = credential {
+        request = request.header(
+            "authorization",
+            reqwest::header::HeaderValue::from_bytes(credential).unwrap(),
+        );
+    }
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+fn text_message(message_id: &str, text: &str) -> Value {
+    json!({"message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_never_reach_each_others_tasks_on_any_binding() {
+    let (_agent, url, grpc) = common::start_grpc_agent();
+    let (alice, bob): (&[u8], &[u8]) = (b"Bearer alice", b"Bearer bob");
+    let other_task = rpc_as(
+        &url,
+        Some(alice),
+        "SendMessage",
+        text_message("a-1", "hello"),
+    )
+    .await;
+    assert!(
+        other_task["result"]["task"]["id"].is_string(),
+        "{other_task}"
+    );
+    let made = rpc_as(
+        &url,
+        Some(alice),
+        "SendMessage",
+        text_message("a-2", "hello"),
+    )
+    .await;
+    let task = made["result"]["task"]["id"].as_str().unwrap().to_owned();
+
+    // Alice reads her task; Bob, another credential, and an anonymous caller do not.
+    let read = rpc_as(&url, Some(alice), "GetTask", json!({"id": task})).await;
+    assert_eq!(read["result"]["id"], task.as_str(), "{read}");
+    for other in [Some(bob), None] {
+        for (method, params) in [
+            ("GetTask", json!({"id": task})),
+            ("CancelTask", json!({"id": task})),
+            ("SubscribeToTask", json!({"id": task})),
+            ("ListTaskPushNotificationConfigs", json!({"taskId": task})),
+        ] {
+            let reply = rpc_as(&url, other, method, params).await;
+            assert_eq!(reply["error"]["code"], -32001, "{method}: {reply}");
+        }
+        // Nor can they add a message to it.
+        let mut continued = text_message("b-1", "hello");
+        continued["message"]["taskId"] = json!(task);
+        let reply = rpc_as(&url, other, "SendMessage", continued).await;
+        assert_eq!(reply["error"]["code"], -32001, "{reply}");
+        // ListTasks lists only their own.
+        let listed = rpc_as(&url, other, "ListTasks", json!({})).await;
+        let tasks = listed["result"]["tasks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(tasks.iter().all(|t| t["id"] != task.as_str()), "{listed}");
+    }
+    let listed = rpc_as(&url, Some(alice), "ListTasks", json!({"pageSize": 1})).await;
+    assert_eq!(listed["result"]["totalSize"], 2, "{listed}");
+    assert_eq!(listed["result"]["tasks"].as_array().unwrap().len(), 1);
+    let token = listed["result"]["nextPageToken"].as_str().unwrap();
+    let rest = rpc_as(
+        &url,
+        Some(alice),
+        "ListTasks",
+        json!({"pageSize": 1, "pageToken": token}),
+    )
+    .await;
+    assert_eq!(
+        rest["result"]["tasks"].as_array().unwrap().len(),
+        1,
+        "{rest}"
+    );
+    assert_eq!(rest["result"]["nextPageToken"], "", "{rest}");
+
+    // REST: 404 for Bob.
+    let over_rest = reqwest::Client::new()
+        .get(format!("{url}/tasks/{task}"))
+        .header("authorization", "Bearer bob")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(over_rest.status(), 404);
+    let mine = reqwest::Client::new()
+        .get(format!("{url}/tasks/{task}"))
+        .header("authorization", "Bearer alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mine.status(), 200);
+
+    // gRPC: NOT_FOUND for Bob, the task for Alice.
+    let mut raw =
+        a2a_pb::proto::a2a_service_client::A2aServiceClient::connect(format!("http://{grpc}"))
+            .await
+            .unwrap();
+    let get = |credential: &'static str| {
+        let mut request = tonic::Request::new(a2a_pb::proto::GetTaskRequest {
+            id: task.clone(),
+            ..Default::default()
+        });
+        request
+            .metadata_mut()
+            .insert("authorization", credential.parse().unwrap());
+        request
+    };
+    let status = raw.get_task(get("Bearer bob")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+    let read = raw.get_task(get("Bearer alice")).await.unwrap();
+    assert_eq!(read.get_ref().id, task);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_that_differ_in_a_byte_are_two_callers() {
+    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    // Both decode lossily to "Bearer \u{fffd}": the same messageId must still run twice.
+    let first = rpc_as(
+        &url,
+        Some(b"Bearer \xfe"),
+        "SendMessage",
+        text_message("same", "hello"),
+    )
+    .await;
+    let second = rpc_as(
+        &url,
+        Some(b"Bearer \xff"),
+        "SendMessage",
+        text_message("same", "hello"),
+    )
+    .await;
+    let (first, second) = (
+        &first["result"]["task"]["id"],
+        &second["result"]["task"]["id"],
+    );
+    assert!(first.is_string() && second.is_string());
+    assert_ne!(first, second, "one caller got the other's task as a replay");
+    let read = rpc_as(&url, Some(b"Bearer \xff"), "GetTask", json!({"id": first})).await;
+    assert_eq!(read["error"]["code"], -32001, "{read}");
+}

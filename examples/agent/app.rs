@@ -2,7 +2,6 @@
 //! API only. `main.rs` serves it; the integration tests mount the same router.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use a2a_error::server::bounded::{BoundedMap, Change};
@@ -139,9 +138,6 @@ const ATTEMPT_BYTES: u64 = 64;
 pub struct Agent {
     tasks: Arc<BoundedMap<Task>>,
     attempts: Arc<BoundedMap<u32>>,
-    /// Tells this process's task ids from every other replica's and run's.
-    replica: Arc<str>,
-    next: Arc<AtomicU64>,
     dedup: Dedup<SendMessageResponse, AgentError>,
     /// Every SendMessage fails with AGENT_UNAVAILABLE (`--fail`): a specialist that is down.
     unavailable: bool,
@@ -173,19 +169,14 @@ impl Agent {
                 TASK_BYTES / 16 / ATTEMPT_BYTES,
                 TASK_BYTES / 16,
             )),
-            replica: Arc::from(format!("{:08x}", fastrand::u32(..))),
             public_url: Arc::from("http://127.0.0.1:8080"),
-            next: Arc::default(),
             // Retries of SendMessage within 10 minutes of its reply get that reply, scoped by
-            // the caller's Authorization header; a handler never runs longer than its claim.
+            // the caller's Authorization header (its bytes, without loss); a handler never
+            // runs longer than its claim.
             dedup: Dedup::with_store(store)
                 .window(Duration::from_secs(600))
                 .claim_ttl(claim_ttl)
-                .identify(|headers| {
-                    headers
-                        .get(axum::http::header::AUTHORIZATION)
-                        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-                }),
+                .identify(a2a_error::server::scope::authorization),
             unavailable: false,
         }
     }
@@ -283,8 +274,9 @@ impl Agent {
         {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
-        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = format!("task-{}-{n}", self.replica);
+        // Random (the OS's generator): a task id names a task to anyone who has it, so it must
+        // not be guessable from another's.
+        let id = format!("task-{}", uuid::Uuid::new_v4().simple());
         let context_id = message
             .context_id
             .clone()

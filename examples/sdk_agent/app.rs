@@ -246,20 +246,15 @@ fn handler<X: AgentExecutor>(
 
 /// The whole agent: its HTTP router (JSON-RPC at `POST /`, REST, and the card) and its gRPC
 /// service come from this one bridge, so they share the task store and the dedup.
-/// SendMessage replies are remembered in `store`, keyed by messageId and scoped by the
-/// caller's `Authorization` header (the `authorization` metadata over gRPC).
+/// SendMessage replies are remembered in `store`, keyed by messageId; they and the tasks are
+/// scoped by the caller's `Authorization` header (the `authorization` metadata over gRPC),
+/// the bridge's default scope.
 pub fn bridge(
     public_url: &str,
     grpc_url: Option<&str>,
     store: impl DedupStore,
 ) -> Bridge<DefaultRequestHandler> {
-    let dedup: SendDedup = Dedup::with_store(store)
-        .window(Duration::from_secs(600))
-        .identify(|headers| {
-            headers
-                .get(axum::http::header::AUTHORIZATION)
-                .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-        });
+    let dedup: SendDedup = Dedup::with_store(store).window(Duration::from_secs(600));
     served(public_url, grpc_url).dedup(dedup)
 }
 

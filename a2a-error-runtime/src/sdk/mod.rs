@@ -78,7 +78,9 @@ mod executor;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod link;
+mod owners;
 mod protojson;
+mod scoped;
 mod serve;
 mod store;
 mod transport;

@@ -27,8 +27,11 @@ use tokio::time::Instant;
 use super::error::public;
 use super::executor::{DEADLINE_PARAM, FAILURE_KEY, epoch};
 use super::link::{LINK_PARAM, Link};
+use super::owners::{DEFAULT_MAX_TASKS, Owners, key_of};
 use super::protojson::{ProtoJson, SendParams, SendReply};
+use super::scoped::{SCOPE_PARAM, Scoped};
 use crate::server::rest::{self, Json};
+use crate::server::scope::{self, Scope};
 use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
 use crate::wire::error::A2aError;
 use crate::wire::object::ErrorObject;
@@ -59,8 +62,11 @@ pub type SendDedup = Dedup<SendReply, RemoteError>;
 /// # }
 /// ```
 pub struct Bridge<H> {
-    pub(super) handler: Arc<H>,
+    pub(super) handler: Arc<Scoped<H>>,
+    scope: Scope,
     dedup: Option<SendDedup>,
+    /// Whether the dedup was given the bridge's scope (it had no `identify` of its own).
+    dedup_by_scope: bool,
     card: Option<Arc<Value>>,
     pub(super) timeout: Option<Duration>,
 }
@@ -69,7 +75,9 @@ impl<H> Clone for Bridge<H> {
     fn clone(&self) -> Self {
         Bridge {
             handler: Arc::clone(&self.handler),
+            scope: Arc::clone(&self.scope),
             dedup: self.dedup.clone(),
+            dedup_by_scope: self.dedup_by_scope,
             card: self.card.clone(),
             timeout: self.timeout,
         }
@@ -86,19 +94,75 @@ impl<H: RequestHandler> Bridge<H> {
     /// Serves a handler shared with other code.
     pub fn from_arc(handler: Arc<H>) -> Self {
         Bridge {
-            handler,
+            handler: Arc::new(Scoped {
+                inner: handler,
+                owners: Arc::new(Owners::new(DEFAULT_MAX_TASKS)),
+            }),
+            scope: Arc::new(scope::authorization),
             dedup: None,
+            dedup_by_scope: false,
             card: None,
             timeout: None,
         }
     }
 
-    /// Makes SendMessage safe to retry: the same messageId from the same caller (as
-    /// [`Dedup::identify`] reads it) runs the handler once, on any replica sharing the
-    /// store, over either binding; a reply is replayed to a retry over the other binding.
+    /// Makes SendMessage safe to retry: the same messageId from the same caller runs the
+    /// handler once, on any replica sharing the store, over any binding; a reply is replayed
+    /// to a retry over another binding. A dedup without an
+    /// [`identify`](Dedup::identify) of its own is given the bridge's [`scope`](Self::scope).
     pub fn dedup(mut self, dedup: SendDedup) -> Self {
-        self.dedup = Some(dedup);
+        self.dedup_by_scope = !dedup.identifies();
+        self.dedup = Some(if self.dedup_by_scope {
+            dedup.identify_by(Arc::clone(&self.scope))
+        } else {
+            dedup
+        });
         self
+    }
+
+    /// How a caller's scope is read from a request (default
+    /// [`scope::authorization`]: the `Authorization` header's bytes, the `authorization`
+    /// metadata over gRPC). A task belongs to the scope of the caller it was created for:
+    /// GetTask, ListTasks, CancelTask, SubscribeToTask, the push configs and a SendMessage
+    /// that continues it serve it to that scope only, and to any other it does not exist
+    /// (TASK_NOT_FOUND). Requests without a credential share one anonymous scope.
+    pub fn scope(
+        mut self,
+        scope: impl Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.scope = Arc::new(scope);
+        if self.dedup_by_scope
+            && let Some(dedup) = self.dedup.take()
+        {
+            self.dedup = Some(dedup.identify_by(Arc::clone(&self.scope)));
+        }
+        self
+    }
+
+    /// How many tasks' owners the bridge remembers (default 100,000, about 200 bytes each):
+    /// past it, the tasks recorded first are served to no one. Keep it at least the number
+    /// of tasks the task store holds.
+    pub fn max_owned_tasks(mut self, tasks: usize) -> Self {
+        self.handler = Arc::new(Scoped {
+            inner: Arc::clone(&self.handler.inner),
+            owners: Arc::new(Owners::new(tasks)),
+        });
+        self
+    }
+
+    /// The SDK's service params of a request: its headers (as the SDK's routers pass them),
+    /// the caller's scope for [`Scoped`], and the request's deadline for
+    /// [`Guarded`](super::Guarded), which runs in a task of the handler's own where the
+    /// task-local deadline does not reach.
+    pub(super) fn service_params(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+    ) -> ServiceParams {
+        let mut params = service_params(headers, deadline);
+        let scope = key_of((self.scope)(headers).as_deref());
+        params.insert(SCOPE_PARAM.to_owned(), vec![format!("{scope:x}")]);
+        params
     }
 
     /// The agent card served at `/.well-known/agent-card.json`.
@@ -200,7 +264,7 @@ impl<H: RequestHandler> Bridge<H> {
         request: SendMessageRequest,
     ) -> Result<SendReply, DedupError<RemoteError>> {
         let link = Link::new();
-        let params = linked_params(headers, self.end(deadline), &link);
+        let params = self.linked_params(headers, self.end(deadline), &link);
         let handler = Arc::clone(&self.handler);
         let work = move |request: SendMessageRequest| async move {
             let _link = link;
@@ -237,7 +301,7 @@ impl<H: RequestHandler> Bridge<H> {
     ) -> Result<Events, RemoteError> {
         // The execution lasts as long as its stream is read (see `Link`).
         let link = Link::new();
-        let params = linked_params(headers, deadline, &link);
+        let params = self.linked_params(headers, deadline, &link);
         match self.handler.send_streaming_message(&params, request).await {
             Ok(stream) => Ok(events(stream, Some(link))),
             Err(error) => Err(public(&error)),
@@ -250,7 +314,7 @@ impl<H: RequestHandler> Bridge<H> {
         deadline: Option<Instant>,
         request: SubscribeToTaskRequest,
     ) -> Result<Events, RemoteError> {
-        let params = service_params(headers, deadline);
+        let params = self.service_params(headers, deadline);
         match self.handler.subscribe_to_task(&params, request).await {
             Ok(stream) => Ok(events(stream, None)),
             Err(error) => Err(public(&error)),
@@ -290,10 +354,9 @@ fn events(
         .boxed()
 }
 
-/// The SDK's service params of a request: its headers (as the SDK's routers pass them), and
-/// the request's deadline for [`Guarded`](super::Guarded), which runs in a task of the
-/// handler's own where the task-local deadline does not reach.
-pub(super) fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServiceParams {
+/// A request's headers and deadline as service params; the params only the bridge sets are
+/// removed from what the caller sent (see [`Bridge::service_params`]).
+fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServiceParams {
     let mut params: ServiceParams = HashMap::with_capacity(headers.keys_len() + 1);
     for (name, value) in headers {
         if let Ok(value) = value.to_str() {
@@ -303,9 +366,10 @@ pub(super) fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> 
                 .push(value.to_owned());
         }
     }
-    // Only the endpoint says what the deadline and the link are.
+    // Only the endpoint says what the deadline, the link and the scope are.
     params.remove(DEADLINE_PARAM);
     params.remove(LINK_PARAM);
+    params.remove(SCOPE_PARAM);
     if let Some(deadline) = deadline {
         let micros = deadline.saturating_duration_since(epoch()).as_micros();
         params.insert(DEADLINE_PARAM.to_owned(), vec![micros.to_string()]);
@@ -313,11 +377,18 @@ pub(super) fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> 
     params
 }
 
-/// The service params of a request whose execution is tied to `link`.
-fn linked_params(headers: &HeaderMap, deadline: Option<Instant>, link: &Link) -> ServiceParams {
-    let mut params = service_params(headers, deadline);
-    params.insert(LINK_PARAM.to_owned(), vec![link.param()]);
-    params
+impl<H: RequestHandler> Bridge<H> {
+    /// The service params of a request whose execution is tied to `link`.
+    fn linked_params(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+        link: &Link,
+    ) -> ServiceParams {
+        let mut params = self.service_params(headers, deadline);
+        params.insert(LINK_PARAM.to_owned(), vec![link.param()]);
+        params
+    }
 }
 
 // JSON-RPC: one function per method, each the SDK handler's method on the SDK's types.
@@ -360,7 +431,7 @@ macro_rules! rpc_unary {
             request: ProtoJson<$request>,
             ctx: RequestContext,
         ) -> Result<$result, RemoteError> {
-            let params = service_params(&ctx.headers, ctx.deadline);
+            let params = bridge.service_params(&ctx.headers, ctx.deadline);
             bridge
                 .handler
                 .$method(&params, request.0)
@@ -455,7 +526,7 @@ impl<H: RequestHandler> Bridge<H> {
         &self,
         headers: &HeaderMap,
         request: Result<R, Box<Response>>,
-        call: impl FnOnce(Arc<H>, ServiceParams, R) -> Fut,
+        call: impl FnOnce(Arc<Scoped<H>>, ServiceParams, R) -> Fut,
     ) -> Response
     where
         T: Serialize,
@@ -466,7 +537,7 @@ impl<H: RequestHandler> Bridge<H> {
             Err(response) => return *response,
         };
         let deadline = crate::deadline::from_headers(headers);
-        let params = service_params(headers, deadline);
+        let params = self.service_params(headers, deadline);
         let handler = Arc::clone(&self.handler);
         let work = async move {
             call(handler, params, request)

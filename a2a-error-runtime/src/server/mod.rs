@@ -8,6 +8,7 @@ pub(crate) mod endpoint;
 pub(crate) mod log;
 mod params;
 pub mod rest;
+pub mod scope;
 mod serve;
 pub(crate) mod sse;
 mod task;

@@ -33,7 +33,8 @@ use tonic::{Request, Response, Status};
 
 use super::error::public;
 use super::protojson::missing_in_send;
-use super::serve::{Bridge, Events, service_params};
+use super::scoped::Scoped;
+use super::serve::{Bridge, Events};
 use crate::deadline::{earliest, run_until};
 use crate::server::endpoint::{guarded, until};
 use crate::wire::bad_request::BadRequest;
@@ -111,7 +112,7 @@ impl<H: RequestHandler> GrpcService<H> {
     async fn unary<R, T, Fut>(
         &self,
         request: Request<R>,
-        work: impl FnOnce(Arc<H>, ServiceParams, HeaderMap, Option<Instant>, R) -> Fut,
+        work: impl FnOnce(Arc<Scoped<H>>, ServiceParams, HeaderMap, Option<Instant>, R) -> Fut,
     ) -> Result<Response<T>, Status>
     where
         Fut: Future<Output = Result<T, Status>>,
@@ -119,7 +120,7 @@ impl<H: RequestHandler> GrpcService<H> {
         let (metadata, _, message) = request.into_parts();
         let headers = metadata.into_headers();
         let deadline = deadline(&headers);
-        let params = service_params(&headers, deadline);
+        let params = self.bridge.service_params(&headers, deadline);
         let handler = Arc::clone(&self.bridge.handler);
         let work = work(handler, params, headers, deadline, message);
         self.guard(deadline, work).await.map(Response::new)

@@ -59,7 +59,7 @@ pub enum StoreFailure {
     RunWithoutDedup,
 }
 
-type Identify = Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
+type Identify = crate::server::scope::Scope;
 
 /// The retry delay of every refusal that asks the caller to come back.
 const COME_BACK: Duration = Duration::from_secs(1);
@@ -162,12 +162,25 @@ impl<T, E> Dedup<T, E> {
 
     /// Reads the caller's identity from the request headers (an `Authorization` value, a
     /// tenant header, a client certificate name put there by a proxy): keys are scoped by it.
-    /// Only a hash of it is stored.
+    /// Only a hash of it is stored. [`scope::authorization`](crate::server::scope::authorization)
+    /// reads the `Authorization` header without loss; a lossy decoding would let two
+    /// credentials share replies.
     pub fn identify(
         mut self,
         identify: impl Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         self.settings_mut().identify = Some(Arc::new(identify));
+        self
+    }
+
+    /// Whether [`identify`](Self::identify) was set.
+    pub(crate) fn identifies(&self) -> bool {
+        self.settings.identify.is_some()
+    }
+
+    /// As [`identify`](Self::identify), with a scope already shared.
+    pub(crate) fn identify_by(mut self, scope: Identify) -> Self {
+        self.settings_mut().identify = Some(scope);
         self
     }
 

@@ -1,0 +1,258 @@
+//! [`Scoped`]: the SDK handler as the bridge serves it, with callers kept apart (see
+//! [`Owners`]). Every binding (JSON-RPC, REST, gRPC) calls the handler through this.
+
+use std::sync::Arc;
+
+use a2a::{
+    A2AError, AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest, ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskPushNotificationConfig,
+};
+use a2a_server::{RequestHandler, ServiceParams};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+
+use super::owners::{Owners, ScopeKey};
+
+/// The service param that carries the caller's scope key (hex) from the bridge to
+/// [`Scoped`]. The bridge sets it on every request; a caller's header of the same name is
+/// removed first, so no caller can claim another's scope.
+pub(crate) const SCOPE_PARAM: &str = "a2a-error-scope";
+
+/// The most tasks one ListTasks page holds (the SDK's `MAX_PAGE_SIZE`).
+const MAX_PAGE: usize = 100;
+/// The page size of a ListTasks that names none (the SDK's `DEFAULT_PAGE_SIZE`).
+const DEFAULT_PAGE: usize = 50;
+
+/// The SDK handler `H`, serving each caller only its own tasks.
+pub(crate) struct Scoped<H> {
+    pub(super) inner: Arc<H>,
+    pub(super) owners: Arc<Owners>,
+}
+
+/// The scope key the bridge put in `params` (the anonymous caller's when there is none).
+fn scope_of(params: &ServiceParams) -> ScopeKey {
+    params
+        .get(SCOPE_PARAM)
+        .and_then(|values| values.first())
+        .and_then(|hex| u128::from_str_radix(hex, 16).ok())
+        .unwrap_or(0)
+}
+
+/// The id of the task an event or reply is about, if any.
+fn task_of_event(event: &StreamResponse) -> Option<&str> {
+    match event {
+        StreamResponse::Task(task) => Some(&task.id),
+        StreamResponse::StatusUpdate(update) => Some(&update.task_id),
+        StreamResponse::ArtifactUpdate(update) => Some(&update.task_id),
+        StreamResponse::Message(message) => message.task_id.as_deref(),
+    }
+}
+
+impl<H> Scoped<H> {
+    /// `Ok` when `task` is the caller's; TASK_NOT_FOUND, as for a task that does not exist,
+    /// when it is not.
+    fn check(&self, params: &ServiceParams, task: &str) -> Result<(), A2AError> {
+        if self.owners.owns(scope_of(params), task) {
+            Ok(())
+        } else {
+            Err(A2AError::task_not_found(task))
+        }
+    }
+
+    /// A SendMessage that continues a task must continue the caller's own.
+    fn check_send(
+        &self,
+        params: &ServiceParams,
+        request: &SendMessageRequest,
+    ) -> Result<(), A2AError> {
+        match &request.message.task_id {
+            Some(task) => self.check(params, task),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<H: RequestHandler> RequestHandler for Scoped<H> {
+    async fn send_message(
+        &self,
+        params: &ServiceParams,
+        req: SendMessageRequest,
+    ) -> Result<SendMessageResponse, A2AError> {
+        self.check_send(params, &req)?;
+        let reply = self.inner.send_message(params, req).await?;
+        let task = match &reply {
+            SendMessageResponse::Task(task) => Some(task.id.as_str()),
+            SendMessageResponse::Message(message) => message.task_id.as_deref(),
+        };
+        if let Some(task) = task {
+            self.owners.record(scope_of(params), task);
+        }
+        Ok(reply)
+    }
+
+    async fn send_streaming_message(
+        &self,
+        params: &ServiceParams,
+        req: SendMessageRequest,
+    ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
+        self.check_send(params, &req)?;
+        let stream = self.inner.send_streaming_message(params, req).await?;
+        let (owners, scope) = (Arc::clone(&self.owners), scope_of(params));
+        // Recorded before the event that hands out the task's id is sent on.
+        let mut recorded = false;
+        Ok(stream
+            .map(move |item| {
+                if !recorded
+                    && let Ok(event) = &item
+                    && let Some(task) = task_of_event(event)
+                {
+                    owners.record(scope, task);
+                    recorded = true;
+                }
+                item
+            })
+            .boxed())
+    }
+
+    async fn get_task(
+        &self,
+        params: &ServiceParams,
+        req: GetTaskRequest,
+    ) -> Result<Task, A2AError> {
+        self.check(params, &req.id)?;
+        self.inner.get_task(params, req).await
+    }
+
+    /// The caller's own tasks, in id order, filtered as the request asks and paged by the
+    /// last id of the page before (the token).
+    async fn list_tasks(
+        &self,
+        params: &ServiceParams,
+        req: ListTasksRequest,
+    ) -> Result<ListTasksResponse, A2AError> {
+        let scope = scope_of(params);
+        let page_size = req
+            .page_size
+            .and_then(|size| usize::try_from(size).ok())
+            .filter(|size| *size > 0)
+            .map_or(DEFAULT_PAGE, |size| size.min(MAX_PAGE));
+        let after = req.page_token.as_deref().filter(|token| !token.is_empty());
+        let mut page: Vec<Task> = Vec::new();
+        let mut total = 0usize;
+        let mut next_page_token = String::new();
+        // Every task of the caller's is read, for the total: as many as the caller has.
+        for id in self.owners.tasks(scope, None) {
+            let get = GetTaskRequest {
+                id: id.to_string(),
+                history_length: req.history_length,
+                tenant: req.tenant.clone(),
+            };
+            let mut task = match self.inner.get_task(params, get).await {
+                Ok(task) => task,
+                Err(error) if error.code == a2a::error_code::TASK_NOT_FOUND => {
+                    self.owners.forget(&id);
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
+            let wanted = req
+                .context_id
+                .as_ref()
+                .is_none_or(|context| task.context_id == *context)
+                && req
+                    .status
+                    .as_ref()
+                    .is_none_or(|state| task.status.state == *state)
+                && req
+                    .status_timestamp_after
+                    .is_none_or(|after| task.status.timestamp.is_some_and(|at| at > after));
+            if !wanted {
+                continue;
+            }
+            total += 1;
+            if after.is_some_and(|after| &*id <= after) {
+                continue;
+            }
+            if page.len() < page_size {
+                if req.include_artifacts == Some(false) {
+                    task.artifacts = None;
+                }
+                page.push(task);
+            } else if next_page_token.is_empty() {
+                next_page_token = page.last().map(|task| task.id.clone()).unwrap_or_default();
+            }
+        }
+        Ok(ListTasksResponse {
+            tasks: page,
+            next_page_token,
+            page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        })
+    }
+
+    async fn cancel_task(
+        &self,
+        params: &ServiceParams,
+        req: CancelTaskRequest,
+    ) -> Result<Task, A2AError> {
+        self.check(params, &req.id)?;
+        self.inner.cancel_task(params, req).await
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        params: &ServiceParams,
+        req: SubscribeToTaskRequest,
+    ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
+        self.check(params, &req.id)?;
+        self.inner.subscribe_to_task(params, req).await
+    }
+
+    async fn create_push_config(
+        &self,
+        params: &ServiceParams,
+        req: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        self.check(params, &req.task_id)?;
+        self.inner.create_push_config(params, req).await
+    }
+
+    async fn get_push_config(
+        &self,
+        params: &ServiceParams,
+        req: GetTaskPushNotificationConfigRequest,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        self.check(params, &req.task_id)?;
+        self.inner.get_push_config(params, req).await
+    }
+
+    async fn list_push_configs(
+        &self,
+        params: &ServiceParams,
+        req: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
+        self.check(params, &req.task_id)?;
+        self.inner.list_push_configs(params, req).await
+    }
+
+    async fn delete_push_config(
+        &self,
+        params: &ServiceParams,
+        req: DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<(), A2AError> {
+        self.check(params, &req.task_id)?;
+        self.inner.delete_push_config(params, req).await
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        params: &ServiceParams,
+        req: GetExtendedAgentCardRequest,
+    ) -> Result<AgentCard, A2AError> {
+        self.inner.get_extended_agent_card(params, req).await
+    }
+}
