@@ -462,3 +462,150 @@ async fn credentials_that_differ_in_a_byte_are_two_callers() {
     let read = rpc_as(&url, Some(b"Bearer \xff"), "GetTask", json!({"id": first})).await;
     assert_eq!(read["error"]["code"], -32001, "{read}");
 }
+
+/// The SSE events of a JSON-RPC stream's body: each event's `result` or `error`.
+fn sse_events(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: String = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            serde_json::from_str(&data).ok()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_events_reach_a_slow_reader() {
+    use a2a_error::resilience::RetryPolicy;
+    use a2a_error::{Client, RemoteError};
+    let (_agent, url, grpc) = common::start_grpc_agent();
+
+    // JSON-RPC over SSE: the reader takes one chunk, then stops reading for 3 s (the agent
+    // makes its events far faster than that), then reads the rest.
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+        "params": text_message("long-1", "stream:10000")});
+    let response = reqwest::Client::new()
+        .post(&url)
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    let first = body.next().await.unwrap().unwrap();
+    text.push_str(&String::from_utf8_lossy(&first));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    while let Some(chunk) = body.next().await {
+        text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    let events = sse_events(&text);
+    assert!(
+        events.iter().all(|event| event.get("error").is_none()),
+        "{:?}",
+        events.last()
+    );
+    let chunks = events
+        .iter()
+        .filter(|event| event["result"]["artifactUpdate"].is_object())
+        .count();
+    assert_eq!(chunks, 10_000);
+    assert_eq!(
+        events.last().unwrap()["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+
+    // gRPC: the same, through HTTP/2 flow control.
+    let client = Client::<RemoteError>::grpc(grpc.as_str())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let mut events = client
+        .stream(
+            "SendStreamingMessage",
+            &text_message("long-2", "stream:10000"),
+        )
+        .await
+        .unwrap();
+    let first = events.next().await.unwrap().unwrap();
+    assert!(first.get().starts_with('{'));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (seen, last) = common::drain(events).await;
+    assert!(last.is_none(), "{last:?}");
+    // The first event was read above: the 10,000 chunks and the COMPLETED status in all.
+    assert_eq!(seen + 1, 10_001);
+
+    // A unary SendMessage of such a task answers with the task, COMPLETED.
+    let reply = rpc_as(
+        &url,
+        None,
+        "SendMessage",
+        text_message("long-3", "stream:10000"),
+    )
+    .await;
+    assert_eq!(
+        reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{reply}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_falls_behind_still_sees_where_the_task_ends() {
+    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    // The stream that runs the task, read as fast as it comes.
+    let response = reqwest::Client::new()
+        .post(&url)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+            "params": text_message("sub-1", "stream:10000")}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut primary = response.bytes_stream();
+    let first = primary.next().await.unwrap().unwrap();
+    let first = sse_events(&String::from_utf8_lossy(&first));
+    let task = first[0]["result"]["task"]["id"]
+        .as_str()
+        .or(first[0]["result"]["artifactUpdate"]["taskId"].as_str())
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .to_owned();
+    // A second subscriber that stops reading for 3 s.
+    let subscribed = reqwest::Client::new()
+        .post(&url)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask",
+            "params": {"id": task}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let reading = tokio::spawn(async move {
+        let mut text = String::new();
+        let mut body = subscribed.bytes_stream();
+        if let Some(chunk) = body.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        while let Some(chunk) = body.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+        text
+    });
+    while let Some(chunk) = primary.next().await {
+        chunk.unwrap();
+    }
+    let events = sse_events(&reading.await.unwrap());
+    assert!(
+        events.iter().all(|event| event.get("error").is_none()),
+        "{:?}",
+        events.last()
+    );
+    let last = &events.last().unwrap()["result"];
+    let state = last["statusUpdate"]["status"]["state"]
+        .as_str()
+        .or(last["task"]["status"]["state"].as_str());
+    assert_eq!(state, Some("TASK_STATE_COMPLETED"), "{last}");
+}

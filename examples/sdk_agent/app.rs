@@ -86,24 +86,26 @@ fn status(ctx: &ExecutorContext, state: TaskState, text: Option<String>) -> Stre
     })
 }
 
-/// The most chunks `stream:N` sends: a larger N is INVALID_PARAMS. The SDK's handler copies
-/// the whole task for every event, so a task's events cost more the more it has.
+/// The most chunks `stream:N` sends: a larger N is INVALID_PARAMS.
 const MAX_CHUNKS: u32 = 10_000;
 
-/// Chunk `n` of `of`: one artifact, appended to from the second chunk on.
+/// Chunk `n` of `of`: the artifact `chunk`, replaced by each chunk. The SDK's handler copies
+/// the whole task for every event (twice), so a task that grew by every event would cost
+/// time quadratic in the events; this one stays the same size, and its events cost linear
+/// time.
 fn chunk(task_id: &str, context_id: &str, n: u32, of: u32) -> StreamResponse {
     StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
         task_id: task_id.to_owned(),
         context_id: context_id.to_owned(),
         artifact: Artifact {
-            artifact_id: "chunks".to_owned(),
+            artifact_id: "chunk".to_owned(),
             name: None,
             description: None,
             parts: vec![Part::text(format!("chunk {n}"))],
             metadata: None,
             extensions: None,
         },
-        append: Some(n > 1),
+        append: None,
         last_chunk: Some(n == of),
         metadata: None,
     })

@@ -93,6 +93,9 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
                 .and_then(|param| link::find(param)),
             store: Arc::clone(&self.store),
         };
+        if let Some(link) = &run.link {
+            link.started(&run.task_id);
+        }
         let inner = Arc::clone(&self.inner);
         let events = std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)));
         run.guard(events)
@@ -127,6 +130,15 @@ struct Polling {
     run: Arc<Run>,
 }
 
+impl Drop for Polling {
+    /// The handler drops the stream once it has written the last event: the execution ended.
+    fn drop(&mut self) {
+        if let Some(link) = &self.run.link {
+            link.end();
+        }
+    }
+}
+
 impl Run {
     fn guard(
         self,
@@ -144,7 +156,14 @@ impl Run {
         };
         futures_util::stream::unfold(state, |mut state| async move {
             let mut events = state.events.take()?;
-            let next = AssertUnwindSafe(events.next()).catch_unwind();
+            let (link, polled) = (state.run.link.clone(), &mut events);
+            let next = async move {
+                // A stream's execution waits for its reader (see `Link`).
+                if let Some(link) = link {
+                    link.credit().await;
+                }
+                AssertUnwindSafe(polled.next()).catch_unwind().await
+            };
             let deadline = state.run.deadline;
             let next = async move {
                 match deadline {

@@ -1,6 +1,7 @@
 //! [`Link`]: what ties a request served by the [`Bridge`](super::Bridge) to the execution
 //! the SDK's handler runs for it in a task of its own, so that the execution ends when its
-//! caller goes away.
+//! caller goes away, and a stream's execution runs no further ahead of its reader than the
+//! SDK's buffer holds.
 //!
 //! The SDK's `DefaultRequestHandler` spawns the executor's work and hands the request only a
 //! subscription to its events: dropping the request (a caller that hung up, a stream reset,
@@ -20,25 +21,80 @@ use tokio::sync::Notify;
 /// The service param that names a request's link.
 pub(crate) const LINK_PARAM: &str = "a2a-error-link";
 
-/// The part of a link the execution holds: whether the request is gone.
+/// How many events a stream's execution may make before its reader has received them. The
+/// SDK's handler passes events through a broadcast buffer of 32 and ends the subscription of
+/// a reader that falls further behind ("subscription fell behind active execution", a bare
+/// INTERNAL): at most 16 in the buffer, with room for the handler's own last event.
+pub(crate) const STREAM_WINDOW: usize = 16;
+
+/// The part of a link the execution holds.
 #[derive(Default)]
 pub(crate) struct Watch {
     gone: AtomicBool,
     notify: Notify,
+    /// For a stream: one permit per event the execution may make before the reader has
+    /// received more (see [`STREAM_WINDOW`]).
+    credits: Option<tokio::sync::Semaphore>,
+    /// The id of the task the execution runs, once it has started.
+    task: OnceLock<String>,
+    ended: AtomicBool,
+    ended_notify: Notify,
+}
+
+/// Waits on `flag`, set before `notify` is told.
+async fn wait(flag: &AtomicBool, notify: &Notify) {
+    loop {
+        let notified = notify.notified();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        if flag.load(Ordering::Acquire) {
+            return;
+        }
+        notified.await;
+    }
 }
 
 impl Watch {
+    /// Waits for a credit to make one more event (at once for a unary request's execution).
+    pub(crate) async fn credit(&self) {
+        if let Some(credits) = &self.credits
+            && let Ok(permit) = credits.acquire().await
+        {
+            permit.forget();
+        }
+    }
+
+    /// The reader received an event: the execution may make one more.
+    pub(crate) fn received(&self) {
+        if let Some(credits) = &self.credits {
+            credits.add_permits(1);
+        }
+    }
+
+    /// The execution started on `task`.
+    pub(crate) fn started(&self, task: &str) {
+        let _ = self.task.set(task.to_owned());
+    }
+
+    /// The id of the task the execution runs, once it has started.
+    pub(crate) fn task(&self) -> Option<&str> {
+        self.task.get().map(String::as_str)
+    }
+
+    /// The execution ended (its stream was dropped): what it wrote to the store is there.
+    pub(crate) fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+        self.ended_notify.notify_waiters();
+    }
+
+    /// Resolves once the execution has ended.
+    pub(crate) async fn ended(&self) {
+        wait(&self.ended, &self.ended_notify).await;
+    }
+
     /// Resolves once the request that made the link is gone.
     pub(crate) async fn gone(&self) {
-        loop {
-            let notified = self.notify.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.gone.load(Ordering::Acquire) {
-                return;
-            }
-            notified.await;
-        }
+        wait(&self.gone, &self.notify).await;
     }
 }
 
@@ -57,9 +113,22 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// A new link, known to the map until it is dropped.
+    /// A new link for a unary request, known to the map until it is dropped.
     pub(crate) fn new() -> Link {
-        let watch = Arc::new(Watch::default());
+        Link::with(Watch::default())
+    }
+
+    /// A new link for a stream: its execution makes at most [`STREAM_WINDOW`] events more
+    /// than the reader has received ([`Watch::received`]).
+    pub(crate) fn stream() -> Link {
+        Link::with(Watch {
+            credits: Some(tokio::sync::Semaphore::new(STREAM_WINDOW)),
+            ..Watch::default()
+        })
+    }
+
+    fn with(watch: Watch) -> Link {
+        let watch = Arc::new(watch);
         let mut map = links().lock().unwrap_or_else(|poison| poison.into_inner());
         // 64 random bits: a clash with a link in flight is drawn again.
         let id = loop {
@@ -70,6 +139,11 @@ impl Link {
         };
         map.insert(id, Arc::clone(&watch));
         Link { id, watch }
+    }
+
+    /// The execution's side of this link.
+    pub(crate) fn watch(&self) -> &Watch {
+        &self.watch
     }
 
     /// The value of [`LINK_PARAM`] that names this link.

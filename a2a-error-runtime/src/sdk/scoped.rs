@@ -33,7 +33,7 @@ pub(crate) struct Scoped<H> {
 }
 
 /// The scope key the bridge put in `params` (the anonymous caller's when there is none).
-fn scope_of(params: &ServiceParams) -> ScopeKey {
+pub(super) fn scope_of(params: &ServiceParams) -> ScopeKey {
     params
         .get(SCOPE_PARAM)
         .and_then(|values| values.first())

@@ -267,11 +267,20 @@ impl<H: RequestHandler> Bridge<H> {
         let params = self.linked_params(headers, self.end(deadline), &link);
         let handler = Arc::clone(&self.handler);
         let work = move |request: SendMessageRequest| async move {
-            let _link = link;
-            let response = handler
-                .send_message(&params, request)
-                .await
-                .map_err(|error| public(&error))?;
+            let history = request
+                .configuration
+                .as_ref()
+                .and_then(|configuration| configuration.history_length);
+            let response = match handler.send_message(&params, request).await {
+                Ok(response) => response,
+                Err(error) if fell_behind(&error) => {
+                    match caught_up(&handler, &params, &link, history).await {
+                        Some(task) => a2a::SendMessageResponse::Task(task),
+                        None => return Err(public(&error)),
+                    }
+                }
+                Err(error) => return Err(public(&error)),
+            };
             SendReply::new(response).map_err(|error| {
                 tracing::error!("an SDK reply did not convert to JSON: {error}");
                 RemoteError::from_object(StandardError::Internal.to_error_object())
@@ -299,8 +308,9 @@ impl<H: RequestHandler> Bridge<H> {
         deadline: Option<Instant>,
         request: SendMessageRequest,
     ) -> Result<Events, RemoteError> {
-        // The execution lasts as long as its stream is read (see `Link`).
-        let link = Link::new();
+        // The execution lasts as long as its stream is read, and keeps pace with its reader
+        // (see `Link`).
+        let link = Link::stream();
         let params = self.linked_params(headers, deadline, &link);
         match self.handler.send_streaming_message(&params, request).await {
             Ok(stream) => Ok(events(stream, Some(link))),
@@ -315,11 +325,69 @@ impl<H: RequestHandler> Bridge<H> {
         request: SubscribeToTaskRequest,
     ) -> Result<Events, RemoteError> {
         let params = self.service_params(headers, deadline);
-        match self.handler.subscribe_to_task(&params, request).await {
-            Ok(stream) => Ok(events(stream, None)),
+        match self
+            .handler
+            .subscribe_to_task(&params, request.clone())
+            .await
+        {
+            Ok(stream) => {
+                let stream = resubscribing(Arc::clone(&self.handler), params, request, stream);
+                Ok(events(stream, None))
+            }
             Err(error) => Err(public(&error)),
         }
     }
+}
+
+/// How many times one SubscribeToTask is subscribed again after falling behind.
+const MAX_RESUBSCRIBES: u32 = 64;
+
+type SdkEvents = BoxStream<'static, Result<StreamResponse, A2AError>>;
+
+/// A subscription that, when it falls behind the execution (the SDK ends a reader more than
+/// its buffer of 32 events behind with a bare INTERNAL), subscribes again: the caller gets
+/// the task as it stands (the SDK's first event of a subscription) and the live events after
+/// it, so nothing the task became is lost (the events in between are in the task). A
+/// subscription that keeps falling behind ends with the INTERNAL after
+/// [`MAX_RESUBSCRIBES`] tries.
+fn resubscribing<H: RequestHandler>(
+    handler: Arc<Scoped<H>>,
+    params: ServiceParams,
+    request: SubscribeToTaskRequest,
+    stream: SdkEvents,
+) -> SdkEvents {
+    let state = (Some(stream), handler, params, request, 0u32);
+    futures_util::stream::unfold(state, |mut state| async move {
+        loop {
+            let item = state.0.as_mut()?.next().await?;
+            match item {
+                Err(error) if fell_behind(&error) && state.4 < MAX_RESUBSCRIBES => {
+                    state.4 += 1;
+                    match state.1.subscribe_to_task(&state.2, state.3.clone()).await {
+                        Ok(again) => state.0 = Some(again),
+                        // The task ended meanwhile: its last state ends the stream.
+                        Err(error) => {
+                            state.0 = None;
+                            let get = GetTaskRequest {
+                                id: state.3.id.clone(),
+                                history_length: None,
+                                tenant: state.3.tenant.clone(),
+                            };
+                            let item = match state.1.get_task(&state.2, get).await {
+                                Ok(task) if task.status.state.is_terminal() => {
+                                    Ok(StreamResponse::Task(task))
+                                }
+                                _ => Err(error),
+                            };
+                            return Some((item, state));
+                        }
+                    }
+                }
+                item => return Some((item, state)),
+            }
+        }
+    })
+    .boxed()
 }
 
 pub(super) type Events = BoxStream<'static, Result<ProtoJson<StreamResponse>, RemoteError>>;
@@ -334,7 +402,14 @@ fn events(
     link: Option<Link>,
 ) -> Events {
     stream
-        .map(move |item| match (item, &link).0 {
+        .map(move |item| {
+            // Received from the SDK's buffer: the execution may make one more.
+            if let Some(link) = &link {
+                link.watch().received();
+            }
+            item
+        })
+        .map(|item| match item {
             Ok(StreamResponse::StatusUpdate(mut update)) => {
                 let failure = update
                     .metadata
@@ -352,6 +427,41 @@ fn events(
             Err(error) => Err(public(&error)),
         })
         .boxed()
+}
+
+/// Whether the SDK's SendMessage failed with the bare INTERNAL its handler answers when the
+/// execution outran the request's subscription ("subscription fell behind active
+/// execution": its buffer holds 32 events) or with another error of its own: no code of the
+/// executor's, which the guard sends with its ErrorInfo.
+fn fell_behind(error: &A2AError) -> bool {
+    error.code == a2a::error_code::INTERNAL_ERROR
+        && error.details.as_ref().is_none_or(Vec::is_empty)
+        && error.message == "Internal error"
+}
+
+/// The task a SendMessage ran, read once its execution has ended (within the request's
+/// deadline, which ends the execution too), with the request's `historyLength` applied: the
+/// answer the SDK gives when it has followed the execution to its end. `None` when the
+/// execution never started under the bridge's guard, or the task is gone.
+async fn caught_up<H: RequestHandler>(
+    handler: &Scoped<H>,
+    params: &ServiceParams,
+    link: &Link,
+    history: Option<i32>,
+) -> Option<a2a::Task> {
+    let task = link.watch().task()?.to_owned();
+    link.watch().ended().await;
+    let request = GetTaskRequest {
+        id: task,
+        history_length: history,
+        tenant: None,
+    };
+    let task = handler.inner.get_task(params, request).await.ok()?;
+    handler
+        .owners
+        .record(super::scoped::scope_of(params), &task.id);
+    tracing::debug!("a SendMessage outran its subscription: answered from the task store");
+    Some(task)
 }
 
 /// A request's headers and deadline as service params; the params only the bridge sets are
