@@ -609,3 +609,18 @@ async fn a_subscriber_that_falls_behind_still_sees_where_the_task_ends() {
         .or(last["task"]["status"]["state"].as_str());
     assert_eq!(state, Some("TASK_STATE_COMPLETED"), "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_task_is_kept() {
+    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    // 1.2 MB of text (the body limit is 4 MiB): echoed, the task holds it twice.
+    let text = "z".repeat(1_200_000);
+    let made = rpc_as(&url, None, "SendMessage", text_message("large-1", &text)).await;
+    let task = made["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", &made.to_string()[..200.min(made.to_string().len())]))
+        .to_owned();
+    let read = rpc_as(&url, None, "GetTask", json!({"id": task})).await;
+    assert_eq!(read["result"]["id"], task.as_str(), "the task vanished");
+    assert_eq!(read["result"]["status"]["state"], "TASK_STATE_COMPLETED");
+}

@@ -218,24 +218,10 @@ impl Run {
         .boxed()
     }
 
-    /// The status of a task that failed with `error`, from [`failed_status`].
-    fn failed_status(public: &RemoteError) -> TaskStatus {
-        let status = failed_status(public);
-        let metadata: Option<HashMap<String, Value>> =
-            serde_json::from_value(status["message"]["metadata"].clone()).ok();
-        let mut message = Message::new(Role::Agent, vec![Part::text(public.public_message())]);
-        message.metadata = metadata;
-        TaskStatus {
-            state: TaskState::Failed,
-            message: Some(message),
-            timestamp: None,
-        }
-    }
-
     /// The terminal event of a task whose work had started when it failed.
     fn failed_event(&self, error: &A2AError) -> StreamResponse {
         let public = crate::sdk::error::public(error);
-        let mut status = Run::failed_status(&public);
+        let mut status = failed_task_status(&public);
         if let Some(message) = &mut status.message {
             message.task_id = Some(self.task_id.clone());
             message.context_id = Some(self.context_id.clone());
@@ -286,10 +272,25 @@ impl Run {
             return;
         }
         let mut task = task;
-        task.status = Run::failed_status(&public);
+        task.status = failed_task_status(&public);
         if let Err(store) = self.store.update(task).await {
             tracing::warn!(code = store.code, "could not end a failed task");
         }
+    }
+}
+
+/// The status of a task that failed with `public` (the error as the caller is told it):
+/// FAILED, with the public message and the metadata of [`failed_status`].
+pub(super) fn failed_task_status(public: &RemoteError) -> TaskStatus {
+    let status = failed_status(public);
+    let metadata: Option<HashMap<String, Value>> =
+        serde_json::from_value(status["message"]["metadata"].clone()).ok();
+    let mut message = Message::new(Role::Agent, vec![Part::text(public.public_message())]);
+    message.metadata = metadata;
+    TaskStatus {
+        state: TaskState::Failed,
+        message: Some(message),
+        timestamp: None,
     }
 }
 

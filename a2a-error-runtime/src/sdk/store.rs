@@ -7,7 +7,11 @@ use a2a::{A2AError, ListTasksRequest, ListTasksResponse, Task, TaskState};
 use a2a_server::TaskStore;
 use a2a_server::task_store::TaskVersion;
 
+use super::executor::failed_task_status;
 use crate::server::bounded::{BoundedMap, Change};
+use crate::wire::error::A2aError;
+use crate::wire::remote::RemoteError;
+use crate::wire::standard::StandardError;
 
 /// A task and its version.
 #[derive(Clone)]
@@ -61,19 +65,30 @@ impl std::io::Write for Counter {
     }
 }
 
-/// A task as a write of the map: weighed at twice its JSON plus the floor and its id.
-fn put(task: Task, version: TaskVersion) -> Change<Stored> {
+/// What a task weighs: twice its JSON plus the floor and its id.
+fn weight(task: &Task) -> u64 {
     let mut json = Counter(0);
     // A task that does not serialize is weighed at the floor.
-    let _ = serde_json::to_writer(&mut json, &task);
+    let _ = serde_json::to_writer(&mut json, task);
+    TASK_FLOOR + task.id.len() as u64 + 2 * json.0
+}
+
+/// A task of `weight` as a write of the map.
+fn put(task: Task, weight: u64, version: TaskVersion) -> Change<Stored> {
     Change::Put {
-        weight: TASK_FLOOR + task.id.len() as u64 + 2 * json.0,
+        weight,
         value: Stored {
             task: Arc::new(task),
             version,
         },
         ttl: TASK_TTL,
     }
+}
+
+/// The error of a task heavier than the store keeps one: CONTENT_TOO_LARGE, with its code
+/// table's public message, as the caller is told it.
+fn too_large() -> A2AError {
+    crate::sdk::to_sdk(&StandardError::ContentTooLarge)
 }
 
 impl MemoryTaskStore {
@@ -84,6 +99,14 @@ impl MemoryTaskStore {
         }
     }
 
+    /// The heaviest task kept, in bytes as tasks are weighed (twice its JSON and 256): the
+    /// whole `max_bytes` up to 16 MiB, at least 16 MiB above (16 MiB for a store of 64 MiB,
+    /// so a task of about 8 MB of JSON). A heavier task is CONTENT_TOO_LARGE, never dropped
+    /// in silence.
+    pub fn max_task_bytes(&self) -> u64 {
+        self.tasks.max_record_bytes()
+    }
+
     /// The weight of the tasks kept now, in bytes (at most the `max_bytes` given).
     pub fn weighed_bytes(&self) -> u64 {
         self.tasks.bytes()
@@ -92,19 +115,42 @@ impl MemoryTaskStore {
 
 #[async_trait::async_trait]
 impl TaskStore for MemoryTaskStore {
+    /// A task heavier than [`max_task_bytes`](MemoryTaskStore::max_task_bytes) is not
+    /// created: CONTENT_TOO_LARGE, which the caller's SendMessage answers.
     async fn create(&self, task: Task) -> Result<TaskVersion, A2AError> {
+        let weight = weight(&task);
+        if weight > self.tasks.max_record_bytes() {
+            return Err(too_large());
+        }
         let id = task.id.clone();
         self.tasks.update(&id, |held| match held {
             Some(_) => (
                 Change::Keep,
                 Err(A2AError::invalid_request("task already exists")),
             ),
-            None => (put(task, 1), Ok(1)),
+            None => (put(task, weight, 1), Ok(1)),
         })
     }
 
+    /// A task grown heavier than [`max_task_bytes`](MemoryTaskStore::max_task_bytes) is not
+    /// written: the task as it was ends FAILED with CONTENT_TOO_LARGE (so that it is not
+    /// left WORKING), and the update fails with that error, which ends the execution.
     async fn update(&self, task: Task) -> Result<TaskVersion, A2AError> {
+        let weight = weight(&task);
         let id = task.id.clone();
+        if weight > self.tasks.max_record_bytes() {
+            let public = RemoteError::from_object(StandardError::ContentTooLarge.to_error_object());
+            self.tasks.update(&id, |held| match held {
+                Some(current) if !current.task.status.state.is_terminal() => {
+                    let mut failed = (*current.task).clone();
+                    failed.status = failed_task_status(&public);
+                    let weight = self::weight(&failed);
+                    (put(failed, weight, current.version + 1), ())
+                }
+                _ => (Change::Keep, ()),
+            });
+            return Err(too_large());
+        }
         self.tasks.update(&id, |held| {
             let Some(current) = held else {
                 return (Change::Keep, Err(A2AError::task_not_found(&id)));
@@ -119,7 +165,7 @@ impl TaskStore for MemoryTaskStore {
                 );
             }
             let version = current.version + 1;
-            (put(task, version), Ok(version))
+            (put(task, weight, version), Ok(version))
         })
     }
 
@@ -196,7 +242,60 @@ impl TaskStore for MemoryTaskStore {
             let mut task = (*current.task).clone();
             task.status.state = TaskState::Canceled;
             task.status.timestamp = None;
-            (put(task.clone(), current.version + 1), Ok(task))
+            let weight = weight(&task);
+            (put(task.clone(), weight, current.version + 1), Ok(task))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use a2a::{Artifact, Part, TaskStatus};
+
+    use super::*;
+
+    fn task(id: &str, text_bytes: usize) -> Task {
+        Task {
+            id: id.to_owned(),
+            context_id: "c".to_owned(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: Some(vec![Artifact {
+                artifact_id: "a".to_owned(),
+                name: None,
+                description: None,
+                parts: vec![Part::text("x".repeat(text_bytes))],
+                metadata: None,
+                extensions: None,
+            }]),
+            history: None,
+            metadata: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_too_large_is_an_error_never_a_silent_drop() {
+        // One shard of 1 MiB: a task of 600 KB of text weighs over 1.2 MB.
+        let store = MemoryTaskStore::new(1 << 20);
+        assert_eq!(store.max_task_bytes(), 1 << 20);
+        let refused = store.create(task("big", 600_000)).await.unwrap_err();
+        assert_eq!(refused.code, -32055);
+        assert!(store.get("big").await.unwrap().is_none());
+
+        // A task that grows too large: the update fails, and the task ends FAILED with the
+        // cause rather than staying WORKING.
+        store.create(task("t", 1_000)).await.unwrap();
+        let refused = store.update(task("t", 600_000)).await.unwrap_err();
+        assert_eq!(refused.code, -32055);
+        let kept = store.get("t").await.unwrap().unwrap();
+        assert_eq!(kept.status.state, TaskState::Failed);
+        let metadata = kept.status.message.unwrap().metadata.unwrap();
+        assert_eq!(metadata["error"]["reason"], "CONTENT_TOO_LARGE");
+        // What fits is stored: nothing between fits and refused.
+        store.create(task("fits", 100_000)).await.unwrap();
+        assert!(store.get("fits").await.unwrap().is_some());
     }
 }

@@ -216,9 +216,9 @@ impl<V: Clone> BoundedMap<V> {
     /// equal share of both bounds, so the whole map never holds more than either.
     pub fn new(max_entries: u64, max_bytes: u64) -> Self {
         // Enough shards to keep two threads off each other's lock; few enough that each
-        // holds a useful share (at least 1,024 records and 1 MiB), or a record that fits the
-        // whole bound would not fit its shard.
-        let wanted = (max_entries / 1024).min(max_bytes >> 20).clamp(1, 16);
+        // holds a useful share (at least 1,024 records and 16 MiB: a record can be at most a
+        // shard's share, see `max_record_bytes`; 64 MiB is four shards).
+        let wanted = (max_entries / 1024).min(max_bytes >> 24).clamp(1, 16);
         let count = 1usize << (63 - wanted.leading_zeros());
         let shards = (0..count)
             .map(|_| {
@@ -249,6 +249,15 @@ impl<V: Clone> BoundedMap<V> {
         self.shards[index]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The heaviest record the map keeps: its shard's share of `max_bytes` (the whole bound
+    /// up to 16 MiB, at least 16 MiB above it). A [`Change::Put`] heavier than this removes
+    /// the record at its key instead (it would push out every other record of its shard and
+    /// then itself): a caller that must not lose a write checks its weight against this
+    /// first and tells its own caller.
+    pub fn max_record_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
     /// The live record at `key`, if any.

@@ -10,8 +10,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::future::{BoxFuture, ready};
 
-use super::store::{DedupStore, StoreError};
+use super::store::{DedupStore, StoreError, outcome_record, read_record};
 use crate::server::bounded::{BoundedMap, Change};
+use crate::wire::error::A2aError;
+use crate::wire::standard::StandardError;
 
 /// The in-process store: at most `max_entries` records and `max_bytes` of keys and records
 /// (defaults 100,000 and 64 MiB); when full, the keys first written longest ago go first.
@@ -63,13 +65,38 @@ impl MemoryStore {
         self.records.bytes()
     }
 
+    fn weight(&self, key: &str, bytes: &Bytes) -> u64 {
+        ((key.len() + bytes.len() + 64) as u64).max(self.floor)
+    }
+
     fn put(&self, key: &str, bytes: Bytes, ttl: Duration) -> Change<Bytes> {
-        let weight = ((key.len() + bytes.len() + 64) as u64).max(self.floor);
         Change::Put {
+            weight: self.weight(key, &bytes),
             value: bytes,
-            weight,
             ttl,
         }
+    }
+
+    /// The record an outcome is remembered as: the outcome itself, or, when it is heavier
+    /// than the map keeps a record ([`BoundedMap::max_record_bytes`]: 16 MiB for the
+    /// default store), a final CONTENT_TOO_LARGE for the same request. A retry then gets that
+    /// error, truthfully, instead of running the work a second time (the map would have
+    /// dropped the record, and the claim with it).
+    fn remembered(&self, key: &str, outcome: Bytes) -> Bytes {
+        if self.weight(key, &outcome) <= self.records.max_record_bytes() {
+            return outcome;
+        }
+        let Some(fingerprint) = read_record(&outcome).map(|record| record.fingerprint()) else {
+            return outcome;
+        };
+        tracing::warn!(
+            bytes = outcome.len(),
+            limit = self.records.max_record_bytes(),
+            "a reply too large to remember: a retry of it gets CONTENT_TOO_LARGE"
+        );
+        let error = StandardError::ContentTooLarge.to_error_object();
+        outcome_record(fingerprint, false, |out| serde_json::to_writer(out, &error))
+            .unwrap_or(outcome)
     }
 
     fn claim_now(&self, key: &str, claim: &[u8], ttl: Duration) -> Option<Bytes> {
@@ -105,7 +132,10 @@ impl DedupStore for MemoryStore {
         outcome: Bytes,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.if_claimed(key, claim, || self.put(key, outcome, ttl));
+        self.if_claimed(key, claim, || {
+            let outcome = self.remembered(key, outcome);
+            self.put(key, outcome, ttl)
+        });
         Box::pin(ready(Ok(())))
     }
 

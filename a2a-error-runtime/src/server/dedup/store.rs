@@ -60,6 +60,17 @@ pub(crate) enum Record {
     Failed { fingerprint: u64, error: Bytes },
 }
 
+impl Record {
+    /// The fingerprint of the request the record is of.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        match self {
+            Record::Running { fingerprint }
+            | Record::Succeeded { fingerprint, .. }
+            | Record::Failed { fingerprint, .. } => *fingerprint,
+        }
+    }
+}
+
 pub(crate) fn claim_record(fingerprint: u64, token: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(33);
     out.push(b'R');

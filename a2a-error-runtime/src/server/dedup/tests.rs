@@ -578,3 +578,41 @@ async fn a_request_that_does_not_serialize_is_refused_not_run() {
     assert_eq!(error.code(), crate::wire::code::INTERNAL_ERROR);
     assert_eq!(work.runs(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_too_large_to_remember_is_never_run_twice() {
+    // 100,000 bytes in one shard: the largest record is the whole bound.
+    let store = MemoryStore::new(1_000, 100_000);
+    let dedup: D = Dedup::with_store(store.clone());
+    let work = Work::default();
+    let big = "y".repeat(200_000);
+    let first = dedup
+        .run(
+            "SendMessage",
+            headers(),
+            "m-big",
+            "x",
+            work.run(Duration::ZERO, Ok(json!(big))),
+        )
+        .await
+        .unwrap();
+    // The first caller got the reply.
+    assert_eq!(first["value"].as_str().map(str::len), Some(200_000));
+    // A retry: the work does not run again, and the retry is told why it gets no reply.
+    let retry = dedup
+        .run(
+            "SendMessage",
+            headers(),
+            "m-big",
+            "x",
+            work.run(Duration::ZERO, Ok(json!("second"))),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(work.runs(), 1);
+    match retry {
+        DedupError::Replayed(error) => assert_eq!(error.code(), -32055),
+        other => panic!("{other:?}"),
+    }
+    assert!(store.bytes() <= 100_000);
+}
