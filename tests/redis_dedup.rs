@@ -273,6 +273,48 @@ async fn a_claim_that_timed_out_while_redis_was_frozen_does_not_come_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_orphaned_by_a_long_freeze_is_released_when_redis_wakes() {
+    use a2a_error::server::DedupStore;
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    // The default timeout (1 s) is the connection manager's own: it remakes the connection
+    // as the claim times out, so what follows rides another connection.
+    let store = redis.store();
+    let lease = Duration::from_secs(60);
+    assert!(store.claim("warm", b"t0", lease).await.unwrap().is_none());
+    store.release("warm", b"t0").await.unwrap();
+
+    // Frozen for longer than any one release waits: the first releases time out too.
+    redis.0.pause();
+    let timed_out = store.claim("m-long", b"token-1", lease).await;
+    assert!(timed_out.is_err(), "{timed_out:?}");
+    // Other callers keep trying meanwhile (each times out; the connection is remade).
+    for _ in 0..6 {
+        assert!(store.get("other").await.is_err());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    redis.0.resume();
+
+    let started = Instant::now();
+    loop {
+        match store.claim("m-long", b"token-2", lease).await {
+            Ok(None) => break,
+            Ok(Some(held)) => assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "an orphaned claim still holds the key: {held:?}"
+            ),
+            Err(error) => assert!(started.elapsed() < Duration::from_secs(15), "{error}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        store.get("m-long").await.unwrap().as_deref(),
+        Some(&b"token-2"[..])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_travel_through_redis_too() {
     let Some(redis) = Redis::start() else {
         return;

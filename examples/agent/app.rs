@@ -64,17 +64,107 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     pub role: String,
+    #[serde(deserialize_with = "bounded_parts")]
     pub parts: Vec<Part>,
 }
 
-/// A2A 1.0 `Part`: this agent reads text parts and keeps the others as they came.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The most parts a message may have: a caller's message is read into memory, and a part
+/// costs its text and some 100 bytes besides (4 MiB of tiny parts would be 500,000 of them,
+/// 60 times the body in memory, and more the allocator keeps afterwards).
+const MAX_PARTS: usize = 1_000;
+
+/// Reads a message's parts, at most [`MAX_PARTS`]: one more is INVALID_PARAMS, before it is
+/// read.
+fn bounded_parts<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<Part>, D::Error> {
+    struct Parts;
+    impl<'de> serde::de::Visitor<'de> for Parts {
+        type Value = Vec<Part>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "at most {MAX_PARTS} parts")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Vec<Part>, A::Error> {
+            let mut parts = Vec::new();
+            while let Some(part) = seq.next_element()? {
+                if parts.len() == MAX_PARTS {
+                    return Err(serde::de::Error::invalid_length(MAX_PARTS + 1, &self));
+                }
+                parts.push(part);
+            }
+            Ok(parts)
+        }
+    }
+    deserializer.deserialize_seq(Parts)
+}
+
+/// A2A 1.0 `Part`: this agent reads text parts and keeps every other member as it came, as
+/// its JSON text (one copy: members parsed into JSON values would cost up to ~85 times their
+/// text), at most [`MAX_PART_MEMBERS`] of them.
+#[derive(Clone, Debug, Default)]
 pub struct Part {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    #[serde(flatten)]
-    pub other: serde_json::Map<String, Value>,
+    other: Vec<(String, Box<serde_json::value::RawValue>)>,
+}
+
+/// The most members a part may have besides `text`.
+const MAX_PART_MEMBERS: usize = 16;
+
+impl Part {
+    /// A text part.
+    pub fn text(text: String) -> Part {
+        Part {
+            text: Some(text),
+            other: Vec::new(),
+        }
+    }
+}
+
+impl Serialize for Part {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(text) = &self.text {
+            map.serialize_entry("text", text)?;
+        }
+        for (key, value) in &self.other {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Part {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = Part;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(
+                    f,
+                    "a part with at most {MAX_PART_MEMBERS} members besides text"
+                )
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Part, A::Error> {
+                let mut part = Part::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "text" {
+                        part.text = map.next_value()?;
+                    } else if part.other.len() == MAX_PART_MEMBERS {
+                        return Err(serde::de::Error::invalid_length(
+                            MAX_PART_MEMBERS + 2,
+                            &self,
+                        ));
+                    } else {
+                        part.other.push((key, map.next_value()?));
+                    }
+                }
+                Ok(part)
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
 }
 
 /// A2A 1.0 `SendMessageRequest`.
@@ -118,14 +208,21 @@ const TASK_BYTES: u64 = 64 << 20;
 
 /// A task's weight in the store: the bytes of its texts and ids, plus a fixed overhead.
 fn task_bytes(task: &Task) -> usize {
-    let texts: usize = task
+    // A part holds its JSON and its text; the status holds the reply, an echo of the texts.
+    let parts: usize = task
         .history
         .iter()
         .flat_map(|message| &message.parts)
-        .map(|part| part.text.as_ref().map_or(0, String::len) + 64)
+        .map(|part| {
+            let other: usize = part
+                .other
+                .iter()
+                .map(|(key, value)| key.len() + value.get().len() + 48)
+                .sum();
+            other + 2 * part.text.as_ref().map_or(0, String::len) + 96
+        })
         .sum();
-    // The status holds the reply, an echo of the text.
-    256 + task.id.len() + task.context_id.len() + 2 * texts
+    256 + task.id.len() + task.context_id.len() + parts
 }
 
 /// The least a task weighs, and so at most `TASK_BYTES / TASK_FLOOR` tasks.
@@ -286,10 +383,7 @@ impl Agent {
             context_id: Some(context_id.clone()),
             task_id: Some(id.clone()),
             role: "ROLE_AGENT".into(),
-            parts: vec![Part {
-                text: Some(format!("echo: {text}")),
-                other: Default::default(),
-            }],
+            parts: vec![Part::text(format!("echo: {text}"))],
         };
         let task = Task {
             id: id.clone(),
@@ -298,6 +392,10 @@ impl Agent {
             history: vec![message],
         };
         let weight = (id.len() + task_bytes(&task)) as u64;
+        // Stored, or the caller is told: never a task that answers TASK_NOT_FOUND later.
+        if weight > self.tasks.max_record_bytes() {
+            return Err(StandardError::ContentTooLarge.into());
+        }
         self.tasks.put(&id, task.clone(), weight, TASK_TTL);
         Ok(SendMessageResponse { task })
     }

@@ -62,6 +62,18 @@ impl<H> Scoped<H> {
         }
     }
 
+    /// Records the task the request's execution started on (the guard tells the request's
+    /// link), if any.
+    fn record_started(&self, params: &ServiceParams) {
+        let watch = params
+            .get(super::link::LINK_PARAM)
+            .and_then(|values| values.first())
+            .and_then(|param| super::link::find(param));
+        if let Some(task) = watch.as_ref().and_then(|watch| watch.task()) {
+            self.owners.record(scope_of(params), task);
+        }
+    }
+
     /// A SendMessage that continues a task must continue the caller's own.
     fn check_send(
         &self,
@@ -83,7 +95,11 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
         self.check_send(params, &req)?;
-        let reply = self.inner.send_message(params, req).await?;
+        let reply = self.inner.send_message(params, req).await;
+        // A task whose execution started is the caller's, even when the call failed (the
+        // task ended FAILED and is listed as such).
+        self.record_started(params);
+        let reply = reply?;
         let task = match &reply {
             SendMessageResponse::Task(task) => Some(task.id.as_str()),
             SendMessageResponse::Message(message) => message.task_id.as_deref(),
@@ -100,7 +116,9 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: SendMessageRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
         self.check_send(params, &req)?;
-        let stream = self.inner.send_streaming_message(params, req).await?;
+        let stream = self.inner.send_streaming_message(params, req).await;
+        self.record_started(params);
+        let stream = stream?;
         let (owners, scope) = (Arc::clone(&self.owners), scope_of(params));
         // Recorded before the event that hands out the task's id is sent on.
         let mut recorded = false;

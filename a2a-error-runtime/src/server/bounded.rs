@@ -495,7 +495,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_large_map_is_sharded_and_never_exceeds_its_bounds() {
         let map = BoundedMap::new(100_000, 64 << 20);
-        assert_eq!(map.shards.len(), 16);
+        // 16 MiB a shard at least, so that a record of up to 16 MiB is kept.
+        assert_eq!(map.shards.len(), 4);
+        assert_eq!(map.max_record_bytes(), 16 << 20);
+        assert_eq!(BoundedMap::<u32>::new(1 << 20, 1 << 30).shards.len(), 16);
         for i in 0..300_000u32 {
             map.put(&format!("SendMessage:anonymous:m-{i}"), i, 100, HOUR);
         }

@@ -73,6 +73,9 @@ struct Settings {
     max_id_bytes: usize,
     identify: Option<Identify>,
     on_store_failure: StoreFailure,
+    max_detached: usize,
+    /// Work running for callers that went away, shared by clones.
+    detached: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Runs work at most once per key, remembering outcomes in a [`DedupStore`] (see the module
@@ -100,6 +103,7 @@ impl<T, E> std::fmt::Debug for Dedup<T, E> {
             .field("wait_limit", &self.settings.wait_limit)
             .field("max_id_bytes", &self.settings.max_id_bytes)
             .field("on_store_failure", &self.settings.on_store_failure)
+            .field("max_detached", &self.settings.max_detached)
             .finish_non_exhaustive()
     }
 }
@@ -123,6 +127,8 @@ impl<T, E> Dedup<T, E> {
                 max_id_bytes: 64 << 10,
                 identify: None,
                 on_store_failure: StoreFailure::FailClosed,
+                max_detached: 1024,
+                detached: Arc::default(),
             }),
             outcome: PhantomData,
         }
@@ -170,6 +176,17 @@ impl<T, E> Dedup<T, E> {
         identify: impl Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         self.settings_mut().identify = Some(Arc::new(identify));
+        self
+    }
+
+    /// How much work may run at once for callers that went away (default 1,024): past it,
+    /// new work is refused with AGENT_UNAVAILABLE (reason `DETACHED_WORK_FULL`, retry in
+    /// 1 s) until some of it ends. Work whose caller left keeps running so that its outcome
+    /// is recorded once; this bounds the memory callers who hang up at once can take (each
+    /// holds its work's future: for the SDK bridge's SendMessage about 4 KiB, so 4 MiB at
+    /// the default).
+    pub fn max_detached(mut self, work: usize) -> Self {
+        self.settings_mut().max_detached = work;
         self
     }
 

@@ -31,11 +31,15 @@ end
 return 1
 "#;
 
-/// Deletes the key if it still holds the claim `ARGV[1]`.
+/// Deletes the key if it still holds the claim `ARGV[1]`; returns 1 if it did, 0 if not.
 const RELEASE: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
+return 0
 "#;
+
+/// How many orphaned claims are chased at once (see `release_orphan`); past it, an orphan
+/// gets one release and then expires with its lease.
+const MAX_ORPHANS: usize = 1024;
 
 /// A store in Redis (or any server speaking its protocol), through redis-rs's tokio
 /// connection manager, which reconnects on its own.
@@ -125,20 +129,41 @@ impl RedisStore {
     /// A claim whose answer did not come in time may still run: a Redis that was stopped
     /// runs the queued command when it resumes, and its claim (a token nobody holds) would
     /// then make every retry of that message wait and get MESSAGE_IN_PROGRESS for the
-    /// claim's whole lease, though nothing runs. So its release is queued right behind it, on
-    /// the same connection: Redis runs the two in order, and the release removes the claim
-    /// only if it is still this token's (a no-op if the claim never ran). The caller was told
-    /// the store is unavailable and nothing ran, so exactly-once holds.
+    /// claim's whole lease, though nothing runs. So the claim is released, if it is still
+    /// this token's, again and again (after 50 ms, then twice as long each time up to 2 s)
+    /// until a release finds and removes it or the lease is over: one release queued behind
+    /// the claim is not enough, since the connection manager reconnects after a timeout and
+    /// the release then rides another connection, which Redis may serve first, or times out
+    /// itself while Redis is still stopped. The caller was told the store is unavailable
+    /// and nothing ran, so exactly-once holds.
     fn release_orphan(&self, key: &str, claim: &[u8], ttl: Duration) {
-        let mut connection = self.connection.clone();
-        let script = self.release.clone();
-        let (key, claim) = (self.key(key), claim.to_vec());
+        static CHASED: std::sync::OnceLock<std::sync::Arc<tokio::sync::Semaphore>> =
+            std::sync::OnceLock::new();
+        let chased =
+            CHASED.get_or_init(|| std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_ORPHANS)));
+        let permit = std::sync::Arc::clone(chased).try_acquire_owned().ok();
+        let store = self.clone();
+        let (key, claim) = (key.to_owned(), claim.to_vec());
         tokio::spawn(async move {
-            let mut invocation = script.key(key);
-            invocation.arg(claim);
-            let release = invocation.invoke_async::<i64>(&mut connection);
-            // Within the claim's own lease: after that the claim has expired anyway.
-            let _ = tokio::time::timeout(ttl, release).await;
+            let _permit = &permit;
+            let until = tokio::time::Instant::now() + ttl;
+            let mut pause = Duration::from_millis(50);
+            loop {
+                let mut connection = store.connection.clone();
+                let mut invocation = store.release.key(store.key(&key));
+                invocation.arg(&claim[..]);
+                let released = store
+                    .bounded(invocation.invoke_async::<i64>(&mut connection))
+                    .await;
+                if matches!(released, Ok(1)) || permit.is_none() {
+                    return;
+                }
+                if tokio::time::Instant::now() + pause >= until {
+                    return;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
         });
     }
 }

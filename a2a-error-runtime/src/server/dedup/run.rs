@@ -115,6 +115,11 @@ where
     {
         let settings = &self.settings;
         self.check_id(id)?;
+        if settings.detached.load(std::sync::atomic::Ordering::Acquire) >= settings.max_detached {
+            return Err(DedupError::Refused(Refusal::Busy {
+                retry_after: COME_BACK,
+            }));
+        }
         let key = self.key(method, headers, id);
         let fingerprint = hash(request_bytes);
         let claim = claim_record(fingerprint, fastrand::u64(..));
@@ -195,36 +200,40 @@ where
         // SendMessage is ~3 KiB), and inline it would be copied into each future that wraps
         // it here, at every move.
         let work = Box::pin(AssertUnwindSafe(work()).catch_unwind());
-        let recorded = Detachable::new(async move {
-            let outcome = tokio::time::timeout(settings.claim_ttl, work).await;
-            let record = match &outcome {
-                Ok(Ok(Ok(reply))) => {
-                    outcome_record(fingerprint, true, |out| serde_json::to_writer(out, reply))
+        let detached = Arc::clone(&self.settings.detached);
+        let recorded = Detachable::new(
+            async move {
+                let outcome = tokio::time::timeout(settings.claim_ttl, work).await;
+                let record = match &outcome {
+                    Ok(Ok(Ok(reply))) => {
+                        outcome_record(fingerprint, true, |out| serde_json::to_writer(out, reply))
+                    }
+                    Ok(Ok(Err(error))) if !error.is_retryable() => {
+                        outcome_record(fingerprint, false, |out| {
+                            error.write_error_object(WireProfile::A2a, out);
+                            Ok(())
+                        })
+                    }
+                    // A retryable error, a panic, work that outran its claim: forgotten.
+                    _ => None,
+                };
+                let stored = match record {
+                    Some(record) => {
+                        settings
+                            .store
+                            .finish(&key, &claim, record, settings.window)
+                            .await
+                    }
+                    None => settings.store.release(&key, &claim).await,
+                };
+                if let Err(error) = stored {
+                    // The claim expires on its own; until then duplicates wait or are refused.
+                    tracing::warn!(key, "could not record an outcome: {error}");
                 }
-                Ok(Ok(Err(error))) if !error.is_retryable() => {
-                    outcome_record(fingerprint, false, |out| {
-                        error.write_error_object(WireProfile::A2a, out);
-                        Ok(())
-                    })
-                }
-                // A retryable error, a panic, work that outran its claim: forgotten.
-                _ => None,
-            };
-            let stored = match record {
-                Some(record) => {
-                    settings
-                        .store
-                        .finish(&key, &claim, record, settings.window)
-                        .await
-                }
-                None => settings.store.release(&key, &claim).await,
-            };
-            if let Err(error) = stored {
-                // The claim expires on its own; until then duplicates wait or are refused.
-                tracing::warn!(key, "could not record an outcome: {error}");
-            }
-            outcome
-        });
+                outcome
+            },
+            detached,
+        );
         match recorded.await {
             Ok(Ok(outcome)) => outcome.map_err(DedupError::Failed),
             Ok(Err(panic)) => std::panic::resume_unwind(panic),

@@ -616,3 +616,71 @@ async fn a_reply_too_large_to_remember_is_never_run_twice() {
     }
     assert!(store.bytes() <= 100_000);
 }
+
+#[tokio::test(start_paused = true)]
+async fn work_left_by_callers_that_went_away_is_bounded() {
+    let dedup = D::in_memory().max_detached(2);
+    let work = Work::default();
+    // Three callers start long work and go away at once: two works go on detached.
+    for n in 0..2 {
+        let (dedup, work) = (dedup.clone(), work.clone());
+        let caller = tokio::spawn(async move {
+            let run = work.run(30 * S, Ok(json!(n)));
+            dedup
+                .run("SendMessage", headers(), &format!("gone-{n}"), "x", run)
+                .await
+        });
+        tokio::task::yield_now().await;
+        tokio::time::advance(Duration::from_millis(10)).await;
+        caller.abort();
+        let _ = caller.await;
+    }
+    tokio::time::advance(Duration::from_millis(10)).await;
+    assert_eq!(work.runs(), 2);
+    // New work is refused, with a delay, while they run.
+    let refused = dedup
+        .run(
+            "SendMessage",
+            headers(),
+            "next",
+            "x",
+            work.run(Duration::ZERO, Ok(json!("next"))),
+        )
+        .await
+        .unwrap_err();
+    match &refused {
+        DedupError::Refused(Refusal::Busy { retry_after }) => assert_eq!(*retry_after, S),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(refused.code(), -32053);
+    assert_eq!(work.runs(), 2);
+    // Once they end (and record their outcomes), new work runs again.
+    tokio::time::advance(31 * S).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let ran = dedup
+        .run(
+            "SendMessage",
+            headers(),
+            "next",
+            "x",
+            work.run(Duration::ZERO, Ok(json!("next"))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ran["value"], "next");
+    // The detached works' outcomes were recorded: their retries replay them.
+    let replay = dedup
+        .run(
+            "SendMessage",
+            headers(),
+            "gone-0",
+            "x",
+            work.run(Duration::ZERO, Ok(json!("again"))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(replay["value"], 0);
+    assert_eq!(work.runs(), 3);
+}

@@ -1,0 +1,432 @@
+"""Hostile peers, third round (issue 33), measured from outside: each scenario starts an
+example binary on loopback, attacks it as the issue's report did, and reads what it cost from
+/proc (resident memory, descriptors, CPU seconds) and from its answers.
+
+usage: python3 benches/hostile/measure.py EXAMPLES_DIR [SCENARIO ...]
+
+EXAMPLES_DIR holds the built examples (target/release/examples). Run it against a build of
+main before a change and after it to compare (benches/README.md has the last table). The
+gRPC scenarios need grpcio and a2a-sdk (the README's test command installs them into .venv).
+Every request goes to 127.0.0.1 only, bounded in count and time.
+"""
+
+import asyncio
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+import http.server
+import urllib.request
+
+EXAMPLES = sys.argv[1] if len(sys.argv) > 1 else "target/release/examples"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Process:
+    """An example binary, its descriptor limit set to 1,024 (a usual default)."""
+
+    def __init__(self, name, args):
+        self.port = free_port()
+        cmd = [os.path.join(EXAMPLES, name), "--addr", f"127.0.0.1:{self.port}", *args]
+        self.proc = subprocess.Popen(
+            ["prlimit", "--nofile=1024:1024", "--", *cmd],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_port(self.port)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def rss_mb(self):
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+        except FileNotFoundError:
+            return float("nan")
+        return float("nan")
+
+    def fds(self):
+        try:
+            return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+        except FileNotFoundError:
+            return -1
+
+    def cpu_s(self):
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except FileNotFoundError:
+            return float("nan")
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def wait_port(port, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+def rpc(url, method, params, timeout=10, headers=None):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    request = urllib.request.Request(
+        url + "/", body, {"content-type": "application/json", **(headers or {})}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as reply:
+        return json.loads(reply.read())
+
+
+def message(message_id, text):
+    return {"message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}}
+
+
+def raw_post(port, body, give_up_after):
+    """POSTs `body` to / and hangs up after `give_up_after` seconds (an abandoned call)."""
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(
+            b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        s.settimeout(give_up_after)
+        try:
+            s.recv(1)
+        except OSError:
+            pass
+        s.close()
+    except OSError:
+        pass
+
+
+def report(name, rows):
+    print(f"## {name}")
+    for key, value in rows:
+        print(f"- {key}: {value}")
+    print(flush=True)
+
+
+def stream_huge():
+    agent = Process("sdk_agent", [])
+    try:
+        rss = agent.rss_mb()
+        try:
+            reply = rpc(agent.url, "SendMessage", message("huge", "stream:4294967295"), timeout=5)
+            answer = reply.get("error", {}).get("message") or "a result"
+        except Exception as error:
+            answer = f"no answer ({type(error).__name__})"
+        time.sleep(1)
+        report(
+            "stream:4294967295 (sdk_agent)",
+            [
+                ("answer", answer),
+                ("process alive after", agent.alive()),
+                ("RSS before / after (MB)", f"{rss:.0f} / {agent.rss_mb():.0f}"),
+            ],
+        )
+    finally:
+        agent.stop()
+
+
+def grpc_streams(calls=8000):
+    import grpc
+    from a2a.types import a2a_pb2, a2a_pb2_grpc
+
+    grpc_port = free_port()
+    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    wait_port(grpc_port)
+    try:
+        base = agent.rss_mb()
+
+        async def run():
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+
+                async def one(n):
+                    request = a2a_pb2.SendMessageRequest(
+                        message=a2a_pb2.Message(
+                            message_id=f"g-{n}",
+                            role=a2a_pb2.ROLE_USER,
+                            parts=[a2a_pb2.Part(text="sleep:8000")],
+                        )
+                    )
+                    try:
+                        await stub.SendMessage(request, timeout=20)
+                        return "ok"
+                    except grpc.aio.AioRpcError as error:
+                        return error.code().name
+
+                tasks = [asyncio.create_task(one(n)) for n in range(calls)]
+                await asyncio.sleep(4)
+                peak = agent.rss_mb()
+                codes = await asyncio.gather(*tasks)
+                return peak, codes
+
+        peak, codes = asyncio.run(run())
+        counts = {code: codes.count(code) for code in set(codes)}
+        report(
+            f"{calls} concurrent gRPC calls on one connection (sdk_agent --grpc)",
+            [
+                ("RSS before / 4 s in (MB)", f"{base:.0f} / {peak:.0f} (+{peak - base:.0f})"),
+                ("outcomes", counts),
+            ],
+        )
+    finally:
+        agent.stop()
+
+
+def idle_grpc(connections=1100):
+    resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+    grpc_port = free_port()
+    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    wait_port(grpc_port)
+    sockets = []
+    try:
+        for _ in range(connections):
+            try:
+                sockets.append(socket.create_connection(("127.0.0.1", grpc_port), timeout=2))
+            except OSError:
+                break
+        time.sleep(2)
+        cpu = agent.cpu_s()
+        time.sleep(3)
+        spin = (agent.cpu_s() - cpu) / 3
+        started = time.time()
+        try:
+            rpc(agent.url, "GetTask", {"id": "nope"}, timeout=5)
+            answered = f"yes, in {time.time() - started:.2f} s"
+        except Exception as error:
+            answered = f"no ({type(error).__name__})"
+        report(
+            f"{connections} idle gRPC connections (sdk_agent --grpc, 1,024 descriptors)",
+            [
+                ("descriptors held", agent.fds()),
+                ("CPU while idle (cores)", f"{spin:.2f}"),
+                ("JSON-RPC port answers", answered),
+            ],
+        )
+    finally:
+        for s in sockets:
+            s.close()
+        agent.stop()
+
+
+def abandoned_sleeps(calls=2000, wait=36):
+    agent = Process("sdk_agent", [])
+    try:
+        threads = []
+        for n in range(calls):
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": n, "method": "SendMessage",
+                 "params": message(f"s-{n}", "sleep:86400000")}
+            ).encode()
+            t = threading.Thread(target=raw_post, args=(agent.port, body, 0.5))
+            t.start()
+            threads.append(t)
+            if len(threads) >= 200:
+                for t in threads:
+                    t.join()
+                threads = []
+        for t in threads:
+            t.join()
+        time.sleep(wait)
+        states = {}
+        token = ""
+        while True:
+            listed = rpc(agent.url, "ListTasks", {"pageSize": 100, "pageToken": token})
+            for task in listed.get("result", {}).get("tasks", []):
+                state = task["status"]["state"]
+                states[state] = states.get(state, 0) + 1
+            token = listed.get("result", {}).get("nextPageToken", "")
+            if not token:
+                break
+        report(
+            f"{calls} SendMessage sleep:86400000 whose callers left, {wait} s later (sdk_agent)",
+            [("task states", states), ("RSS (MB)", f"{agent.rss_mb():.0f}")],
+        )
+    finally:
+        agent.stop()
+
+
+def stream_cpu(n=5000, after=10):
+    agent = Process("sdk_agent", [])
+    try:
+        s = socket.create_connection(("127.0.0.1", agent.port))
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                           "params": message("cpu", f"stream:{n}")}).encode()
+        s.sendall(
+            b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode() + body
+        )
+        s.recv(4096)
+        s.close()
+        cpu = agent.cpu_s()
+        time.sleep(after)
+        report(
+            f"stream:{n}, its reader gone after the first event (sdk_agent)",
+            [(f"CPU seconds in the {after} s after", f"{agent.cpu_s() - cpu:.2f}")],
+        )
+    finally:
+        agent.stop()
+
+
+def agent_parts(requests=6, parts=510_000):
+    agent = Process("agent", [])
+    try:
+        base = agent.rss_mb()
+        part = '{"text":"a"}'
+        answers = []
+        for n in range(requests):
+            body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "SendMessage"})[:-1]
+            body += (
+                ',"params":{"message":{"messageId":"p-%d","role":"ROLE_USER","parts":[' % n
+                + ",".join([part] * parts) + "]}}}"
+            )
+            request = urllib.request.Request(
+                agent.url + "/", body.encode(), {"content-type": "application/json"}
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=60) as reply:
+                    answer = json.loads(reply.read())
+            except urllib.error.HTTPError as error:
+                answer = json.loads(error.read())
+            answers.append(answer.get("error", {}).get("code", "result"))
+        time.sleep(1)
+        report(
+            f"{requests} SendMessage of {parts} small parts, ~{len(body) >> 20} MiB each (agent)",
+            [
+                ("answers", answers),
+                ("RSS before / after (MB)", f"{base:.0f} / {agent.rss_mb():.0f}"),
+            ],
+        )
+    finally:
+        agent.stop()
+
+
+class BigReply(http.server.BaseHTTPRequestHandler):
+    """A specialist that answers every SendMessage with ~31 MiB of small objects."""
+
+    body = None
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["content-length"]))
+        if BigReply.body is None:
+            parts = ",".join(['{"k":1}'] * (31 * 1024 * 1024 // 8))
+            BigReply.body = (
+                '{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"r","role":"ROLE_AGENT","parts":['
+                + parts + ',{"text":"done"}]}}}'
+            ).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(BigReply.body)))
+        self.end_headers()
+        self.wfile.write(BigReply.body)
+
+    def log_message(self, *args):
+        pass
+
+
+def coordinator_fanout():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BigReply)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    specialist = f"http://127.0.0.1:{server.server_address[1]}/"
+    coordinator = Process("coordinator", ["--agent", f"big={specialist}"])
+    try:
+        base = coordinator.rss_mb()
+        peak = [base]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], coordinator.rss_mb())
+                time.sleep(0.02)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            reply = rpc(coordinator.url, "SendMessage", message("f-1", "hello"), timeout=60)
+            answer = "answered" if "result" in reply else reply.get("error", {}).get("code")
+        except Exception as error:
+            answer = type(error).__name__
+        done.set()
+        sampler.join()
+        time.sleep(1)
+        report(
+            "one fan-out whose specialist answers 31 MiB of small objects (coordinator)",
+            [
+                ("answer", answer),
+                ("RSS before / peak / 1 s after (MB)",
+                 f"{base:.0f} / {peak[0]:.0f} / {coordinator.rss_mb():.0f}"),
+            ],
+        )
+    finally:
+        coordinator.stop()
+        server.shutdown()
+
+
+def abandoned_dedup(calls=24_000, concurrency=400):
+    agent = Process("agent", [])
+    try:
+        base = agent.rss_mb()
+        threads = []
+        for n in range(calls):
+            body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "SendMessage",
+                               "params": message(f"a-{n}", "sleep:2000")}).encode()
+            t = threading.Thread(target=raw_post, args=(agent.port, body, 0.05))
+            t.start()
+            threads.append(t)
+            if len(threads) >= concurrency:
+                for t in threads:
+                    t.join()
+                threads = []
+        for t in threads:
+            t.join()
+        time.sleep(5)
+        report(
+            f"{calls} SendMessage sleep:2000 whose callers hung up after 50 ms (agent)",
+            [("RSS before / 5 s after the last (MB)",
+              f"{base:.0f} / {agent.rss_mb():.0f} (+{agent.rss_mb() - base:.0f})")],
+        )
+    finally:
+        agent.stop()
+
+
+SCENARIOS = {
+    "stream_huge": stream_huge,
+    "grpc_streams": grpc_streams,
+    "idle_grpc": idle_grpc,
+    "abandoned_sleeps": abandoned_sleeps,
+    "stream_cpu": stream_cpu,
+    "agent_parts": agent_parts,
+    "coordinator_fanout": coordinator_fanout,
+    "abandoned_dedup": abandoned_dedup,
+}
+
+if __name__ == "__main__":
+    chosen = sys.argv[2:] or list(SCENARIOS)
+    for name in chosen:
+        try:
+            SCENARIOS[name]()
+        except Exception as error:
+            report(name, [("failed", f"{type(error).__name__}: {error}")])
