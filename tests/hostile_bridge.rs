@@ -624,3 +624,98 @@ async fn a_large_task_is_kept() {
     assert_eq!(read["result"]["id"], task.as_str(), "the task vanished");
     assert_eq!(read["result"]["status"]["state"], "TASK_STATE_COMPLETED");
 }
+
+/// The task id of every SSE event of a JSON-RPC stream, and the last event.
+fn stream_tasks(text: &str) -> (Vec<String>, Value) {
+    let events = sse_events(text);
+    let ids = events
+        .iter()
+        .filter_map(|event| {
+            let result = &event["result"];
+            result["task"]["id"]
+                .as_str()
+                .or(result["statusUpdate"]["taskId"].as_str())
+                .or(result["artifactUpdate"]["taskId"].as_str())
+                .map(str::to_owned)
+        })
+        .collect();
+    (ids, events.last().cloned().unwrap_or(Value::Null))
+}
+
+async fn stream_text(url: &str, params: Value) -> String {
+    reqwest::Client::new()
+        .post(url)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+            "params": params}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_stream_is_resumed_never_run_twice() {
+    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let (first, last) = stream_tasks(&stream_text(&url, text_message("again-1", "stream:3")).await);
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    let task = first[0].clone();
+    // The same message again: the task as it ended, not a second run (a new task).
+    let (retried, last) =
+        stream_tasks(&stream_text(&url, text_message("again-1", "stream:3")).await);
+    assert_eq!(retried, std::slice::from_ref(&task), "{last}");
+    assert_eq!(
+        last["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    // As a unary SendMessage: the same task.
+    let unary = rpc_as(
+        &url,
+        None,
+        "SendMessage",
+        text_message("again-1", "stream:3"),
+    )
+    .await;
+    assert_eq!(unary["result"]["task"]["id"], task.as_str(), "{unary}");
+    // Another message under the same id: refused.
+    let reused = stream_text(&url, text_message("again-1", "hello")).await;
+    let reused: Value =
+        serde_json::from_str(&reused).unwrap_or_else(|_| sse_events(&reused)[0].clone());
+    assert_eq!(reused["error"]["code"], -32602, "{reused}");
+    assert_eq!(
+        reused["error"]["data"][0]["reason"], "MESSAGE_ID_REUSED",
+        "{reused}"
+    );
+    // Another caller with the same id runs its own.
+    let (other, _) = stream_tasks(
+        &reqwest::Client::new()
+            .post(&url)
+            .header("authorization", "Bearer other")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                "params": text_message("again-1", "stream:3")}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert_ne!(other[0], task);
+    // A stream that failed before its first event is run again by its retry.
+    let failed = stream_text(&url, text_message("again-2", "flaky:1")).await;
+    assert!(failed.contains("-32053"), "{failed}");
+    let (ran, last) = stream_tasks(&stream_text(&url, text_message("again-2", "flaky:1")).await);
+    assert_eq!(ran.len(), 1, "{last}");
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+}

@@ -83,6 +83,7 @@ mod protojson;
 mod scoped;
 mod serve;
 mod store;
+mod streams;
 mod transport;
 
 pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote, to_sdk};

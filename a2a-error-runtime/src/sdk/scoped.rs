@@ -42,7 +42,7 @@ pub(super) fn scope_of(params: &ServiceParams) -> ScopeKey {
 }
 
 /// The id of the task an event or reply is about, if any.
-fn task_of_event(event: &StreamResponse) -> Option<&str> {
+pub(super) fn task_of_event(event: &StreamResponse) -> Option<&str> {
     match event {
         StreamResponse::Task(task) => Some(&task.id),
         StreamResponse::StatusUpdate(update) => Some(&update.task_id),

@@ -30,6 +30,8 @@ use super::link::{LINK_PARAM, Link};
 use super::owners::{DEFAULT_MAX_TASKS, Owners, key_of};
 use super::protojson::{ProtoJson, SendParams, SendReply};
 use super::scoped::{SCOPE_PARAM, Scoped};
+use super::streams::{Seen, Streams};
+use crate::server::Refusal;
 use crate::server::rest::{self, Json};
 use crate::server::scope::{self, Scope};
 use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
@@ -63,6 +65,8 @@ pub type SendDedup = Dedup<SendReply, RemoteError>;
 /// ```
 pub struct Bridge<H> {
     pub(super) handler: Arc<Scoped<H>>,
+    /// The streams run, for a dedup's retried streams (see `Streams`).
+    streams: Arc<Streams>,
     scope: Scope,
     dedup: Option<SendDedup>,
     /// Whether the dedup was given the bridge's scope (it had no `identify` of its own).
@@ -75,6 +79,7 @@ impl<H> Clone for Bridge<H> {
     fn clone(&self) -> Self {
         Bridge {
             handler: Arc::clone(&self.handler),
+            streams: Arc::clone(&self.streams),
             scope: Arc::clone(&self.scope),
             dedup: self.dedup.clone(),
             dedup_by_scope: self.dedup_by_scope,
@@ -98,6 +103,7 @@ impl<H: RequestHandler> Bridge<H> {
                 inner: handler,
                 owners: Arc::new(Owners::new(DEFAULT_MAX_TASKS)),
             }),
+            streams: Arc::new(Streams::new()),
             scope: Arc::new(scope::authorization),
             dedup: None,
             dedup_by_scope: false,
@@ -294,6 +300,35 @@ impl<H: RequestHandler> Bridge<H> {
         // that builds its metadata in another order has the same fingerprint.
         let message =
             prost::Message::encode_to_vec(&a2a_pb::pbconv::to_proto_message(&request.message));
+        // A message first sent as a stream: its task, not a second run.
+        let key = self.stream_key(headers, &id);
+        match self.streams.seen(&key, fingerprint(&message), false) {
+            Seen::New => {}
+            Seen::Task(task) => {
+                let params = self.service_params(headers, deadline);
+                let get = GetTaskRequest {
+                    id: task,
+                    history_length: None,
+                    tenant: None,
+                };
+                let task = self
+                    .handler
+                    .get_task(&params, get)
+                    .await
+                    .map_err(|error| DedupError::Failed(public(&error)))?;
+                return SendReply::new(a2a::SendMessageResponse::Task(task)).map_err(|_| {
+                    DedupError::Failed(RemoteError::from_object(
+                        StandardError::Internal.to_error_object(),
+                    ))
+                });
+            }
+            Seen::InProgress => {
+                return Err(DedupError::Refused(Refusal::InProgress {
+                    retry_after: Duration::from_secs(1),
+                }));
+            }
+            Seen::Reused => return Err(DedupError::Refused(Refusal::IdReused)),
+        }
         // Boxed: the dedup's future holds the SDK's request and call (~3 KiB), and every
         // future that held it inline would copy it again when moved.
         Box::pin(
@@ -308,13 +343,83 @@ impl<H: RequestHandler> Bridge<H> {
         deadline: Option<Instant>,
         request: SendMessageRequest,
     ) -> Result<Events, RemoteError> {
+        // With a dedup, a retried stream is resumed, never run twice (see `Streams`).
+        let key = match &self.dedup {
+            Some(_) => {
+                let message = prost::Message::encode_to_vec(&a2a_pb::pbconv::to_proto_message(
+                    &request.message,
+                ));
+                let key = self.stream_key(headers, &request.message.message_id);
+                let refused =
+                    |refusal: Refusal| RemoteError::from_object(refusal.to_error_object());
+                match self.streams.seen(&key, fingerprint(&message), true) {
+                    Seen::New => Some(key),
+                    Seen::Task(task) => return self.resume(headers, deadline, task).await,
+                    Seen::InProgress => {
+                        return Err(refused(Refusal::InProgress {
+                            retry_after: Duration::from_secs(1),
+                        }));
+                    }
+                    Seen::Reused => return Err(refused(Refusal::IdReused)),
+                }
+            }
+            None => None,
+        };
         // The execution lasts as long as its stream is read, and keeps pace with its reader
         // (see `Link`).
         let link = Link::stream();
         let params = self.linked_params(headers, deadline, &link);
         match self.handler.send_streaming_message(&params, request).await {
-            Ok(stream) => Ok(events(stream, Some(link))),
-            Err(error) => Err(public(&error)),
+            Ok(stream) => {
+                let stream = match key {
+                    Some(key) => recorded(Arc::clone(&self.streams), key, stream),
+                    None => stream,
+                };
+                Ok(events(stream, Some(link)))
+            }
+            Err(error) => {
+                if let Some(key) = key {
+                    self.streams.forget(&key);
+                }
+                Err(public(&error))
+            }
+        }
+    }
+
+    /// The key of a stream of messageId `id` from the caller of `headers`.
+    fn stream_key(&self, headers: &HeaderMap, id: &str) -> String {
+        let scope = key_of((self.scope)(headers).as_deref());
+        format!("{scope:x}:{id}")
+    }
+
+    /// A retried stream of `task`: its subscription, or the task itself once it has ended.
+    async fn resume(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+        task: String,
+    ) -> Result<Events, RemoteError> {
+        let request = SubscribeToTaskRequest {
+            id: task.clone(),
+            tenant: None,
+        };
+        match self.subscribe(headers, deadline, request).await {
+            Ok(events) => Ok(events),
+            Err(refused) => {
+                let params = self.service_params(headers, deadline);
+                let get = GetTaskRequest {
+                    id: task,
+                    history_length: None,
+                    tenant: None,
+                };
+                match self.handler.get_task(&params, get).await {
+                    Ok(task) if task.status.state.is_terminal() => {
+                        let ended = futures_util::stream::iter([Ok(StreamResponse::Task(task))]);
+                        Ok(events(ended.boxed(), None))
+                    }
+                    _ => Err(refused),
+                }
+            }
         }
     }
 
@@ -337,6 +442,36 @@ impl<H: RequestHandler> Bridge<H> {
             Err(error) => Err(public(&error)),
         }
     }
+}
+
+/// The fingerprint of a message's canonical bytes, as the dedup takes it.
+fn fingerprint(message: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(message)
+}
+
+/// A new stream's events, recording its task in `streams` at the first event that names it;
+/// a stream that fails before that is forgotten, so that its retry runs it.
+fn recorded(streams: Arc<Streams>, key: String, stream: SdkEvents) -> SdkEvents {
+    let mut key = Some(key);
+    stream
+        .map(move |item| {
+            if let Some(pending) = &key {
+                match &item {
+                    Ok(event) => {
+                        if let Some(task) = super::scoped::task_of_event(event) {
+                            streams.started(pending, task);
+                            key = None;
+                        }
+                    }
+                    Err(_) => {
+                        streams.forget(pending);
+                        key = None;
+                    }
+                }
+            }
+            item
+        })
+        .boxed()
 }
 
 /// How many times one SubscribeToTask is subscribed again after falling behind.
