@@ -8,17 +8,14 @@
 //! `A2A_SOAK_SECS=300 cargo test -p a2a-error-runtime --all-features --release -- --ignored hostile_input`,
 //! or with the chaos run, as docs/testing.md says: `A2A_SOAK_SECS=300 cargo test --workspace --release -- --ignored soak`.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
-use crate::client::{Call, ClientError, ResponseHead};
-use crate::resilience::retry::RetryPolicy;
-use crate::wire::error::A2aError;
-use crate::wire::remote::RemoteError;
-use crate::wire::{jsonrpc, standard::StandardError};
+use crate::peer_input::decode_everything;
+use crate::wire::jsonrpc;
 
 /// Any JSON value, a few levels deep.
 fn any_json() -> impl Strategy<Value = Value> {
@@ -76,75 +73,8 @@ fn any_error_reply() -> impl Strategy<Value = Value> {
         })
 }
 
-fn reply(status: u16) -> ResponseHead {
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(
-        reqwest::header::RETRY_AFTER,
-        reqwest::header::HeaderValue::from_static("18446744073709551615"),
-    );
-    ResponseHead { status, headers }
-}
-
-/// Everything a caller does with an error; none of it may panic.
-fn use_error(error: &ClientError<StandardError>) {
-    let _ = (error.is_retryable(), error.may_have_run(), error.category());
-    let _ = error.retry_after_at(SystemTime::UNIX_EPOCH);
-    let _ = error.retry_after_at(SystemTime::now());
-    let _ = (
-        error.to_error_object(),
-        error.grpc_status(),
-        error.to_string(),
-    );
-    let policy = RetryPolicy::default();
-    let mut previous = Duration::MAX;
-    let without_deadline = Call::from_json("SendMessage", &b"{}"[..]);
-    let due_now = without_deadline
-        .clone()
-        .with_deadline(tokio::time::Instant::now());
-    for call in [without_deadline, due_now] {
-        for attempt in [1, u32::MAX] {
-            let _ = policy.next_delay(&call, error, attempt, &mut previous);
-        }
-    }
-    let mut out = Vec::new();
-    crate::wire::encode::write_rest_status(
-        error,
-        502,
-        crate::wire::code::StatusMapping::V1_0_0,
-        &mut out,
-    );
-}
-
-fn decode_everything(body: &[u8]) {
-    let _ = jsonrpc::parse(body, 100);
-    for status in [200, 400, 429, 503] {
-        let http = reply(status);
-        if let Err(error) = crate::client::jsonrpc::decode::<StandardError>(body, 7, &http) {
-            use_error(&error);
-        }
-        if let Err(error) = crate::client::rest::decode::<StandardError>(body, http.clone()) {
-            use_error(&error);
-        }
-    }
-    let event = crate::client::sse::Event {
-        event: b"error".to_vec(),
-        data: body.to_vec(),
-    };
-    if let Err(error) = crate::client::rest::decode_event::<StandardError>(&event, &reply(200)) {
-        use_error(&error);
-    }
-    if let Ok(object) = serde_json::from_slice::<crate::ErrorObject>(body) {
-        let remote = RemoteError::from_object(object);
-        let _ = (
-            remote.retry_hint(),
-            remote.to_error_object(),
-            remote.metadata(),
-        );
-    }
-}
-
 fn check_bytes(bytes: Vec<u8>) -> Result<(), TestCaseError> {
-    decode_everything(&bytes);
+    crate::peer_input::peer_bytes(&bytes);
     Ok(())
 }
 

@@ -41,6 +41,10 @@ pub mod __private;
 #[cfg(all(test, feature = "client"))]
 mod hostile_input;
 
+#[cfg(all(any(test, feature = "fuzzing"), feature = "client"))]
+#[doc(hidden)]
+pub mod peer_input;
+
 pub use wire::bad_request::{BadRequest, FieldViolation};
 pub use wire::chain::Hop;
 pub use wire::code;

@@ -27,3 +27,9 @@ pub use error::{BoxError, ClientError, ErrorReply, ResponseHead, Timeout};
 pub(crate) use http::DEFAULT_VERSION;
 pub use http::ReplyLimits;
 pub use transport::Transport;
+
+/// The gRPC client's guard on a reply's headers (see `grpc::guard`), for the fuzzer.
+#[cfg(all(feature = "grpc", any(test, feature = "fuzzing")))]
+pub(crate) fn grpc_guard(headers: &mut tonic::codegen::http::HeaderMap) {
+    grpc::guard_headers(headers);
+}

@@ -9,6 +9,9 @@
 
 mod guard;
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use guard::sanitize as guard_headers;
+
 use std::error::Error as _;
 use std::time::Duration;
 
