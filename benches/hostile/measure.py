@@ -180,7 +180,12 @@ def grpc_streams(calls=8000):
                 tasks = [asyncio.create_task(one(n)) for n in range(calls)]
                 await asyncio.sleep(4)
                 peak = agent.rss_mb()
-                codes = await asyncio.gather(*tasks)
+                # Calls past the server's stream limit wait in the client (HTTP/2's own
+                # back-pressure): those still waiting after 20 s are counted as such.
+                done, waiting = await asyncio.wait(tasks, timeout=20)
+                for task in waiting:
+                    task.cancel()
+                codes = [task.result() for task in done] + ["waiting in the client"] * len(waiting)
                 return peak, codes
 
         peak, codes = asyncio.run(run())
@@ -190,6 +195,53 @@ def grpc_streams(calls=8000):
             [
                 ("RSS before / 4 s in (MB)", f"{base:.0f} / {peak:.0f} (+{peak - base:.0f})"),
                 ("outcomes", counts),
+            ],
+        )
+    finally:
+        agent.stop()
+
+
+def grpc_resets(calls=5000):
+    import grpc
+    from a2a.types import a2a_pb2, a2a_pb2_grpc
+
+    grpc_port = free_port()
+    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    wait_port(grpc_port)
+    try:
+        base = agent.rss_mb()
+
+        async def run():
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+
+                async def one(n):
+                    request = a2a_pb2.SendMessageRequest(
+                        message=a2a_pb2.Message(
+                            message_id=f"r-{n}",
+                            role=a2a_pb2.ROLE_USER,
+                            parts=[a2a_pb2.Part(text="sleep:60000")],
+                        )
+                    )
+                    try:
+                        # Given up after 20 ms: the client resets the stream.
+                        await stub.SendMessage(request, timeout=0.02)
+                    except grpc.aio.AioRpcError:
+                        pass
+
+                for start in range(0, calls, 500):
+                    await asyncio.gather(*(one(n) for n in range(start, start + 500)))
+
+        asyncio.run(run())
+        time.sleep(2)
+        cpu = agent.cpu_s()
+        time.sleep(3)
+        report(
+            f"{calls} gRPC SendMessage sleep:60000 reset after 20 ms (sdk_agent --grpc)",
+            [
+                ("RSS before / 2 s after (MB)", f"{base:.0f} / {agent.rss_mb():.0f}"),
+                ("CPU in the 3 s after (cores)", f"{(agent.cpu_s() - cpu) / 3:.2f}"),
+                ("process alive", agent.alive()),
             ],
         )
     finally:
@@ -295,7 +347,7 @@ def agent_parts(requests=6, parts=510_000):
     agent = Process("agent", [])
     try:
         base = agent.rss_mb()
-        part = '{"text":"a"}'
+        part = '{"a":1}'
         answers = []
         for n in range(requests):
             body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "SendMessage"})[:-1]
@@ -315,6 +367,39 @@ def agent_parts(requests=6, parts=510_000):
         time.sleep(1)
         report(
             f"{requests} SendMessage of {parts} small parts, ~{len(body) >> 20} MiB each (agent)",
+            [
+                ("answers", answers),
+                ("RSS before / after (MB)", f"{base:.0f} / {agent.rss_mb():.0f}"),
+            ],
+        )
+    finally:
+        agent.stop()
+
+
+def agent_store(requests=40, parts=1000, text=3900):
+    """Messages of ~4 MiB the store keeps, until it is full: its bound, in RSS."""
+    agent = Process("agent", [])
+    try:
+        base = agent.rss_mb()
+        chunk = json.dumps({"text": "b" * text})
+        answers = {}
+        for n in range(requests):
+            body = (
+                '{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":'
+                '{"messageId":"big-%d","role":"ROLE_USER","parts":[' % (n, n)
+                + ",".join([chunk] * parts) + "]}}}"
+            )
+            request = urllib.request.Request(
+                agent.url + "/", body.encode(), {"content-type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                answer = json.loads(reply.read())
+            key = answer.get("error", {}).get("code", "result")
+            answers[key] = answers.get(key, 0) + 1
+        time.sleep(1)
+        report(
+            f"{requests} SendMessage of {parts} parts of {text} bytes (~{len(body) >> 20} MiB), "
+            "kept by the store (agent; 64 MiB of tasks, 64 MiB of replies)",
             [
                 ("answers", answers),
                 ("RSS before / after (MB)", f"{base:.0f} / {agent.rss_mb():.0f}"),
@@ -415,10 +500,12 @@ def abandoned_dedup(calls=24_000, concurrency=400):
 SCENARIOS = {
     "stream_huge": stream_huge,
     "grpc_streams": grpc_streams,
+    "grpc_resets": grpc_resets,
     "idle_grpc": idle_grpc,
     "abandoned_sleeps": abandoned_sleeps,
     "stream_cpu": stream_cpu,
     "agent_parts": agent_parts,
+    "agent_store": agent_store,
     "coordinator_fanout": coordinator_fanout,
     "abandoned_dedup": abandoned_dedup,
 }

@@ -177,18 +177,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
                 }
                 Err(error) => return Err(error),
             };
-            let wanted = req
-                .context_id
-                .as_ref()
-                .is_none_or(|context| task.context_id == *context)
-                && req
-                    .status
-                    .as_ref()
-                    .is_none_or(|state| task.status.state == *state)
-                && req
-                    .status_timestamp_after
-                    .is_none_or(|after| task.status.timestamp.is_some_and(|at| at > after));
-            if !wanted {
+            if !super::store::listed(&req, &task) {
                 continue;
             }
             total += 1;

@@ -91,6 +91,20 @@ fn too_large() -> A2AError {
     crate::sdk::to_sdk(&StandardError::ContentTooLarge)
 }
 
+/// Whether ListTasks `req` lists `task`: its context, state and status time, as asked.
+pub(super) fn listed(req: &ListTasksRequest, task: &Task) -> bool {
+    req.context_id
+        .as_ref()
+        .is_none_or(|context| task.context_id == *context)
+        && req
+            .status
+            .as_ref()
+            .is_none_or(|state| task.status.state == *state)
+        && req
+            .status_timestamp_after
+            .is_none_or(|after| task.status.timestamp.is_some_and(|at| at > after))
+}
+
 impl MemoryTaskStore {
     /// A store of at most `max_bytes` of weighed tasks.
     pub fn new(max_bytes: u64) -> Self {
@@ -179,18 +193,7 @@ impl TaskStore for MemoryTaskStore {
             .values()
             .into_iter()
             .map(|stored| stored.task)
-            .filter(|task| {
-                req.context_id
-                    .as_ref()
-                    .is_none_or(|context| task.context_id == *context)
-                    && req
-                        .status
-                        .as_ref()
-                        .is_none_or(|state| task.status.state == *state)
-                    && req
-                        .status_timestamp_after
-                        .is_none_or(|after| task.status.timestamp.is_some_and(|at| at > after))
-            })
+            .filter(|task| listed(req, task))
             .collect();
         tasks.sort_by(|a, b| a.id.cmp(&b.id));
         let page_size = req

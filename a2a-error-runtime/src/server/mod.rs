@@ -9,7 +9,7 @@ pub(crate) mod log;
 mod params;
 pub mod rest;
 pub mod scope;
-mod serve;
+pub(crate) mod serve;
 pub(crate) mod sse;
 mod task;
 mod version;

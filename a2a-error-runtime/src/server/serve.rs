@@ -124,7 +124,8 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
     }
 }
 
-fn is_connection_error(error: &io::Error) -> bool {
+/// Whether an accept failed for the peer's sake (it went away): accept the next one at once.
+pub(crate) fn is_connection_error(error: &io::Error) -> bool {
     matches!(
         error.kind(),
         io::ErrorKind::ConnectionRefused

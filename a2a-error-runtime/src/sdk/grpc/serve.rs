@@ -27,7 +27,11 @@ use tonic::server::NamedService;
 
 use crate::sdk::Bridge;
 use crate::server::endpoint::admission::{Admission, OwnedSlot};
+use crate::server::serve::is_connection_error;
 use crate::wire::grpc::{MAX_HEADER_LIST_BYTES, to_status};
+
+/// The streams the server may reset for a peer's errors before GOAWAY: hyper's default.
+const LOCAL_RESETS: usize = 1024;
 
 /// The limits [`Bridge::serve_grpc`] serves within. The defaults bound what one peer can
 /// hold: at most `max_connections × max_streams` calls are open, of which at most
@@ -95,9 +99,10 @@ impl GrpcLimits {
         self
     }
 
-    /// How many streams a peer may open and reset before they were answered, and how many
-    /// the server may reset for a peer's errors, before the connection is closed with
-    /// GOAWAY (default 20: the rapid-reset guard of CVE-2023-44487).
+    /// How many streams a peer may open and reset before they were answered before the
+    /// connection is closed with GOAWAY (default 20, h2's: the rapid-reset guard of
+    /// CVE-2023-44487). The streams the server resets for a peer's errors are limited to
+    /// 1,024, hyper's default.
     pub fn max_resets(mut self, resets: usize) -> Self {
         self.max_resets = resets;
         self
@@ -128,7 +133,9 @@ impl<H: RequestHandler> Bridge<H> {
             .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
             .max_concurrent_streams(limits.max_streams)
             .http2_max_pending_accept_reset_streams(Some(limits.max_resets))
-            .http2_max_local_error_reset_streams(Some(limits.max_resets))
+            // hyper's own default, which tonic erases (it passes `None`): the streams we reset
+            // for a peer's errors (a stream over the limit among them) before GOAWAY.
+            .http2_max_local_error_reset_streams(Some(LOCAL_RESETS))
             .http2_keepalive_interval(Some(limits.keepalive))
             .http2_keepalive_timeout(Some(Duration::from_secs(20)))
             .add_service(service)
@@ -164,15 +171,6 @@ fn accepted(
             }
         }
     })
-}
-
-fn is_connection_error(error: &io::Error) -> bool {
-    matches!(
-        error.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionReset
-    )
 }
 
 /// What a connection and its calls share: how many calls are open on it, and when it last
