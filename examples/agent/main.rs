@@ -13,6 +13,9 @@ use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() {
+    // Large request and reply buffers go back to the system when freed, so that the stores'
+    // bounds hold in resident memory too.
+    a2a_error::server::return_freed_memory();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();

@@ -17,6 +17,9 @@ const USAGE: &str = "usage: coordinator [--addr HOST:PORT] --agent NAME=URL [--a
 
 #[tokio::main]
 async fn main() {
+    // Large request and reply buffers go back to the system when freed, so that the stores'
+    // bounds hold in resident memory too.
+    a2a_error::server::return_freed_memory();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
