@@ -470,7 +470,14 @@ def coordinator_fanout():
         server.shutdown()
 
 
-def abandoned_dedup(calls=24_000, concurrency=400):
+def answered_dedup():
+    """The same calls as `abandoned_dedup`, their callers waiting for the answer: what the
+    state they leave (replies and tasks remembered) costs on its own."""
+    abandoned_dedup(give_up_after=5.0, what="whose callers waited for the answer")
+
+
+def abandoned_dedup(calls=24_000, concurrency=400, give_up_after=0.05,
+                    what="whose callers hung up after 50 ms"):
     agent = Process("agent", [])
     try:
         base = agent.rss_mb()
@@ -478,7 +485,7 @@ def abandoned_dedup(calls=24_000, concurrency=400):
         for n in range(calls):
             body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "SendMessage",
                                "params": message(f"a-{n}", "sleep:2000")}).encode()
-            t = threading.Thread(target=raw_post, args=(agent.port, body, 0.05))
+            t = threading.Thread(target=raw_post, args=(agent.port, body, give_up_after))
             t.start()
             threads.append(t)
             if len(threads) >= concurrency:
@@ -489,7 +496,7 @@ def abandoned_dedup(calls=24_000, concurrency=400):
             t.join()
         time.sleep(5)
         report(
-            f"{calls} SendMessage sleep:2000 whose callers hung up after 50 ms (agent)",
+            f"{calls} SendMessage sleep:2000 {what} (agent)",
             [("RSS before / 5 s after the last (MB)",
               f"{base:.0f} / {agent.rss_mb():.0f} (+{agent.rss_mb() - base:.0f})")],
         )
@@ -508,6 +515,7 @@ SCENARIOS = {
     "agent_store": agent_store,
     "coordinator_fanout": coordinator_fanout,
     "abandoned_dedup": abandoned_dedup,
+    "answered_dedup": answered_dedup,
 }
 
 if __name__ == "__main__":
