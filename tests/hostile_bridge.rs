@@ -719,3 +719,18 @@ async fn a_retried_stream_is_resumed_never_run_twice() {
         "TASK_STATE_COMPLETED"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_stream_request_is_refused_and_the_agent_lives() {
+    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    for text in ["stream:4294967295", "stream:fail_after:4294967295"] {
+        let reply = rpc_as(&url, None, "SendMessage", text_message(text, text)).await;
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    }
+    // Still serving: the chunks were never made.
+    let reply = rpc_as(&url, None, "SendMessage", text_message("after", "stream:3")).await;
+    assert_eq!(
+        reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{reply}"
+    );
+}
