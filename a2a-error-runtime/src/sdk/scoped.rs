@@ -95,11 +95,15 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
         self.check_send(params, &req)?;
-        let reply = self.inner.send_message(params, req).await;
-        // A task whose execution started is the caller's, even when the call failed (the
-        // task ended FAILED and is listed as such).
-        self.record_started(params);
-        let reply = reply?;
+        let reply = match self.inner.send_message(params, req).await {
+            Ok(reply) => reply,
+            Err(error) => {
+                // A task whose execution started is the caller's, even when the call failed
+                // (the task ended FAILED and is listed as such).
+                self.record_started(params);
+                return Err(error);
+            }
+        };
         let task = match &reply {
             SendMessageResponse::Task(task) => Some(task.id.as_str()),
             SendMessageResponse::Message(message) => message.task_id.as_deref(),

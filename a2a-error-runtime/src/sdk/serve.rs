@@ -301,33 +301,35 @@ impl<H: RequestHandler> Bridge<H> {
         let message =
             prost::Message::encode_to_vec(&a2a_pb::pbconv::to_proto_message(&request.message));
         // A message first sent as a stream: its task, not a second run.
-        let key = self.stream_key(headers, &id);
-        match self.streams.seen(&key, fingerprint(&message), false) {
-            Seen::New => {}
-            Seen::Task(task) => {
-                let params = self.service_params(headers, deadline);
-                let get = GetTaskRequest {
-                    id: task,
-                    history_length: None,
-                    tenant: None,
-                };
-                let task = self
-                    .handler
-                    .get_task(&params, get)
-                    .await
-                    .map_err(|error| DedupError::Failed(public(&error)))?;
-                return SendReply::new(a2a::SendMessageResponse::Task(task)).map_err(|_| {
-                    DedupError::Failed(RemoteError::from_object(
-                        StandardError::Internal.to_error_object(),
-                    ))
-                });
+        if self.streams.any() {
+            let key = self.stream_key(headers, &id);
+            match self.streams.seen(&key, fingerprint(&message), false) {
+                Seen::New => {}
+                Seen::Task(task) => {
+                    let params = self.service_params(headers, deadline);
+                    let get = GetTaskRequest {
+                        id: task,
+                        history_length: None,
+                        tenant: None,
+                    };
+                    let task = self
+                        .handler
+                        .get_task(&params, get)
+                        .await
+                        .map_err(|error| DedupError::Failed(public(&error)))?;
+                    return SendReply::new(a2a::SendMessageResponse::Task(task)).map_err(|_| {
+                        DedupError::Failed(RemoteError::from_object(
+                            StandardError::Internal.to_error_object(),
+                        ))
+                    });
+                }
+                Seen::InProgress => {
+                    return Err(DedupError::Refused(Refusal::InProgress {
+                        retry_after: Duration::from_secs(1),
+                    }));
+                }
+                Seen::Reused => return Err(DedupError::Refused(Refusal::IdReused)),
             }
-            Seen::InProgress => {
-                return Err(DedupError::Refused(Refusal::InProgress {
-                    retry_after: Duration::from_secs(1),
-                }));
-            }
-            Seen::Reused => return Err(DedupError::Refused(Refusal::IdReused)),
         }
         // Boxed: the dedup's future holds the SDK's request and call (~3 KiB), and every
         // future that held it inline would copy it again when moved.

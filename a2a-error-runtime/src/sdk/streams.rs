@@ -46,12 +46,15 @@ pub(crate) enum Seen {
 /// The streams the bridge ran, by `scope:messageId`.
 pub(crate) struct Streams {
     records: BoundedMap<Stream>,
+    /// Whether any stream was ever recorded: until then a SendMessage looks nothing up.
+    any: std::sync::atomic::AtomicBool,
 }
 
 impl Streams {
     pub(crate) fn new() -> Self {
         Streams {
             records: BoundedMap::new(100_000, 16 << 20),
+            any: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -59,9 +62,20 @@ impl Streams {
         key.len() as u64 + 160
     }
 
+    /// Whether any stream was ever recorded (a SendMessage need look nothing up before).
+    pub(crate) fn any(&self) -> bool {
+        self.any.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// What the record of `key` says of a call with `fingerprint`; a new stream's record is
     /// made when `start` is true.
     pub(crate) fn seen(&self, key: &str, fingerprint: u64, start: bool) -> Seen {
+        use std::sync::atomic::Ordering;
+        if start {
+            self.any.store(true, Ordering::Relaxed);
+        } else if !self.any.load(Ordering::Relaxed) {
+            return Seen::New;
+        }
         self.records.update(key, |held| match held {
             None if start => {
                 let record = Stream {
