@@ -127,6 +127,20 @@ async fn the_bridges_timeout_ends_the_work_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_answered_at_once_runs_on_after_its_answer() {
+    let (alive, bridge) = endless();
+    // Not the bridge's timeout either: the answer came before it.
+    let url = common::serve(bridge.timeout(Duration::from_millis(300)).router()).await;
+    let mut request = send("SendMessage", "m-now");
+    request["params"]["configuration"] = json!({"returnImmediately": true});
+    let reply = common::requests::rpc(&url, request).await;
+    assert!(reply["result"]["task"]["id"].is_string(), "{reply}");
+    // Well past the answer and the bridge's timeout, the execution still runs.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(alive.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_whose_caller_hung_up_ends() {
     let (alive, bridge) = endless();
     let url = common::serve(bridge.router()).await;

@@ -105,11 +105,12 @@ fn links() -> &'static Mutex<HashMap<u64, Arc<Watch>>> {
     LINKS.get_or_init(Default::default)
 }
 
-/// The request's end of a link: while it lives, the execution it names runs; dropped, the
-/// execution is told to end.
+/// The request's end of a link: while it lives, the execution it names runs; dropped before
+/// it is [`answered`](Link::answered), the execution is told to end.
 pub(crate) struct Link {
     id: u64,
     watch: Arc<Watch>,
+    answered: bool,
 }
 
 impl Link {
@@ -138,7 +139,17 @@ impl Link {
             }
         };
         map.insert(id, Arc::clone(&watch));
-        Link { id, watch }
+        Link {
+            id,
+            watch,
+            answered: false,
+        }
+    }
+
+    /// The handler answered the request: from now on the execution is not the request's to
+    /// end (a SendMessage with `returnImmediately` is answered while its task runs on).
+    pub(crate) fn answered(mut self) {
+        self.answered = true;
     }
 
     /// The execution's side of this link.
@@ -158,8 +169,10 @@ impl Drop for Link {
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
             .remove(&self.id);
-        self.watch.gone.store(true, Ordering::Release);
-        self.watch.notify.notify_waiters();
+        if !self.answered {
+            self.watch.gone.store(true, Ordering::Release);
+            self.watch.notify.notify_waiters();
+        }
     }
 }
 
@@ -194,5 +207,12 @@ mod tests {
         // Already gone: resolves at once.
         watch.gone().await;
         assert!(find("not a number").is_none());
+
+        // Answered: forgotten, and not gone.
+        let link = Link::new();
+        let (param, watch) = (link.param(), find(&link.param()).unwrap());
+        link.answered();
+        assert!(find(&param).is_none());
+        assert!(!watch.gone.load(Ordering::Acquire));
     }
 }

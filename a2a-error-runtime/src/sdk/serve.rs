@@ -261,8 +261,9 @@ impl<H: RequestHandler> Bridge<H> {
     }
 
     /// SendMessage through the dedup, when there is one. The execution is linked to the work
-    /// (see [`Link`]): it ends when the work is dropped (the caller left and no dedup keeps
-    /// the work for a retry) or at the work's end (the deadline or the bridge's timeout).
+    /// (see [`Link`]): it ends when the work is dropped before the handler answered (the
+    /// caller left and no dedup keeps the work for a retry) or at the work's end (the
+    /// deadline or the bridge's timeout).
     pub(super) async fn send_message(
         &self,
         headers: &HeaderMap,
@@ -270,7 +271,19 @@ impl<H: RequestHandler> Bridge<H> {
         request: SendMessageRequest,
     ) -> Result<SendReply, DedupError<RemoteError>> {
         let link = Link::new();
-        let params = self.linked_params(headers, self.end(deadline), &link);
+        // A request answered at once (`returnImmediately`) leaves its task running: only the
+        // caller's deadline is the execution's, not how long the bridge waits for an answer.
+        let immediate = request
+            .configuration
+            .as_ref()
+            .and_then(|configuration| configuration.return_immediately)
+            == Some(true);
+        let end = if immediate {
+            deadline
+        } else {
+            self.end(deadline)
+        };
+        let params = self.linked_params(headers, end, &link);
         let handler = Arc::clone(&self.handler);
         let work = move |request: SendMessageRequest| async move {
             let history = request
@@ -278,15 +291,16 @@ impl<H: RequestHandler> Bridge<H> {
                 .as_ref()
                 .and_then(|configuration| configuration.history_length);
             let response = match handler.send_message(&params, request).await {
-                Ok(response) => response,
-                Err(error) if fell_behind(&error) => {
-                    match caught_up(&handler, &params, &link, history).await {
-                        Some(task) => a2a::SendMessageResponse::Task(task),
-                        None => return Err(public(&error)),
-                    }
-                }
-                Err(error) => return Err(public(&error)),
+                Ok(response) => Ok(response),
+                Err(error) if fell_behind(&error) => caught_up(&handler, &params, &link, history)
+                    .await
+                    .map(a2a::SendMessageResponse::Task)
+                    .ok_or(error),
+                Err(error) => Err(error),
             };
+            // Answered: dropping the work from here on ends nothing.
+            link.answered();
+            let response = response.map_err(|error| public(&error))?;
             SendReply::new(response).map_err(|error| {
                 tracing::error!("an SDK reply did not convert to JSON: {error}");
                 RemoteError::from_object(StandardError::Internal.to_error_object())
