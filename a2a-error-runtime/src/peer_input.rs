@@ -87,7 +87,7 @@ fn grpc(data: &[u8]) {
         );
         headers.insert("grpc-status-details-bin", value.clone());
         headers.insert(crate::wire::grpc::PUSHBACK_HEADER, value);
-        crate::client::grpc_guard(&mut headers);
+        crate::client::grpc::guard::sanitize(&mut headers);
         if let Some(status) = tonic::Status::from_header_map(&headers) {
             let _ = crate::wire::grpc::remote(&status).retry_hint();
         }

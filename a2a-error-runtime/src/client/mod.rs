@@ -11,7 +11,7 @@ mod classify;
 mod downstream;
 mod error;
 #[cfg(feature = "grpc")]
-mod grpc;
+pub(crate) mod grpc;
 mod http;
 pub(crate) mod jsonrpc;
 pub(crate) mod rest;
@@ -27,9 +27,3 @@ pub use error::{BoxError, ClientError, ErrorReply, ResponseHead, Timeout};
 pub(crate) use http::DEFAULT_VERSION;
 pub use http::ReplyLimits;
 pub use transport::Transport;
-
-/// The gRPC client's guard on a reply's headers (see `grpc::guard`), for the fuzzer.
-#[cfg(all(feature = "grpc", any(test, feature = "fuzzing")))]
-pub(crate) fn grpc_guard(headers: &mut tonic::codegen::http::HeaderMap) {
-    grpc::guard_headers(headers);
-}

@@ -21,11 +21,6 @@ use super::owners::{Owners, ScopeKey};
 /// removed first, so no caller can claim another's scope.
 pub(crate) const SCOPE_PARAM: &str = "a2a-error-scope";
 
-/// The most tasks one ListTasks page holds (the SDK's `MAX_PAGE_SIZE`).
-const MAX_PAGE: usize = 100;
-/// The page size of a ListTasks that names none (the SDK's `DEFAULT_PAGE_SIZE`).
-const DEFAULT_PAGE: usize = 50;
-
 /// The SDK handler `H`, serving each caller only its own tasks.
 pub(crate) struct Scoped<H> {
     pub(super) inner: Arc<H>,
@@ -39,6 +34,14 @@ pub(super) fn scope_of(params: &ServiceParams) -> ScopeKey {
         .and_then(|values| values.first())
         .and_then(|hex| u128::from_str_radix(hex, 16).ok())
         .unwrap_or(0)
+}
+
+/// The watch of the request's link, which the guard tells the task it started on.
+fn started(params: &ServiceParams) -> Option<Arc<super::link::Watch>> {
+    params
+        .get(super::link::LINK_PARAM)
+        .and_then(|values| values.first())
+        .and_then(|param| super::link::find(param))
 }
 
 /// The id of the task an event or reply is about, if any.
@@ -62,14 +65,9 @@ impl<H> Scoped<H> {
         }
     }
 
-    /// Records the task the request's execution started on (the guard tells the request's
-    /// link), if any.
+    /// Records the task the request's execution started on, if any.
     fn record_started(&self, params: &ServiceParams) {
-        let watch = params
-            .get(super::link::LINK_PARAM)
-            .and_then(|values| values.first())
-            .and_then(|param| super::link::find(param));
-        if let Some(task) = watch.as_ref().and_then(|watch| watch.task()) {
+        if let Some(task) = started(params).as_ref().and_then(|watch| watch.task()) {
             self.owners.record(scope_of(params), task);
         }
     }
@@ -120,20 +118,28 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: SendMessageRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
         self.check_send(params, &req)?;
-        let stream = self.inner.send_streaming_message(params, req).await;
-        self.record_started(params);
-        let stream = stream?;
-        let (owners, scope) = (Arc::clone(&self.owners), scope_of(params));
-        // Recorded before the event that hands out the task's id is sent on.
+        let stream = match self.inner.send_streaming_message(params, req).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                self.record_started(params);
+                return Err(error);
+            }
+        };
+        let (owners, scope, watch) = (Arc::clone(&self.owners), scope_of(params), started(params));
+        // Recorded before the event that hands out the task's id is sent on; a stream that
+        // fails first records the task its execution started on, as a unary call does.
         let mut recorded = false;
         Ok(stream
             .map(move |item| {
-                if !recorded
-                    && let Ok(event) = &item
-                    && let Some(task) = task_of_event(event)
-                {
-                    owners.record(scope, task);
-                    recorded = true;
+                if !recorded {
+                    let task = match &item {
+                        Ok(event) => task_of_event(event),
+                        Err(_) => watch.as_ref().and_then(|watch| watch.task()),
+                    };
+                    if let Some(task) = task {
+                        owners.record(scope, task);
+                    }
+                    recorded = task.is_some() || item.is_err();
                 }
                 item
             })
@@ -157,11 +163,8 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2AError> {
         let scope = scope_of(params);
-        let page_size = req
-            .page_size
-            .and_then(|size| usize::try_from(size).ok())
-            .filter(|size| *size > 0)
-            .map_or(DEFAULT_PAGE, |size| size.min(MAX_PAGE));
+        // The SDK's own page sizes (50 when none is asked, 100 at most).
+        let page_size = a2a_server::pagination::resolve_page_size(req.page_size);
         let after = req.page_token.as_deref().filter(|token| !token.is_empty());
         let mut page: Vec<Task> = Vec::new();
         let mut total = 0usize;

@@ -31,10 +31,10 @@ use super::owners::{DEFAULT_MAX_TASKS, Owners, key_of};
 use super::protojson::{ProtoJson, SendParams, SendReply};
 use super::scoped::{SCOPE_PARAM, Scoped};
 use super::streams::{Seen, Streams};
-use crate::server::Refusal;
 use crate::server::rest::{self, Json};
 use crate::server::scope::{self, Scope};
 use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
+use crate::server::{Refusal, fingerprint};
 use crate::wire::error::A2aError;
 use crate::wire::object::ErrorObject;
 use crate::wire::remote::RemoteError;
@@ -423,17 +423,12 @@ impl<H: RequestHandler> Bridge<H> {
             Ok(events) => Ok(events),
             Err(refused) => {
                 let params = self.service_params(headers, deadline);
-                let get = GetTaskRequest {
-                    id: task,
-                    history_length: None,
-                    tenant: None,
-                };
-                match self.handler.get_task(&params, get).await {
-                    Ok(task) if task.status.state.is_terminal() => {
+                match ended_task(&self.handler, &params, task, None).await {
+                    Some(task) => {
                         let ended = futures_util::stream::iter([Ok(StreamResponse::Task(task))]);
                         Ok(events(ended.boxed(), None))
                     }
-                    _ => Err(refused),
+                    None => Err(refused),
                 }
             }
         }
@@ -460,11 +455,6 @@ impl<H: RequestHandler> Bridge<H> {
     }
 }
 
-/// The fingerprint of a message's canonical bytes, as the dedup takes it.
-fn fingerprint(message: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(message)
-}
-
 /// A new stream's events, recording its task in `streams` at the first event that names it;
 /// a stream that fails before that is forgotten, so that its retry runs it.
 fn recorded(streams: Arc<Streams>, key: String, stream: SdkEvents) -> SdkEvents {
@@ -488,6 +478,23 @@ fn recorded(streams: Arc<Streams>, key: String, stream: SdkEvents) -> SdkEvents 
             item
         })
         .boxed()
+}
+
+/// Task `id` if it has ended (a subscription to it is refused then): the last state a
+/// resumed or resubscribed stream ends with.
+async fn ended_task<H: RequestHandler>(
+    handler: &Scoped<H>,
+    params: &ServiceParams,
+    id: String,
+    tenant: Option<String>,
+) -> Option<a2a::Task> {
+    let get = GetTaskRequest {
+        id,
+        history_length: None,
+        tenant,
+    };
+    let task = handler.get_task(params, get).await.ok()?;
+    task.status.state.is_terminal().then_some(task)
 }
 
 /// How many times one SubscribeToTask is subscribed again after falling behind.
@@ -519,16 +526,10 @@ fn resubscribing<H: RequestHandler>(
                         // The task ended meanwhile: its last state ends the stream.
                         Err(error) => {
                             state.0 = None;
-                            let get = GetTaskRequest {
-                                id: state.3.id.clone(),
-                                history_length: None,
-                                tenant: state.3.tenant.clone(),
-                            };
-                            let item = match state.1.get_task(&state.2, get).await {
-                                Ok(task) if task.status.state.is_terminal() => {
-                                    Ok(StreamResponse::Task(task))
-                                }
-                                _ => Err(error),
+                            let (id, tenant) = (state.3.id.clone(), state.3.tenant.clone());
+                            let item = match ended_task(&state.1, &state.2, id, tenant).await {
+                                Some(task) => Ok(StreamResponse::Task(task)),
+                                None => Err(error),
                             };
                             return Some((item, state));
                         }
@@ -558,26 +559,31 @@ fn events(
             if let Some(link) = &link {
                 link.watch().received();
             }
-            item
-        })
-        .map(|item| match item {
-            Ok(StreamResponse::StatusUpdate(mut update)) => {
-                let failure = update
-                    .metadata
-                    .as_mut()
-                    .and_then(|metadata| metadata.remove(FAILURE_KEY));
-                match failure {
-                    Some(object) => Err(RemoteError::from_object(
-                        serde_json::from_value::<ErrorObject>(object)
-                            .unwrap_or_else(|_| StandardError::Internal.to_error_object()),
-                    )),
-                    None => Ok(ProtoJson(StreamResponse::StatusUpdate(update))),
-                }
-            }
-            Ok(event) => Ok(ProtoJson(event)),
-            Err(error) => Err(public(&error)),
+            event(item)
         })
         .boxed()
+}
+
+/// One event of the handler's stream as the bridge sends it (see [`events`]).
+#[allow(clippy::result_large_err)]
+fn event(item: Result<StreamResponse, A2AError>) -> Result<ProtoJson<StreamResponse>, RemoteError> {
+    match item {
+        Ok(StreamResponse::StatusUpdate(mut update)) => {
+            let failure = update
+                .metadata
+                .as_mut()
+                .and_then(|metadata| metadata.remove(FAILURE_KEY));
+            match failure {
+                Some(object) => Err(RemoteError::from_object(
+                    serde_json::from_value::<ErrorObject>(object)
+                        .unwrap_or_else(|_| StandardError::Internal.to_error_object()),
+                )),
+                None => Ok(ProtoJson(StreamResponse::StatusUpdate(update))),
+            }
+        }
+        Ok(event) => Ok(ProtoJson(event)),
+        Err(error) => Err(public(&error)),
+    }
 }
 
 /// Whether the SDK's SendMessage failed with the bare INTERNAL its handler answers when the

@@ -7,10 +7,7 @@
 //! the other bindings return. So every layer above, and the typed client's callers, see one
 //! shape whatever the binding.
 
-mod guard;
-
-#[cfg(any(test, feature = "fuzzing"))]
-pub(crate) use guard::sanitize as guard_headers;
+pub(crate) mod guard;
 
 use std::error::Error as _;
 use std::time::Duration;

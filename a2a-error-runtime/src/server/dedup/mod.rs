@@ -47,6 +47,8 @@ pub use redis::RedisStore;
 pub use store::{DedupStore, StoreError};
 
 pub use error::{DedupError, Refusal};
+/// The fingerprint of a request's bytes, as the dedup takes it.
+pub(crate) use run::hash as fingerprint;
 
 /// What to do when the store cannot be reached.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -126,6 +126,17 @@ fn millis(ttl: Duration) -> u64 {
 }
 
 impl RedisStore {
+    /// Deletes `key` if it still holds `claim`: whether it did.
+    async fn release_claim(&self, key: &str, claim: &[u8]) -> Result<bool, StoreError> {
+        let mut connection = self.connection.clone();
+        let mut invocation = self.release.key(self.key(key));
+        invocation.arg(claim);
+        let released: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(released == 1)
+    }
+
     /// A claim whose answer did not come in time may still run: a Redis that was stopped
     /// runs the queued command when it resumes, and its claim (a token nobody holds) would
     /// then make every retry of that message wait and get MESSAGE_IN_PROGRESS for the
@@ -149,13 +160,8 @@ impl RedisStore {
             let until = tokio::time::Instant::now() + ttl;
             let mut pause = Duration::from_millis(50);
             loop {
-                let mut connection = store.connection.clone();
-                let mut invocation = store.release.key(store.key(&key));
-                invocation.arg(&claim[..]);
-                let released = store
-                    .bounded(invocation.invoke_async::<i64>(&mut connection))
-                    .await;
-                if matches!(released, Ok(1)) || permit.is_none() {
+                let released = store.release_claim(&key, &claim).await;
+                if matches!(released, Ok(true)) || permit.is_none() {
                     return;
                 }
                 if tokio::time::Instant::now() + pause >= until {
@@ -213,15 +219,7 @@ impl DedupStore for RedisStore {
         key: &'a str,
         claim: &'a [u8],
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            let mut connection = self.connection.clone();
-            let mut invocation = self.release.key(self.key(key));
-            invocation.arg(claim);
-            let _: i64 = self
-                .bounded(invocation.invoke_async(&mut connection))
-                .await?;
-            Ok(())
-        })
+        Box::pin(async move { self.release_claim(key, claim).await.map(|_| ()) })
     }
 
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Bytes>, StoreError>> {

@@ -31,7 +31,7 @@ enum Found<T, E> {
 
 /// A stable hash: XXH3's output is fixed by its specification, so every replica and every
 /// build agrees on it.
-fn hash(bytes: &[u8]) -> u64 {
+pub(crate) fn hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
