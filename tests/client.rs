@@ -138,7 +138,7 @@ async fn streaming(State(faults): State<Faults>, headers: HeaderMap, body: Bytes
 type Log = Arc<Mutex<Vec<(u32, Option<i32>, Option<u16>, Duration)>>>;
 
 /// A fast policy that records every retry: (attempt, remote code, HTTP status, delay).
-fn recording<E: A2aError + 'static>() -> (RetryPolicy<E>, Log) {
+fn recording<E: A2aError + 'static>() -> (RetryPolicy<ClientError<E>>, Log) {
     let log: Log = Arc::default();
     let hook = log.clone();
     let policy = RetryPolicy::new()
@@ -152,7 +152,7 @@ fn recording<E: A2aError + 'static>() -> (RetryPolicy<E>, Log) {
     (policy, log)
 }
 
-fn jsonrpc<E>(url: &str, policy: RetryPolicy<E>) -> Client<E>
+fn jsonrpc<E>(url: &str, policy: RetryPolicy<ClientError<E>>) -> Client<E>
 where
     E: A2aError + a2a_error::FromErrorObject + Send + 'static,
 {
@@ -160,7 +160,11 @@ where
 }
 
 /// A client of the example agent at `url` over `binding` ("jsonrpc" or "rest").
-fn example_client(binding: &str, url: &str, policy: RetryPolicy<AgentError>) -> Client<AgentError> {
+fn example_client(
+    binding: &str,
+    url: &str,
+    policy: RetryPolicy<ClientError<AgentError>>,
+) -> Client<AgentError> {
     let builder = match binding {
         "jsonrpc" => Client::jsonrpc(format!("{url}/")),
         _ => Client::rest(url),

@@ -53,7 +53,7 @@ fn request(text: &str) -> SendMessageRequest {
     }
 }
 
-fn quick_retries() -> RetryPolicy<RemoteError> {
+fn quick_retries() -> RetryPolicy {
     RetryPolicy::default()
         .base_delay(Duration::from_millis(5))
         .max_delay(Duration::from_millis(20))

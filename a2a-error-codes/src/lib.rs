@@ -221,6 +221,16 @@ pub const CONTENT_TOO_LARGE: i32 = -32055;
 pub const SKILL_NOT_FOUND: i32 = -32056;
 /// A downstream agent failed (this project).
 pub const DOWNSTREAM_FAILED: i32 = -32057;
+/// The model provider the agent calls is unavailable: rate limited, down, too slow, or its
+/// circuit open (this project).
+pub const MODEL_UNAVAILABLE: i32 = -32058;
+/// The model provider refused the agent's request (400, 401, 403, 404, 422): trying again
+/// does not help (this project).
+pub const MODEL_REJECTED: i32 = -32059;
+/// A dependency the agent calls (a tool, a service) is unavailable (this project).
+pub const DEPENDENCY_UNAVAILABLE: i32 = -32060;
+/// A dependency the agent calls refused its request (this project).
+pub const DEPENDENCY_REJECTED: i32 = -32061;
 
 macro_rules! rows {
     ($( $name:ident: $reason:literal, $message:literal, $http:literal $grpc:literal,
@@ -289,6 +299,14 @@ rows! {
         v1_0_0 404 "NOT_FOUND", NotFound, Never, Project, AnyTime;
     DOWNSTREAM_FAILED: "DOWNSTREAM_FAILED", "Downstream agent failed", 502 "UNAVAILABLE",
         v1_0_0 502 "UNAVAILABLE", Transient, Backoff, Project, AnyTime;
+    MODEL_UNAVAILABLE: "MODEL_UNAVAILABLE", "Model unavailable", 503 "UNAVAILABLE",
+        v1_0_0 503 "UNAVAILABLE", Transient, Backoff, Project, AnyTime;
+    MODEL_REJECTED: "MODEL_REJECTED", "Model rejected the request", 502 "INTERNAL",
+        v1_0_0 502 "INTERNAL", Fatal, Never, Project, AnyTime;
+    DEPENDENCY_UNAVAILABLE: "DEPENDENCY_UNAVAILABLE", "Dependency unavailable", 503 "UNAVAILABLE",
+        v1_0_0 503 "UNAVAILABLE", Transient, Backoff, Project, AnyTime;
+    DEPENDENCY_REJECTED: "DEPENDENCY_REJECTED", "Dependency rejected the request", 502 "INTERNAL",
+        v1_0_0 502 "INTERNAL", Fatal, Never, Project, AnyTime;
 }
 
 /// The row for `code`, if the table has one.
@@ -446,11 +464,11 @@ mod tests {
             match row.origin {
                 Origin::JsonRpc => assert!(is_in(row.code, -32700..=-32600)),
                 Origin::A2a => assert!(is_in(row.code, -32009..=-32001)),
-                Origin::Project => assert!(is_in(row.code, -32057..=-32050)),
+                Origin::Project => assert!(is_in(row.code, -32061..=-32050)),
             }
             assert!(!is_reserved_undefined(row.code));
         }
-        assert_eq!(TABLE.len(), 5 + 9 + 8);
+        assert_eq!(TABLE.len(), 5 + 9 + 12);
     }
 
     fn is_in(code: i32, range: core::ops::RangeInclusive<i32>) -> bool {

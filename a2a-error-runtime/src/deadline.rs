@@ -36,6 +36,22 @@ pub(crate) fn inherited() -> Option<Instant> {
     DEADLINE.try_with(|deadline| *deadline).ok()
 }
 
+/// The deadline a call made now to a downstream agent or dependency inherits from the request
+/// being served: what is left of it less a tenth (at most [`MARGIN`]), so that our reply can
+/// still reach our caller. `Ok(None)` when no request deadline is in force; `Err(())` when
+/// [`MARGIN`] or less is left, and the call must not be started.
+#[cfg(feature = "client")]
+pub(crate) fn for_downstream() -> Result<Option<Instant>, ()> {
+    let Some(deadline) = inherited() else {
+        return Ok(None);
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left <= MARGIN {
+        return Err(());
+    }
+    Ok(Some(deadline - (left / 10).min(MARGIN)))
+}
+
 /// Runs `future` with `deadline` as the one calls made inside it inherit (an earlier one
 /// already in force, read now, is kept).
 ///

@@ -8,7 +8,7 @@
 //! | 0 | the crate root, [`code`] | the wire model: no I/O, no async |
 //! | 1 | `server` (feature `axum`), `client` (feature `client`) | the two sides of HTTP; neither names the other |
 //! | 2 | `resilience` (feature `client`) | tower layers over a transport, one idea each (timeouts, retry, breaker); fan-out and fallback across agents |
-//! | 3 | `Client` (feature `client`) | the typed client that stacks them |
+//! | 3 | `Client`, `dependency` (feature `client`) | the typed client that stacks them for agents; the same stack for HTTP services and any other call |
 //! | 4 | [`sdk`] (feature `sdk`) | the bridge to the official Rust SDK: its handlers served, its client's transport |
 #![deny(missing_docs)]
 
@@ -25,6 +25,9 @@ pub mod resilience;
 
 #[cfg(feature = "client")]
 mod typed;
+
+#[cfg(feature = "client")]
+pub mod dependency;
 
 #[cfg(feature = "sdk")]
 pub mod sdk;

@@ -14,8 +14,15 @@
 //! | `a2a.fallback.steps` | counter | `step`, `outcome` |
 //! | `a2a.degraded` | counter | `source` |
 //! | `a2a.hedges` | counter | `agent`, `rpc.method` |
+//! | `a2a.dependency.calls` | counter | `dependency`, `outcome`, `error.type`, `http.response.status_code` |
+//! | `a2a.dependency.call.duration` | histogram, seconds | `dependency`, `outcome` |
+//! | `a2a.dependency.attempts` | histogram | `dependency` |
+//! | `a2a.dependency.retries` | counter | `dependency`, `error.type` |
 //!
-//! `error.type` is the error's reason (`AGENT_UNAVAILABLE`, `UNREACHABLE`, …).
+//! `error.type` is the error's reason (`AGENT_UNAVAILABLE`, `UNREACHABLE`, …). A dependency's
+//! breaker reports under the `a2a.breaker.*` series with the dependency's name as `agent`.
+//! `http.response.status_code` is the status of a dependency's last HTTP reply (100 to 599,
+//! `other` beyond, empty when there was none).
 //!
 //! Every label value that a peer could choose comes from a closed set, so no peer can grow the
 //! number of series (each one costs memory here and in every scraper):
@@ -157,7 +164,7 @@ mod client {
 
     use metrics::SharedString;
 
-    use crate::client::{ClientError, Reply};
+    use crate::client::{Callee, Classify, ClientError, Reply, Request};
     use crate::wire::error::A2aError;
 
     /// The code and reason (`error.type`) a client error is known by in metrics and spans. A
@@ -207,36 +214,186 @@ mod client {
         }
     }
 
-    /// The histogram of attempts per call to `agent`, kept by a retry service.
-    pub(crate) fn attempts_histogram(agent: Option<&str>) -> metrics::Histogram {
-        metrics::histogram!("a2a.client.attempts", "agent" => agent.unwrap_or("").to_owned())
+    /// The histogram of attempts per call to the request's callee, kept by a retry service.
+    pub(crate) fn attempts_histogram(request: &impl Request) -> metrics::Histogram {
+        let target = request.target().unwrap_or("").to_owned();
+        match request.callee() {
+            Callee::Agent => metrics::histogram!("a2a.client.attempts", "agent" => target),
+            Callee::Dependency => {
+                metrics::histogram!("a2a.dependency.attempts", "dependency" => target)
+            }
+        }
+    }
+
+    /// `error`'s reason as an `error.type` label: one of the layers' and transports' own
+    /// reasons, else through the closed set of [`super::labels`].
+    pub(crate) fn failure_label(error: &impl Classify) -> SharedString {
+        let reason = error.failure_reason();
+        match LOCAL_REASONS.iter().find(|known| **known == reason) {
+            Some(known) => SharedString::const_str(known),
+            None => super::reason_label(reason),
+        }
+    }
+
+    /// The reasons of failures that are not a peer's error reply: a closed set.
+    const LOCAL_REASONS: &[&str] = &[
+        "UNREACHABLE",
+        "CONNECTION_LOST",
+        "TIMEOUT",
+        "CIRCUIT_OPEN",
+        "BULKHEAD_FULL",
+        "INVALID_AGENT_RESPONSE",
+        "REPLY_TOO_LARGE",
+        "INVALID_CALL",
+        "DOWNSTREAM_FAILED",
+        "HTTP_STATUS",
+        "INVALID_RESPONSE",
+        "FAILED",
+    ];
+
+    /// A call to a dependency (not an agent) under way: its span, and what is recorded when it
+    /// ends.
+    pub(crate) struct DependencyCall {
+        name: SharedString,
+        started: std::time::Instant,
+        span: tracing::Span,
+    }
+
+    impl DependencyCall {
+        /// A call to the dependency `name` starts; `protocol` is `http` for HTTP dependencies.
+        pub(crate) fn start(
+            name: &Arc<str>,
+            operation: &str,
+            protocol: Option<&'static str>,
+        ) -> Self {
+            let span = tracing::debug_span!(
+                "a2a.dependency.call",
+                dependency = &**name,
+                operation = operation,
+                network.protocol.name = protocol,
+                http.response.status_code = tracing::field::Empty,
+                error.r#type = tracing::field::Empty,
+            );
+            DependencyCall {
+                name: SharedString::from(Arc::clone(name)),
+                started: std::time::Instant::now(),
+                span,
+            }
+        }
+
+        /// The call's span.
+        pub(crate) fn span(&self) -> &tracing::Span {
+            &self.span
+        }
+
+        /// The call ended, with `error` or not; `status` is the HTTP status of its last reply.
+        pub(crate) fn ended(self, error: Option<&impl Classify>, status: Option<u16>) {
+            let outcome = if error.is_some() { "error" } else { "ok" };
+            let reason = match error {
+                Some(error) => failure_label(error),
+                None => SharedString::const_str(""),
+            };
+            let status = status_label(status);
+            if error.is_some() {
+                self.span.record("error.type", &*reason);
+            }
+            if !status.is_empty() {
+                self.span.record("http.response.status_code", &*status);
+            }
+            metrics::histogram!(
+                "a2a.dependency.call.duration",
+                "dependency" => self.name.clone(),
+                "outcome" => outcome
+            )
+            .record(self.started.elapsed().as_secs_f64());
+            metrics::counter!(
+                "a2a.dependency.calls",
+                "dependency" => self.name,
+                "outcome" => outcome,
+                "error.type" => reason,
+                "http.response.status_code" => status
+            )
+            .increment(1);
+        }
+    }
+
+    /// An HTTP status as a label value: 100 to 599 (a closed set), else `other`; empty when
+    /// there was no reply.
+    fn status_label(status: Option<u16>) -> SharedString {
+        static STATUSES: std::sync::LazyLock<Vec<SharedString>> = std::sync::LazyLock::new(|| {
+            (100..600u16)
+                .map(|status| SharedString::from(status.to_string()))
+                .collect()
+        });
+        match status {
+            None => SharedString::const_str(""),
+            Some(status @ 100..=599) => STATUSES[usize::from(status - 100)].clone(),
+            Some(_) => SharedString::const_str("other"),
+        }
+    }
+
+    /// A step of a fallback chain `answered`, `failed` or was `skipped`.
+    pub(crate) fn fallback_step(step: Cow<'static, str>, outcome: &'static str) {
+        metrics::counter!("a2a.fallback.steps", "step" => step, "outcome" => outcome).increment(1);
+    }
+
+    /// A degraded answer was given; `source` is `fallback` or `fan_out`.
+    pub(crate) fn degraded(source: &'static str) {
+        metrics::counter!("a2a.degraded", "source" => source).increment(1);
+    }
+
+    /// A slow call is hedged after `delay`.
+    pub(crate) fn hedge(request: &impl Request, delay: Duration) {
+        let target = request.target();
+        tracing::info!(
+            target = target,
+            rpc.method = request.operation(),
+            delay_ms = delay.as_millis() as u64,
+            "hedging a slow call"
+        );
+        metrics::counter!(
+            "a2a.hedges",
+            "agent" => target.unwrap_or("").to_owned(),
+            "rpc.method" => super::method_label(request.operation())
+        )
+        .increment(1);
     }
 
     /// A retry is about to wait: `wait` says how long and whose delay it is.
-    pub(crate) fn retry<E: A2aError + 'static>(
-        agent: Option<&str>,
-        method: &str,
+    pub(crate) fn retry(
+        request: &impl Request,
         attempt: u32,
-        error: &ClientError<E>,
+        error: &impl Classify,
         wait: crate::resilience::retry::Wait,
     ) {
-        let (_, reason) = error_labels(error);
+        let reason = failure_label(error);
+        let target = request.target();
+        let operation = request.operation();
         tracing::info!(
-            agent,
-            rpc.method = method,
+            target = target,
+            rpc.method = operation,
             http.request.resend_count = attempt,
             error.r#type = &*reason,
             delay_ms = wait.delay.as_millis() as u64,
             delay.source = wait.source.as_str(),
             "retrying"
         );
-        metrics::counter!(
-            "a2a.client.retries",
-            "agent" => agent.unwrap_or("").to_owned(),
-            "rpc.method" => super::method_label(method),
-            "error.type" => reason
-        )
-        .increment(1);
+        let target = target.unwrap_or("").to_owned();
+        match request.callee() {
+            Callee::Agent => metrics::counter!(
+                "a2a.client.retries",
+                "agent" => target,
+                "rpc.method" => super::method_label(operation),
+                "error.type" => reason
+            )
+            .increment(1),
+            Callee::Dependency => metrics::counter!(
+                "a2a.dependency.retries",
+                "dependency" => target,
+                "error.type" => reason
+            )
+            .increment(1),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the loopback test files share.
 
 pub mod conformance;
+pub mod fake_provider;
 pub mod proxy;
 pub mod redis_server;
 pub mod requests;
@@ -44,6 +45,12 @@ pub fn example_exe(name: &str) -> std::path::PathBuf {
 /// An example's process, killed when dropped.
 #[allow(dead_code)]
 pub struct ExampleProcess(std::process::Child);
+
+impl From<std::process::Child> for ExampleProcess {
+    fn from(child: std::process::Child) -> Self {
+        ExampleProcess(child)
+    }
+}
 
 impl Drop for ExampleProcess {
     fn drop(&mut self) {

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::error::ClientError;
-use crate::deadline::earliest;
+use super::request::{Request, TimeLimit};
 use crate::wire::remote::RemoteError;
 
 /// One A2A call: a method, its params as JSON bytes and a JSON-RPC id, fixed when the call is
@@ -37,24 +37,6 @@ struct Fixed {
     streaming: bool,
     agent: Option<Arc<str>>,
     headers: reqwest::header::HeaderMap,
-}
-
-/// How long a call may take: a deadline, and a time budget whose clock has not started yet.
-/// A first attempt sends the budget as it is, which spares a clock read on calls that finish
-/// without waiting; a layer that has to wait turns it into a deadline
-/// ([`deadline_from`](TimeLimit::deadline_from)).
-#[derive(Copy, Clone, Debug, Default)]
-pub(crate) struct TimeLimit {
-    deadline: Option<Instant>,
-    budget: Option<Duration>,
-}
-
-impl TimeLimit {
-    /// The deadline of a call whose budget starts at `now`: the earlier of the two.
-    pub(crate) fn deadline_from(self, now: Instant) -> Option<Instant> {
-        let from_budget = self.budget.and_then(|budget| now.checked_add(budget));
-        earliest(self.deadline, from_budget)
-    }
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -104,7 +86,7 @@ impl Call {
     /// Sets the instant by which the whole call must be done; transports send what is left of
     /// it as the `A2A-Deadline-Ms` header. An earlier deadline already set is kept.
     pub fn with_deadline(mut self, deadline: Instant) -> Call {
-        self.limit.deadline = earliest(self.limit.deadline, Some(deadline));
+        self.limit = self.limit.with_deadline(deadline);
         self
     }
 
@@ -112,30 +94,18 @@ impl Call {
     /// the clock yet (the layers that wait turn it into a deadline once they do). A smaller
     /// budget already set is kept.
     pub fn with_budget(mut self, budget: Duration) -> Call {
-        self.limit.budget = earliest(self.limit.budget, Some(budget));
+        self.limit = self.limit.with_budget(budget);
         self
     }
 
     /// The time left for the whole call, as sent in `A2A-Deadline-Ms`.
     pub fn time_left(&self) -> Option<Duration> {
-        let left = self
-            .limit
-            .deadline
-            .map(|deadline| deadline.saturating_duration_since(Instant::now()));
-        earliest(left, self.limit.budget)
+        self.limit.time_left()
     }
 
     /// The call's deadline and unstarted budget.
     pub(crate) fn time_limit(&self) -> TimeLimit {
         self.limit
-    }
-
-    /// Starts the budget's clock at `now`: from here on the call has a deadline only.
-    pub(crate) fn start_clock(&mut self, now: Instant) {
-        self.limit = TimeLimit {
-            deadline: self.limit.deadline_from(now),
-            budget: None,
-        };
     }
 
     /// The method name.
@@ -179,7 +149,25 @@ impl Call {
     /// When the whole call must be done, if it has a deadline (a budget whose clock has not
     /// started yet is not one; see [`time_left`](Self::time_left)).
     pub fn deadline(&self) -> Option<Instant> {
-        self.limit.deadline
+        self.limit.deadline()
+    }
+}
+
+impl Request for Call {
+    fn time_limit(&self) -> TimeLimit {
+        self.limit
+    }
+    fn set_time_limit(&mut self, limit: TimeLimit) {
+        self.limit = limit;
+    }
+    fn target(&self) -> Option<&str> {
+        self.agent()
+    }
+    fn operation(&self) -> &str {
+        self.method()
+    }
+    fn callee(&self) -> super::request::Callee {
+        super::request::Callee::Agent
     }
 }
 

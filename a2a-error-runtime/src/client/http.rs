@@ -206,7 +206,7 @@ pub(crate) fn is_event_stream(http: &ResponseHead) -> bool {
 
 /// Reads the whole body, at most `limit` bytes; a connection that breaks while reading is a
 /// transport failure.
-pub(crate) async fn body<E>(
+pub(crate) async fn read_body<E>(
     mut response: reqwest::Response,
     http: &ResponseHead,
     limit: usize,

@@ -112,7 +112,7 @@ where
         })
         .await;
     }
-    let body = http::body(response, &reply, http.limits.body_limit()).await?;
+    let body = http::read_body(response, &reply, http.limits.body_limit()).await?;
     decode(&body, id, &reply).map(Reply::Result)
 }
 

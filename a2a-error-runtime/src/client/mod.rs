@@ -14,16 +14,19 @@ mod error;
 pub(crate) mod grpc;
 mod http;
 pub(crate) mod jsonrpc;
+mod request;
 pub(crate) mod rest;
 pub(crate) mod sse;
 mod transport;
 
+#[cfg(test)]
+pub(crate) use call::ReplyFuture;
 pub use call::{Call, EventStream, RawJson, Reply};
-pub(crate) use call::{ReplyFuture, TimeLimit};
-pub use classify::Outcome;
+pub use classify::{Classify, FromLayer, Outcome};
 pub(crate) use downstream::CHAIN_BYTES;
 pub use downstream::Downstream;
 pub use error::{BoxError, ClientError, ErrorReply, ResponseHead, Timeout};
-pub(crate) use http::DEFAULT_VERSION;
 pub use http::ReplyLimits;
+pub(crate) use http::{DEFAULT_VERSION, read_body};
+pub use request::{Callee, Request, TimeLimit};
 pub use transport::Transport;

@@ -187,7 +187,7 @@ where
         })
         .await;
     }
-    let body = http::body(response, &reply, http.limits.body_limit()).await?;
+    let body = http::read_body(response, &reply, http.limits.body_limit()).await?;
     decode(&body, reply).map(Reply::Result)
 }
 

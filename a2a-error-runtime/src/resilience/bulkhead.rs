@@ -5,7 +5,8 @@
 //! `ulimit -n` of 1024 the process ran out of descriptors, so calls to healthy agents failed
 //! too. With it, each agent gets at most [`max_concurrent`](Bulkhead::new) connections'
 //! worth of attempts; past that a bounded queue waits (within the call's deadline), and past
-//! the queue a call fails at once with [`ClientError::BulkheadFull`], which the breaker does
+//! the queue a call fails at once with [`ClientError::BulkheadFull`](crate::client::ClientError::BulkheadFull)
+//! (or the error type's [`FromLayer::bulkhead_full`]), which the breaker does
 //! not count against the agent and the retry layer does not repeat.
 
 use std::sync::Arc;
@@ -15,7 +16,9 @@ use std::task::{Context, Poll};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service, ServiceExt};
 
-use crate::client::{Call, ClientError, Reply, ReplyFuture, TimeLimit, Timeout};
+#[cfg(test)]
+use crate::client::{Call, ClientError, Reply, ReplyFuture};
+use crate::client::{FromLayer, Request, TimeLimit, Timeout};
 
 /// The calls in flight to one agent, and those waiting. Clones share the limit: give one
 /// bulkhead to every client of the same agent.
@@ -70,7 +73,7 @@ impl Bulkhead {
     /// A slot for one call: at once when one is free, else after waiting in the queue (until
     /// the call's deadline, if it has one); `Err` when the queue is full or the deadline passes
     /// first. The clock is read only when the call has to wait.
-    async fn admit<E>(&self, limit: TimeLimit) -> Result<OwnedSemaphorePermit, ClientError<E>> {
+    async fn admit<E: FromLayer>(&self, limit: TimeLimit) -> Result<OwnedSemaphorePermit, E> {
         if let Ok(permit) = Arc::clone(&self.inner.in_flight).try_acquire_owned() {
             return Ok(permit);
         }
@@ -82,7 +85,7 @@ impl Bulkhead {
             });
         if taken.is_err() {
             tracing::debug!("call rejected: bulkhead full");
-            return Err(ClientError::BulkheadFull);
+            return Err(E::bulkhead_full());
         }
         // Leaves the queue however the wait ends (a permit, the deadline, the caller gone).
         struct Leave<'a>(&'a AtomicUsize);
@@ -96,13 +99,17 @@ impl Bulkhead {
         let permit = match limit.deadline_from(tokio::time::Instant::now()) {
             Some(deadline) => tokio::time::timeout_at(deadline, wait)
                 .await
-                .map_err(|_| ClientError::Timeout(Timeout::Total))?,
+                .map_err(|_| E::timeout(Timeout::Total))?,
             None => wait.await,
         };
         // The semaphore is never closed.
-        permit.map_err(|_| ClientError::BulkheadFull)
+        permit.map_err(|_| E::bulkhead_full())
     }
 }
+
+/// The future of a layer that has to wait.
+pub(crate) type BoxFuture<T, E> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + Send>>;
 
 /// The `tower::Layer` that builds [`BulkheadService`]; every service it wraps shares the one
 /// bulkhead.
@@ -138,22 +145,24 @@ pub struct BulkheadService<S> {
     bulkhead: Bulkhead,
 }
 
-impl<S, E> Service<Call> for BulkheadService<S>
+impl<S, R> Service<R> for BulkheadService<S>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>> + Clone + Send + 'static,
+    S: Service<R> + Clone + Send + 'static,
     S::Future: Send,
-    E: Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: FromLayer + Send + 'static,
+    R: Request + Send + 'static,
 {
-    type Response = Reply<E>;
-    type Error = ClientError<E>;
-    type Future = ReplyFuture<E>;
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<S::Response, S::Error>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         // Readiness is decided per call, in the queue; the inner service's once admitted.
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, call: Call) -> Self::Future {
+    fn call(&mut self, call: R) -> Self::Future {
         let bulkhead = self.bulkhead.clone();
         let mut inner = self.inner.clone();
         Box::pin(async move {

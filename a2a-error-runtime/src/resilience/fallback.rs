@@ -5,8 +5,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::client::Classify;
 
 type Run<'a, T, E> =
     Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>> + Send + 'a>;
@@ -16,6 +20,7 @@ struct Step<'a, T, E> {
     name: Cow<'static, str>,
     guard: Option<Guard<'a, E>>,
     run: Run<'a, T, E>,
+    share: Option<f64>,
 }
 
 /// The key under which [`Answered::mark`] records a degraded answer in a result's
@@ -26,13 +31,19 @@ pub const DEGRADED_KEY: &str = "degraded";
 /// Tries the primary, then each alternate in order, then the default value.
 ///
 /// An alternate guarded by a predicate ([`or_if`](Self::or_if)) runs only when the previous
-/// step's error satisfies it (fall back on unavailability, not on a validation error); a
-/// step skipped by its guard leaves the last error standing. The result says which step
-/// answered ([`Answered`]), and any step but the first is a degraded answer: logged, counted
-/// in `a2a.degraded`, and markable on the wire with [`Answered::mark`].
+/// step's error satisfies it (fall back on unavailability, not on a refusal); a step skipped
+/// by its guard leaves the last error standing. The result says which step answered ([`Answered`]),
+/// and any step but the first is a degraded answer: logged, counted in `a2a.degraded`, and
+/// markable on the wire with [`Answered::mark`]. When every step fails, the error
+/// ([`FallbackError`]) keeps every step's: its name, its error, and so its reason and delay.
+///
+/// A step given a [`share`](Self::share) of the time left runs with that much of the chain's
+/// deadline (the caller's, inherited, or [`deadline`](Self::deadline)): the calls inside it
+/// inherit the shorter deadline, so a primary's retries cannot spend the alternates' time.
 pub struct Fallback<'a, T, E> {
     steps: Vec<Step<'a, T, E>>,
     default: Option<(Cow<'static, str>, T)>,
+    deadline: Option<Instant>,
 }
 
 impl<T, E> fmt::Debug for Fallback<'_, T, E> {
@@ -55,6 +66,7 @@ impl<'a, T: Send + 'a, E: Send + 'a> Fallback<'a, T, E> {
         Fallback {
             steps: Vec::new(),
             default: None,
+            deadline: None,
         }
         .push(name, None, run)
     }
@@ -82,6 +94,27 @@ impl<'a, T: Send + 'a, E: Send + 'a> Fallback<'a, T, E> {
         self.push(name, Some(Box::new(guard)), run)
     }
 
+    /// Gives the step added last at most `fraction` (0 to 1) of the time left when it starts,
+    /// before the chain's deadline; the calls it makes inherit that shorter deadline. Without
+    /// a deadline (none inherited and none set) it changes nothing.
+    pub fn share(mut self, fraction: f64) -> Self {
+        if let Some(step) = self.steps.last_mut() {
+            step.share = Some(if fraction.is_finite() {
+                fraction.clamp(0.0, 1.0)
+            } else {
+                1.0
+            });
+        }
+        self
+    }
+
+    /// Ends the whole chain by `deadline` (an earlier deadline inherited from the request
+    /// being served is kept); the steps' calls inherit it.
+    pub fn deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
     /// Finally `value`, when every step failed.
     pub fn or_default(mut self, name: impl Into<Cow<'static, str>>, value: T) -> Self {
         self.default = Some((name.into(), value));
@@ -102,49 +135,127 @@ impl<'a, T: Send + 'a, E: Send + 'a> Fallback<'a, T, E> {
             name: name.into(),
             guard,
             run: Box::new(move || Box::pin(run())),
+            share: None,
         });
         self
     }
 
-    /// Runs the chain: the first step that answers, or the last error when none does and
+    /// Runs the chain: the first step that answers, or every step's error when none does and
     /// there is no default.
-    pub async fn run(self) -> Result<Answered<T>, E> {
-        let mut last: Option<E> = None;
+    pub async fn run(self) -> Result<Answered<T>, FallbackError<E>> {
+        let deadline = crate::deadline::earliest(self.deadline, crate::deadline::inherited());
+        let mut failed: Vec<StepError<E>> = Vec::new();
         let mut index = 0;
         for step in self.steps {
-            if let (Some(guard), Some(error)) = (&step.guard, &last)
-                && !guard(error)
+            if let (Some(guard), Some(last)) = (&step.guard, failed.last())
+                && !guard(&last.error)
             {
                 tracing::info!(step = &*step.name, "fallback step skipped by its guard");
-                metrics::counter!("a2a.fallback.steps", "step" => step.name.clone(), "outcome" => "skipped")
-                    .increment(1);
+                crate::observe::fallback_step(step.name.clone(), "skipped");
                 index += 1;
                 continue;
             }
-            match (step.run)().await {
+            let step_deadline = match (deadline, step.share) {
+                (Some(deadline), Some(share)) => {
+                    let now = Instant::now();
+                    let left = deadline.saturating_duration_since(now);
+                    Some(now + left.mul_f64(share))
+                }
+                (deadline, _) => deadline,
+            };
+            match crate::deadline::scope(step_deadline, (step.run)()).await {
                 Ok(value) => {
-                    metrics::counter!("a2a.fallback.steps", "step" => step.name.clone(), "outcome" => "answered")
-                        .increment(1);
+                    crate::observe::fallback_step(step.name.clone(), "answered");
                     return Ok(Answered::new(value, step.name, index));
                 }
                 Err(error) => {
                     tracing::info!(step = &*step.name, "fallback step failed");
-                    metrics::counter!("a2a.fallback.steps", "step" => step.name.clone(), "outcome" => "failed")
-                        .increment(1);
-                    last = Some(error);
+                    crate::observe::fallback_step(step.name.clone(), "failed");
+                    failed.push(StepError {
+                        step: step.name,
+                        error,
+                    });
                 }
             }
             index += 1;
         }
-        match (self.default, last) {
-            (Some((name, value)), _) => {
-                metrics::counter!("a2a.fallback.steps", "step" => name.clone(), "outcome" => "answered")
-                    .increment(1);
+        match self.default {
+            Some((name, value)) => {
+                crate::observe::fallback_step(name.clone(), "answered");
                 Ok(Answered::new(value, name, index))
             }
-            (None, Some(error)) => Err(error),
-            (None, None) => unreachable!("a fallback chain has a primary step"),
+            None => Err(FallbackError { steps: failed }),
         }
+    }
+}
+
+/// One failed step of a fallback chain.
+#[derive(Debug)]
+pub struct StepError<E> {
+    /// The step's name.
+    pub step: Cow<'static, str>,
+    /// What it failed with.
+    pub error: E,
+}
+
+/// Every step of a fallback chain failed or was skipped by its guard: each failed step's
+/// error, in order (a skipped step has none).
+#[derive(Debug)]
+pub struct FallbackError<E> {
+    steps: Vec<StepError<E>>,
+}
+
+impl<E> FallbackError<E> {
+    /// Every failed step, in the order they ran.
+    pub fn steps(&self) -> &[StepError<E>] {
+        &self.steps
+    }
+
+    /// The last step's error.
+    pub fn last(&self) -> &E {
+        &self
+            .steps
+            .last()
+            .expect("a failed chain failed at a step")
+            .error
+    }
+
+    /// The last step's error, taken out.
+    pub fn into_last(self) -> E {
+        self.steps
+            .into_iter()
+            .next_back()
+            .expect("a failed chain failed at a step")
+            .error
+    }
+}
+
+impl<E: Classify> FallbackError<E> {
+    /// The soonest delay after which a step may succeed: the least of the delays its steps
+    /// were given (a `Retry-After`, an open circuit's time to half-open), if any gave one.
+    pub fn soonest_delay(&self) -> Option<Duration> {
+        let now = SystemTime::now();
+        self.steps
+            .iter()
+            .filter_map(|step| step.error.delay_at(now))
+            .min()
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for FallbackError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("every fallback step failed")?;
+        for (i, step) in self.steps.iter().enumerate() {
+            let sep = if i == 0 { ": " } else { "; " };
+            write!(f, "{sep}{}: {}", step.step, step.error)?;
+        }
+        Ok(())
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for FallbackError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.last())
     }
 }
 
@@ -163,7 +274,7 @@ impl<T> Answered<T> {
     fn new(value: T, step: Cow<'static, str>, index: usize) -> Self {
         if index > 0 {
             tracing::info!(step = &*step, index, "degraded answer");
-            metrics::counter!("a2a.degraded", "source" => "fallback").increment(1);
+            crate::observe::degraded("fallback");
         }
         Answered { value, step, index }
     }
@@ -239,6 +350,14 @@ mod tests {
             .run()
             .await
             .unwrap_err();
-        assert_eq!(error, 1);
+        assert_eq!(*error.last(), 1);
+        let error = Fallback::new("primary", || async { Err::<u8, u8>(1) })
+            .or("secondary", || async { Err(2) })
+            .run()
+            .await
+            .unwrap_err();
+        let steps: Vec<_> = error.steps().iter().map(|s| (&*s.step, s.error)).collect();
+        assert_eq!(steps, [("primary", 1), ("secondary", 2)]);
+        assert_eq!(error.into_last(), 2);
     }
 }

@@ -13,7 +13,7 @@ use futures_util::stream::FuturesUnordered;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use super::fallback::Answered;
+use super::fallback::{Answered, FallbackError};
 use crate::client::CHAIN_BYTES;
 use crate::client::{ClientError, Downstream};
 use crate::wire::code::{self, CodeRow};
@@ -99,7 +99,7 @@ impl FanOut {
     /// chain (see [`Branches::fallback`]).
     pub fn fallback<'a, T, E, F>(self, agent: impl Into<Arc<str>>, chain: F) -> Branches<'a, T, E>
     where
-        F: Future<Output = Result<Answered<T>, ClientError<E>>> + Send + 'a,
+        F: Future<Output = Result<Answered<T>, FallbackError<ClientError<E>>>> + Send + 'a,
     {
         Branches::new(self).fallback(agent, chain)
     }
@@ -190,7 +190,7 @@ impl FanOut {
             degraded,
         };
         if result.is_degraded() {
-            metrics::counter!("a2a.degraded", "source" => "fan_out").increment(1);
+            crate::observe::degraded("fan_out");
             tracing::info!(
                 answered = result.answered.len(),
                 failed = result.failed.len(),
@@ -260,13 +260,17 @@ impl<'a, T, E> Branches<'a, T, E> {
     /// is listed in [`FanOutResult::degraded`], and makes the result degraded.
     pub fn fallback<F>(mut self, agent: impl Into<Arc<str>>, chain: F) -> Self
     where
-        F: Future<Output = Result<Answered<T>, ClientError<E>>> + Send + 'a,
+        F: Future<Output = Result<Answered<T>, FallbackError<ClientError<E>>>> + Send + 'a,
     {
+        // A failed chain stands in the fan-out as its last step's failure.
         let chain = async move {
-            chain.await.map(|answered| {
-                let degraded = answered.is_degraded();
-                (answered.value, degraded)
-            })
+            match chain.await {
+                Ok(answered) => {
+                    let degraded = answered.is_degraded();
+                    Ok((answered.value, degraded))
+                }
+                Err(failed) => Err(failed.into_last()),
+            }
         };
         self.calls.push((agent.into(), Box::pin(chain)));
         self

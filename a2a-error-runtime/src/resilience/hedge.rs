@@ -12,9 +12,9 @@ use tokio::time::Instant;
 use tower::retry::budget::Budget;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::client::{Call, ClientError, Reply, ReplyFuture};
+use crate::client::{Classify, Request};
 use crate::resilience::RetryBudget;
-use crate::wire::error::A2aError;
+use crate::resilience::bulkhead::BoxFuture;
 use crate::wire::method;
 
 /// When the hedge is sent.
@@ -176,28 +176,30 @@ impl<S> Layer<S> for HedgeLayer {
     }
 }
 
-impl<S, E> Service<Call> for Hedge<S>
+impl<S, R> Service<R> for Hedge<S>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>> + Clone + Send + 'static,
+    S: Service<R> + Clone + Send + 'static,
     S::Future: Send,
-    E: A2aError + Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: Classify + Send + 'static,
+    R: Request + Send + 'static,
 {
-    type Response = Reply<E>;
-    type Error = ClientError<E>;
-    type Future = ReplyFuture<E>;
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<S::Response, S::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, call: Call) -> Self::Future {
+    fn call(&mut self, call: R) -> Self::Future {
         let config = self.config.clone();
         if config.deposits {
             config.budget.deposit();
         }
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        if !config.hedges(call.method()) {
+        if !config.hedges(call.operation()) {
             return Box::pin(inner.call(call));
         }
         let second = self.alternate.clone().unwrap_or_else(|| inner.clone());
@@ -206,16 +208,17 @@ where
     }
 }
 
-async fn hedged<S, E, F>(
+async fn hedged<S, R, F>(
     first: F,
     second: S,
-    call: Call,
+    call: R,
     config: HedgeConfig,
-) -> Result<Reply<E>, ClientError<E>>
+) -> Result<S::Response, S::Error>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
-    F: Future<Output = Result<Reply<E>, ClientError<E>>>,
-    E: A2aError + 'static,
+    S: Service<R>,
+    S::Error: Classify,
+    R: Request,
+    F: Future<Output = Result<S::Response, S::Error>>,
 {
     let started = Instant::now();
     let mut first = std::pin::pin!(first);
@@ -233,25 +236,16 @@ where
     if !config.budget.withdraw() {
         return first.await;
     }
-    tracing::info!(
-        agent = call.agent(),
-        rpc.method = call.method(),
-        delay_ms = delay.as_millis() as u64,
-        "hedging a slow call"
-    );
-    metrics::counter!(
-        "a2a.hedges",
-        "agent" => call.agent().unwrap_or("").to_owned(),
-        "rpc.method" => call.method().to_owned()
-    )
-    .increment(1);
+    crate::observe::hedge(&call, delay);
     let mut hedge = std::pin::pin!(second.oneshot(call));
     let result = match future::select(first.as_mut(), hedge.as_mut()).await {
         Either::Left((Ok(reply), _)) | Either::Right((Ok(reply), _)) => Ok(reply),
         // One failed: the other may still answer, unless the classifier says another try
         // cannot help (a 404, a validation error), which is then the answer.
         Either::Left((Err(error), _)) | Either::Right((Err(error), _))
-            if !error.retry_advice().is_retryable() =>
+            if !error
+                .retry_advice_at(std::time::SystemTime::now())
+                .is_retryable() =>
         {
             Err(error)
         }
@@ -269,7 +263,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::client::Timeout;
+    use crate::client::{Call, ClientError, Reply, Timeout};
+    use crate::wire::error::A2aError;
 
     struct SetOnDrop(Arc<AtomicUsize>);
 

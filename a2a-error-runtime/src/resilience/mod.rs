@@ -1,4 +1,6 @@
-//! Floor 2: tower layers over a transport, one idea each, stacked by the typed client as
+//! Floor 2: tower layers over any service, one idea each, stacked by every client (the typed
+//! A2A client, the HTTP dependency client, a [`Dependency`](crate::dependency::Dependency)
+//! around any call) through [`Stack`] as
 //!
 //! ```text
 //! TotalTimeout → Retry → CircuitBreaker → Bulkhead → AttemptTimeout → transport
@@ -14,7 +16,9 @@
 //! wait that would end past the call's deadline. [`breaker::CircuitBreakerLayer`] fails
 //! attempts fast while an agent is unwell. [`BulkheadLayer`] bounds the calls in flight to
 //! an agent and those waiting. [`AttemptTimeoutLayer`] bounds each attempt.
-//! Each works alone and in any stack of your own (`tower::ServiceBuilder`).
+//! Each works alone and in any stack of your own (`tower::ServiceBuilder`), over any request
+//! that is a [`Request`](crate::client::Request) and any error that can be
+//! [classified](crate::client::Classify): the one reading of a failure every layer consults.
 
 pub mod breaker;
 mod bulkhead;
@@ -23,16 +27,18 @@ mod fallback;
 mod fan_out;
 mod hedge;
 pub(crate) mod retry;
+mod stack;
 mod timeout;
 
 pub use bulkhead::{Bulkhead, BulkheadLayer, BulkheadService};
 pub use clock::{Clock, Random, SystemClock, ThreadRandom};
-pub use fallback::{Answered, DEGRADED_KEY, Fallback};
+pub use fallback::{Answered, DEGRADED_KEY, Fallback, FallbackError, StepError};
 pub use fan_out::{Branches, FanOut, FanOutError, FanOutResult, Settle};
 pub use hedge::{Hedge, HedgeConfig, HedgeDelay, HedgeLayer};
 pub use retry::{
     Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,
 };
+pub use stack::Stack;
 pub use timeout::{
     AttemptTimeout, AttemptTimeoutLayer, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,
 };

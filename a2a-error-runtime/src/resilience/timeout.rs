@@ -12,10 +12,11 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
 
-use crate::client::{Call, ClientError, Reply, Timeout};
+use crate::client::{FromLayer, Request, TimeLimit, Timeout};
 
 /// Bounds a whole call, retries and waits included, by a time budget that starts at its first
-/// send. The budget goes down with the [`Call`], so layers below (a [`Retry`](super::Retry)
+/// send. The budget goes down with the [`Request`] (an A2A `Call`, an HTTP dependency's call,
+/// any `Op`), so layers below (a [`Retry`](super::Retry)
 /// that will not start a wait past it, an attempt timeout) and the peer (`A2A-Deadline-Ms`)
 /// see what is left. Fires as [`Timeout::Total`], which is never retried.
 #[derive(Clone, Debug)]
@@ -52,21 +53,23 @@ impl<S> Layer<S> for TotalTimeoutLayer {
     }
 }
 
-impl<S, E> Service<Call> for TotalTimeout<S>
+impl<S, R> Service<R> for TotalTimeout<S>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
+    S: Service<R>,
+    S::Error: FromLayer,
+    R: Request,
 {
-    type Response = Reply<E>;
-    type Error = ClientError<E>;
+    type Response = S::Response;
+    type Error = S::Error;
     type Future = TimeoutFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, call: Call) -> Self::Future {
-        let call = call.with_budget(self.limit);
-        TimeoutFuture::new(self.inner.call(call), Ends::Total(self.limit))
+    fn call(&mut self, mut request: R) -> Self::Future {
+        request.set_time_limit(request.time_limit().with_budget(self.limit));
+        TimeoutFuture::new(self.inner.call(request), Ends::Total(self.limit))
     }
 }
 
@@ -108,24 +111,26 @@ impl<S> Layer<S> for AttemptTimeoutLayer {
     }
 }
 
-impl<S, E> Service<Call> for AttemptTimeout<S>
+impl<S, R> Service<R> for AttemptTimeout<S>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
+    S: Service<R>,
+    S::Error: FromLayer,
+    R: Request,
 {
-    type Response = Reply<E>;
-    type Error = ClientError<E>;
+    type Response = S::Response;
+    type Error = S::Error;
     type Future = TimeoutFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, call: Call) -> Self::Future {
+    fn call(&mut self, request: R) -> Self::Future {
         let ends = Ends::Attempt {
             limit: self.limit,
-            call: call.time_limit(),
+            call: request.time_limit(),
         };
-        TimeoutFuture::new(self.inner.call(call), ends)
+        TimeoutFuture::new(self.inner.call(request), ends)
     }
 }
 
@@ -135,10 +140,7 @@ enum Ends {
     /// The call's budget from now.
     Total(Duration),
     /// The attempt's limit from now, or the call's own limit if that comes first.
-    Attempt {
-        limit: Duration,
-        call: crate::client::TimeLimit,
-    },
+    Attempt { limit: Duration, call: TimeLimit },
 }
 
 impl Ends {
@@ -177,11 +179,12 @@ impl<F> TimeoutFuture<F> {
     }
 }
 
-impl<F, E> Future for TimeoutFuture<F>
+impl<F, T, E> Future for TimeoutFuture<F>
 where
-    F: Future<Output = Result<Reply<E>, ClientError<E>>>,
+    F: Future<Output = Result<T, E>>,
+    E: FromLayer,
 {
-    type Output = Result<Reply<E>, ClientError<E>>;
+    type Output = Result<T, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -197,7 +200,7 @@ where
         }
         match this.timer {
             Some((timer, fired)) => match timer.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(ClientError::Timeout(*fired))),
+                Poll::Ready(()) => Poll::Ready(Err(E::timeout(*fired))),
                 Poll::Pending => Poll::Pending,
             },
             None => Poll::Pending,

@@ -158,6 +158,14 @@ impl<E: A2aError + 'static> From<Downstream<E>> for A2AError {
     }
 }
 
+/// A dependency's failure inside an executor (`?` on a model or tool call passed on with
+/// [`DependencyFailed`](crate::dependency::DependencyFailed)) as the SDK's error.
+impl From<crate::dependency::DependencyFailed> for A2AError {
+    fn from(error: crate::dependency::DependencyFailed) -> Self {
+        to_sdk(&error)
+    }
+}
+
 /// A failure of the bridge's transport as the SDK's error its `Transport` returns: an error
 /// reply is the peer's own object (so the caller's enum decodes from it, as from our own
 /// client), a local failure is what passing it on would make of it (DEADLINE_EXCEEDED for a

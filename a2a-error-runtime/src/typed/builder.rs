@@ -4,17 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::HeaderValue;
-use tower::ServiceBuilder;
 
 use super::client::Client;
-use crate::client::{DEFAULT_VERSION, ReplyLimits, Transport};
-use crate::resilience::breaker::{
-    BreakerConfig, BreakerRegistry, CircuitBreaker, CircuitBreakerLayer,
-};
-use crate::resilience::{
-    AttemptTimeoutLayer, Bulkhead, BulkheadLayer, HedgeConfig, HedgeDelay, HedgeLayer, RetryLayer,
-    RetryPolicy, TotalTimeoutLayer,
-};
+use crate::client::{ClientError, DEFAULT_VERSION, ReplyLimits, Transport};
+use crate::resilience::breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker};
+use crate::resilience::{Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, Stack};
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::remote::RemoteError;
 
@@ -56,6 +50,16 @@ const TLS_BUILT_IN: bool = cfg!(any(
 
 /// Whether a client for `url` would need TLS that its HTTP client cannot have: an `https`
 /// URL, no TLS built in, and no HTTP client of the caller's own (which may have it).
+/// Refuses an `https` URL when this build has no TLS and no client of the caller's.
+pub(crate) fn check_tls(url: &reqwest::Url, raw: &str, own_http: bool) -> Result<(), BuildError> {
+    if lacks_tls(url, TLS_BUILT_IN, own_http) {
+        return Err(BuildError::TlsNotEnabled {
+            url: raw.to_owned(),
+        });
+    }
+    Ok(())
+}
+
 fn lacks_tls(url: &reqwest::Url, tls_built_in: bool, own_http: bool) -> bool {
     url.scheme() == "https" && !tls_built_in && !own_http
 }
@@ -96,7 +100,7 @@ pub struct ClientBuilder<E = RemoteError> {
     connect_timeout: Duration,
     http: Option<reqwest::Client>,
     version: HeaderValue,
-    policy: RetryPolicy<E>,
+    policy: RetryPolicy<ClientError<E>>,
     attempt_timeout: Option<Duration>,
     total_timeout: Option<Duration>,
     limits: ReplyLimits,
@@ -180,7 +184,7 @@ where
 
     /// The retry policy (default [`RetryPolicy::default`]); [`RetryPolicy::none`] turns
     /// retries off and keeps the timeouts.
-    pub fn retry(mut self, policy: RetryPolicy<E>) -> Self {
+    pub fn retry(mut self, policy: RetryPolicy<ClientError<E>>) -> Self {
         self.policy = policy;
         self
     }
@@ -315,18 +319,15 @@ where
             BreakerChoice::Off => None,
         };
         let transport = transport.version(self.version).limits(self.limits);
-        let budget = self.policy.shared_budget();
-        let hedge = self
-            .hedge
-            .map(|delay| HedgeLayer::new(HedgeConfig::new(delay).budget(budget)));
-        let stack = ServiceBuilder::new()
-            .option_layer(self.total_timeout.map(TotalTimeoutLayer::new))
-            .layer(RetryLayer::new(self.policy))
-            .option_layer(hedge)
-            .option_layer(breaker.clone().map(CircuitBreakerLayer::new))
-            .option_layer(self.bulkhead.map(BulkheadLayer::new))
-            .option_layer(self.attempt_timeout.map(AttemptTimeoutLayer::new))
-            .service(transport);
+        let stack = Stack {
+            total_timeout: self.total_timeout,
+            retry: self.policy,
+            hedge: self.hedge.map(HedgeConfig::new),
+            breaker: breaker.clone(),
+            bulkhead: self.bulkhead,
+            attempt_timeout: self.attempt_timeout,
+        }
+        .service(transport);
         Ok(Client::from_service(stack)
             .with_name(name)
             .with_breaker(breaker))

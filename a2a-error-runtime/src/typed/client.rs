@@ -131,15 +131,13 @@ where
     /// [`Timeout::Total`] (DEADLINE_EXCEEDED when passed on), without calling the agent.
     pub async fn send(&self, call: Call) -> Result<Reply<E>, ClientError<E>> {
         let mut call = call.with_agent(self.name.clone());
-        if let Some(deadline) = crate::deadline::inherited() {
-            let now = Instant::now();
-            let left = deadline.saturating_duration_since(now);
-            if left <= crate::deadline::MARGIN {
+        match crate::deadline::for_downstream() {
+            Ok(Some(deadline)) => call = call.with_deadline(deadline),
+            Ok(None) => {}
+            Err(()) => {
                 tracing::debug!(agent = &*self.name, "no time left for the downstream call");
                 return Err(ClientError::Timeout(Timeout::Total));
             }
-            let margin = (left / 10).min(crate::deadline::MARGIN);
-            call = call.with_deadline(deadline - margin);
         }
         let span = tracing::debug_span!(
             "a2a.client.call",

@@ -4,5 +4,6 @@
 mod builder;
 mod client;
 
+pub(crate) use builder::check_tls;
 pub use builder::{BuildError, ClientBuilder};
 pub use client::Client;

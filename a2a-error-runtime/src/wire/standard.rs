@@ -116,6 +116,32 @@ pub enum StandardError {
     #[error("downstream agent failed")]
     #[a2a(code = DOWNSTREAM_FAILED)]
     DownstreamFailed,
+    /// -32058: the model provider the agent calls is unavailable; retry after the delay when
+    /// one is given.
+    #[error("model unavailable")]
+    #[a2a(code = MODEL_UNAVAILABLE)]
+    ModelUnavailable {
+        /// How long to wait before retrying.
+        #[a2a(retry_after)]
+        retry_after: Option<Duration>,
+    },
+    /// -32059: the model provider refused the agent's request.
+    #[error("model rejected the request")]
+    #[a2a(code = MODEL_REJECTED)]
+    ModelRejected,
+    /// -32060: a dependency the agent calls is unavailable; retry after the delay when one is
+    /// given.
+    #[error("dependency unavailable")]
+    #[a2a(code = DEPENDENCY_UNAVAILABLE)]
+    DependencyUnavailable {
+        /// How long to wait before retrying.
+        #[a2a(retry_after)]
+        retry_after: Option<Duration>,
+    },
+    /// -32061: a dependency the agent calls refused its request.
+    #[error("dependency rejected the request")]
+    #[a2a(code = DEPENDENCY_REJECTED)]
+    DependencyRejected,
 }
 
 impl StandardError {
@@ -145,6 +171,10 @@ impl StandardError {
             CONTENT_TOO_LARGE => StandardError::ContentTooLarge,
             SKILL_NOT_FOUND => StandardError::SkillNotFound,
             DOWNSTREAM_FAILED => StandardError::DownstreamFailed,
+            MODEL_UNAVAILABLE => StandardError::ModelUnavailable { retry_after: None },
+            MODEL_REJECTED => StandardError::ModelRejected,
+            DEPENDENCY_UNAVAILABLE => StandardError::DependencyUnavailable { retry_after: None },
+            DEPENDENCY_REJECTED => StandardError::DependencyRejected,
             _ => return None,
         })
     }

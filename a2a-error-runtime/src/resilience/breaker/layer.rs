@@ -8,12 +8,12 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::{CircuitBreaker, Permit};
-use crate::client::Outcome;
-use crate::client::{Call, ClientError, Reply};
-use crate::wire::error::A2aError;
+use crate::client::{Classify, FromLayer, Outcome};
 
 /// Guards the service it wraps with a [`CircuitBreaker`]: an open circuit fails calls at once
-/// with [`ClientError::CircuitOpen`], carrying the time until it half-opens. Place it below
+/// with the error type's [`FromLayer::circuit_open`] (`ClientError::CircuitOpen` for calls to
+/// agents), carrying the time until it half-opens. Any request and any error that can be
+/// [classified](Classify) go through it. Place it below
 /// a [`Retry`](crate::resilience::Retry) so that each attempt is one sample, and above an
 /// [`AttemptTimeout`](crate::resilience::AttemptTimeout) so that a slow attempt counts.
 #[derive(Clone, Debug)]
@@ -56,20 +56,20 @@ impl<S> Layer<S> for CircuitBreakerLayer {
     }
 }
 
-impl<S, E> Service<Call> for CircuitBreakerService<S>
+impl<S, R> Service<R> for CircuitBreakerService<S>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
-    E: A2aError + 'static,
+    S: Service<R>,
+    S::Error: Classify + FromLayer,
 {
-    type Response = Reply<E>;
-    type Error = ClientError<E>;
+    type Response = S::Response;
+    type Error = S::Error;
     type Future = BreakerFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, call: Call) -> Self::Future {
+    fn call(&mut self, call: R) -> Self::Future {
         match self.breaker.try_acquire() {
             Ok(permit) => BreakerFuture {
                 state: State::Admitted {
@@ -105,19 +105,19 @@ pin_project! {
     }
 }
 
-impl<F, E> Future for BreakerFuture<F>
+impl<F, T, E> Future for BreakerFuture<F>
 where
-    F: Future<Output = Result<Reply<E>, ClientError<E>>>,
-    E: A2aError + 'static,
+    F: Future<Output = Result<T, E>>,
+    E: Classify + FromLayer,
 {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         match this.state.project() {
-            StateProj::Rejected { retry_after } => Poll::Ready(Err(ClientError::CircuitOpen {
-                retry_after: retry_after.take().unwrap_or_default(),
-            })),
+            StateProj::Rejected { retry_after } => {
+                Poll::Ready(Err(E::circuit_open(retry_after.take().unwrap_or_default())))
+            }
             StateProj::Admitted { future } => {
                 let result = std::task::ready!(future.poll(cx));
                 if let Some(permit) = this.permit.take() {

@@ -329,7 +329,7 @@ async fn the_layer_fails_fast_with_the_time_to_half_open() {
     let counter = calls.clone();
     let transport = tower::service_fn(move |_call: Call| {
         counter.fetch_add(1, Ordering::SeqCst);
-        async { Err::<Reply, _>(ClientError::Timeout(Timeout::Attempt)) }
+        async { Err::<Reply, _>(ClientError::<RemoteError>::Timeout(Timeout::Attempt)) }
     });
     let breaker = CircuitBreaker::new("b", config());
     let mut service = CircuitBreakerLayer::new(breaker.clone()).layer(transport);

@@ -10,43 +10,42 @@ use pin_project_lite::pin_project;
 use tower::Service;
 
 use super::service::Retrying;
-use crate::client::{Call, ClientError, Reply};
-use crate::wire::error::A2aError;
+use crate::client::{Classify, Request};
 
-type Boxed<E> = Pin<Box<dyn Future<Output = Result<Reply<E>, ClientError<E>>> + Send>>;
+type Boxed<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, E> {
+    enum State<F, T, E> {
         First {
             #[pin]
             attempt: F,
         },
         Retrying {
-            future: Boxed<E>,
+            future: Boxed<T, E>,
         },
     }
 }
 
 pin_project! {
     /// The future returned by [`Retry`](super::Retry) as a `tower::Service`.
-    pub struct RetryFuture<S, E>
+    pub struct RetryFuture<S, R>
     where
-        S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
+        S: Service<R>,
     {
         #[pin]
-        state: State<S::Future, E>,
+        state: State<S::Future, S::Response, S::Error>,
         // Taken when the first attempt fails; its clock starts when that attempt first waits.
-        retrying: Option<Retrying<S, E>>,
+        retrying: Option<Retrying<S, R, S::Error>>,
         clock_started: bool,
     }
 }
 
-impl<S, E> RetryFuture<S, E>
+impl<S, R> RetryFuture<S, R>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
+    S: Service<R>,
 {
-    pub(super) fn new(attempt: S::Future, retrying: Retrying<S, E>) -> Self {
+    pub(super) fn new(attempt: S::Future, retrying: Retrying<S, R, S::Error>) -> Self {
         RetryFuture {
             state: State::First { attempt },
             retrying: Some(retrying),
@@ -55,13 +54,15 @@ where
     }
 }
 
-impl<S, E> Future for RetryFuture<S, E>
+impl<S, R> Future for RetryFuture<S, R>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>> + Send + 'static,
+    S: Service<R> + Send + 'static,
     S::Future: Send,
-    E: A2aError + Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: Classify + Send + 'static,
+    R: Request + Send + 'static,
 {
-    type Output = Result<Reply<E>, ClientError<E>>;
+    type Output = Result<S::Response, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
@@ -92,7 +93,7 @@ where
         let Some(retrying) = this.retrying.take() else {
             return Poll::Ready(Err(error));
         };
-        let mut future: Boxed<E> = Box::pin(retrying.run(error));
+        let mut future: Boxed<S::Response, S::Error> = Box::pin(retrying.run(error));
         let poll = future.as_mut().poll(cx);
         this.state.set(State::Retrying { future });
         poll

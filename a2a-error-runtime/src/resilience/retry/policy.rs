@@ -4,15 +4,14 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tower::retry::budget::Budget;
 
 use super::RetryBudget;
 use super::backoff::{Backoff, Jitter};
-use crate::client::{Call, ClientError};
+use crate::client::{Classify, ClientError, Request};
 use crate::resilience::clock::{Clock, Random, SystemClock, ThreadRandom};
-use crate::wire::error::A2aError;
 use crate::wire::method;
 use crate::wire::remote::RemoteError;
 
@@ -28,32 +27,35 @@ pub enum RetrySafety {
     Unsafe,
 }
 
-type Predicate<E> = Arc<dyn Fn(&ClientError<E>) -> bool + Send + Sync>;
-type Hook<E> = Arc<dyn Fn(u32, &ClientError<E>, Duration) + Send + Sync>;
+type Predicate<F> = Arc<dyn Fn(&F) -> bool + Send + Sync>;
+type Hook<F> = Arc<dyn Fn(u32, &F, Duration) + Send + Sync>;
 
 /// The longest delay a peer may ask for and still be waited for, by default.
 const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 
-/// The retry policy of a client.
+/// The retry policy of a client or a dependency; `F` is the error type of the service it
+/// retries ([`ClientError`] for calls to agents, an
+/// [`HttpError`](crate::dependency::HttpError), a [`Failure`](crate::dependency::Failure)),
+/// read through its [`Classify`] impl.
 ///
 /// Defaults: 4 attempts; full-jitter backoff from 250 ms capped at 30 s; a retry budget of 20 % of calls (plus 10 retries a second) shared
 /// by every clone of the policy; the server's requested delay (`Retry-After`, RetryInfo,
 /// legacy `retryAfter`) wins over the computed one, up to 5 minutes
 /// ([`max_server_delay`](Self::max_server_delay)).
-pub struct RetryPolicy<E = RemoteError> {
+pub struct RetryPolicy<F = ClientError<RemoteError>> {
     max_attempts: u32,
     backoff: Backoff,
     max_server_delay: Duration,
     budget: Arc<dyn Budget + Send + Sync>,
-    retry_if: Option<Predicate<E>>,
-    on_retry: Option<Hook<E>>,
+    retry_if: Option<Predicate<F>>,
+    on_retry: Option<Hook<F>>,
     methods: HashMap<Cow<'static, str>, RetrySafety>,
     other_methods: RetrySafety,
     clock: Arc<dyn Clock>,
     random: Arc<dyn Random>,
 }
 
-impl<E> Clone for RetryPolicy<E> {
+impl<F> Clone for RetryPolicy<F> {
     fn clone(&self) -> Self {
         RetryPolicy {
             max_attempts: self.max_attempts,
@@ -70,7 +72,7 @@ impl<E> Clone for RetryPolicy<E> {
     }
 }
 
-impl<E> fmt::Debug for RetryPolicy<E> {
+impl<F> fmt::Debug for RetryPolicy<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryPolicy")
             .field("max_attempts", &self.max_attempts)
@@ -82,7 +84,7 @@ impl<E> fmt::Debug for RetryPolicy<E> {
     }
 }
 
-impl<E> Default for RetryPolicy<E> {
+impl<F> Default for RetryPolicy<F> {
     fn default() -> Self {
         RetryPolicy {
             max_attempts: 4,
@@ -102,7 +104,7 @@ impl<E> Default for RetryPolicy<E> {
     }
 }
 
-impl<E> RetryPolicy<E> {
+impl<F> RetryPolicy<F> {
     /// The default policy.
     pub fn new() -> Self {
         Self::default()
@@ -158,25 +160,21 @@ impl<E> RetryPolicy<E> {
     }
 
     /// Replaces the built-in classification: `predicate` says which errors are retried.
-    pub fn retry_if(
-        mut self,
-        predicate: impl Fn(&ClientError<E>) -> bool + Send + Sync + 'static,
-    ) -> Self {
+    pub fn retry_if(mut self, predicate: impl Fn(&F) -> bool + Send + Sync + 'static) -> Self {
         self.retry_if = Some(Arc::new(predicate));
         self
     }
 
     /// Called before each wait with the number of the attempt that failed (from 1), its error
     /// and the delay before the next attempt.
-    pub fn on_retry(
-        mut self,
-        hook: impl Fn(u32, &ClientError<E>, Duration) + Send + Sync + 'static,
-    ) -> Self {
+    pub fn on_retry(mut self, hook: impl Fn(u32, &F, Duration) + Send + Sync + 'static) -> Self {
         self.on_retry = Some(Arc::new(hook));
         self
     }
 
-    /// Marks `method` as safe or unsafe to repeat.
+    /// Marks `method` (an A2A method, or a dependency call's [`operation`](Request::operation))
+    /// as safe or unsafe to repeat. A request that says so itself
+    /// ([`Request::repeatable`]) wins over this table.
     pub fn method(mut self, method: impl Into<Cow<'static, str>>, safety: RetrySafety) -> Self {
         self.methods.insert(method.into(), safety);
         self
@@ -225,23 +223,31 @@ impl<E> RetryPolicy<E> {
         self.budget.deposit();
     }
 
-    pub(crate) fn notify(&self, attempt: u32, error: &ClientError<E>, delay: Duration) {
+    pub(crate) fn notify(&self, attempt: u32, error: &F, delay: Duration) {
         if let Some(hook) = &self.on_retry {
             hook(attempt, error, delay);
         }
     }
 }
 
-impl<E: A2aError + 'static> RetryPolicy<E> {
-    /// Whether `error` from `call` may be retried, ignoring attempts, time and budget: the
+impl<F: Classify> RetryPolicy<F> {
+    /// Whether `error` from `request` may be retried, ignoring attempts, time and budget: the
     /// predicate (or the error's own classification, which never waits for an open circuit),
-    /// then the method's safety.
-    pub fn is_retryable(&self, call: &Call, error: &ClientError<E>) -> bool {
+    /// then whether the request may be repeated (its own statement, else the table's).
+    pub fn is_retryable(&self, request: &impl Request, error: &F) -> bool {
+        self.is_retryable_at(request, error, self.clock.wall())
+    }
+
+    fn is_retryable_at(&self, request: &impl Request, error: &F, now: SystemTime) -> bool {
         let retryable = match &self.retry_if {
             Some(predicate) => predicate(error),
-            None => error.retry_advice().is_retryable() && !error.is_local_refusal(),
+            None => error.retry_advice_at(now).is_retryable() && !error.is_local_refusal(),
         };
-        retryable && (self.safety(call.method()) == RetrySafety::Safe || !error.may_have_run())
+        let safe = match request.repeatable() {
+            Some(repeatable) => repeatable,
+            None => self.safety(request.operation()) == RetrySafety::Safe,
+        };
+        retryable && (safe || !error.may_have_run())
     }
 
     /// The wait before attempt `attempt + 1`, or `None` to stop now with `error`. `previous`
@@ -249,15 +255,16 @@ impl<E: A2aError + 'static> RetryPolicy<E> {
     /// withdrawn from only when a retry is granted.
     pub(crate) fn next_delay(
         &self,
-        call: &Call,
-        error: &ClientError<E>,
+        request: &impl Request,
+        error: &F,
         attempt: u32,
         previous: &mut Duration,
     ) -> Option<Wait> {
-        if attempt >= self.max_attempts || !self.is_retryable(call, error) {
+        let now = self.clock.wall();
+        if attempt >= self.max_attempts || !self.is_retryable_at(request, error, now) {
             return None;
         }
-        let wait = match error.retry_after_at(self.clock.wall()) {
+        let wait = match error.delay_at(now) {
             Some(delay) if delay > self.max_server_delay => return None,
             Some(delay) => Wait {
                 delay,
@@ -272,7 +279,7 @@ impl<E: A2aError + 'static> RetryPolicy<E> {
                 }
             }
         };
-        if let Some(deadline) = call.deadline()
+        if let Some(deadline) = request.time_limit().deadline()
             && self
                 .clock
                 .now()

@@ -10,16 +10,17 @@ use tracing::Instrument;
 
 use super::future::RetryFuture;
 use super::policy::RetryPolicy;
-use crate::client::{Call, ClientError, Reply};
-use crate::wire::error::A2aError;
+use crate::client::{Classify, ClientError, Request};
 use crate::wire::remote::RemoteError;
 
-/// Retries calls on the service it wraps, by a [`RetryPolicy`]. It keeps time only through the
+/// Retries calls on the service it wraps, by a [`RetryPolicy`] over the service's error type
+/// `E` (read through its [`Classify`] impl), whatever the request (an A2A call, an HTTP
+/// dependency's call, any [`Request`]). It keeps time only through the
 /// call's own deadline (set by a [`TotalTimeout`](crate::resilience::TotalTimeout) above it or
 /// by the caller): a wait that would end past it is not started. Bound each attempt with an
 /// [`AttemptTimeout`](crate::resilience::AttemptTimeout) below it. Clones share the policy and
 /// so its retry budget.
-pub struct Retry<S, E = RemoteError> {
+pub struct Retry<S, E = ClientError<RemoteError>> {
     inner: S,
     shared: Arc<Shared<E>>,
 }
@@ -87,7 +88,7 @@ impl<S, E> Retry<S, E> {
 }
 
 /// The `tower::Layer` that builds [`Retry`].
-pub struct RetryLayer<E = RemoteError> {
+pub struct RetryLayer<E = ClientError<RemoteError>> {
     policy: Arc<RetryPolicy<E>>,
 }
 
@@ -125,91 +126,93 @@ impl<S, E> Layer<S> for RetryLayer<E> {
     }
 }
 
-impl<S, E> Service<Call> for Retry<S, E>
+impl<S, R, E> Service<R> for Retry<S, E>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>> + Clone + Send + 'static,
+    S: Service<R, Error = E> + Clone + Send + 'static,
     S::Future: Send,
-    E: A2aError + Send + 'static,
+    S::Response: Send + 'static,
+    R: Request + Send + 'static,
+    E: Classify + Send + 'static,
 {
-    type Response = Reply<E>;
-    type Error = ClientError<E>;
-    type Future = RetryFuture<S, E>;
+    type Response = S::Response;
+    type Error = E;
+    type Future = RetryFuture<S, R>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, call: Call) -> Self::Future {
+    fn call(&mut self, request: R) -> Self::Future {
         self.shared.policy.deposit();
         self.shared
             .attempts
-            .get_or_init(|| crate::observe::attempts_histogram(call.agent()));
+            .get_or_init(|| crate::observe::attempts_histogram(&request));
         // The service that was polled ready makes the first attempt; the clone stays here.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let attempt = inner.call(call.clone());
+        let attempt = inner.call(request.clone());
         RetryFuture::new(
             attempt,
             Retrying {
                 shared: self.shared.clone(),
                 inner,
-                call,
+                request,
             },
         )
     }
 }
 
 /// What the retries of a call need once its first attempt has failed.
-pub(super) struct Retrying<S, E> {
+pub(super) struct Retrying<S, R, E> {
     shared: Arc<Shared<E>>,
     inner: S,
-    call: Call,
+    request: R,
 }
 
-impl<S, E> Retrying<S, E> {
+impl<S, R: Request, E> Retrying<S, R, E> {
     /// Starts the call's clock: a time budget becomes a deadline from now. Starting it again
     /// changes nothing.
     pub(super) fn start_clock(&mut self) {
         let now = self.shared.policy.clock_ref().now();
-        self.call.start_clock(now);
+        let limit = self.request.time_limit().started(now);
+        self.request.set_time_limit(limit);
     }
 }
 
-impl<S, E> Retrying<S, E>
+impl<S, R, E> Retrying<S, R, E>
 where
-    S: Service<Call, Response = Reply<E>, Error = ClientError<E>>,
-    E: A2aError + 'static,
+    S: Service<R, Error = E>,
+    R: Request,
+    E: Classify,
 {
     /// Retries after attempt 1 failed with `error`, until success or the policy says stop.
-    pub(super) async fn run(
-        mut self,
-        mut error: ClientError<E>,
-    ) -> Result<Reply<E>, ClientError<E>> {
+    pub(super) async fn run(mut self, mut error: E) -> Result<S::Response, E> {
         // A first attempt that failed without waiting has not started the clock yet.
         self.start_clock();
         let Retrying {
             shared,
             mut inner,
-            call,
+            request,
         } = self;
         let policy = &shared.policy;
         let mut previous = policy.backoff().base;
         let mut attempt = 1;
         let result = loop {
-            let Some(wait) = policy.next_delay(&call, &error, attempt, &mut previous) else {
+            let Some(wait) = policy.next_delay(&request, &error, attempt, &mut previous) else {
                 break Err(error);
             };
             policy.notify(attempt, &error, wait.delay);
-            crate::observe::retry(call.agent(), call.method(), attempt, &error, wait);
+            crate::observe::retry(&request, attempt, &error, wait);
             tokio::time::sleep(wait.delay).await;
             attempt += 1;
             let span = tracing::debug_span!(
                 "a2a.client.attempt",
                 http.request.resend_count = attempt - 1
             );
+            let next = request.clone();
             let result = async {
                 inner.ready().await?;
-                inner.call(call.clone()).await
+                inner.call(next).await
             };
             error = match result.instrument(span).await {
                 Ok(reply) => break Ok(reply),
@@ -221,7 +224,7 @@ where
     }
 }
 
-impl<S, E> Retrying<S, E> {
+impl<S, R, E> Retrying<S, R, E> {
     /// The call ended on its first attempt.
     pub(super) fn first_attempt_ended(&self) {
         self.shared.record_attempts(1);

@@ -1,0 +1,195 @@
+//! `HttpCall` and `HttpReply`: one request to an HTTP dependency, and its answer.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::Method;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::error::{HttpError, HttpFailure};
+use crate::client::{Request, TimeLimit};
+use crate::dependency::Failure;
+
+/// One request to an HTTP dependency: a method, a path under the dependency's base URL,
+/// headers and a body, fixed when it is made, so every attempt sends the same bytes (and the
+/// same idempotency key). Cloning is cheap.
+#[derive(Clone, Debug)]
+pub struct HttpCall {
+    fixed: Arc<Fixed>,
+    limit: TimeLimit,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Fixed {
+    pub(super) method: Method,
+    pub(super) path: String,
+    pub(super) headers: HeaderMap,
+    pub(super) body: Option<Bytes>,
+    pub(super) idempotency_key: Option<HeaderValue>,
+    operation: Cow<'static, str>,
+    target: Option<Arc<str>>,
+    repeatable: Option<bool>,
+}
+
+impl HttpCall {
+    /// A `method` request to `path` (with its query, if any) under the base URL.
+    pub fn new(method: Method, path: impl Into<String>) -> Self {
+        let operation = Cow::Owned(method.as_str().to_owned());
+        HttpCall {
+            fixed: Arc::new(Fixed {
+                method,
+                path: path.into(),
+                headers: HeaderMap::new(),
+                body: None,
+                idempotency_key: None,
+                operation,
+                target: None,
+                repeatable: None,
+            }),
+            limit: TimeLimit::NONE,
+        }
+    }
+
+    /// A `GET` of `path`.
+    pub fn get(path: impl Into<String>) -> Self {
+        HttpCall::new(Method::GET, path)
+    }
+
+    /// A `POST` to `path`.
+    pub fn post(path: impl Into<String>) -> Self {
+        HttpCall::new(Method::POST, path)
+    }
+
+    /// `body` as JSON, with `Content-Type: application/json`.
+    pub fn json<B: Serialize + ?Sized>(self, body: &B) -> Result<Self, HttpError> {
+        let bytes = serde_json::to_vec(body).map_err(|error| {
+            Failure::Failed(HttpFailure::Invalid {
+                detail: format!("the body does not serialize: {error}"),
+            })
+        })?;
+        Ok(self
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(bytes))
+    }
+
+    /// The raw body.
+    pub fn body(mut self, body: impl Into<Bytes>) -> Self {
+        Arc::make_mut(&mut self.fixed).body = Some(body.into());
+        self
+    }
+
+    /// Adds a header, sent with every attempt.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        Arc::make_mut(&mut self.fixed).headers.append(name, value);
+        self
+    }
+
+    /// Sends `key` as the idempotency key (the dependency's idempotency header, by default
+    /// `Idempotency-Key`) with every attempt, so that the service can run the request once;
+    /// the call may then be repeated after an ambiguous failure.
+    pub fn idempotency_key(mut self, key: HeaderValue) -> Self {
+        Arc::make_mut(&mut self.fixed).idempotency_key = Some(key);
+        self
+    }
+
+    /// Sends a fresh random idempotency key (128 bits, hex) with every attempt of this call.
+    pub fn with_idempotency_key(self) -> Self {
+        let key = format!("{:032x}", fastrand::u128(..));
+        self.idempotency_key(HeaderValue::from_str(&key).expect("hex is a valid header value"))
+    }
+
+    /// Names the operation (default: the HTTP method), for the retry policy's table and logs.
+    pub fn operation(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        Arc::make_mut(&mut self.fixed).operation = name.into();
+        self
+    }
+
+    /// Says whether this request may be repeated after a failure that leaves open whether it
+    /// ran. By default: yes for GET, HEAD, PUT, DELETE, OPTIONS and TRACE (idempotent by
+    /// RFC 9110) and for a request with an idempotency key; else as the dependency says.
+    pub fn repeatable(mut self, repeatable: bool) -> Self {
+        Arc::make_mut(&mut self.fixed).repeatable = Some(repeatable);
+        self
+    }
+
+    /// Ends the call by `deadline` at the latest.
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.limit = self.limit.with_deadline(deadline);
+        self
+    }
+
+    /// Gives the call at most `budget` from its first send.
+    pub fn with_budget(mut self, budget: Duration) -> Self {
+        self.limit = self.limit.with_budget(budget);
+        self
+    }
+
+    /// The method.
+    pub fn method(&self) -> &Method {
+        &self.fixed.method
+    }
+
+    /// The path (and query) under the base URL.
+    pub fn path(&self) -> &str {
+        &self.fixed.path
+    }
+
+    pub(super) fn fixed(&self) -> &Fixed {
+        &self.fixed
+    }
+
+    pub(super) fn with_target(mut self, target: Arc<str>) -> Self {
+        Arc::make_mut(&mut self.fixed).target = Some(target);
+        self
+    }
+}
+
+impl Request for HttpCall {
+    fn time_limit(&self) -> TimeLimit {
+        self.limit
+    }
+    fn set_time_limit(&mut self, limit: TimeLimit) {
+        self.limit = limit;
+    }
+    fn target(&self) -> Option<&str> {
+        self.fixed.target.as_deref()
+    }
+    fn operation(&self) -> &str {
+        &self.fixed.operation
+    }
+    fn repeatable(&self) -> Option<bool> {
+        let fixed = &self.fixed;
+        fixed.repeatable.or_else(|| {
+            (fixed.idempotency_key.is_some() || fixed.method.is_idempotent()).then_some(true)
+        })
+    }
+}
+
+/// A dependency's successful (2xx) answer: its status, headers and whole body (at most the
+/// dependency's reply limit).
+#[derive(Clone, Debug)]
+pub struct HttpReply {
+    /// The status.
+    pub status: u16,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body.
+    pub body: Bytes,
+}
+
+impl HttpReply {
+    /// The body read as JSON into `T`; a body that is not fails as
+    /// [`HttpFailure::Malformed`].
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, HttpError> {
+        serde_json::from_slice(&self.body).map_err(|error| {
+            Failure::Failed(HttpFailure::Malformed {
+                detail: format!("the reply is not the expected JSON: {error}"),
+            })
+        })
+    }
+}

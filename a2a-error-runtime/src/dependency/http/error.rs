@@ -1,0 +1,264 @@
+//! `HttpFailure` and its classification, as the official model-provider SDKs classify HTTP.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
+use crate::client::{Classify, Outcome};
+use crate::dependency::Failure;
+use crate::wire::error::RetryHint;
+
+/// What a call to an HTTP dependency ends in: its own [`HttpFailure`], or a layer's (a
+/// timeout and its phase, an open circuit, a full bulkhead).
+pub type HttpError = Failure<HttpFailure>;
+
+/// How one attempt on an HTTP dependency failed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HttpFailure {
+    /// No connection: the request was never sent.
+    Connect {
+        /// What the connection failed with, for logs.
+        detail: String,
+    },
+    /// The connection broke during the exchange: the service may have run the request.
+    Transport {
+        /// What the connection failed with, for logs.
+        detail: String,
+    },
+    /// The service answered with a status that is not 2xx.
+    Status(StatusFailure),
+    /// The reply was larger than the dependency's reply limit; read no further.
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The reply could not be read as what was expected.
+    Malformed {
+        /// What was wrong, for logs.
+        detail: String,
+    },
+    /// The request could not be made (a bad path, a body that does not serialize).
+    Invalid {
+        /// What was wrong, for logs.
+        detail: String,
+    },
+}
+
+/// A reply whose status is not 2xx, with what it said about retrying.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusFailure {
+    /// The status.
+    pub status: u16,
+    /// The delay the service asked for: `retry-after-ms` when sent (it wins), else
+    /// `Retry-After` in seconds or as an HTTP date, read when the reply arrived (at most a day).
+    pub retry_after: Option<Duration>,
+    /// The `x-should-retry` header: `true` or `false` overrides the status either way.
+    pub should_retry: Option<bool>,
+    /// The first bytes of the body (at most [`EXCERPT_BYTES`], control characters escaped),
+    /// for logs only: never passed on.
+    pub excerpt: String,
+}
+
+/// How much of an error reply's body is kept for logs.
+pub const EXCERPT_BYTES: usize = 256;
+
+/// The longest delay read from a reply: more is read as this much (a retry policy waits at
+/// most its own `max_server_delay`).
+const MAX_DELAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+impl StatusFailure {
+    /// Reads a non-2xx reply's head and the start of its body.
+    pub(super) fn read(status: u16, headers: &HeaderMap, body: &[u8], now: SystemTime) -> Self {
+        let retry_after_ms = headers
+            .get("retry-after-ms")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| text.trim().parse::<f64>().ok())
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map(|ms| Duration::from_secs_f64((ms / 1000.0).min(MAX_DELAY.as_secs_f64())));
+        let retry_after = retry_after_ms
+            .or_else(|| {
+                crate::wire::headers::parse_retry_after(headers.get(RETRY_AFTER)?.as_bytes(), now)
+            })
+            .map(|delay| delay.min(MAX_DELAY));
+        let should_retry = match headers.get("x-should-retry").map(|value| value.as_bytes()) {
+            Some(b"true") => Some(true),
+            Some(b"false") => Some(false),
+            _ => None,
+        };
+        let cut = &body[..body.len().min(EXCERPT_BYTES)];
+        let excerpt = String::from_utf8_lossy(cut).escape_debug().to_string();
+        StatusFailure {
+            status,
+            retry_after,
+            should_retry,
+            excerpt,
+        }
+    }
+
+    /// Whether another try may help: `x-should-retry` when sent, else 408, 409, 429 and 5xx
+    /// (529 included), as the official OpenAI and Anthropic SDKs decide.
+    pub fn is_retryable(&self) -> bool {
+        self.should_retry
+            .unwrap_or(matches!(self.status, 408 | 409 | 429) || self.status >= 500)
+    }
+}
+
+impl Classify for HttpFailure {
+    fn retry_advice_at(&self, _now: SystemTime) -> RetryHint {
+        match self {
+            HttpFailure::Connect { .. } | HttpFailure::Transport { .. } => RetryHint::Backoff,
+            HttpFailure::Status(status) if status.is_retryable() => match status.retry_after {
+                Some(delay) => RetryHint::After(delay),
+                None => RetryHint::Backoff,
+            },
+            // The same service would send the same oversized or unreadable reply again.
+            HttpFailure::Status(_)
+            | HttpFailure::TooLarge { .. }
+            | HttpFailure::Malformed { .. }
+            | HttpFailure::Invalid { .. } => RetryHint::Never,
+        }
+    }
+
+    fn may_have_run(&self) -> bool {
+        match self {
+            HttpFailure::Connect { .. } | HttpFailure::Invalid { .. } => false,
+            // 408: the request never fully arrived; 429, 503 and 529: refused for load.
+            HttpFailure::Status(status) => !matches!(status.status, 408 | 429 | 503 | 529),
+            _ => true,
+        }
+    }
+
+    fn health(&self) -> Outcome {
+        match self {
+            HttpFailure::Status(status) => match status.status {
+                429 => Outcome::RateLimited,
+                408 | 500.. => Outcome::Failure,
+                // The service answered: it is up, and said no.
+                _ => Outcome::Success,
+            },
+            HttpFailure::Invalid { .. } => Outcome::Ignored,
+            _ => Outcome::Failure,
+        }
+    }
+
+    fn failure_reason(&self) -> &str {
+        match self {
+            HttpFailure::Connect { .. } => "UNREACHABLE",
+            HttpFailure::Transport { .. } => "CONNECTION_LOST",
+            HttpFailure::TooLarge { .. } => "REPLY_TOO_LARGE",
+            HttpFailure::Malformed { .. } => "INVALID_RESPONSE",
+            HttpFailure::Invalid { .. } => "INVALID_CALL",
+            HttpFailure::Status(status) => match status.status {
+                429 => "RATE_LIMITED",
+                408 => "HTTP_TIMEOUT",
+                529 => "OVERLOADED",
+                500.. => "SERVER_ERROR",
+                401 | 403 => "AUTH_FAILED",
+                404 => "NOT_FOUND",
+                409 => "CONFLICT",
+                400 | 422 => "INVALID_REQUEST",
+                _ => "HTTP_STATUS",
+            },
+        }
+    }
+}
+
+impl fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HttpFailure::Connect { detail } => write!(f, "no connection: {detail}"),
+            HttpFailure::Transport { detail } => write!(f, "connection lost: {detail}"),
+            HttpFailure::Status(status) => {
+                write!(f, "HTTP {}", status.status)?;
+                if let Some(delay) = status.retry_after {
+                    write!(f, " (retry after {delay:?})")?;
+                }
+                write!(f, ": {}", status.excerpt)
+            }
+            HttpFailure::TooLarge { limit } => write!(f, "reply larger than {limit} bytes"),
+            HttpFailure::Malformed { detail } => write!(f, "malformed reply: {detail}"),
+            HttpFailure::Invalid { detail } => write!(f, "invalid request: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for HttpFailure {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: u16, headers: &[(&str, &str)]) -> HttpFailure {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        HttpFailure::Status(StatusFailure::read(code, &map, b"", SystemTime::UNIX_EPOCH))
+    }
+
+    #[test]
+    fn statuses_are_classified_as_the_provider_sdks_do() {
+        let now = SystemTime::UNIX_EPOCH;
+        for code in [408, 409, 429, 500, 502, 503, 504, 529] {
+            assert!(
+                status(code, &[]).retry_advice_at(now).is_retryable(),
+                "{code}"
+            );
+        }
+        for code in [400, 401, 403, 404, 422, 413] {
+            let failure = status(code, &[]);
+            assert!(!failure.retry_advice_at(now).is_retryable(), "{code}");
+            assert_eq!(failure.health(), Outcome::Success, "{code}");
+        }
+        assert_eq!(status(429, &[]).health(), Outcome::RateLimited);
+        assert_eq!(status(529, &[]).health(), Outcome::Failure);
+        assert!(!status(429, &[]).may_have_run());
+        assert!(status(500, &[]).may_have_run());
+    }
+
+    #[test]
+    fn x_should_retry_overrides_the_status_either_way() {
+        let now = SystemTime::UNIX_EPOCH;
+        let yes = status(400, &[("x-should-retry", "true")]);
+        assert!(yes.retry_advice_at(now).is_retryable());
+        let no = status(503, &[("x-should-retry", "false")]);
+        assert!(!no.retry_advice_at(now).is_retryable());
+        // Anything but the two words is no statement.
+        let odd = status(503, &[("x-should-retry", "maybe")]);
+        assert!(odd.retry_advice_at(now).is_retryable());
+    }
+
+    #[test]
+    fn both_delay_forms_are_read_and_retry_after_ms_wins() {
+        let now = SystemTime::UNIX_EPOCH;
+        let seconds = status(429, &[("retry-after", "3")]);
+        assert_eq!(seconds.delay_at(now), Some(Duration::from_secs(3)));
+        let date = status(503, &[("retry-after", "Thu, 01 Jan 1970 00:00:07 GMT")]);
+        assert_eq!(date.delay_at(now), Some(Duration::from_secs(7)));
+        let both = status(429, &[("retry-after", "3"), ("retry-after-ms", "250")]);
+        assert_eq!(both.delay_at(now), Some(Duration::from_millis(250)));
+        for hostile in ["-1", "NaN", "inf", "1e400", "x"] {
+            let odd = status(429, &[("retry-after-ms", hostile)]);
+            assert!(
+                odd.delay_at(now).is_none_or(|d| d <= MAX_DELAY),
+                "{hostile}"
+            );
+        }
+        let huge = status(429, &[("retry-after", "99999999999")]);
+        assert_eq!(huge.delay_at(now), Some(MAX_DELAY));
+    }
+
+    #[test]
+    fn the_excerpt_is_bounded_and_escaped() {
+        let body = "\u{1b}[31mred\n".repeat(1000);
+        let failure =
+            StatusFailure::read(500, &HeaderMap::new(), body.as_bytes(), SystemTime::now());
+        assert!(failure.excerpt.len() <= EXCERPT_BYTES * 10);
+        assert!(!failure.excerpt.contains('\n') && !failure.excerpt.contains('\u{1b}'));
+    }
+}

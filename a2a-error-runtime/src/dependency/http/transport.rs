@@ -1,0 +1,146 @@
+//! The HTTP service at the bottom of an `HttpDependency`'s stack: one attempt, once.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tower::Service;
+
+use super::call::{HttpCall, HttpReply};
+use super::error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
+use crate::client::{ClientError, Request, Timeout};
+use crate::dependency::Failure;
+use crate::wire::remote::RemoteError;
+
+/// Sends an [`HttpCall`] once to a base URL, reading at most `max_reply` bytes of a reply.
+#[derive(Clone, Debug)]
+pub(super) struct HttpService {
+    pub(super) http: reqwest::Client,
+    pub(super) base: Arc<str>,
+    pub(super) max_reply: usize,
+    pub(super) headers: HeaderMap,
+    pub(super) deadline_header: Option<HeaderName>,
+    pub(super) idempotency_header: HeaderName,
+}
+
+impl Service<HttpCall> for HttpService {
+    type Response = HttpReply;
+    type Error = HttpError;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpReply, HttpError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: HttpCall) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            let deadline = call.time_limit().deadline_from(tokio::time::Instant::now());
+            let exchange = this.exchange(call);
+            match deadline {
+                None => exchange.await,
+                // A service used without the layers still ends by the call's deadline.
+                Some(deadline) => tokio::time::timeout_at(deadline, exchange)
+                    .await
+                    .unwrap_or(Err(Failure::Timeout(Timeout::Total))),
+            }
+        })
+    }
+}
+
+impl HttpService {
+    async fn exchange(self, call: HttpCall) -> Result<HttpReply, HttpError> {
+        let fixed = call.fixed();
+        let url = format!("{}{}", self.base, fixed.path);
+        let url = reqwest::Url::parse(&url).map_err(|error| {
+            Failure::Failed(HttpFailure::Invalid {
+                detail: format!("not a URL: {error}"),
+            })
+        })?;
+        let mut request = self
+            .http
+            .request(fixed.method.clone(), url)
+            .headers(self.headers.clone())
+            .headers(fixed.headers.clone());
+        if let Some(key) = &fixed.idempotency_key {
+            request = request.header(self.idempotency_header.clone(), key.clone());
+        }
+        if let (Some(name), Some(left)) = (&self.deadline_header, call.time_limit().time_left()) {
+            let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+            request = request.header(name.clone(), HeaderValue::from(millis));
+        }
+        if let Some(body) = &fixed.body {
+            request = request.body(body.clone());
+        }
+        let response = request.send().await.map_err(send_error)?;
+        let head = crate::client::ResponseHead {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+        };
+        if head.is_success() {
+            let body = crate::client::read_body::<RemoteError>(response, &head, self.max_reply)
+                .await
+                .map_err(read_error)?;
+            return Ok(HttpReply {
+                status: head.status,
+                headers: head.headers,
+                body,
+            });
+        }
+        // An error reply: its head decides; a few bytes of its body are kept for logs.
+        let excerpt = excerpt(response).await;
+        Err(Failure::Failed(HttpFailure::Status(StatusFailure::read(
+            head.status,
+            &head.headers,
+            &excerpt,
+            SystemTime::now(),
+        ))))
+    }
+}
+
+/// The first [`EXCERPT_BYTES`] of a body, reading no further.
+async fn excerpt(mut response: reqwest::Response) -> Vec<u8> {
+    let mut kept = Vec::new();
+    while kept.len() < EXCERPT_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = EXCERPT_BYTES - kept.len();
+                kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            _ => break,
+        }
+    }
+    kept
+}
+
+fn send_error(error: reqwest::Error) -> HttpError {
+    let detail = error.to_string();
+    if error.is_builder() {
+        Failure::Failed(HttpFailure::Invalid { detail })
+    } else if error.is_connect() {
+        if error.is_timeout() {
+            Failure::Timeout(Timeout::Connect)
+        } else {
+            Failure::Failed(HttpFailure::Connect { detail })
+        }
+    } else if error.is_timeout() {
+        Failure::Timeout(Timeout::Attempt)
+    } else {
+        Failure::Failed(HttpFailure::Transport { detail })
+    }
+}
+
+fn read_error(error: ClientError<RemoteError>) -> HttpError {
+    match error {
+        ClientError::ReplyTooLarge { limit, .. } => {
+            Failure::Failed(HttpFailure::TooLarge { limit })
+        }
+        ClientError::Timeout(timeout) => Failure::Timeout(timeout),
+        other => Failure::Failed(HttpFailure::Transport {
+            detail: other.to_string(),
+        }),
+    }
+}

@@ -1,0 +1,24 @@
+//! Floor 3: everything an agent calls that is not another agent (a model provider, a tool, a
+//! database) under the same layers, classification, deadlines, metrics and errors as calls to
+//! agents. The guide is [`guide::dependencies`](../guide/dependencies/index.html) in the
+//! `a2a-error` crate.
+//!
+//! - [`HttpDependency`]: a client for a service over HTTP, classifying statuses as the
+//!   official model-provider SDKs do.
+//! - [`Dependency`]: any call, an async closure or a `tower::Service`, whose error is
+//!   [classified](crate::client::Classify).
+//! - [`Failure`]: what such a call ends in (the callee's error, or a layer's);
+//!   [`DependencyFailed`] passes it on to this agent's caller as this agent's own error.
+
+mod failure;
+mod http;
+pub(crate) mod op;
+mod passed_on;
+
+pub use failure::Failure;
+pub use http::{
+    EXCERPT_BYTES, HttpCall, HttpDependency, HttpDependencyBuilder, HttpError, HttpFailure,
+    HttpReply, StatusFailure,
+};
+pub use op::{Dependency, DependencyBuilder, Guarded, Op, OpCall};
+pub use passed_on::DependencyFailed;

@@ -1,0 +1,218 @@
+//! The LLM agent's application: an executor on the official Rust SDK that asks a model
+//! provider (and, for `search:`, a tool first), every call under a2a-error's layers, with a
+//! fallback model and every failure passed on as the agent's own error. `main.rs` serves it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::{A2AError, AgentCard, Message, Part, Role, StreamResponse};
+use a2a_error::client::Classify;
+use a2a_error::dependency::{DependencyFailed, HttpCall, HttpDependency, HttpError, HttpFailure};
+use a2a_error::resilience::{Answered, DEGRADED_KEY, Fallback};
+use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson};
+use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
+use futures_util::stream::{self, BoxStream, StreamExt};
+use serde_json::{Value, json};
+
+/// The share of the time left that the primary model may spend (its retries included) when a
+/// fallback model is configured: the fallback keeps the rest.
+const PRIMARY_SHARE: f64 = 0.6;
+
+/// What the agent depends on: a model, maybe a fallback model, maybe a search tool. Each is an
+/// [`HttpDependency`] with its own breaker (the library's default configuration).
+#[derive(Clone)]
+pub struct Dependencies {
+    /// The primary model.
+    pub primary: HttpDependency,
+    /// The fallback model.
+    pub fallback: Option<HttpDependency>,
+    /// The search tool.
+    pub tool: Option<HttpDependency>,
+}
+
+impl Dependencies {
+    /// The dependencies at these URLs, each attempt bounded by `attempt_timeout`.
+    pub fn new(
+        model: &str,
+        fallback: Option<&str>,
+        tool: Option<&str>,
+        attempt_timeout: Duration,
+    ) -> Result<Self, a2a_error::BuildError> {
+        let model_at = |name: &str, url: &str| {
+            HttpDependency::model(name.to_owned(), url)
+                .attempt_timeout(attempt_timeout)
+                .build()
+        };
+        Ok(Dependencies {
+            primary: model_at("primary", model)?,
+            fallback: fallback.map(|url| model_at("fallback", url)).transpose()?,
+            tool: tool
+                .map(|url| {
+                    HttpDependency::builder("tool", url)
+                        .attempt_timeout(attempt_timeout)
+                        .build()
+                })
+                .transpose()?,
+        })
+    }
+}
+
+/// Asks `model` (named `name` in the request body) to answer `content`: the reply's
+/// `choices[0].message.content`.
+async fn ask(model: &HttpDependency, name: &str, content: &str) -> Result<String, HttpError> {
+    let body = json!({"model": name, "messages": [{"role": "user", "content": content}]});
+    let reply: Value = model
+        .send(HttpCall::post("/chat/completions").json(&body)?)
+        .await?
+        .json()?;
+    match reply["choices"][0]["message"]["content"].as_str() {
+        Some(text) => Ok(text.to_owned()),
+        None => Err(HttpError::Failed(HttpFailure::Malformed {
+            detail: "no choices[0].message.content".into(),
+        })),
+    }
+}
+
+/// `search:Q`: asks the tool for `Q`; the model's content, and whether the tool failed.
+async fn with_tool(tool: &HttpDependency, query: &str, text: &str) -> (String, bool) {
+    let call = HttpCall::get(format!("/search?q={}", percent_encode(query)));
+    let result = match tool.send(call).await {
+        Ok(reply) => reply.json::<Value>(),
+        Err(error) => Err(error),
+    };
+    match result {
+        Ok(reply) => {
+            let result = match &reply["result"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            (format!("tool: {result}\nuser: {text}"), false)
+        }
+        Err(error) => {
+            tracing::warn!(error = %error, "the tool failed; answering without it");
+            (format!("tool unavailable\nuser: {text}"), true)
+        }
+    }
+}
+
+/// Percent-encodes a query value (RFC 3986's unreserved characters stay).
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The executor: one model call (through the fallback chain) per message.
+struct Llm {
+    deps: Dependencies,
+}
+
+/// Answers `text`: the model's content, marked degraded when the fallback model answered or
+/// the tool was unavailable.
+async fn answer(deps: Dependencies, text: String) -> Result<(String, Option<Value>), A2AError> {
+    let (content, tool_down) = match (&deps.tool, text.strip_prefix("search:")) {
+        (Some(tool), Some(query)) => with_tool(tool, query, &text).await,
+        _ => (text.clone(), false),
+    };
+    let primary = &deps.primary;
+    let content = content.as_str();
+    let mut chain = Fallback::new("primary", || ask(primary, "primary", content));
+    if let Some(fallback) = &deps.fallback {
+        // A refusal (400, 401, 403, 404, 422) is the request's fault: no fallback for it.
+        chain = chain.share(PRIMARY_SHARE).or_if(
+            |error: &HttpError| !error.is_refusal(),
+            "fallback",
+            || ask(fallback, "fallback", content),
+        );
+    }
+    let answered: Answered<String> = match chain.run().await {
+        Ok(answered) => answered,
+        Err(failed) => {
+            tracing::warn!(error = %failed, "no model answered");
+            return Err(DependencyFailed::models(&failed).into());
+        }
+    };
+    let mark = (answered.is_degraded() || tool_down).then(|| {
+        let mut mark = json!({"step": answered.step, "index": answered.index});
+        if tool_down {
+            mark["tool"] = json!("unavailable");
+        }
+        mark
+    });
+    Ok((answered.value, mark))
+}
+
+impl AgentExecutor for Llm {
+    fn execute(
+        &self,
+        ctx: ExecutorContext,
+    ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        let text: String = ctx
+            .message
+            .as_ref()
+            .map(|message| {
+                message
+                    .parts
+                    .iter()
+                    .filter_map(|part| match &part.content {
+                        a2a::PartContent::Text(text) => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let deps = self.deps.clone();
+        let context_id = ctx.context_id.clone();
+        stream::once(async move {
+            let (reply, mark) = answer(deps, text).await?;
+            let mut message = Message::new(Role::Agent, vec![Part::text(reply)]);
+            message.context_id = Some(context_id);
+            if let Some(mark) = mark {
+                message.metadata = Some([(DEGRADED_KEY.to_owned(), mark)].into_iter().collect());
+            }
+            Ok(StreamResponse::Message(message))
+        })
+        .boxed()
+    }
+
+    fn cancel(&self, _: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        stream::empty().boxed()
+    }
+}
+
+/// The agent card, advertising both HTTP bindings at `public_url`.
+fn card(public_url: &str) -> AgentCard {
+    let base = public_url.trim_end_matches('/');
+    let card = json!({
+        "name": "a2a-error LLM agent",
+        "description": "Answers with a model; a fallback model and a search tool, all under a2a-error's layers.",
+        "version": env!("CARGO_PKG_VERSION"),
+        "supportedInterfaces": [
+            {"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": false, "pushNotifications": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "chat", "name": "Chat", "description": "Answers with a model; `search:Q` asks the search tool first.",
+                    "tags": ["llm"]}]
+    });
+    serde_json::from_value::<ProtoJson<AgentCard>>(card)
+        .expect("the card is valid")
+        .0
+}
+
+/// The agent through the bridge: JSON-RPC at `POST /`, the REST routes and the card.
+pub fn bridge(public_url: &str, deps: Dependencies) -> Bridge<DefaultRequestHandler> {
+    let tasks = MemoryTaskStore::new(64 << 20);
+    let executor = Guarded::new(Llm { deps }, Arc::new(tasks.clone()));
+    Bridge::new(DefaultRequestHandler::new(executor, tasks))
+        .card(card(public_url))
+        .timeout(Duration::from_secs(60))
+}

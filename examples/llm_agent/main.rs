@@ -1,0 +1,109 @@
+//! An agent on the official Rust SDK whose executor calls a model provider over HTTP, with a
+//! fallback model and a search tool, every call under a2a-error's layers:
+//! `cargo run --example llm_agent -- --addr HOST:PORT --model URL [--fallback-model URL]
+//! [--tool URL] [--attempt-timeout-ms N]`.
+//!
+//! - JSON-RPC at `POST /`, the REST routes, the card at `/.well-known/agent-card.json`,
+//!   Prometheus text at `GET /metrics`; logs to stderr.
+//! - Each message's text T goes to `POST {model}/chat/completions` as
+//!   `{"model":"primary","messages":[{"role":"user","content":T}]}` (`"fallback"` for the
+//!   fallback model); the answer is a message with `choices[0].message.content`.
+//! - With `--tool`, T = `search:Q` first asks `GET {tool}/search?q=Q`; its `{"result": R}`
+//!   goes to the model as `tool: R\nuser: search:Q`, or `tool unavailable\nuser: search:Q`
+//!   when the tool fails or its circuit is open (the answer is then marked degraded).
+//! - Retries, breakers, the fallback (marked degraded: `metadata.degraded` with the step that
+//!   answered) and the errors (`MODEL_UNAVAILABLE` with RetryInfo when a delay is known,
+//!   `MODEL_REJECTED`, `DEADLINE_EXCEEDED`) are the library's defaults; see
+//!   `docs/guides/dependencies.md`.
+
+mod app;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_error::server::{ServeLimits, serve};
+use axum::routing::get;
+use metrics_exporter_prometheus::PrometheusBuilder;
+
+const USAGE: &str = "usage: llm_agent --addr HOST:PORT --model URL [--fallback-model URL] \
+                     [--tool URL] [--attempt-timeout-ms N]";
+
+fn fail(message: &str) -> ! {
+    eprintln!("{message}");
+    std::process::exit(2)
+}
+
+#[tokio::main]
+async fn main() {
+    a2a_error::server::return_freed_memory();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let mut args = std::env::args().skip(1);
+    let (mut addr, mut model, mut fallback, mut tool) = (None, None, None, None);
+    let mut attempt_timeout = Duration::from_millis(10_000);
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--addr", Some(value)) => addr = Some(value),
+            ("--model", Some(value)) => model = Some(value),
+            ("--fallback-model", Some(value)) => fallback = Some(value),
+            ("--tool", Some(value)) => tool = Some(value),
+            ("--attempt-timeout-ms", Some(value)) => match value.parse::<u64>() {
+                Ok(ms) if ms > 0 => attempt_timeout = Duration::from_millis(ms),
+                _ => fail(&format!(
+                    "--attempt-timeout-ms: not a positive integer: {value}\n{USAGE}"
+                )),
+            },
+            _ => fail(USAGE),
+        }
+    }
+    let (Some(addr), Some(model)) = (addr, model) else {
+        fail(USAGE)
+    };
+    // Installed first: the breakers report their state as they are made.
+    let prometheus = match PrometheusBuilder::new().install_recorder() {
+        Ok(handle) => handle,
+        Err(error) => fail(&format!("cannot install the metrics recorder: {error}")),
+    };
+    let deps = match app::Dependencies::new(
+        &model,
+        fallback.as_deref(),
+        tool.as_deref(),
+        attempt_timeout,
+    ) {
+        Ok(deps) => deps,
+        Err(error) => fail(&error.to_string()),
+    };
+    let listener = match tokio::net::TcpListener::bind(&addr).await {
+        Ok(listener) => listener,
+        Err(error) => fail(&format!("cannot listen on {addr}: {error}")),
+    };
+    // The address bound, which differs from `--addr` for port 0.
+    let addr = listener
+        .local_addr()
+        .map_or(addr, |bound| bound.to_string());
+    let render = Arc::new(move || prometheus.render());
+    let router = app::bridge(&format!("http://{addr}"), deps).router().route(
+        "/metrics",
+        get(move || {
+            let render = render.clone();
+            async move {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4",
+                    )],
+                    render(),
+                )
+            }
+        }),
+    );
+    tracing::info!("LLM agent listening on http://{addr}");
+    if let Err(error) = serve(listener, router, ServeLimits::default()).await {
+        eprintln!("server error: {error}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,390 @@
+//! The `llm_agent` example from outside: an agent on the official Rust SDK whose executor
+//! calls a model provider over HTTP (a fallback model, a search tool), run as its own process
+//! on loopback against fake providers the tests start, and driven by a real HTTP client.
+
+mod common;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use common::ExampleProcess;
+use common::fake_provider::{Answer, FakeProvider, closed_url};
+use common::requests::{rpc, rpc_with, send};
+use serde_json::{Value, json};
+
+/// Starts the agent on a port of its own choosing (`--addr 127.0.0.1:0`), read from the line
+/// it logs once listening: no port can be taken by another test in between.
+fn agent(model: &str, more: &[&str]) -> (ExampleProcess, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(common::example_exe("llm_agent"))
+        .args(["--addr", "127.0.0.1:0", "--model", model])
+        .args(more)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let process = ExampleProcess::from(child);
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the llm_agent example exited before listening")
+            .unwrap();
+        if let Some(at) = line.find("listening on ") {
+            break line[at + "listening on ".len()..].trim().to_owned();
+        }
+    };
+    // Keep reading, so that the agent never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (process, url)
+}
+
+/// The answer's text, or a panic with the reply.
+fn text(reply: &Value) -> &str {
+    reply["result"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an answer: {reply}"))
+}
+
+fn degraded(reply: &Value) -> &Value {
+    &reply["result"]["message"]["metadata"]["degraded"]
+}
+
+fn reason(reply: &Value) -> &str {
+    reply["error"]["data"][0]["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error: {reply}"))
+}
+
+fn retry_delay(reply: &Value) -> Option<&str> {
+    reply["error"]["data"]
+        .as_array()?
+        .iter()
+        .find(|detail| detail["@type"] == "type.googleapis.com/google.rpc.RetryInfo")?["retryDelay"]
+        .as_str()
+}
+
+fn retryable(reply: &Value) -> Option<bool> {
+    let metadata = &reply["error"]["data"][0]["metadata"];
+    match metadata["retryable"].as_str() {
+        Some(value) => Some(value == "true"),
+        None => None,
+    }
+}
+
+/// Nothing of a provider's own text, its address or a Rust type reaches the wire.
+fn assert_clean(reply: &Value, providers: &[&FakeProvider]) {
+    let text = reply.to_string();
+    for word in [
+        "provider-internal-secret",
+        "/srv/llm",
+        "HttpFailure",
+        "reqwest",
+        "Failure",
+    ] {
+        assert!(!text.contains(word), "{word} on the wire: {text}");
+    }
+    for provider in providers {
+        let host = provider.url.trim_start_matches("http://");
+        assert!(
+            !text.contains(host),
+            "a provider's address on the wire: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_rate_limited_model_is_retried_after_its_delay_and_asked_exactly() {
+    let primary = FakeProvider::start(Answer::completion("hello back")).await;
+    primary.script([Answer::status(429).header("retry-after", "1")]);
+    let (_agent, url) = agent(&primary.url, &[]);
+    let started = Instant::now();
+    let reply = rpc(&url, send(1, "m-1", "hello")).await;
+    assert_eq!(text(&reply), "hello back", "{reply}");
+    assert!(degraded(&reply).is_null(), "{reply}");
+    let received = primary.received();
+    assert_eq!(received.len(), 2);
+    // The provider's own delay, not the backoff's quarter second.
+    assert!(received[1].at - received[0].at >= Duration::from_millis(950));
+    assert!(started.elapsed() >= Duration::from_millis(950));
+    for request in &received {
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path_and_query, "/chat/completions");
+        assert_eq!(request.headers["content-type"], "application/json");
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        assert_eq!(
+            body,
+            json!({"model": "primary", "messages": [{"role": "user", "content": "hello"}]})
+        );
+    }
+}
+
+#[tokio::test]
+async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
+    let primary = FakeProvider::start(Answer::completion("ok")).await;
+    let in_two_seconds = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
+    primary.script([
+        Answer::status(503).header("retry-after", in_two_seconds),
+        // Both sent: the milliseconds win over the 30 seconds.
+        Answer::status(503)
+            .header("retry-after", "30")
+            .header("retry-after-ms", "300"),
+    ]);
+    let (_agent, url) = agent(&primary.url, &[]);
+    let reply = rpc(&url, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "ok", "{reply}");
+    let at: Vec<Instant> = primary.received().iter().map(|r| r.at).collect();
+    assert_eq!(at.len(), 3);
+    // An HTTP date is a second-granular instant: at least one second after the first reply.
+    assert!(
+        at[1] - at[0] >= Duration::from_millis(950),
+        "{:?}",
+        at[1] - at[0]
+    );
+    assert!(
+        at[2] - at[1] >= Duration::from_millis(280),
+        "{:?}",
+        at[2] - at[1]
+    );
+    assert!(
+        at[2] - at[1] < Duration::from_secs(20),
+        "{:?}",
+        at[2] - at[1]
+    );
+}
+
+#[tokio::test]
+async fn x_should_retry_overrides_the_status_either_way() {
+    let primary = FakeProvider::start(Answer::completion("retried")).await;
+    primary.script([Answer::status(400).header("x-should-retry", "true")]);
+    let (_agent, url) = agent(&primary.url, &[]);
+    let reply = rpc(&url, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "retried", "{reply}");
+    assert_eq!(primary.received().len(), 2);
+
+    let refusing = FakeProvider::start(Answer::status(503).header("x-should-retry", "false")).await;
+    let (_agent, url) = agent(&refusing.url, &[]);
+    let reply = rpc(&url, send(2, "m-2", "hi")).await;
+    assert_eq!(
+        refusing.received().len(),
+        1,
+        "retried against x-should-retry: false"
+    );
+    assert_eq!(reason(&reply), "MODEL_UNAVAILABLE", "{reply}");
+    assert_clean(&reply, &[&refusing]);
+}
+
+#[tokio::test]
+async fn an_overloaded_529_is_retried() {
+    let primary = FakeProvider::start(Answer::completion("after 529")).await;
+    primary.script([Answer::status(529), Answer::status(529)]);
+    let (_agent, url) = agent(&primary.url, &[]);
+    let reply = rpc(&url, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "after 529", "{reply}");
+    assert_eq!(primary.received().len(), 3);
+}
+
+#[tokio::test]
+async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_running() {
+    let primary =
+        FakeProvider::start(Answer::completion("too late").after(Duration::from_secs(60))).await;
+    let fallback = FakeProvider::start(Answer::completion("from the fallback")).await;
+    let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
+    let started = Instant::now();
+    let reply = rpc_with(&url, ("A2A-Deadline-Ms", "4000"), send(1, "m-1", "hi")).await;
+    let elapsed = started.elapsed();
+    assert_eq!(text(&reply), "from the fallback", "{reply}");
+    assert_eq!(degraded(&reply)["step"], "fallback", "{reply}");
+    assert!(elapsed < Duration::from_millis(4000), "{elapsed:?}");
+    let body: Value = serde_json::from_slice(&fallback.received()[0].body).unwrap();
+    assert_eq!(body["model"], "fallback");
+    // The primary's request was dropped, by its share of the deadline, not left running.
+    let dropped = primary.dropped();
+    assert!(
+        !dropped.is_empty(),
+        "the primary's request is still running"
+    );
+    assert!(
+        dropped
+            .iter()
+            .all(|at| *at - started < Duration::from_millis(4000))
+    );
+
+    // Nothing answers in time: DEADLINE_EXCEEDED, by the deadline, and nothing left running.
+    let slow_fallback =
+        FakeProvider::start(Answer::completion("late").after(Duration::from_secs(60))).await;
+    let (_agent, url) = agent(&primary.url, &["--fallback-model", &slow_fallback.url]);
+    let started = Instant::now();
+    let reply = rpc_with(&url, ("A2A-Deadline-Ms", "1500"), send(2, "m-2", "hi")).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(reason(&reply), "DEADLINE_EXCEEDED", "{reply}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        slow_fallback.dropped().len(),
+        slow_fallback.received().len()
+    );
+}
+
+#[tokio::test]
+async fn a_down_primary_hands_over_to_the_fallback_marked_degraded() {
+    let fallback = FakeProvider::start(Answer::completion("fallback here")).await;
+    let (_agent, url) = agent(&closed_url(), &["--fallback-model", &fallback.url]);
+    let reply = rpc(&url, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "fallback here", "{reply}");
+    assert_eq!(
+        degraded(&reply),
+        &json!({"step": "fallback", "index": 1}),
+        "{reply}"
+    );
+}
+
+#[tokio::test]
+async fn a_refusing_primary_is_rejected_and_not_handed_to_the_fallback() {
+    for status in [400, 401, 403, 404, 422] {
+        let primary = FakeProvider::start(Answer::status(status)).await;
+        let fallback = FakeProvider::start(Answer::completion("never")).await;
+        let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
+        let reply = rpc(&url, send(1, "m-1", "hi")).await;
+        assert_eq!(reason(&reply), "MODEL_REJECTED", "{status}: {reply}");
+        // Not retryable: the code's own default, so no `retryable` entry overrides it.
+        assert_ne!(retryable(&reply), Some(true), "{reply}");
+        assert_eq!(reply["error"]["code"], -32059, "{reply}");
+        assert_eq!(retry_delay(&reply), None, "{reply}");
+        assert_eq!(primary.received().len(), 1, "{status} was retried");
+        assert!(
+            fallback.received().is_empty(),
+            "{status} went to the fallback"
+        );
+        assert_clean(&reply, &[&primary, &fallback]);
+    }
+}
+
+#[tokio::test]
+async fn the_tool_is_asked_first_and_its_failure_degrades_the_answer() {
+    let model = FakeProvider::start(Answer::completion("answered")).await;
+    let tool = FakeProvider::start(Answer::json(200, json!({"result": "42 results"}))).await;
+    let (_agent, url) = agent(&model.url, &["--tool", &tool.url]);
+    let reply = rpc(&url, send(1, "m-1", "search:rust a2a&more")).await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    assert!(degraded(&reply).is_null(), "{reply}");
+    let asked = &tool.received()[0];
+    assert_eq!(asked.method, "GET");
+    assert_eq!(asked.path_and_query, "/search?q=rust%20a2a%26more");
+    let body: Value = serde_json::from_slice(&model.received()[0].body).unwrap();
+    assert_eq!(
+        body["messages"][0]["content"],
+        "tool: 42 results\nuser: search:rust a2a&more"
+    );
+
+    let (_agent, url) = agent(&model.url, &["--tool", &closed_url()]);
+    let reply = rpc(&url, send(2, "m-2", "search:q")).await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    assert_eq!(degraded(&reply)["tool"], "unavailable", "{reply}");
+    let body: Value = serde_json::from_slice(&model.received().last().unwrap().body).unwrap();
+    assert_eq!(
+        body["messages"][0]["content"],
+        "tool unavailable\nuser: search:q"
+    );
+}
+
+#[tokio::test]
+async fn the_tools_circuit_opens_and_the_agent_still_answers() {
+    let model = FakeProvider::start(Answer::completion("answered")).await;
+    let tool = FakeProvider::start(Answer::status(500)).await;
+    let (_agent, url) = agent(&model.url, &["--tool", &tool.url]);
+    for i in 0..3 {
+        let reply = rpc(&url, send(i, &format!("m-{i}"), "search:q")).await;
+        assert_eq!(text(&reply), "answered", "{reply}");
+        assert_eq!(degraded(&reply)["tool"], "unavailable", "{reply}");
+    }
+    // Five failures in a row open the circuit: the third call's tool was not asked at all.
+    let asked = tool.received().len();
+    assert!((5..8).contains(&asked), "{asked}");
+    let metrics = common::requests::get_text(&format!("{url}/metrics")).await;
+    assert!(
+        metrics.contains("a2a_breaker_state{agent=\"tool\"} 2"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn everything_down_is_model_unavailable_with_the_soonest_delay() {
+    let primary = FakeProvider::start(Answer::status(429).header("retry-after", "120")).await;
+    let (_agent, url) = agent(&primary.url, &["--fallback-model", &closed_url()]);
+    let reply = rpc_with(&url, ("A2A-Deadline-Ms", "5000"), send(1, "m-1", "hi")).await;
+    assert_eq!(reason(&reply), "MODEL_UNAVAILABLE", "{reply}");
+    assert_eq!(retry_delay(&reply), Some("120s"), "{reply}");
+    assert_clean(&reply, &[&primary]);
+
+    // No delay from anyone: retryable, without RetryInfo.
+    let (_agent, url) = agent(&closed_url(), &["--fallback-model", &closed_url()]);
+    let reply = rpc(&url, send(2, "m-2", "hi")).await;
+    assert_eq!(reason(&reply), "MODEL_UNAVAILABLE", "{reply}");
+    assert_eq!(retry_delay(&reply), None, "{reply}");
+    assert_ne!(retryable(&reply), Some(false), "{reply}");
+
+    // Once the primary's circuit is open, the same answer carries the time until it half-opens.
+    let (_agent, url) = agent(&closed_url(), &[]);
+    let mut delays = Vec::new();
+    for i in 0..3 {
+        let reply = rpc(&url, send(i, &format!("m-{i}"), "hi")).await;
+        assert_eq!(reason(&reply), "MODEL_UNAVAILABLE", "{reply}");
+        delays.push(retry_delay(&reply).map(str::to_owned));
+    }
+    assert!(delays.last().unwrap().is_some(), "{delays:?}");
+}
+
+#[tokio::test]
+async fn a_reply_over_the_limit_is_the_models_failure() {
+    let huge = "x".repeat((32 << 20) + 1024);
+    let primary = FakeProvider::start(Answer::completion(&huge)).await;
+    let fallback = FakeProvider::start(Answer::completion("small")).await;
+    let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
+    let reply = rpc(&url, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "small", "{reply}");
+    assert_eq!(
+        primary.received().len(),
+        1,
+        "an oversized reply is not asked for again"
+    );
+}
+
+#[tokio::test]
+async fn metrics_have_series_per_dependency() {
+    let primary = FakeProvider::start(Answer::completion("ok")).await;
+    primary.script([Answer::status(503)]);
+    let fallback = FakeProvider::start(Answer::completion("ok")).await;
+    let tool = FakeProvider::start(Answer::json(200, json!({"result": "r"}))).await;
+    let (_agent, url) = agent(
+        &primary.url,
+        &[
+            "--fallback-model",
+            &fallback.url,
+            "--tool",
+            &tool.url,
+            "--attempt-timeout-ms",
+            "5000",
+        ],
+    );
+    let reply = rpc(&url, send(1, "m-1", "search:x")).await;
+    assert_eq!(text(&reply), "ok", "{reply}");
+    let metrics = common::requests::get_text(&format!("{url}/metrics")).await;
+    for series in [
+        "a2a_dependency_calls{dependency=\"primary\",outcome=\"ok\"",
+        "a2a_dependency_calls{dependency=\"tool\",outcome=\"ok\"",
+        "a2a_dependency_retries{dependency=\"primary\",error_type=\"SERVER_ERROR\"} 1",
+        "a2a_dependency_attempts",
+        "a2a_breaker_state{agent=\"primary\"} 0",
+        "a2a_breaker_state{agent=\"fallback\"} 0",
+        "a2a_breaker_state{agent=\"tool\"} 0",
+    ] {
+        assert!(metrics.contains(series), "{series} missing:\n{metrics}");
+    }
+    // Model calls are not counted as calls to agents.
+    assert!(!metrics.contains("a2a_client_retries"), "{metrics}");
+}
