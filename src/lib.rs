@@ -42,7 +42,7 @@
 //! that calls no agent needs only `axum`.
 //!
 //! The guides are in [`guide`]: [errors](guide::errors), [serving](guide::serving),
-//! [calling](guide::calling), [chains](guide::chains).
+//! [calling](guide::calling), [chains](guide::chains), [dependencies](guide::dependencies).
 #![deny(missing_docs)]
 
 pub use a2a_error_runtime::*;
@@ -63,6 +63,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/guides/chains.md")]
     pub mod chains {}
+
+    #[doc = include_str!("../docs/guides/dependencies.md")]
+    pub mod dependencies {}
 }
 
 // The README's and the attribute reference's examples, compiled and run as doctests.

@@ -70,6 +70,12 @@ fn demo_runs_its_scenario_and_draws_it() {
         // The panic: logged, sanitized on the wire.
         "server log (never on the wire): handler panicked: index out of range",
         "✘ search: -32603 \"Internal error\", retryable: false; the secret in the panic reached the wire: no",
+        // Models and tools: the provider's Retry-After, the fallback model, the tool's circuit.
+        "model-a  attempt 1 failed (RATE_LIMITED): retry in 1.00 s (Retry-After honoured)",
+        "degraded: fallback answered from step \"model-b\" (#1)",
+        "✔ model-b: Rome: the Pantheon, the Forum, Trastevere [degraded]",
+        "tool     circuit closed → open",
+        "✔ tool call 4: CIRCUIT_OPEN → the agent answers without it [degraded]",
     ] {
         assert!(
             stdout.contains(expected),
@@ -105,7 +111,7 @@ fn demo_runs_its_scenario_and_draws_it() {
         .sum();
     assert_eq!(total[1], sum, "{stdout}");
     assert!(
-        stdout.contains("degraded answers: 2 (fallback 1, fan_out 1)"),
+        stdout.contains("degraded answers: 3 (fallback 2, fan_out 1)"),
         "{stdout}"
     );
 
@@ -113,7 +119,9 @@ fn demo_runs_its_scenario_and_draws_it() {
     let svg = std::fs::read_to_string(&picture).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
     let words = svg.split_whitespace().collect::<Vec<_>>().join(" ");
-    for lane in ["planner", "search", "pricing", "hotels", "weather", "visa"] {
+    for lane in [
+        "planner", "search", "pricing", "hotels", "weather", "visa", "model-a", "model-b", "tool",
+    ] {
         assert!(
             words.contains(&format!("> {lane} </text>")),
             "no lane {lane}"

@@ -163,6 +163,28 @@ async fn retries_breakers_errors_and_degraded_answers_are_counted() {
             &[("rpc.method", "SendMessage"), ("code", "-32053")]
         ) >= 4
     );
+    // Every request the agents served, by method and outcome: the flaky agent answered the
+    // third attempt of m-1 and failed the first two.
+    let answered = samples(
+        s,
+        "a2a.server.request.duration",
+        &[("rpc.method", "SendMessage"), ("outcome", "ok")],
+    );
+    let failed = samples(
+        s,
+        "a2a.server.request.duration",
+        &[("rpc.method", "SendMessage"), ("outcome", "error")],
+    );
+    assert!(
+        !answered.is_empty() && failed.len() >= 4,
+        "{answered:?} {failed:?}"
+    );
+    assert!(
+        answered
+            .iter()
+            .chain(&failed)
+            .all(|d| *d >= 0.0 && *d < 10.0)
+    );
     // The breaker: one trip, open now, and the third attempt (and the fan-out's) refused.
     assert_eq!(
         counter(

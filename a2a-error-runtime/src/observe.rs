@@ -8,6 +8,7 @@
 //! | `a2a.client.retries` | counter | `agent`, `rpc.method`, `error.type` |
 //! | `a2a.client.errors` | counter | `agent`, `code`, `error.type` |
 //! | `a2a.server.errors` | counter | `rpc.method`, `code`, `error.type` |
+//! | `a2a.server.request.duration` | histogram, seconds (its count is the requests) | `rpc.method`, `outcome` |
 //! | `a2a.breaker.state` | gauge: 0 closed, 1 half-open, 2 open, 3 isolated | `agent` |
 //! | `a2a.breaker.transitions` | counter | `agent`, `from`, `to` |
 //! | `a2a.breaker.rejections` | counter | `agent` |
@@ -346,7 +347,7 @@ mod client {
     pub(crate) fn hedge(request: &impl Request, delay: Duration) {
         let target = request.target();
         tracing::info!(
-            target = target,
+            agent = target,
             rpc.method = request.operation(),
             delay_ms = delay.as_millis() as u64,
             "hedging a slow call"
@@ -369,15 +370,27 @@ mod client {
         let reason = failure_label(error);
         let target = request.target();
         let operation = request.operation();
-        tracing::info!(
-            target = target,
-            rpc.method = operation,
-            http.request.resend_count = attempt,
-            error.r#type = &*reason,
-            delay_ms = wait.delay.as_millis() as u64,
-            delay.source = wait.source.as_str(),
-            "retrying"
-        );
+        let delay_ms = wait.delay.as_millis() as u64;
+        match request.callee() {
+            Callee::Agent => tracing::info!(
+                agent = target,
+                rpc.method = operation,
+                http.request.resend_count = attempt,
+                error.r#type = &*reason,
+                delay_ms,
+                delay.source = wait.source.as_str(),
+                "retrying"
+            ),
+            Callee::Dependency => tracing::info!(
+                dependency = target,
+                operation,
+                http.request.resend_count = attempt,
+                error.r#type = &*reason,
+                delay_ms,
+                delay.source = wait.source.as_str(),
+                "retrying"
+            ),
+        }
         let target = target.unwrap_or("").to_owned();
         match request.callee() {
             Callee::Agent => metrics::counter!(
@@ -394,6 +407,37 @@ mod client {
             )
             .increment(1),
         }
+    }
+}
+
+/// The `a2a.server.request.duration` histograms of one registered method (answered, failed),
+/// registered on first use.
+#[cfg(feature = "axum")]
+#[derive(Clone, Default)]
+pub(crate) struct Served([std::sync::OnceLock<metrics::Histogram>; 2]);
+
+/// A request to the JSON-RPC endpoint was answered (a stream: opened) after `elapsed`;
+/// `method` is a registered method's name and histograms, or `None` (`other`).
+#[cfg(feature = "axum")]
+pub(crate) fn request_served(
+    method: Option<(&std::sync::Arc<str>, &Served)>,
+    ok: bool,
+    elapsed: std::time::Duration,
+) {
+    let outcome = if ok { "ok" } else { "error" };
+    let histogram = |name: metrics::SharedString| {
+        metrics::histogram!(
+            "a2a.server.request.duration",
+            "rpc.method" => name,
+            "outcome" => outcome
+        )
+    };
+    let seconds = elapsed.as_secs_f64();
+    match method {
+        Some((name, served)) => served.0[usize::from(!ok)]
+            .get_or_init(|| histogram(metrics::SharedString::from(std::sync::Arc::clone(name))))
+            .record(seconds),
+        None => histogram(metrics::SharedString::const_str("other")).record(seconds),
     }
 }
 

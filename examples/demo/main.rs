@@ -11,6 +11,7 @@
 //! text when piped.
 
 mod agents;
+mod models;
 mod picture;
 mod summary;
 mod timeline;
@@ -28,7 +29,7 @@ use timeline::{Capture, Kind, Timeline};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-const STEPS: u64 = 6;
+const STEPS: u64 = 7;
 /// The deadline of the fan-out call: the visa agent needs 5 s.
 const PLAN_DEADLINE: Duration = Duration::from_millis(1500);
 
@@ -284,6 +285,12 @@ async fn main() -> ExitCode {
         }
         other => report(other, "search"),
     }
+    step(
+        7,
+        "Models and tools: model-a is over its quota, model-b answers; the tool is down",
+    );
+    models::scene(&timeline, &breakers).await;
+
     // Let the agents record the attempts cancelled above.
     tokio::time::sleep(Duration::from_millis(50)).await;
     timeline.finish();

@@ -10,7 +10,9 @@ use svg::node::element::{Group, Line, Rectangle, Text, Title};
 
 use crate::timeline::{Entry, Kind, Outcome};
 
-const LANES: [&str; 6] = ["planner", "search", "pricing", "hotels", "weather", "visa"];
+const LANES: [&str; 9] = [
+    "planner", "search", "pricing", "hotels", "weather", "visa", "model-a", "model-b", "tool",
+];
 const LEFT: f64 = 90.0;
 const WIDTH: f64 = 1100.0;
 const TOP: f64 = 60.0;
@@ -212,9 +214,10 @@ pub fn draw(entries: &[Entry], length: Duration) -> Document {
                         .add(Title::new(format!("{agent}: fail-fast, circuit open"))),
                 );
             }
+            // A deadline past the end of the run (the call answered in time) is drawn at the end.
             Kind::Deadline { agent, at } => {
                 let start = x(entry.at);
-                let end = x(*at);
+                let end = x((*at).min(length));
                 let y = TOP + LANE * lane(agent).unwrap_or(0) as f64 + 4.0;
                 marks = marks
                     .add(

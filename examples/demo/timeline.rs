@@ -334,9 +334,14 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
     fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
+        // A call to an agent names it `agent`, a call to a model or tool `dependency`.
+        let who = match fields.get("agent") {
+            agent if agent.is_empty() => fields.get("dependency"),
+            agent => agent,
+        };
         let kind = match fields.message.as_str() {
             "retrying" => Kind::Wait {
-                agent: fields.get("agent"),
+                agent: who,
                 delay: fields.millis("delay_ms"),
                 retry_after: fields.get("delay.source") == "retry-after",
                 reason: fields.get("error.type"),

@@ -36,6 +36,7 @@ use crate::wire::remote::RemoteError;
 /// default:
 ///
 /// ```
+/// # use a2a_error_runtime as a2a_error;
 /// use std::time::SystemTime;
 /// use a2a_error::client::{Classify, Outcome};
 /// use a2a_error::RetryHint;

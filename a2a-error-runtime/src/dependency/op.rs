@@ -150,12 +150,37 @@ where
 /// the request's deadline.
 ///
 /// ```
-/// # async fn demo() {
+/// # use a2a_error_runtime as a2a_error;
+/// use std::time::SystemTime;
+/// use a2a_error::RetryHint;
+/// use a2a_error::client::Classify;
 /// use a2a_error::dependency::{Dependency, Failure};
-/// # #[derive(Debug, thiserror::Error, a2a_error::A2aError)]
-/// # enum DbError { #[error("busy")] #[a2a(code = -32010, retryable)] Busy }
-/// let db: Dependency<DbError> = Dependency::builder("orders-db").build();
-/// let rows: Result<u32, Failure<DbError>> = db.run(|| async { Ok(3) }).await;
+///
+/// /// The database's own error: a busy database may be asked again.
+/// #[derive(Debug)]
+/// struct Busy;
+///
+/// impl Classify for Busy {
+///     fn retry_advice_at(&self, _: SystemTime) -> RetryHint {
+///         RetryHint::Backoff
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let db: Dependency<Busy> = Dependency::builder("orders-db").build();
+/// let tries = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+/// let rows: Result<u32, Failure<Busy>> = db
+///     .run(move || {
+///         let tries = tries.clone();
+///         async move {
+///             match tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+///                 0 => Err(Busy),
+///                 _ => Ok(3),
+///             }
+///         }
+///     })
+///     .await;
+/// assert_eq!(rows.unwrap(), 3);
 /// # }
 /// ```
 pub struct Dependency<E> {

@@ -35,6 +35,7 @@ use crate::typed::BuildError;
 /// the request's deadline.
 ///
 /// ```no_run
+/// # use a2a_error_runtime as a2a_error;
 /// # async fn demo() -> Result<(), a2a_error::dependency::HttpError> {
 /// use a2a_error::dependency::HttpDependency;
 ///

@@ -217,6 +217,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             }
         };
         async move {
+            let began = std::time::Instant::now();
             let outcome = match started {
                 Err(refused) => Err(refused),
                 Ok((running, slot)) => {
@@ -237,6 +238,11 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     outcome
                 }
             };
+            crate::observe::request_served(
+                found.map(|registered| (&registered.name, &registered.served)),
+                outcome.is_ok(),
+                began.elapsed(),
+            );
             // A failing notification gets no reply, but its failure is logged like any other.
             if let Err(error) = &outcome {
                 let registered = found.map(|registered| &registered.name);

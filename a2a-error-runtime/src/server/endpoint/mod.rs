@@ -72,6 +72,9 @@ struct Registered<S> {
     /// The name it was called by (an alias's own): the handler's `ctx.method` and the
     /// metric label, shared rather than copied for every request.
     name: Arc<str>,
+    /// Its `a2a.server.request.duration` histograms (answered, failed), registered on its
+    /// first request: recording into a kept handle costs no label allocation per request.
+    served: crate::observe::Served,
 }
 
 /// A JSON-RPC 2.0 endpoint for A2A methods.
@@ -233,6 +236,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         let registered = Registered {
             call,
             name: Arc::from(name),
+            served: Default::default(),
         };
         self.inner_mut().methods.insert(name.to_owned(), registered);
         self
