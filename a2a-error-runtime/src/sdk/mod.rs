@@ -90,6 +90,7 @@ pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote,
 pub use executor::Guarded;
 #[cfg(feature = "grpc")]
 pub use grpc::{GrpcLimits, GrpcService};
+#[cfg(feature = "grpc")]
 pub(crate) use protojson::integral_doubles_as_integers;
 pub use protojson::{ProtoJson, SendReply};
 pub use serve::{Bridge, SendDedup};

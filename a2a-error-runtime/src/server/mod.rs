@@ -17,6 +17,7 @@ mod version;
 
 #[cfg(feature = "redis")]
 pub use dedup::RedisStore;
+#[cfg(feature = "sdk")]
 pub(crate) use dedup::fingerprint;
 pub use dedup::{Dedup, DedupError, DedupStore, MemoryStore, Refusal, StoreError, StoreFailure};
 pub use endpoint::{Handler, JsonRpc, RequestContext, StreamHandler};

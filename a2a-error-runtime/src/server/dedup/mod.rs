@@ -48,6 +48,7 @@ pub use store::{DedupStore, StoreError};
 
 pub use error::{DedupError, Refusal};
 /// The fingerprint of a request's bytes, as the dedup takes it.
+#[cfg(feature = "sdk")]
 pub(crate) use run::hash as fingerprint;
 
 /// What to do when the store cannot be reached.
@@ -193,11 +194,13 @@ impl<T, E> Dedup<T, E> {
     }
 
     /// Whether [`identify`](Self::identify) was set.
+    #[cfg(feature = "sdk")]
     pub(crate) fn identifies(&self) -> bool {
         self.settings.identify.is_some()
     }
 
     /// As [`identify`](Self::identify), with a scope already shared.
+    #[cfg(feature = "sdk")]
     pub(crate) fn identify_by(mut self, scope: Identify) -> Self {
         self.settings_mut().identify = Some(scope);
         self

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+#[cfg(feature = "grpc")]
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::wire::standard::StandardError;
 
@@ -28,6 +30,7 @@ pub(crate) struct Slot<'a> {
 
 /// A handler's place under the limit, held for as long as it lives (a gRPC call's, until its
 /// reply has been sent); its time goes into the average when it is dropped.
+#[cfg(feature = "grpc")]
 pub(crate) struct OwnedSlot {
     admission: Arc<Admission>,
     _permit: OwnedSemaphorePermit,
@@ -57,6 +60,7 @@ impl Admission {
     }
 
     /// As [`admit`](Self::admit), with a slot that owns its place.
+    #[cfg(feature = "grpc")]
     pub(crate) fn admit_owned(self: &Arc<Self>) -> Result<OwnedSlot, StandardError> {
         match Arc::clone(&self.running).try_acquire_owned() {
             Ok(permit) => Ok(OwnedSlot {
@@ -101,6 +105,7 @@ impl Slot<'_> {
     }
 }
 
+#[cfg(feature = "grpc")]
 impl Drop for OwnedSlot {
     fn drop(&mut self) {
         self.admission.record(self.started);
