@@ -29,9 +29,10 @@
 //! |---|---|---|
 //! | 0 | the crate root, [`code`] | the wire model, no I/O: [`A2aError`], [`ErrorObject`], [`RemoteError`], [`StandardError`], [`WireProfile`] |
 //! | 1 | [`server`] (feature `axum`) | the JSON-RPC endpoint [`server::JsonRpc`], REST error responses, SSE, limits, dedup |
-//! | 1 | [`client`] (feature `client`) | [`client::Call`], [`client::ClientError`], the HTTP [`client::Transport`] |
-//! | 2 | [`resilience`] (feature `client`) | tower layers over a transport: [`resilience::TotalTimeoutLayer`], [`resilience::RetryLayer`], [`resilience::breaker::CircuitBreakerLayer`], [`resilience::AttemptTimeoutLayer`]; and across agents: [`resilience::FanOut`], [`resilience::Fallback`] |
-//! | 3 | [`Client`] (feature `client`) | the typed client, which stacks them ([`ClientBuilder`]) |
+//! | 1 | [`client`] (feature `client`) | [`client::Call`], [`client::ClientError`], the HTTP [`client::Transport`]; [`client::Request`] and [`client::Classify`], what every layer reads of any request and any failure |
+//! | 2 | [`resilience`] (feature `client`) | tower layers over any service: [`resilience::TotalTimeoutLayer`], [`resilience::RetryLayer`], [`resilience::breaker::CircuitBreakerLayer`], [`resilience::BulkheadLayer`], [`resilience::AttemptTimeoutLayer`], stacked by [`resilience::Stack`]; and across callees: [`resilience::FanOut`], [`resilience::Fallback`] |
+//! | 3 | [`Client`], [`dependency`] (feature `client`) | the typed client of agents ([`ClientBuilder`]); the same stack for model providers, tools and any other call ([`dependency::HttpDependency`], [`dependency::Dependency`]) |
+//! | 4 | [`sdk`] (feature `sdk`) | the bridge to the official Rust SDK |
 //!
 //! Across the floors: a handler's deadline is inherited by the calls it makes
 //! ([`with_deadline`] for tasks you spawn), and every metric name is listed in [`observe`].

@@ -67,10 +67,7 @@ fn retry_delay(reply: &Value) -> Option<&str> {
 
 fn retryable(reply: &Value) -> Option<bool> {
     let metadata = &reply["error"]["data"][0]["metadata"];
-    match metadata["retryable"].as_str() {
-        Some(value) => Some(value == "true"),
-        None => None,
-    }
+    metadata["retryable"].as_str().map(|value| value == "true")
 }
 
 /// Nothing of a provider's own text, its address or a Rust type reaches the wire.

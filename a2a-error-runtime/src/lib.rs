@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | 0 | the crate root, [`code`] | the wire model: no I/O, no async |
 //! | 1 | `server` (feature `axum`), `client` (feature `client`) | the two sides of HTTP; neither names the other |
-//! | 2 | `resilience` (feature `client`) | tower layers over a transport, one idea each (timeouts, retry, breaker); fan-out and fallback across agents |
+//! | 2 | `resilience` (feature `client`) | tower layers over any service, one idea each (timeouts, retry, breaker, bulkhead, hedging), stacked by `Stack`; fan-out and fallback |
 //! | 3 | `Client`, `dependency` (feature `client`) | the typed client that stacks them for agents; the same stack for HTTP services and any other call |
 //! | 4 | [`sdk`] (feature `sdk`) | the bridge to the official Rust SDK: its handlers served, its client's transport |
 #![deny(missing_docs)]

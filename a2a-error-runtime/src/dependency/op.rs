@@ -15,8 +15,10 @@ use tower::{Service, ServiceExt};
 
 use super::failure::Failure;
 use crate::client::{Classify, Request, TimeLimit, Timeout};
-use crate::resilience::breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker};
-use crate::resilience::{Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, RetrySafety, Stack};
+use crate::resilience::breaker::{BreakerRegistry, CircuitBreaker};
+use crate::resilience::{
+    BreakerSource, Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, RetrySafety, Stack,
+};
 
 /// One request to a dependency through the layers: the caller's value `T` (a request, a
 /// closure), with what the layers read of it (its time limit, the dependency's name, the
@@ -239,7 +241,7 @@ where
         DependencyBuilder {
             name: name.into(),
             stack: Stack::default(),
-            breaker: BreakerChoice::Own,
+            breaker: BreakerSource::Own,
             repeatable: true,
         }
     }
@@ -455,20 +457,13 @@ where
     }
 }
 
-/// Where a dependency's circuit breaker comes from.
-enum BreakerChoice {
-    Own,
-    Registry(BreakerRegistry),
-    Off,
-}
-
 /// Builds a [`Dependency`]. Defaults as the A2A client's: a total timeout of 90 s, an attempt
 /// timeout of 30 s, the default retry policy (4 attempts, full-jitter backoff, a shared retry
 /// budget), a breaker of its own with the default configuration, the default bulkhead.
 pub struct DependencyBuilder<E> {
     name: Arc<str>,
     stack: Stack<Failure<E>>,
-    breaker: BreakerChoice,
+    breaker: BreakerSource,
     repeatable: bool,
 }
 
@@ -513,13 +508,13 @@ where
 
     /// Takes the circuit breaker from `registry`, by the dependency's name.
     pub fn breakers(mut self, registry: &BreakerRegistry) -> Self {
-        self.breaker = BreakerChoice::Registry(registry.clone());
+        self.breaker = BreakerSource::Registry(registry.clone());
         self
     }
 
     /// No circuit breaker.
     pub fn without_breaker(mut self) -> Self {
-        self.breaker = BreakerChoice::Off;
+        self.breaker = BreakerSource::Off;
         self
     }
 
@@ -544,7 +539,7 @@ where
 
     /// Builds the dependency.
     pub fn build(self) -> Dependency<E> {
-        let breaker = breaker_for(&self.name, self.breaker);
+        let breaker = self.breaker.breaker(&self.name);
         let mut retry = self.stack.retry;
         if self.repeatable {
             retry = retry.other_methods(RetrySafety::Safe);
@@ -561,13 +556,5 @@ where
             name: self.name,
             breaker,
         }
-    }
-}
-
-fn breaker_for(name: &Arc<str>, choice: BreakerChoice) -> Option<CircuitBreaker> {
-    match choice {
-        BreakerChoice::Own => Some(CircuitBreaker::new(name.clone(), BreakerConfig::default())),
-        BreakerChoice::Registry(registry) => Some(registry.get(name)),
-        BreakerChoice::Off => None,
     }
 }

@@ -38,6 +38,7 @@ pub use hedge::{Hedge, HedgeConfig, HedgeDelay, HedgeLayer};
 pub use retry::{
     Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,
 };
+pub(crate) use stack::BreakerSource;
 pub use stack::Stack;
 pub use timeout::{
     AttemptTimeout, AttemptTimeoutLayer, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use tower::{Service, ServiceBuilder};
 
-use super::breaker::{CircuitBreaker, CircuitBreakerLayer};
+use std::sync::Arc;
+
+use super::breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker, CircuitBreakerLayer};
 use super::{
     AttemptTimeoutLayer, Bulkhead, BulkheadLayer, HedgeConfig, HedgeLayer, RetryLayer, RetryPolicy,
     TotalTimeoutLayer,
@@ -100,5 +102,27 @@ where
             .option_layer(self.bulkhead.map(BulkheadLayer::new))
             .option_layer(self.attempt_timeout.map(AttemptTimeoutLayer::new))
             .service(service)
+    }
+}
+
+/// Where a client's circuit breaker comes from: every builder (the A2A client's, the
+/// dependencies') offers the same three.
+pub(crate) enum BreakerSource {
+    /// One of its own, with the default configuration.
+    Own,
+    /// The registry's, by the callee's name: clients of one callee share a circuit.
+    Registry(BreakerRegistry),
+    /// None.
+    Off,
+}
+
+impl BreakerSource {
+    /// The breaker for the callee `name`.
+    pub(crate) fn breaker(self, name: &Arc<str>) -> Option<CircuitBreaker> {
+        match self {
+            BreakerSource::Own => Some(CircuitBreaker::new(name.clone(), BreakerConfig::default())),
+            BreakerSource::Registry(registry) => Some(registry.get(name)),
+            BreakerSource::Off => None,
+        }
     }
 }

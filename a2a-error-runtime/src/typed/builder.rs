@@ -7,8 +7,8 @@ use reqwest::header::HeaderValue;
 
 use super::client::Client;
 use crate::client::{ClientError, DEFAULT_VERSION, ReplyLimits, Transport};
-use crate::resilience::breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker};
-use crate::resilience::{Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, Stack};
+use crate::resilience::breaker::BreakerRegistry;
+use crate::resilience::{BreakerSource, Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, Stack};
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::remote::RemoteError;
 
@@ -106,19 +106,9 @@ pub struct ClientBuilder<E = RemoteError> {
     limits: ReplyLimits,
     max_redirects: usize,
     name: Option<Arc<str>>,
-    breaker: BreakerChoice,
+    breaker: BreakerSource,
     hedge: Option<HedgeDelay>,
     bulkhead: Option<Bulkhead>,
-}
-
-/// Where the client's circuit breaker comes from.
-enum BreakerChoice {
-    /// Its own, with the default config.
-    Own,
-    /// The registry's breaker for the client's name.
-    Registry(BreakerRegistry),
-    /// None.
-    Off,
 }
 
 impl<E> std::fmt::Debug for ClientBuilder<E> {
@@ -152,7 +142,7 @@ where
             limits: ReplyLimits::default(),
             max_redirects: 0,
             name: None,
-            breaker: BreakerChoice::Own,
+            breaker: BreakerSource::Own,
             hedge: None,
             bulkhead: Some(Bulkhead::default()),
         }
@@ -230,7 +220,7 @@ where
     /// with [`BreakerConfig::default`](crate::resilience::breaker::BreakerConfig), shared by
     /// its clones.
     pub fn breakers(mut self, registry: &BreakerRegistry) -> Self {
-        self.breaker = BreakerChoice::Registry(registry.clone());
+        self.breaker = BreakerSource::Registry(registry.clone());
         self
     }
 
@@ -259,7 +249,7 @@ where
 
     /// No circuit breaker.
     pub fn without_breaker(mut self) -> Self {
-        self.breaker = BreakerChoice::Off;
+        self.breaker = BreakerSource::Off;
         self
     }
 
@@ -313,11 +303,7 @@ where
                 })?
             }
         };
-        let breaker = match self.breaker {
-            BreakerChoice::Own => Some(CircuitBreaker::new(name.clone(), BreakerConfig::default())),
-            BreakerChoice::Registry(registry) => Some(registry.get(&name)),
-            BreakerChoice::Off => None,
-        };
+        let breaker = self.breaker.breaker(&name);
         let transport = transport.version(self.version).limits(self.limits);
         let stack = Stack {
             total_timeout: self.total_timeout,

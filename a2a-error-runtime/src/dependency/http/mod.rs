@@ -18,8 +18,10 @@ pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
 use transport::HttpService;
 
 use crate::dependency::Failure;
-use crate::resilience::breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker};
-use crate::resilience::{Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, RetrySafety, Stack};
+use crate::resilience::breaker::{BreakerRegistry, CircuitBreaker};
+use crate::resilience::{
+    BreakerSource, Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, RetrySafety, Stack,
+};
 use crate::typed::BuildError;
 
 /// A client of one HTTP service the agent depends on: a model provider, a tool, any JSON API.
@@ -76,7 +78,7 @@ impl HttpDependency {
                 hedge: None,
                 ..Stack::default()
             },
-            breaker: Breaker::Own,
+            breaker: BreakerSource::Own,
             connect_timeout: Duration::from_secs(10),
             max_reply: 32 << 20,
             http: None,
@@ -131,13 +133,6 @@ impl HttpDependency {
     }
 }
 
-/// Where the dependency's circuit breaker comes from.
-enum Breaker {
-    Own,
-    Registry(BreakerRegistry),
-    Off,
-}
-
 /// Builds an [`HttpDependency`]. Defaults as the A2A client's: a total timeout of 90 s, an
 /// attempt timeout of 30 s, a connect timeout of 10 s, the default retry policy (4 attempts,
 /// full-jitter backoff from 250 ms, the service's delays up to 5 minutes, a retry budget), a
@@ -147,7 +142,7 @@ pub struct HttpDependencyBuilder {
     name: Arc<str>,
     base_url: String,
     stack: Stack<HttpError>,
-    breaker: Breaker,
+    breaker: BreakerSource,
     connect_timeout: Duration,
     max_reply: usize,
     http: Option<reqwest::Client>,
@@ -204,13 +199,13 @@ impl HttpDependencyBuilder {
 
     /// Takes the circuit breaker from `registry`, by the dependency's name.
     pub fn breakers(mut self, registry: &BreakerRegistry) -> Self {
-        self.breaker = Breaker::Registry(registry.clone());
+        self.breaker = BreakerSource::Registry(registry.clone());
         self
     }
 
     /// No circuit breaker.
     pub fn without_breaker(mut self) -> Self {
-        self.breaker = Breaker::Off;
+        self.breaker = BreakerSource::Off;
         self
     }
 
@@ -285,14 +280,7 @@ impl HttpDependencyBuilder {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?,
         };
-        let breaker = match self.breaker {
-            Breaker::Own => Some(CircuitBreaker::new(
-                self.name.clone(),
-                BreakerConfig::default(),
-            )),
-            Breaker::Registry(registry) => Some(registry.get(&self.name)),
-            Breaker::Off => None,
-        };
+        let breaker = self.breaker.breaker(&self.name);
         let mut stack = self.stack;
         if self.repeatable {
             stack.retry = stack.retry.other_methods(RetrySafety::Safe);
