@@ -226,4 +226,73 @@ async fn retries_breakers_errors_and_degraded_answers_are_counted() {
         ),
         1
     );
+
+    // The SDK bridge records its REST routes and its gRPC service in the same histogram, by
+    // the A2A method: a GetTask of an unknown task over each, and a route that is no method.
+    let store = a2a_error::sdk::MemoryTaskStore::new(1 << 20);
+    let handler = a2a_server::DefaultRequestHandler::new(Nothing, store);
+    let bridge = a2a_error::sdk::Bridge::new(handler);
+    let rest = serve(bridge.router()).await;
+    let http = reqwest::Client::new();
+    for path in ["/tasks/no-such-task", "/no/such/route"] {
+        let status = http
+            .get(format!("{rest}{path}"))
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 404);
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc = format!("http://{}", listener.local_addr().unwrap());
+    let serving = bridge.clone();
+    tokio::spawn(async move {
+        serving
+            .serve_grpc(listener, a2a_error::sdk::GrpcLimits::default())
+            .await
+    });
+    let client = Client::<RemoteError>::grpc(grpc).build().unwrap();
+    let error = client
+        .call::<_, Value>("GetTask", &json!({"id": "no-such-task"}))
+        .await
+        .unwrap_err();
+    assert_eq!(error.failure_reason(), "TASK_NOT_FOUND", "{error:?}");
+    let snapshot: Vec<_> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| (key, value))
+        .collect();
+    let failed = samples(
+        &snapshot,
+        "a2a.server.request.duration",
+        &[("rpc.method", "GetTask"), ("outcome", "error")],
+    );
+    assert_eq!(failed.len(), 2, "one over REST, one over gRPC: {failed:?}");
+    let other = samples(
+        &snapshot,
+        "a2a.server.request.duration",
+        &[("rpc.method", "other"), ("outcome", "error")],
+    );
+    assert!(!other.is_empty());
+}
+
+/// An executor that is never reached: the requests above are all for tasks that do not exist.
+struct Nothing;
+
+impl a2a_server::AgentExecutor for Nothing {
+    fn execute(
+        &self,
+        _: a2a_server::ExecutorContext,
+    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
+        Box::pin(futures_util::stream::empty())
+    }
+
+    fn cancel(
+        &self,
+        _: a2a_server::ExecutorContext,
+    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
+        Box::pin(futures_util::stream::empty())
+    }
 }

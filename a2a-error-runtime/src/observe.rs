@@ -8,7 +8,7 @@
 //! | `a2a.client.retries` | counter | `agent`, `rpc.method`, `error.type` |
 //! | `a2a.client.errors` | counter | `agent`, `code`, `error.type` |
 //! | `a2a.server.errors` | counter | `rpc.method`, `code`, `error.type` |
-//! | `a2a.server.request.duration` | histogram, seconds (its count is the requests) | `rpc.method`, `outcome` |
+//! | `a2a.server.request.duration` | histogram, seconds (its count is the requests; a stream's ends when it opens): the JSON-RPC endpoint, and the SDK bridge's REST routes and gRPC service | `rpc.method`, `outcome` |
 //! | `a2a.breaker.state` | gauge: 0 closed, 1 half-open, 2 open, 3 isolated | `agent` |
 //! | `a2a.breaker.transitions` | counter | `agent`, `from`, `to` |
 //! | `a2a.breaker.rejections` | counter | `agent` |
@@ -439,6 +439,26 @@ pub(crate) fn request_served(
             .record(seconds),
         None => histogram(metrics::SharedString::const_str("other")).record(seconds),
     }
+}
+
+/// A request to one of the A2A methods (`method`, a 1.0 name; `None`: not one) was answered by
+/// the SDK bridge's REST routes or gRPC service, as [`request_served`] records the JSON-RPC
+/// endpoint's.
+#[cfg(feature = "sdk")]
+pub(crate) fn a2a_request_served(
+    method: Option<&'static str>,
+    ok: bool,
+    elapsed: std::time::Duration,
+) {
+    static NAMES: std::sync::LazyLock<Vec<(std::sync::Arc<str>, Served)>> =
+        std::sync::LazyLock::new(|| {
+            crate::wire::method::METHODS
+                .iter()
+                .map(|method| (std::sync::Arc::from(method.name), Served::default()))
+                .collect()
+        });
+    let known = method.and_then(|name| NAMES.iter().find(|(known, _)| &**known == name));
+    request_served(known.map(|(name, served)| (name, served)), ok, elapsed);
 }
 
 /// An error reply a server sent; `method` is a registered method's name or `None`.

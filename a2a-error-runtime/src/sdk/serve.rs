@@ -233,7 +233,8 @@ impl<H: RequestHandler> Bridge<H> {
             .route("/extendedAgentCard", get(rest_extended_card::<H>))
             .fallback(rest::not_found)
             .layer(rest::catch_panic())
-            .layer(rest::RequireVersionLayer::new(["1.0"]));
+            .layer(rest::RequireVersionLayer::new(["1.0"]))
+            .layer(axum::middleware::from_fn(record_rest));
         let card = Router::new().route(
             "/.well-known/agent-card.json",
             get(card::<H>).fallback(rest::not_found),
@@ -243,7 +244,9 @@ impl<H: RequestHandler> Bridge<H> {
             .with_state(self.clone())
     }
 
-    /// JSON-RPC at `POST /`, HTTP+JSON and the card, on one router.
+    /// JSON-RPC at `POST /`, HTTP+JSON and the card, on one router (the JSON-RPC endpoint, the
+    /// REST routes and the gRPC service each record `a2a.server.request.duration` by the A2A
+    /// method and outcome).
     pub fn router(&self) -> Router {
         Router::new()
             .merge(self.json_rpc().into_router())
@@ -1045,4 +1048,26 @@ async fn card<H: RequestHandler>(State(bridge): State<Bridge<H>>) -> Response {
         Some(card) => Json(&**card).into_response(),
         None => rest::not_found().await,
     }
+}
+
+/// Records a REST request in `a2a.server.request.duration` under its A2A method (`other` for
+/// a route that is none) and outcome (a status under 400 is answered).
+async fn record_rest(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use crate::wire::method::{Verb, for_route};
+    let verb = match *request.method() {
+        axum::http::Method::GET => Some(Verb::Get),
+        axum::http::Method::POST => Some(Verb::Post),
+        axum::http::Method::DELETE => Some(Verb::Delete),
+        _ => None,
+    };
+    let method = verb
+        .and_then(|verb| for_route(verb, request.uri().path()))
+        .map(|method| method.name);
+    let began = std::time::Instant::now();
+    let response = next.run(request).await;
+    crate::observe::a2a_request_served(method, response.status().as_u16() < 400, began.elapsed());
+    response
 }

@@ -99,6 +99,34 @@ pub(crate) fn lookup(name: &str) -> Option<&'static Method> {
         .find(|method| method.name == name || method.alias == name)
 }
 
+/// The method whose HTTP+JSON route `verb` and `path` (below the agent's URL, with or without
+/// its leading `/`) are, if any: a route with a suffix after its field (`tasks/{id}:cancel`)
+/// wins over one without (`tasks/{id}`).
+#[cfg(feature = "sdk")]
+pub(crate) fn for_route(verb: Verb, path: &str) -> Option<&'static Method> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let fits = |method: &Method| {
+        let template: Vec<&str> = method.path.split('/').collect();
+        template.len() == segments.len()
+            && template
+                .iter()
+                .zip(&segments)
+                .all(|(part, segment)| match part.split_once('{') {
+                    None => part == segment,
+                    Some((before, rest)) => {
+                        let after = rest.split_once('}').map_or("", |(_, after)| after);
+                        segment.len() > before.len() + after.len()
+                            && segment.starts_with(before)
+                            && segment.ends_with(after)
+                    }
+                })
+    };
+    METHODS
+        .iter()
+        .filter(|method| method.verb == verb && fits(method))
+        .max_by_key(|method| method.path.contains("}:"))
+}
+
 /// Every spelling of the methods `pick` selects: 1.0 names and 0.3 aliases.
 pub(crate) fn names(pick: impl Fn(&Method) -> bool) -> impl Iterator<Item = &'static str> {
     METHODS
@@ -149,6 +177,26 @@ mod tests {
         }
         assert!(lookup("NoSuchMethod").is_none());
         assert_eq!(names(|m| m.read).count(), 2 * 5);
+    }
+
+    #[cfg(feature = "sdk")]
+    #[test]
+    fn a_route_names_its_method() {
+        let name = |verb, path| for_route(verb, path).map(|method| method.name);
+        assert_eq!(name(Verb::Post, "/message:send"), Some("SendMessage"));
+        assert_eq!(name(Verb::Get, "/tasks/t-1"), Some("GetTask"));
+        assert_eq!(name(Verb::Post, "/tasks/t-1:cancel"), Some("CancelTask"));
+        assert_eq!(
+            name(Verb::Get, "/tasks/t-1:subscribe"),
+            Some("SubscribeToTask")
+        );
+        assert_eq!(
+            name(Verb::Delete, "/tasks/t/pushNotificationConfigs/c"),
+            Some("DeleteTaskPushNotificationConfig")
+        );
+        assert_eq!(name(Verb::Get, "/tasks"), Some("ListTasks"));
+        assert_eq!(name(Verb::Post, "/tasks/:cancel"), None);
+        assert_eq!(name(Verb::Get, "/nothing/here"), None);
     }
 
     #[test]

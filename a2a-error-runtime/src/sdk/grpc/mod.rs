@@ -111,19 +111,23 @@ impl<H: RequestHandler> GrpcService<H> {
     /// metadata), its deadline and its message, guarded until the deadline.
     async fn unary<R, T, Fut>(
         &self,
+        method: &'static str,
         request: Request<R>,
         work: impl FnOnce(Arc<Scoped<H>>, ServiceParams, HeaderMap, Option<Instant>, R) -> Fut,
     ) -> Result<Response<T>, Status>
     where
         Fut: Future<Output = Result<T, Status>>,
     {
+        let began = std::time::Instant::now();
         let (metadata, _, message) = request.into_parts();
         let headers = metadata.into_headers();
         let deadline = deadline(&headers);
         let params = self.bridge.service_params(&headers, deadline);
         let handler = Arc::clone(&self.bridge.handler);
         let work = work(handler, params, headers, deadline, message);
-        self.guard(deadline, work).await.map(Response::new)
+        let result = self.guard(deadline, work).await.map(Response::new);
+        crate::observe::a2a_request_served(Some(method), result.is_ok(), began.elapsed());
+        result
     }
 
     /// A streaming RPC: the stream `open` gives (opened as a unary call is run), ended by the
@@ -131,17 +135,22 @@ impl<H: RequestHandler> GrpcService<H> {
     /// its Status.
     async fn streaming<R, Fut>(
         &self,
+        method: &'static str,
         request: Request<R>,
         open: impl FnOnce(Bridge<H>, HeaderMap, Option<Instant>, R) -> Fut,
     ) -> Result<Response<StatusStream>, Status>
     where
         Fut: Future<Output = Result<Events, Status>>,
     {
+        let began = std::time::Instant::now();
         let (metadata, _, message) = request.into_parts();
         let headers = metadata.into_headers();
         let deadline = deadline(&headers);
         let opened = open(self.bridge.clone(), headers, deadline, message);
-        let events = self.guard(deadline, opened).await?;
+        // A stream's request is served once it is open.
+        let events = self.guard(deadline, opened).await;
+        crate::observe::a2a_request_served(Some(method), events.is_ok(), began.elapsed());
+        let events = events?;
         // The stream outlives the call that opened it: the caller's deadline still ends it.
         let events = guarded(events, |event| {
             Ok(pbconv::to_proto_stream_response(&event.0))
@@ -179,15 +188,19 @@ fn checked_send(request: &proto::SendMessageRequest) -> Result<(), Status> {
 /// A unary method of the SDK's `RequestHandler`: the request converted from protobuf, the
 /// result converted back.
 macro_rules! unary {
-    ($self:ident, $request:ident, $from:path, $method:ident, $to:expr) => {
+    ($self:ident, $name:literal, $request:ident, $from:path, $method:ident, $to:expr) => {
         $self
-            .unary($request, |handler, params, _, _, message| async move {
-                handler
-                    .$method(&params, $from(&message))
-                    .await
-                    .map(|result| $to(&result))
-                    .map_err(|error| sdk_status(&error))
-            })
+            .unary(
+                $name,
+                $request,
+                |handler, params, _, _, message| async move {
+                    handler
+                        .$method(&params, $from(&message))
+                        .await
+                        .map(|result| $to(&result))
+                        .map_err(|error| sdk_status(&error))
+                },
+            )
             .await
     };
 }
@@ -199,22 +212,26 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<proto::SendMessageResponse>, Status> {
         let bridge = self.bridge.clone();
-        self.unary(request, |_, _, headers, deadline, message| async move {
-            checked_send(&message)?;
-            let request = pbconv::from_proto_send_message_request(&message);
-            bridge
-                .send_message(&headers, deadline, request)
-                .await
-                .map_err(|error| to_status(&error))
-                .and_then(|reply| {
-                    // A replay is read back from its JSON; a reply this process made is not.
-                    let reply = reply.into_response().map_err(|error| {
-                        tracing::error!("a remembered reply did not read back: {error}");
-                        to_status(&StandardError::Internal)
-                    })?;
-                    Ok(pbconv::to_proto_send_message_response(&reply))
-                })
-        })
+        self.unary(
+            "SendMessage",
+            request,
+            |_, _, headers, deadline, message| async move {
+                checked_send(&message)?;
+                let request = pbconv::from_proto_send_message_request(&message);
+                bridge
+                    .send_message(&headers, deadline, request)
+                    .await
+                    .map_err(|error| to_status(&error))
+                    .and_then(|reply| {
+                        // A replay is read back from its JSON; a reply this process made is not.
+                        let reply = reply.into_response().map_err(|error| {
+                            tracing::error!("a remembered reply did not read back: {error}");
+                            to_status(&StandardError::Internal)
+                        })?;
+                        Ok(pbconv::to_proto_send_message_response(&reply))
+                    })
+            },
+        )
         .await
     }
 
@@ -224,14 +241,18 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
         &self,
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<StatusStream>, Status> {
-        self.streaming(request, |bridge, headers, deadline, message| async move {
-            checked_send(&message)?;
-            let request = pbconv::from_proto_send_message_request(&message);
-            bridge
-                .send_streaming(&headers, deadline, request)
-                .await
-                .map_err(|error| to_status(&error))
-        })
+        self.streaming(
+            "SendStreamingMessage",
+            request,
+            |bridge, headers, deadline, message| async move {
+                checked_send(&message)?;
+                let request = pbconv::from_proto_send_message_request(&message);
+                bridge
+                    .send_streaming(&headers, deadline, request)
+                    .await
+                    .map_err(|error| to_status(&error))
+            },
+        )
         .await
     }
 
@@ -241,6 +262,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::Task>, Status> {
         unary!(
             self,
+            "GetTask",
             request,
             pbconv::from_proto_get_task_request,
             get_task,
@@ -254,6 +276,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::ListTasksResponse>, Status> {
         unary!(
             self,
+            "ListTasks",
             request,
             pbconv::from_proto_list_tasks_request,
             list_tasks,
@@ -267,6 +290,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::Task>, Status> {
         unary!(
             self,
+            "CancelTask",
             request,
             pbconv::from_proto_cancel_task_request,
             cancel_task,
@@ -280,13 +304,17 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
         &self,
         request: Request<proto::SubscribeToTaskRequest>,
     ) -> Result<Response<StatusStream>, Status> {
-        self.streaming(request, |bridge, headers, deadline, message| async move {
-            let request = pbconv::from_proto_subscribe_to_task_request(&message);
-            bridge
-                .subscribe(&headers, deadline, request)
-                .await
-                .map_err(|error| to_status(&error))
-        })
+        self.streaming(
+            "SubscribeToTask",
+            request,
+            |bridge, headers, deadline, message| async move {
+                let request = pbconv::from_proto_subscribe_to_task_request(&message);
+                bridge
+                    .subscribe(&headers, deadline, request)
+                    .await
+                    .map_err(|error| to_status(&error))
+            },
+        )
         .await
     }
 
@@ -296,6 +324,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
         unary!(
             self,
+            "CreateTaskPushNotificationConfig",
             request,
             pbconv::from_proto_create_task_push_notification_config_request,
             create_push_config,
@@ -309,6 +338,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
         unary!(
             self,
+            "GetTaskPushNotificationConfig",
             request,
             pbconv::from_proto_get_task_push_notification_config_request,
             get_push_config,
@@ -322,6 +352,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
         unary!(
             self,
+            "ListTaskPushNotificationConfigs",
             request,
             pbconv::from_proto_list_task_push_notification_configs_request,
             list_push_configs,
@@ -335,6 +366,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::AgentCard>, Status> {
         unary!(
             self,
+            "GetExtendedAgentCard",
             request,
             pbconv::from_proto_get_extended_agent_card_request,
             get_extended_agent_card,
@@ -348,6 +380,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<()>, Status> {
         unary!(
             self,
+            "DeleteTaskPushNotificationConfig",
             request,
             pbconv::from_proto_delete_task_push_notification_config_request,
             delete_push_config,
