@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use a2a_error::{
     A2aError, ErrorObject, FromErrorObject, HasKind, RemoteError, StandardError, StandardErrorKind,
-    WireProfile, code,
+    WireProfile,
 };
 use serde_json::Value;
 
@@ -16,69 +16,59 @@ fn replies(file: &str) -> Vec<Value> {
     doc["replies"].as_array().unwrap().clone()
 }
 
-/// The error object of a captured reply: JSON-RPC `error`, or a REST `google.rpc.Status`
-/// turned into one (its details are the A2A 1.0 `data` array).
+/// The error object of a captured JSON-RPC reply.
 fn error_object(reply: &Value) -> Option<ErrorObject> {
-    let body = &reply["body"];
-    let error = body.get("error")?;
-    if reply["binding"] == "rest" {
-        // REST carries the HTTP status as `code`; the JSON-RPC code comes from the reason.
-        let details = error.get("details").cloned();
-        let probe = ErrorObject {
-            code: 0,
-            message: String::new(),
-            data: details.clone(),
-        };
-        let code = code::TABLE
-            .iter()
-            .find(|row| Some(row.reason) == probe.reason())?
-            .code;
-        return Some(ErrorObject {
-            code,
-            message: error["message"].as_str()?.to_owned(),
-            data: details,
-        });
-    }
+    let error = reply["body"].get("error")?;
     Some(serde_json::from_value(error.clone()).unwrap())
 }
 
-fn expected_kind(case: &str, obj: &ErrorObject) -> StandardErrorKind {
-    match case {
-        "task not found" | "task not cancelable/not found on cancel" | "cancel unknown task" => {
-            StandardErrorKind::TaskNotFound
-        }
-        "method not found" => StandardErrorKind::MethodNotFound,
-        "parse error" => StandardErrorKind::ParseError,
-        "version not supported (no header)" => StandardErrorKind::VersionNotSupported,
+/// What each captured reply must decode to, written down per peer: `None` for a reply that is
+/// not an error. The peers differ, and the table says how, rather than reading the expected
+/// kind from what was received.
+fn expected_kind(peer: &str, binding: &str, case: &str) -> Option<StandardErrorKind> {
+    use StandardErrorKind::*;
+    Some(match (peer, binding, case) {
+        (
+            _,
+            _,
+            "task not found" | "task not cancelable/not found on cancel" | "cancel unknown task",
+        ) => TaskNotFound,
+        (_, "jsonrpc", "method not found") => MethodNotFound,
+        (_, "jsonrpc", "parse error") => ParseError,
+        (_, _, "version not supported (no header)") => VersionNotSupported,
         // The JS server reports a GetTask with a numeric id as TaskNotFound, and a batch as
         // INVALID_PARAMS; the Python server as INVALID_PARAMS / INVALID_REQUEST.
-        "invalid params (bad field type)" if obj.code == code::TASK_NOT_FOUND => {
-            StandardErrorKind::TaskNotFound
-        }
-        "invalid params (bad field type)" | "validation failed (missing role)" => {
-            StandardErrorKind::InvalidParams
-        }
-        "validation failed" => StandardErrorKind::InvalidParams,
-        "invalid request (batch)" if obj.code == code::INVALID_PARAMS => {
-            StandardErrorKind::InvalidParams
-        }
-        "invalid request (batch)" => StandardErrorKind::InvalidRequest,
-        other => panic!("unexpected case {other}"),
+        ("js", "jsonrpc", "invalid params (bad field type)") => TaskNotFound,
+        ("python", "jsonrpc", "invalid params (bad field type)") => InvalidParams,
+        ("js", "jsonrpc", "invalid request (batch)") => InvalidParams,
+        ("python", "jsonrpc", "invalid request (batch)") => InvalidRequest,
+        // The JS server accepts a message without a role: a success, over both bindings.
+        ("js", _, "validation failed (missing role)" | "validation failed") => return None,
+        ("python", _, "validation failed (missing role)" | "validation failed") => InvalidParams,
+        other => panic!("no expectation for {other:?}"),
+    })
+}
+
+fn peer_of(file: &str) -> &'static str {
+    if file.contains("python") {
+        "python"
+    } else {
+        "js"
     }
 }
 
-fn check_peer(file: &str) -> usize {
+/// The captured JSON-RPC replies of `file` decode into the expected kinds, nothing dropped.
+fn check_jsonrpc(file: &str) -> usize {
     let mut decoded = 0;
-    for reply in replies(file) {
+    for reply in replies(file).iter().filter(|r| r["binding"] == "jsonrpc") {
         let case = reply["case"].as_str().unwrap();
-        let Some(obj) = error_object(&reply) else {
-            // The JS server accepts a message without role: a success reply, not an error.
-            assert!(
-                reply["body"].get("result").is_some() || reply["body"].get("message").is_some()
-            );
+        let expected = expected_kind(peer_of(file), "jsonrpc", case);
+        let Some(obj) = error_object(reply) else {
+            assert_eq!(expected, None, "{file}: {case} answered without an error");
+            assert!(reply["body"].get("result").is_some(), "{file}: {case}");
             continue;
         };
-        let kind = expected_kind(case, &obj);
+        let kind = expected.unwrap_or_else(|| panic!("{file}: {case} is an error: {obj:?}"));
         assert_eq!(StandardError::kind_of(&obj), Some(kind), "{file}: {case}");
         let typed = StandardError::from_error_object(&obj)
             .unwrap_or_else(|| panic!("{file}: {case} did not decode"));
@@ -100,14 +90,75 @@ fn check_peer(file: &str) -> usize {
     decoded
 }
 
-#[test]
-fn python_sdk_replies_decode() {
-    assert_eq!(check_peer("peer-replies-a2a-python-1.3.0.json"), 12);
+/// The captured REST replies of `file`, served again on loopback with their status, headers
+/// and body, read by this crate's own REST client: the kind it decodes is the table's.
+async fn check_rest(file: &str) -> usize {
+    use a2a_error::Client;
+    use a2a_error::client::ClientError;
+    use a2a_error::resilience::RetryPolicy;
+    let mut decoded = 0;
+    for reply in replies(file).into_iter().filter(|r| r["binding"] == "rest") {
+        let case = reply["case"].as_str().unwrap().to_owned();
+        let expected = expected_kind(peer_of(file), "rest", &case);
+        let status = reply["http_status"].as_u64().unwrap() as u16;
+        let body = reply["body"].clone();
+        let served = reply.clone();
+        let app = axum::Router::new().fallback(move || {
+            let body = served["body"].to_string();
+            async move {
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    [("content-type", "application/json")],
+                    body,
+                )
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = Client::<StandardError>::rest(url)
+            .retry(RetryPolicy::none())
+            .build()
+            .unwrap();
+        let (method, params) = match case.as_str() {
+            "cancel unknown task" => ("CancelTask", serde_json::json!({"id": "t-1"})),
+            "validation failed" => (
+                "SendMessage",
+                serde_json::json!({"message": {"messageId": "m", "parts": [{"text": "hi"}]}}),
+            ),
+            _ => ("GetTask", serde_json::json!({"id": "t-1"})),
+        };
+        let result = client.call::<_, Value>(method, &params).await;
+        match (expected, result) {
+            (None, Ok(_)) => {}
+            (Some(kind), Err(ClientError::Remote { error, reply })) => {
+                assert_eq!(error.kind(), kind, "{file}: {case}");
+                // The status and the message as the peer sent them.
+                assert_eq!(reply.http.as_ref().map(|h| h.status), Some(status));
+                assert_eq!(
+                    Some(reply.error.message()),
+                    body["error"]["message"].as_str()
+                );
+                decoded += 1;
+            }
+            (expected, other) => panic!("{file}: {case}: expected {expected:?}, got {other:?}"),
+        }
+    }
+    decoded
 }
 
-#[test]
-fn js_sdk_replies_decode() {
-    assert_eq!(check_peer("peer-replies-a2a-js-1.3.0.json"), 10);
+#[tokio::test]
+async fn python_sdk_replies_decode() {
+    let file = "peer-replies-a2a-python-1.3.0.json";
+    assert_eq!(check_jsonrpc(file), 8);
+    assert_eq!(check_rest(file).await, 4);
+}
+
+#[tokio::test]
+async fn js_sdk_replies_decode() {
+    let file = "peer-replies-a2a-js-1.3.0.json";
+    assert_eq!(check_jsonrpc(file), 7);
+    assert_eq!(check_rest(file).await, 3);
 }
 
 #[test]

@@ -270,18 +270,32 @@ async fn equal_and_decorrelated_jitter_and_none() {
     assert_eq!(script.gaps(), [100 * MS, 200 * MS, 300 * MS, 300 * MS]);
 }
 
+/// A random source that always draws `self.0`.
+struct Draw(f64);
+
+impl Random for Draw {
+    fn next_f64(&self) -> f64 {
+        self.0
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn cap_applies_after_jitter() {
-    // Decorrelated jitter with r close to 1 overshoots the cap before clamping.
-    let script = Script::failing(unavailable, 3);
-    let (p, seen) = policy(3);
-    let p = p
-        .jitter(Jitter::Decorrelated)
-        .base_delay(400 * MS)
-        .max_delay(500 * MS);
-    run(&script, p, call()).await.unwrap();
-    assert!(seen.lock().unwrap().iter().all(|(_, d)| *d <= 500 * MS));
-    assert!(script.gaps().iter().all(|d| *d <= 500 * MS));
+    // Decorrelated jitter draws from [base, 3 × the previous delay]: 400 ms to 1.2 s here. A
+    // draw of 0.99 is ~1.19 s, over the 500 ms cap, so every wait is the cap exactly; a draw
+    // of 0 is the base, under it.
+    for (draw, expected) in [(0.99, 500 * MS), (0.0, 400 * MS)] {
+        let script = Script::failing(unavailable, 3);
+        let (p, seen) = policy(3);
+        let p = p
+            .random(Draw(draw))
+            .jitter(Jitter::Decorrelated)
+            .base_delay(400 * MS)
+            .max_delay(500 * MS);
+        run(&script, p, call()).await.unwrap();
+        assert_eq!(script.gaps(), [expected; 3], "draw {draw}");
+        assert!(seen.lock().unwrap().iter().all(|(_, d)| *d == expected));
+    }
 }
 
 #[tokio::test(start_paused = true)]
