@@ -362,17 +362,47 @@ mod client {
         .increment(1);
     }
 
-    /// A retry is about to wait: `wait` says how long and whose delay it is.
+    /// A circuit breaker of `agent` (an agent's or a dependency's name) was made, or its state
+    /// is now the one `gauge` stands for.
+    pub(crate) fn breaker_state(agent: &str, gauge: f64) {
+        metrics::gauge!("a2a.breaker.state", "agent" => agent.to_owned()).set(gauge);
+    }
+
+    /// A breaker refused a call: its circuit is open.
+    pub(crate) fn breaker_rejected(agent: &str) {
+        metrics::counter!("a2a.breaker.rejections", "agent" => agent.to_owned()).increment(1);
+    }
+
+    /// A breaker went `from` one state `to` another (whose gauge value is `gauge`).
+    pub(crate) fn breaker_transition(
+        agent: &str,
+        from: &'static str,
+        to: &'static str,
+        gauge: f64,
+    ) {
+        breaker_state(agent, gauge);
+        metrics::counter!(
+            "a2a.breaker.transitions",
+            "agent" => agent.to_owned(),
+            "from" => from,
+            "to" => to
+        )
+        .increment(1);
+    }
+
+    /// A retry is about to wait `delay`; `source` says whose delay it is (`retry-after` or
+    /// `backoff`).
     pub(crate) fn retry(
         request: &impl Request,
         attempt: u32,
         error: &impl Classify,
-        wait: crate::resilience::retry::Wait,
+        delay: Duration,
+        source: &'static str,
     ) {
         let reason = failure_label(error);
         let target = request.target();
         let operation = request.operation();
-        let delay_ms = wait.delay.as_millis() as u64;
+        let delay_ms = delay.as_millis() as u64;
         match request.callee() {
             Callee::Agent => tracing::info!(
                 agent = target,
@@ -380,7 +410,7 @@ mod client {
                 http.request.resend_count = attempt,
                 error.r#type = &*reason,
                 delay_ms,
-                delay.source = wait.source.as_str(),
+                delay.source = source,
                 "retrying"
             ),
             Callee::Dependency => tracing::info!(
@@ -389,7 +419,7 @@ mod client {
                 http.request.resend_count = attempt,
                 error.r#type = &*reason,
                 delay_ms,
-                delay.source = wait.source.as_str(),
+                delay.source = source,
                 "retrying"
             ),
         }

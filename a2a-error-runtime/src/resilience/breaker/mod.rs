@@ -257,8 +257,7 @@ impl CircuitBreaker {
                 transitions: Mutex::new(()),
             }),
         };
-        metrics::gauge!(GAUGE, "agent" => breaker.core.agent.to_string())
-            .set(State::Closed.gauge());
+        crate::observe::breaker_state(&breaker.core.agent, State::Closed.gauge());
         breaker
     }
 
@@ -338,8 +337,6 @@ impl CircuitBreaker {
     }
 }
 
-const GAUGE: &str = "a2a.breaker.state";
-
 fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -411,7 +408,7 @@ impl Core {
 
     fn reject(&self, retry_after: Duration) -> CircuitOpen {
         self.rejected.fetch_add(1, Ordering::Relaxed);
-        metrics::counter!("a2a.breaker.rejections", "agent" => self.agent.to_string()).increment(1);
+        crate::observe::breaker_rejected(&self.agent);
         tracing::debug!(
             agent = &*self.agent,
             retry_after_ms = retry_after.as_millis() as u64,
@@ -500,15 +497,7 @@ impl Core {
         self.state.store(to.to_u8(), Ordering::Release);
         drop(guard);
         let from = State::from_u8(current);
-        let agent = self.agent.to_string();
-        metrics::gauge!(GAUGE, "agent" => agent.clone()).set(to.gauge());
-        metrics::counter!(
-            "a2a.breaker.transitions",
-            "agent" => agent,
-            "from" => from.as_str(),
-            "to" => to.as_str()
-        )
-        .increment(1);
+        crate::observe::breaker_transition(&self.agent, from.as_str(), to.as_str(), to.gauge());
         tracing::info!(
             agent = &*self.agent,
             from = from.as_str(),

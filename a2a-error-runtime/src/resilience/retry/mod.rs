@@ -9,6 +9,5 @@ mod service;
 pub use backoff::{Backoff, Jitter};
 pub use budget::RetryBudget;
 pub use future::RetryFuture;
-pub(crate) use policy::Wait;
 pub use policy::{RetryPolicy, RetrySafety};
 pub use service::{Retry, RetryLayer};

@@ -202,7 +202,7 @@ where
                 break Err(error);
             };
             policy.notify(attempt, &error, wait.delay);
-            crate::observe::retry(&request, attempt, &error, wait);
+            crate::observe::retry(&request, attempt, &error, wait.delay, wait.source.as_str());
             tokio::time::sleep(wait.delay).await;
             attempt += 1;
             let span = tracing::debug_span!(
