@@ -43,7 +43,7 @@
 //! that calls no agent needs only `axum`.
 //!
 //! The guides are in [`guide`]: [errors](guide::errors), [serving](guide::serving),
-//! [calling](guide::calling), [chains](guide::chains), [dependencies](guide::dependencies).
+//! [calling](guide::calling), [chains](guide::chains), [dependencies](guide::dependencies), [testing](guide::testing).
 #![deny(missing_docs)]
 
 pub use a2a_error_runtime::*;
@@ -67,6 +67,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/guides/dependencies.md")]
     pub mod dependencies {}
+
+    #[doc = include_str!("../docs/guides/testing.md")]
+    pub mod testing {}
 }
 
 // The README's and the attribute reference's examples, compiled and run as doctests.

@@ -6,8 +6,8 @@ mod common;
 
 use std::time::{Duration, Instant, SystemTime};
 
+use a2a_error_testkit::{FaultService, Reply, closed_url};
 use common::ExampleProcess;
-use common::fake_provider::{Answer, FakeProvider, closed_url};
 use common::requests::{rpc, rpc_with, send};
 use serde_json::{Value, json};
 
@@ -71,7 +71,7 @@ fn retryable(reply: &Value) -> Option<bool> {
 }
 
 /// Nothing of a provider's own text, its address or a Rust type reaches the wire.
-fn assert_clean(reply: &Value, providers: &[&FakeProvider]) {
+fn assert_clean(reply: &Value, providers: &[&FaultService]) {
     let text = reply.to_string();
     for word in [
         "provider-internal-secret",
@@ -93,8 +93,8 @@ fn assert_clean(reply: &Value, providers: &[&FakeProvider]) {
 
 #[tokio::test]
 async fn a_rate_limited_model_is_retried_after_its_delay_and_asked_exactly() {
-    let primary = FakeProvider::start(Answer::completion("hello back")).await;
-    primary.script([Answer::status(429).header("retry-after", "1")]);
+    let primary = FaultService::start(Reply::completion("hello back")).await;
+    primary.script([Reply::status(429).header("retry-after", "1")]);
     let (_agent, url) = agent(&primary.url, &[]);
     let started = Instant::now();
     let reply = rpc(&url, send(1, "m-1", "hello")).await;
@@ -119,12 +119,12 @@ async fn a_rate_limited_model_is_retried_after_its_delay_and_asked_exactly() {
 
 #[tokio::test]
 async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
-    let primary = FakeProvider::start(Answer::completion("ok")).await;
+    let primary = FaultService::start(Reply::completion("ok")).await;
     let in_two_seconds = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
     primary.script([
-        Answer::status(503).header("retry-after", in_two_seconds),
+        Reply::status(503).header("retry-after", in_two_seconds),
         // Both sent: the milliseconds win over the 30 seconds.
-        Answer::status(503)
+        Reply::status(503)
             .header("retry-after", "30")
             .header("retry-after-ms", "300"),
     ]);
@@ -153,14 +153,14 @@ async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
 
 #[tokio::test]
 async fn x_should_retry_overrides_the_status_either_way() {
-    let primary = FakeProvider::start(Answer::completion("retried")).await;
-    primary.script([Answer::status(400).header("x-should-retry", "true")]);
+    let primary = FaultService::start(Reply::completion("retried")).await;
+    primary.script([Reply::status(400).header("x-should-retry", "true")]);
     let (_agent, url) = agent(&primary.url, &[]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "retried", "{reply}");
     assert_eq!(primary.received().len(), 2);
 
-    let refusing = FakeProvider::start(Answer::status(503).header("x-should-retry", "false")).await;
+    let refusing = FaultService::start(Reply::status(503).header("x-should-retry", "false")).await;
     let (_agent, url) = agent(&refusing.url, &[]);
     let reply = rpc(&url, send(2, "m-2", "hi")).await;
     assert_eq!(
@@ -174,8 +174,8 @@ async fn x_should_retry_overrides_the_status_either_way() {
 
 #[tokio::test]
 async fn an_overloaded_529_is_retried() {
-    let primary = FakeProvider::start(Answer::completion("after 529")).await;
-    primary.script([Answer::status(529), Answer::status(529)]);
+    let primary = FaultService::start(Reply::completion("after 529")).await;
+    primary.script([Reply::status(529), Reply::status(529)]);
     let (_agent, url) = agent(&primary.url, &[]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "after 529", "{reply}");
@@ -185,8 +185,8 @@ async fn an_overloaded_529_is_retried() {
 #[tokio::test]
 async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_running() {
     let primary =
-        FakeProvider::start(Answer::completion("too late").after(Duration::from_secs(60))).await;
-    let fallback = FakeProvider::start(Answer::completion("from the fallback")).await;
+        FaultService::start(Reply::completion("too late").after(Duration::from_secs(60))).await;
+    let fallback = FaultService::start(Reply::completion("from the fallback")).await;
     let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
     let started = Instant::now();
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "4000"), send(1, "m-1", "hi")).await;
@@ -210,7 +210,7 @@ async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_r
 
     // Nothing answers in time: DEADLINE_EXCEEDED, by the deadline, and nothing left running.
     let slow_fallback =
-        FakeProvider::start(Answer::completion("late").after(Duration::from_secs(60))).await;
+        FaultService::start(Reply::completion("late").after(Duration::from_secs(60))).await;
     let (_agent, url) = agent(&primary.url, &["--fallback-model", &slow_fallback.url]);
     let started = Instant::now();
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "1500"), send(2, "m-2", "hi")).await;
@@ -229,7 +229,7 @@ async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_r
 
 #[tokio::test]
 async fn a_down_primary_hands_over_to_the_fallback_marked_degraded() {
-    let fallback = FakeProvider::start(Answer::completion("fallback here")).await;
+    let fallback = FaultService::start(Reply::completion("fallback here")).await;
     let (_agent, url) = agent(&closed_url(), &["--fallback-model", &fallback.url]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "fallback here", "{reply}");
@@ -243,8 +243,8 @@ async fn a_down_primary_hands_over_to_the_fallback_marked_degraded() {
 #[tokio::test]
 async fn a_refusing_primary_is_rejected_and_not_handed_to_the_fallback() {
     for status in [400, 401, 403, 404, 422] {
-        let primary = FakeProvider::start(Answer::status(status)).await;
-        let fallback = FakeProvider::start(Answer::completion("never")).await;
+        let primary = FaultService::start(Reply::status(status)).await;
+        let fallback = FaultService::start(Reply::completion("never")).await;
         let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
         let reply = rpc(&url, send(1, "m-1", "hi")).await;
         assert_eq!(reason(&reply), "MODEL_REJECTED", "{status}: {reply}");
@@ -263,8 +263,8 @@ async fn a_refusing_primary_is_rejected_and_not_handed_to_the_fallback() {
 
 #[tokio::test]
 async fn the_tool_is_asked_first_and_its_failure_degrades_the_answer() {
-    let model = FakeProvider::start(Answer::completion("answered")).await;
-    let tool = FakeProvider::start(Answer::json(200, json!({"result": "42 results"}))).await;
+    let model = FaultService::start(Reply::completion("answered")).await;
+    let tool = FaultService::start(Reply::json(200, json!({"result": "42 results"}))).await;
     let (_agent, url) = agent(&model.url, &["--tool", &tool.url]);
     let reply = rpc(&url, send(1, "m-1", "search:rust a2a&more")).await;
     assert_eq!(text(&reply), "answered", "{reply}");
@@ -291,8 +291,8 @@ async fn the_tool_is_asked_first_and_its_failure_degrades_the_answer() {
 
 #[tokio::test]
 async fn the_tools_circuit_opens_and_the_agent_still_answers() {
-    let model = FakeProvider::start(Answer::completion("answered")).await;
-    let tool = FakeProvider::start(Answer::status(500)).await;
+    let model = FaultService::start(Reply::completion("answered")).await;
+    let tool = FaultService::start(Reply::status(500)).await;
     let (_agent, url) = agent(&model.url, &["--tool", &tool.url]);
     for i in 0..3 {
         let reply = rpc(&url, send(i, &format!("m-{i}"), "search:q")).await;
@@ -311,7 +311,7 @@ async fn the_tools_circuit_opens_and_the_agent_still_answers() {
 
 #[tokio::test]
 async fn everything_down_is_model_unavailable_with_the_soonest_delay() {
-    let primary = FakeProvider::start(Answer::status(429).header("retry-after", "120")).await;
+    let primary = FaultService::start(Reply::status(429).header("retry-after", "120")).await;
     let (_agent, url) = agent(&primary.url, &["--fallback-model", &closed_url()]);
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "5000"), send(1, "m-1", "hi")).await;
     assert_eq!(reason(&reply), "MODEL_UNAVAILABLE", "{reply}");
@@ -339,8 +339,8 @@ async fn everything_down_is_model_unavailable_with_the_soonest_delay() {
 #[tokio::test]
 async fn a_reply_over_the_limit_is_the_models_failure() {
     let huge = "x".repeat((32 << 20) + 1024);
-    let primary = FakeProvider::start(Answer::completion(&huge)).await;
-    let fallback = FakeProvider::start(Answer::completion("small")).await;
+    let primary = FaultService::start(Reply::completion(&huge)).await;
+    let fallback = FaultService::start(Reply::completion("small")).await;
     let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "small", "{reply}");
@@ -353,10 +353,10 @@ async fn a_reply_over_the_limit_is_the_models_failure() {
 
 #[tokio::test]
 async fn metrics_have_series_per_dependency() {
-    let primary = FakeProvider::start(Answer::completion("ok")).await;
-    primary.script([Answer::status(503)]);
-    let fallback = FakeProvider::start(Answer::completion("ok")).await;
-    let tool = FakeProvider::start(Answer::json(200, json!({"result": "r"}))).await;
+    let primary = FaultService::start(Reply::completion("ok")).await;
+    primary.script([Reply::status(503)]);
+    let fallback = FaultService::start(Reply::completion("ok")).await;
+    let tool = FaultService::start(Reply::json(200, json!({"result": "r"}))).await;
     let (_agent, url) = agent(
         &primary.url,
         &[

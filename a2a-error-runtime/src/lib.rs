@@ -58,6 +58,7 @@ pub use wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 pub use wire::grpc;
 pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 pub use wire::jsonrpc::Id;
+pub use wire::method::{method_name, method_of_route};
 pub use wire::object::{ErrorObject, MAX_DATA_NODES, WireProfile};
 pub use wire::received::{DataValue, ReceivedError};
 pub use wire::remote::RemoteError;

@@ -1,7 +1,6 @@
 //! What the loopback test files share.
 
 pub mod conformance;
-pub mod fake_provider;
 pub mod proxy;
 pub mod redis_server;
 pub mod requests;

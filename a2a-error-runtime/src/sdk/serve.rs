@@ -1056,16 +1056,8 @@ async fn record_rest(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use crate::wire::method::{Verb, for_route};
-    let verb = match *request.method() {
-        axum::http::Method::GET => Some(Verb::Get),
-        axum::http::Method::POST => Some(Verb::Post),
-        axum::http::Method::DELETE => Some(Verb::Delete),
-        _ => None,
-    };
-    let method = verb
-        .and_then(|verb| for_route(verb, request.uri().path()))
-        .map(|method| method.name);
+    let method =
+        crate::wire::method::method_of_route(request.method().as_str(), request.uri().path());
     let began = std::time::Instant::now();
     let response = next.run(request).await;
     crate::observe::a2a_request_served(method, response.status().as_u16() < 400, began.elapsed());

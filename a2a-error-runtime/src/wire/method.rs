@@ -102,7 +102,6 @@ pub(crate) fn lookup(name: &str) -> Option<&'static Method> {
 /// The method whose HTTP+JSON route `verb` and `path` (below the agent's URL, with or without
 /// its leading `/`) are, if any: a route with a suffix after its field (`tasks/{id}:cancel`)
 /// wins over one without (`tasks/{id}`).
-#[cfg(feature = "sdk")]
 pub(crate) fn for_route(verb: Verb, path: &str) -> Option<&'static Method> {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let fits = |method: &Method| {
@@ -125,6 +124,23 @@ pub(crate) fn for_route(verb: Verb, path: &str) -> Option<&'static Method> {
         .iter()
         .filter(|method| method.verb == verb && fits(method))
         .max_by_key(|method| method.path.contains("}:"))
+}
+
+/// The A2A 1.0 name of the method an HTTP+JSON request is (`"GET"`, `"/tasks/t-1"` →
+/// `GetTask`), if any: for servers and test doubles that route REST requests by method.
+pub fn method_of_route(verb: &str, path: &str) -> Option<&'static str> {
+    let verb = match verb {
+        "GET" => Verb::Get,
+        "POST" => Verb::Post,
+        "DELETE" => Verb::Delete,
+        _ => return None,
+    };
+    for_route(verb, path).map(|method| method.name)
+}
+
+/// The A2A 1.0 name of `name` (a 1.0 name or a 0.3 alias), if it is an A2A method.
+pub fn method_name(name: &str) -> Option<&'static str> {
+    lookup(name).map(|method| method.name)
 }
 
 /// Every spelling of the methods `pick` selects: 1.0 names and 0.3 aliases.
@@ -179,7 +195,6 @@ mod tests {
         assert_eq!(names(|m| m.read).count(), 2 * 5);
     }
 
-    #[cfg(feature = "sdk")]
     #[test]
     fn a_route_names_its_method() {
         let name = |verb, path| for_route(verb, path).map(|method| method.name);

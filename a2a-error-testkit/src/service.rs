@@ -1,38 +1,41 @@
-//! A fake model provider (and tool) on loopback: answers each request from a script the test
-//! writes, and records what it received and which requests were dropped unfinished.
-#![allow(dead_code)]
+//! `FaultService`: an HTTP dependency on loopback (a model provider, a tool) that answers each
+//! request from a script, and records what it received and which requests were dropped.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-/// One scripted answer.
+/// One scripted reply of a [`FaultService`]: a status, headers, a body, and a delay before it.
 #[derive(Clone, Debug)]
-pub struct Answer {
+pub struct Reply {
+    /// The status.
     pub status: u16,
+    /// Headers (`retry-after`, `retry-after-ms`, `x-should-retry`, …).
     pub headers: Vec<(&'static str, String)>,
+    /// The body.
     pub body: Vec<u8>,
+    /// How long to wait before answering.
     pub delay: Duration,
 }
 
-impl Answer {
+impl Reply {
     /// A chat completion whose content is `text`.
-    pub fn completion(text: &str) -> Answer {
-        Answer::json(
+    pub fn completion(text: &str) -> Reply {
+        Reply::json(
             200,
             json!({"choices": [{"message": {"role": "assistant", "content": text}}]}),
         )
     }
 
     /// `status` with a JSON body.
-    pub fn json(status: u16, body: Value) -> Answer {
-        Answer {
+    pub fn json(status: u16, body: Value) -> Reply {
+        Reply {
             status,
             headers: vec![("content-type", "application/json".into())],
             body: body.to_string().into_bytes(),
@@ -42,52 +45,81 @@ impl Answer {
 
     /// `status` with a body that names the provider's internals (which must never reach the
     /// agent's caller).
-    pub fn status(status: u16) -> Answer {
-        Answer::json(
+    pub fn status(status: u16) -> Reply {
+        Reply::json(
             status,
             json!({"error": {"message": "provider-internal-secret at /srv/llm"}}),
         )
     }
 
-    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Answer {
+    /// Adds a header.
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
         self.headers.push((name, value.into()));
         self
     }
 
-    pub fn after(mut self, delay: Duration) -> Answer {
+    /// Waits `delay` before answering.
+    pub fn after(mut self, delay: Duration) -> Reply {
         self.delay = delay;
         self
     }
 }
 
-/// What the fake received.
+/// One request as the fault service received it.
 #[derive(Clone, Debug)]
-pub struct Received {
+pub struct Request {
+    /// The HTTP method.
     pub method: String,
+    /// The path and query.
     pub path_and_query: String,
+    /// The headers.
     pub headers: HeaderMap,
+    /// The body (at most 1 MiB is read).
     pub body: Bytes,
+    /// When it arrived.
     pub at: Instant,
 }
 
 #[derive(Default)]
 struct Script {
-    answers: VecDeque<Answer>,
-    otherwise: Option<Answer>,
-    received: Vec<Received>,
+    answers: VecDeque<Reply>,
+    otherwise: Option<Reply>,
+    received: Vec<Request>,
     dropped: Vec<Instant>,
 }
 
-/// A fake provider: its base URL and its script.
+/// An HTTP service on 127.0.0.1 that answers every request from a script: in order, then a
+/// default. For the dependencies an agent calls: a model provider (statuses, `Retry-After`,
+/// `retry-after-ms`, `x-should-retry`, delays), a tool.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use a2a_error_testkit::{FaultService, Reply};
+///
+/// let model = FaultService::start(Reply::completion("hello")).await;
+/// model.script([Reply::status(429).header("retry-after", "1")]);
+/// // … point the HttpDependency under test at model.url …
+/// assert!(model.received().is_empty());
+/// # }
+/// ```
 #[derive(Clone)]
-pub struct FakeProvider {
+pub struct FaultService {
+    /// Its base URL (`http://127.0.0.1:PORT`).
     pub url: String,
     script: Arc<Mutex<Script>>,
 }
 
-impl FakeProvider {
-    /// Starts one on loopback; it answers `otherwise` once the scripted answers are spent.
-    pub async fn start(otherwise: Answer) -> FakeProvider {
+impl std::fmt::Debug for FaultService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultService")
+            .field("url", &self.url)
+            .finish()
+    }
+}
+
+impl FaultService {
+    /// Starts one on loopback; it answers `otherwise` once the scripted replies are spent.
+    pub async fn start(otherwise: Reply) -> FaultService {
         let script = Arc::new(Mutex::new(Script {
             otherwise: Some(otherwise),
             ..Script::default()
@@ -98,15 +130,16 @@ impl FakeProvider {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeProvider { url, script }
+        FaultService { url, script }
     }
 
-    /// Answers the next requests with `answers`, in order.
-    pub fn script(&self, answers: impl IntoIterator<Item = Answer>) {
+    /// Answers the next requests with `replies`, in order.
+    pub fn script(&self, answers: impl IntoIterator<Item = Reply>) {
         self.script.lock().unwrap().answers.extend(answers);
     }
 
-    pub fn received(&self) -> Vec<Received> {
+    /// Every request received, in order.
+    pub fn received(&self) -> Vec<Request> {
         self.script.lock().unwrap().received.clone()
     }
 
@@ -127,14 +160,17 @@ impl Drop for OnDrop {
     }
 }
 
-async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> Response {
+async fn answer(
+    State(script): State<Arc<Mutex<Script>>>,
+    request: axum::extract::Request,
+) -> Response {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, 1 << 20)
         .await
         .unwrap_or_default();
     let answer = {
         let mut script = script.lock().unwrap();
-        script.received.push(Received {
+        script.received.push(Request {
             method: parts.method.to_string(),
             path_and_query: parts
                 .uri
@@ -163,7 +199,7 @@ async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> R
     response
 }
 
-/// A URL where nothing listens.
+/// A URL where nothing listens (a port bound and released): a dependency that is down.
 pub fn closed_url() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

@@ -1,0 +1,24 @@
+//! Test doubles for agents built with a2a-error, to prove in your own CI that your agent
+//! survives peers and dependencies that fail: add it as a dev-dependency.
+//!
+//! - [`FaultAgent`]: an A2A agent on loopback (JSON-RPC, HTTP+JSON, SSE) answering every call
+//!   from a script: a result, an A2A error with its reason, metadata and RetryInfo, a bare
+//!   HTTP status, a delay, a reset connection, a black hole, a trickle, malformed bytes, a
+//!   stream that fails after N events. It records what it received (method, headers,
+//!   deadline, messageId, `traceparent`).
+//! - [`FaultService`]: an HTTP dependency on loopback (a model provider, a tool) answering
+//!   from a script: statuses, `Retry-After`, `retry-after-ms`, `x-should-retry`, delays.
+//! - [`ChaosLayer`]: failures and latency injected at a rate, seeded, into any tower stack.
+//!
+//! The guide is `docs/guides/testing.md` in the repository (`a2a_error::guide::testing`).
+#![deny(missing_docs)]
+
+mod agent;
+mod answer;
+mod chaos;
+mod service;
+
+pub use agent::{FaultAgent, Received};
+pub use answer::{Answer, ErrorAnswer};
+pub use chaos::{Chaos, ChaosLayer};
+pub use service::{FaultService, Reply, Request, closed_url};
