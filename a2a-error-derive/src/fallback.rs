@@ -37,7 +37,7 @@ pub fn expand(input: &Input) -> TokenStream {
         TokenStream::new()
     };
     let unreachable = quote!({ let _ = error; #p::unreachable!() });
-    let into_sdk = crate::expand::sdk_impl(input, &error_where, &unreachable, &unreachable);
+    let into_sdk = crate::sdk::sdk_impl(input, &error_where, &unreachable, &unreachable);
     quote! {
         #error_check
         #into_sdk

@@ -2,9 +2,10 @@
 //! the attribute reference (`src/attributes.md`).
 //!
 //! parse (`attr`, `ast`) → resolve table defaults (`wire`) → check (`valid`) → generate
-//! (`expand`, with `bounds` and `kind`). Every attribute error is collected (`ctxt`) and
-//! reported at once; on invalid input `fallback` still emits every item next to the
-//! `compile_error!`s, so one mistake gives one error.
+//! (`expand/`, one impl a file, with `bounds`, `kind` and `sdk`). Every attribute error is
+//! collected (`ctxt`) and reported at once; on invalid input `fallback` still emits every item
+//! next to the `compile_error!`s, so one mistake gives one error. [`derive`] is the one place
+//! that chooses between the two, so `expand` and `fallback` never name each other.
 
 mod ast;
 mod attr;
@@ -14,16 +15,41 @@ mod ctxt;
 mod expand;
 mod fallback;
 mod kind;
+mod sdk;
 mod template;
 mod valid;
 mod wire;
 
-use proc_macro::TokenStream;
+use quote::quote;
 use syn::{DeriveInput, parse_macro_input};
+
+use ctxt::Ctxt;
+use wire::Shape;
 
 #[doc = include_str!("attributes.md")]
 #[proc_macro_derive(A2aError, attributes(a2a))]
-pub fn derive_a2a_error(input: TokenStream) -> TokenStream {
+pub fn derive_a2a_error(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    expand::derive(&input).into()
+    derive(&input).into()
+}
+
+/// The stages in order; on invalid input, the errors and the fallback's items.
+fn derive(node: &DeriveInput) -> proc_macro2::TokenStream {
+    let cx = Ctxt::default();
+    let Some(input) = ast::Input::from_syn(&cx, node) else {
+        return cx.into_compile_errors();
+    };
+    let shapes: Vec<Shape> = input
+        .variants
+        .iter()
+        .map(|variant| wire::resolve(&cx, &input, variant))
+        .collect();
+    valid::check(&cx, &input, &shapes);
+    if cx.has_errors() {
+        // Still emit the impls, so the one mistake is the only error the user sees.
+        let fallback = fallback::expand(&input);
+        let errors = cx.into_compile_errors();
+        return quote!(#errors #fallback);
+    }
+    expand::Expander::new(&input, &shapes).all()
 }
