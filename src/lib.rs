@@ -23,16 +23,13 @@
 //! assert!(matches!(AgentError::from_error_object(&object), Some(AgentError::RateLimited)));
 //! ```
 //!
-//! The crate is built in floors, each standing only on the ones below:
-//!
-//! | floor | where | what |
-//! |---|---|---|
-//! | 0 | the crate root, [`code`] | the wire model, no I/O: [`A2aError`], [`ErrorObject`], [`RemoteError`], [`StandardError`], [`WireProfile`] |
-//! | 1 | [`server`] (feature `axum`) | the JSON-RPC endpoint [`server::JsonRpc`], REST error responses, SSE, limits, dedup |
-//! | 1 | [`client`] (feature `client`) | [`client::Call`], [`client::ClientError`], the HTTP [`client::Transport`]; [`client::Request`] and [`client::Classify`], what every layer reads of any request and any failure |
-//! | 2 | [`resilience`] (feature `client`) | tower layers over any service: [`resilience::TotalTimeoutLayer`], [`resilience::RetryLayer`], [`resilience::breaker::CircuitBreakerLayer`], [`resilience::BulkheadLayer`], [`resilience::AttemptTimeoutLayer`], stacked by [`resilience::Stack`]; and across callees: [`resilience::FanOut`], [`resilience::Fallback`] |
-//! | 3 | [`Client`], [`dependency`] (feature `client`) | the typed client of agents ([`ClientBuilder`]); the same stack for model providers, tools and any other call ([`dependency::HttpDependency`], [`dependency::Dependency`]) |
-//! | 4 | [`sdk`] (feature `sdk`) | the bridge to the official Rust SDK |
+//! Where things are: the wire model at the crate root ([`code`], [`A2aError`], [`ErrorObject`],
+//! [`RemoteError`], [`StandardError`]); [`server`] (feature `axum`: the JSON-RPC endpoint, REST
+//! error responses, SSE, limits, dedup); [`client`] (feature `client`: a call, its errors, the
+//! transports, and [`client::Classify`], the one reading of a failure); [`resilience`] (the
+//! layers, over any call); [`Client`] (agents) and [`dependency`] (models, tools, any other
+//! call); `sdk` (feature `sdk`: the bridge to the official Rust SDK). How they stand on each
+//! other is the [architecture](https://github.com/a2a-error/a2a-error/blob/main/docs/architecture.md).
 //!
 //! Across the floors: a handler's deadline is inherited by the calls it makes
 //! ([`with_deadline`] for tasks you spawn), and every metric name is listed in [`observe`].

@@ -1,15 +1,9 @@
 //! The runtime behind `#[derive(A2aError)]`. Use it through the `a2a-error` crate, which
 //! re-exports everything here, one path per item, together with the derive.
 //!
-//! The modules are the floors of the house; each stands only on the ones below it:
-//!
-//! | floor | module | what it is |
-//! |---|---|---|
-//! | 0 | the crate root, [`code`] | the wire model: no I/O, no async |
-//! | 1 | `server` (feature `axum`), `client` (feature `client`) | the two sides of HTTP; neither names the other |
-//! | 2 | `resilience` (feature `client`) | tower layers over any service, one idea each (timeouts, retry, breaker, bulkhead, hedging), stacked by `Stack`; fan-out and fallback |
-//! | 3 | `Client`, `dependency` (feature `client`) | the typed client that stacks them for agents; the same stack for HTTP services and any other call |
-//! | 4 | [`sdk`] (feature `sdk`) | the bridge to the official Rust SDK: its handlers served, its client's transport |
+//! The modules are the floors of the house, each standing only on the ones below it; the one
+//! table of them is the repository's
+//! [architecture](https://github.com/a2a-error/a2a-error/blob/main/docs/architecture.md).
 #![deny(missing_docs)]
 
 mod wire;
