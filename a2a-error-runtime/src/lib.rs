@@ -11,6 +11,9 @@ mod wire;
 #[cfg(feature = "axum")]
 pub mod server;
 
+#[cfg(feature = "axum")]
+pub mod bounded;
+
 #[cfg(feature = "client")]
 pub mod client;
 

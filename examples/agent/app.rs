@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a_error::server::bounded::{BoundedMap, Change};
+use a2a_error::bounded::{BoundedMap, Change};
 use a2a_error::server::rest::{self, Json};
 use a2a_error::server::{Dedup, DedupError, DedupStore, JsonRpc, MemoryStore, RequestContext};
 use a2a_error::{A2aError, StandardError};

@@ -9,8 +9,8 @@ use a2a::{
     A2AError, AgentCapabilities, AgentCard, Artifact, Message, Part, Role, StreamResponse,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
+use a2a_error::bounded::{BoundedMap, Change};
 use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson, SendDedup};
-use a2a_error::server::bounded::{BoundedMap, Change};
 use a2a_error::server::{Dedup, DedupStore};
 use a2a_error::{A2aError, StandardError};
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};

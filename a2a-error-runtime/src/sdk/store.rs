@@ -8,7 +8,7 @@ use a2a_server::TaskStore;
 use a2a_server::task_store::TaskVersion;
 
 use super::executor::failed_task_status;
-use crate::server::bounded::{BoundedMap, Change};
+use crate::bounded::{BoundedMap, Change};
 use crate::wire::error::A2aError;
 use crate::wire::remote::RemoteError;
 use crate::wire::standard::StandardError;

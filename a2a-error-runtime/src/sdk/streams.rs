@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use crate::server::bounded::{BoundedMap, Change};
+use crate::bounded::{BoundedMap, Change};
 
 /// How long a stream's record is kept.
 const WINDOW: Duration = Duration::from_secs(600);

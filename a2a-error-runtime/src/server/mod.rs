@@ -2,7 +2,6 @@
 //! responses, SSE streams that end in an error event, task-level failures, and a dedup cache
 //! that makes client retries of `SendMessage` safe.
 
-pub mod bounded;
 mod dedup;
 pub(crate) mod endpoint;
 pub(crate) mod log;

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures_util::future::{BoxFuture, ready};
 
 use super::store::{DedupStore, StoreError, outcome_record, read_record};
-use crate::server::bounded::{BoundedMap, Change};
+use crate::bounded::{BoundedMap, Change};
 use crate::wire::error::A2aError;
 use crate::wire::standard::StandardError;
 

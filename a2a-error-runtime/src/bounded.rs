@@ -1,12 +1,13 @@
 //! [`BoundedMap`]: an in-process map of records that callers can add to, bounded by entries
-//! and by bytes, with a time to live per record. The dedup's [`MemoryStore`] and the bridge's
+//! and by bytes, with a time to live per record: a container every floor that keeps what
+//! callers send uses (the server's dedup, the SDK bridge's tasks, an agent's own state). The dedup's [`MemoryStore`] and the bridge's
 //! `MemoryTaskStore` keep their records in one; so can an agent's own state keyed by what
 //! callers send (tasks, attempts), which must not grow without bound.
 //!
 //! ```
 //! # use a2a_error_runtime as a2a_error;
 //! use std::time::Duration;
-//! use a2a_error::server::bounded::{BoundedMap, Change};
+//! use a2a_error::bounded::{BoundedMap, Change};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -26,7 +27,7 @@
 //! # }
 //! ```
 //!
-//! [`MemoryStore`]: super::MemoryStore
+//! [`MemoryStore`]: crate::server::MemoryStore
 //!
 //! Why not moka, which these maps used before: under a steady stream of new keys (every
 //! SendMessage is one) a full moka cache evicts as fast as it inserts, and its lock-free hash
