@@ -120,24 +120,32 @@ async fn a_rate_limited_model_is_retried_after_its_delay_and_asked_exactly() {
 #[tokio::test]
 async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
     let primary = FaultService::start(Reply::completion("ok")).await;
-    let in_two_seconds = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
+    let (_agent, url) = agent(&primary.url, &[]);
+    // An HTTP date three seconds ahead (to the second, as dates are), read here as an instant:
+    // the retry must not come before it, however long anything here took.
+    let date = SystemTime::now() + Duration::from_secs(3);
+    let text_date = httpdate::fmt_http_date(date);
+    let not_before = Instant::now()
+        + httpdate::parse_http_date(&text_date)
+            .unwrap()
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
     primary.script([
-        Reply::status(503).header("retry-after", in_two_seconds),
+        Reply::status(503).header("retry-after", text_date),
         // Both sent: the milliseconds win over the 30 seconds.
         Reply::status(503)
             .header("retry-after", "30")
             .header("retry-after-ms", "300"),
     ]);
-    let (_agent, url) = agent(&primary.url, &[]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "ok", "{reply}");
     let at: Vec<Instant> = primary.received().iter().map(|r| r.at).collect();
     assert_eq!(at.len(), 3);
-    // An HTTP date is a second-granular instant: at least one second after the first reply.
+    // Not before the date (a clock read apart, hence the few milliseconds).
     assert!(
-        at[1] - at[0] >= Duration::from_millis(950),
-        "{:?}",
-        at[1] - at[0]
+        at[1] + Duration::from_millis(20) >= not_before,
+        "{:?} early",
+        not_before - at[1]
     );
     assert!(
         at[2] - at[1] >= Duration::from_millis(280),
