@@ -36,6 +36,7 @@ use crate::server::scope::{self, Scope};
 use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
 use crate::server::{Refusal, fingerprint};
 use crate::wire::error::A2aError;
+use crate::wire::method;
 use crate::wire::object::ErrorObject;
 use crate::wire::remote::RemoteError;
 use crate::wire::standard::StandardError;
@@ -190,17 +191,26 @@ impl<H: RequestHandler> Bridge<H> {
     /// [`rest_router`](Self::rest_router), or take both from [`router`](Self::router).
     pub fn json_rpc(&self) -> JsonRpc<Self> {
         let rpc = JsonRpc::with_state(self.clone())
-            .method("SendMessage", rpc_send::<H>)
-            .stream("SendStreamingMessage", rpc_send_streaming::<H>)
-            .method("GetTask", rpc_get_task::<H>)
-            .method("ListTasks", rpc_list_tasks::<H>)
-            .method("CancelTask", rpc_cancel_task::<H>)
-            .stream("SubscribeToTask", rpc_subscribe::<H>)
-            .method("CreateTaskPushNotificationConfig", rpc_create_push::<H>)
-            .method("GetTaskPushNotificationConfig", rpc_get_push::<H>)
-            .method("ListTaskPushNotificationConfigs", rpc_list_push::<H>)
-            .method("DeleteTaskPushNotificationConfig", rpc_delete_push::<H>)
-            .method("GetExtendedAgentCard", rpc_extended_card::<H>);
+            .method(method::SEND_MESSAGE, rpc_send::<H>)
+            .stream(method::SEND_STREAMING_MESSAGE, rpc_send_streaming::<H>)
+            .method(method::GET_TASK, rpc_get_task::<H>)
+            .method(method::LIST_TASKS, rpc_list_tasks::<H>)
+            .method(method::CANCEL_TASK, rpc_cancel_task::<H>)
+            .stream(method::SUBSCRIBE_TO_TASK, rpc_subscribe::<H>)
+            .method(
+                method::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+                rpc_create_push::<H>,
+            )
+            .method(method::GET_TASK_PUSH_NOTIFICATION_CONFIG, rpc_get_push::<H>)
+            .method(
+                method::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
+                rpc_list_push::<H>,
+            )
+            .method(
+                method::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
+                rpc_delete_push::<H>,
+            )
+            .method(method::GET_EXTENDED_AGENT_CARD, rpc_extended_card::<H>);
         let rpc = crate::wire::method::METHODS
             .iter()
             .fold(rpc, |rpc, method| rpc.alias(method.alias, method.name));
@@ -351,7 +361,9 @@ impl<H: RequestHandler> Bridge<H> {
         // Boxed: the dedup's future holds the SDK's request and call (~3 KiB), and every
         // future that held it inline would copy it again when moved.
         Box::pin(
-            dedup.run_fingerprinted("SendMessage", headers, &id, &message, move || work(request)),
+            dedup.run_fingerprinted(method::SEND_MESSAGE, headers, &id, &message, move || {
+                work(request)
+            }),
         )
         .await
     }

@@ -20,6 +20,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use super::error::from_client_failure;
 use crate::client::{Call, ClientError, Reply};
 use crate::typed::{Client, ClientBuilder};
+use crate::wire::method;
 use crate::wire::remote::RemoteError;
 
 /// The SDK client's `Transport` over this crate's [`Client`]: the total timeout, retries
@@ -152,7 +153,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
-        self.unary("SendMessage", params, req).await
+        self.unary(method::SEND_MESSAGE, params, req).await
     }
 
     async fn send_streaming_message(
@@ -160,7 +161,8 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &SendMessageRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
-        self.stream("SendStreamingMessage", params, req).await
+        self.stream(method::SEND_STREAMING_MESSAGE, params, req)
+            .await
     }
 
     async fn get_task(
@@ -168,7 +170,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &GetTaskRequest,
     ) -> Result<Task, A2AError> {
-        self.unary("GetTask", params, req).await
+        self.unary(method::GET_TASK, params, req).await
     }
 
     async fn list_tasks(
@@ -176,7 +178,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &ListTasksRequest,
     ) -> Result<ListTasksResponse, A2AError> {
-        self.unary("ListTasks", params, req).await
+        self.unary(method::LIST_TASKS, params, req).await
     }
 
     async fn cancel_task(
@@ -184,7 +186,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &CancelTaskRequest,
     ) -> Result<Task, A2AError> {
-        self.unary("CancelTask", params, req).await
+        self.unary(method::CANCEL_TASK, params, req).await
     }
 
     async fn subscribe_to_task(
@@ -192,7 +194,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &SubscribeToTaskRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
-        self.stream("SubscribeToTask", params, req).await
+        self.stream(method::SUBSCRIBE_TO_TASK, params, req).await
     }
 
     async fn create_push_config(
@@ -200,7 +202,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        self.unary("CreateTaskPushNotificationConfig", params, req)
+        self.unary(method::CREATE_TASK_PUSH_NOTIFICATION_CONFIG, params, req)
             .await
     }
 
@@ -209,7 +211,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &GetTaskPushNotificationConfigRequest,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        self.unary("GetTaskPushNotificationConfig", params, req)
+        self.unary(method::GET_TASK_PUSH_NOTIFICATION_CONFIG, params, req)
             .await
     }
 
@@ -218,7 +220,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
-        self.unary("ListTaskPushNotificationConfigs", params, req)
+        self.unary(method::LIST_TASK_PUSH_NOTIFICATION_CONFIGS, params, req)
             .await
     }
 
@@ -227,7 +229,7 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2AError> {
-        let call = call("DeleteTaskPushNotificationConfig", params, req)?;
+        let call = call(method::DELETE_TASK_PUSH_NOTIFICATION_CONFIG, params, req)?;
         match self.client.send(call).await {
             Ok(_) => Ok(()),
             Err(error) => Err(from_client_failure(&error)),
@@ -239,7 +241,8 @@ impl a2a_client::Transport for Transport {
         params: &ServiceParams,
         req: &GetExtendedAgentCardRequest,
     ) -> Result<AgentCard, A2AError> {
-        self.unary("GetExtendedAgentCard", params, req).await
+        self.unary(method::GET_EXTENDED_AGENT_CARD, params, req)
+            .await
     }
 
     async fn destroy(&self) -> Result<(), A2AError> {

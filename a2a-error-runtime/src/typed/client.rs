@@ -17,6 +17,7 @@ use super::builder::{ClientBuilder, Dial};
 use crate::client::{Call, ClientError, Downstream, EventStream, Reply, Timeout};
 use crate::resilience::breaker::CircuitBreaker;
 use crate::wire::error::{A2aError, FromErrorObject};
+use crate::wire::method;
 use crate::wire::remote::RemoteError;
 
 /// A client of one agent: calls go through the stack it was built with (by default a total
@@ -191,7 +192,7 @@ where
         P: Serialize + ?Sized,
         R: DeserializeOwned,
     {
-        self.call("SendMessage", request).await
+        self.call(method::SEND_MESSAGE, request).await
     }
 
     /// Calls a streaming method. Failures before the first event are retried like any call;
@@ -222,7 +223,7 @@ where
     where
         P: Serialize + ?Sized,
     {
-        self.stream("SendStreamingMessage", request).await
+        self.stream(method::SEND_STREAMING_MESSAGE, request).await
     }
 }
 

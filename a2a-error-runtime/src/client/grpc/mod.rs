@@ -84,26 +84,26 @@ where
         };
     }
     match method.name {
-        "SendMessage" => unary!(pj::SendMessageRequest => pj::SendMessageResponse),
-        "SendStreamingMessage" => streaming!(pj::SendMessageRequest),
-        "GetTask" => unary!(pj::GetTaskRequest => pj::Task),
-        "ListTasks" => unary!(pj::ListTasksRequest => pj::ListTasksResponse),
-        "CancelTask" => unary!(pj::CancelTaskRequest => pj::Task),
-        "SubscribeToTask" => streaming!(pj::SubscribeToTaskRequest),
-        "CreateTaskPushNotificationConfig" => {
+        method::SEND_MESSAGE => unary!(pj::SendMessageRequest => pj::SendMessageResponse),
+        method::SEND_STREAMING_MESSAGE => streaming!(pj::SendMessageRequest),
+        method::GET_TASK => unary!(pj::GetTaskRequest => pj::Task),
+        method::LIST_TASKS => unary!(pj::ListTasksRequest => pj::ListTasksResponse),
+        method::CANCEL_TASK => unary!(pj::CancelTaskRequest => pj::Task),
+        method::SUBSCRIBE_TO_TASK => streaming!(pj::SubscribeToTaskRequest),
+        method::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => {
             unary!(pj::TaskPushNotificationConfig => pj::TaskPushNotificationConfig)
         }
-        "GetTaskPushNotificationConfig" => {
+        method::GET_TASK_PUSH_NOTIFICATION_CONFIG => {
             unary!(pj::GetTaskPushNotificationConfigRequest => pj::TaskPushNotificationConfig)
         }
-        "ListTaskPushNotificationConfigs" => {
+        method::LIST_TASK_PUSH_NOTIFICATION_CONFIGS => {
             unary!(pj::ListTaskPushNotificationConfigsRequest
                 => pj::ListTaskPushNotificationConfigsResponse)
         }
-        "DeleteTaskPushNotificationConfig" => {
+        method::DELETE_TASK_PUSH_NOTIFICATION_CONFIG => {
             unary!(pj::DeleteTaskPushNotificationConfigRequest => ())
         }
-        "GetExtendedAgentCard" => unary!(pj::GetExtendedAgentCardRequest => pj::AgentCard),
+        method::GET_EXTENDED_AGENT_CARD => unary!(pj::GetExtendedAgentCardRequest => pj::AgentCard),
         other => Err(ClientError::InvalidCall {
             detail: format!("{other} has no gRPC method here"),
         }),

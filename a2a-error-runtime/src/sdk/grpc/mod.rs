@@ -39,6 +39,7 @@ use crate::deadline::{earliest, run_until};
 use crate::server::endpoint::{guarded, until};
 use crate::wire::bad_request::BadRequest;
 use crate::wire::grpc::{parse_timeout, to_status};
+use crate::wire::method;
 use crate::wire::standard::StandardError;
 
 /// The gRPC service of a [`Bridge`]: add it to a tonic server with
@@ -188,7 +189,7 @@ fn checked_send(request: &proto::SendMessageRequest) -> Result<(), Status> {
 /// A unary method of the SDK's `RequestHandler`: the request converted from protobuf, the
 /// result converted back.
 macro_rules! unary {
-    ($self:ident, $name:literal, $request:ident, $from:path, $method:ident, $to:expr) => {
+    ($self:ident, $name:expr, $request:ident, $from:path, $method:ident, $to:expr) => {
         $self
             .unary(
                 $name,
@@ -213,7 +214,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::SendMessageResponse>, Status> {
         let bridge = self.bridge.clone();
         self.unary(
-            "SendMessage",
+            method::SEND_MESSAGE,
             request,
             |_, _, headers, deadline, message| async move {
                 checked_send(&message)?;
@@ -242,7 +243,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<StatusStream>, Status> {
         self.streaming(
-            "SendStreamingMessage",
+            method::SEND_STREAMING_MESSAGE,
             request,
             |bridge, headers, deadline, message| async move {
                 checked_send(&message)?;
@@ -262,7 +263,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::Task>, Status> {
         unary!(
             self,
-            "GetTask",
+            method::GET_TASK,
             request,
             pbconv::from_proto_get_task_request,
             get_task,
@@ -276,7 +277,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::ListTasksResponse>, Status> {
         unary!(
             self,
-            "ListTasks",
+            method::LIST_TASKS,
             request,
             pbconv::from_proto_list_tasks_request,
             list_tasks,
@@ -290,7 +291,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::Task>, Status> {
         unary!(
             self,
-            "CancelTask",
+            method::CANCEL_TASK,
             request,
             pbconv::from_proto_cancel_task_request,
             cancel_task,
@@ -305,7 +306,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
         request: Request<proto::SubscribeToTaskRequest>,
     ) -> Result<Response<StatusStream>, Status> {
         self.streaming(
-            "SubscribeToTask",
+            method::SUBSCRIBE_TO_TASK,
             request,
             |bridge, headers, deadline, message| async move {
                 let request = pbconv::from_proto_subscribe_to_task_request(&message);
@@ -324,7 +325,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
         unary!(
             self,
-            "CreateTaskPushNotificationConfig",
+            method::CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
             request,
             pbconv::from_proto_create_task_push_notification_config_request,
             create_push_config,
@@ -338,7 +339,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
         unary!(
             self,
-            "GetTaskPushNotificationConfig",
+            method::GET_TASK_PUSH_NOTIFICATION_CONFIG,
             request,
             pbconv::from_proto_get_task_push_notification_config_request,
             get_push_config,
@@ -352,7 +353,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
         unary!(
             self,
-            "ListTaskPushNotificationConfigs",
+            method::LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
             request,
             pbconv::from_proto_list_task_push_notification_configs_request,
             list_push_configs,
@@ -366,7 +367,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<proto::AgentCard>, Status> {
         unary!(
             self,
-            "GetExtendedAgentCard",
+            method::GET_EXTENDED_AGENT_CARD,
             request,
             pbconv::from_proto_get_extended_agent_card_request,
             get_extended_agent_card,
@@ -380,7 +381,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     ) -> Result<Response<()>, Status> {
         unary!(
             self,
-            "DeleteTaskPushNotificationConfig",
+            method::DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
             request,
             pbconv::from_proto_delete_task_push_notification_config_request,
             delete_push_config,
