@@ -1,34 +1,28 @@
-//! The client over real loopback HTTP: a fault-injecting axum server, the example agent, a
-//! proxy that loses a reply, a raw socket that resets mid-response, and a closed port.
+//! The client over real loopback HTTP: the test kit's fault agent, the example agent, a proxy
+//! that loses a reply, a raw socket that resets mid-response, and a closed port.
 
 #[path = "../examples/agent/app.rs"]
 #[allow(dead_code)]
 mod app;
 mod common;
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use a2a_error::Client;
-use a2a_error::Id;
 use a2a_error::client::{ClientError, Timeout};
 use a2a_error::resilience::{Jitter, RetryPolicy};
-use a2a_error::server::{Binding, sse_response};
 use a2a_error::{A2aError, RemoteError, StandardError};
+use a2a_error_testkit::{Answer, FaultAgent};
 use app::AgentError;
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use common::proxy::{broken_reply, lossy_balancer};
+use common::proxy::lossy_balancer;
 use common::serve;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-/// What the fault server does with one request.
+/// What the fault agent does with one request, in this file's words.
 #[derive(Clone, Copy, Debug)]
 enum Fault {
     /// 429, `Retry-After: N`, a plain-text body.
@@ -43,96 +37,27 @@ enum Fault {
     Reset,
 }
 
-/// One request as the fault server saw it.
-#[derive(Clone, Debug)]
-struct Seen {
-    at: Instant,
-    body: Bytes,
-    headers: HeaderMap,
-}
-
-#[derive(Clone, Default)]
-struct Faults {
-    plan: Arc<Mutex<VecDeque<Fault>>>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Faults {
-    async fn start(plan: impl IntoIterator<Item = Fault>) -> (Faults, String) {
-        let faults = Faults {
-            plan: Arc::new(Mutex::new(plan.into_iter().collect())),
-            ..Default::default()
-        };
-        let router = Router::new()
-            .route("/", post(unary))
-            .route("/stream", post(streaming))
-            .with_state(faults.clone());
-        let url = serve(router).await;
-        (faults, url)
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    /// Records the request and applies the next fault, if any.
-    async fn fault(&self, headers: HeaderMap, body: &Bytes) -> Option<Response> {
-        self.seen.lock().unwrap().push(Seen {
-            at: Instant::now(),
-            body: body.clone(),
-            headers,
-        });
-        let fault = self.plan.lock().unwrap().pop_front()?;
-        Some(match fault {
-            Fault::TooMany(seconds) => (
-                StatusCode::TOO_MANY_REQUESTS,
-                [("retry-after", seconds.to_string())],
-                "slow down",
-            )
-                .into_response(),
-            Fault::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "maintenance").into_response(),
-            Fault::BadGateway => (
-                StatusCode::BAD_GATEWAY,
-                [("content-type", "text/html")],
-                "<html><body>502 Bad Gateway</body></html>",
-            )
-                .into_response(),
-            Fault::Slow(delay) => {
-                tokio::time::sleep(delay).await;
-                return None;
+impl From<Fault> for Answer {
+    fn from(fault: Fault) -> Answer {
+        match fault {
+            Fault::TooMany(seconds) => {
+                Answer::http(429, "slow down").header("retry-after", &seconds.to_string())
             }
-            Fault::Reset => broken_reply(b"{\"jsonrpc\":\"2.0\",\"id\":"),
-        })
+            Fault::Unavailable => Answer::http(503, "maintenance"),
+            Fault::BadGateway => Answer::http(502, "<html><body>502 Bad Gateway</body></html>")
+                .header("content-type", "text/html"),
+            Fault::Slow(delay) => Answer::Echo.after(delay),
+            Fault::Reset => Answer::Reset,
+        }
     }
 }
 
-/// A 200 whose body breaks off after `prefix`: hyper drops the connection mid-response.
-fn request_id(body: &Bytes) -> Id {
-    let request: Value = serde_json::from_slice(body).unwrap();
-    Id::from_value(&request["id"]).unwrap()
-}
-
-async fn unary(State(faults): State<Faults>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(response) = faults.fault(headers, &body).await {
-        return response;
-    }
-    let request: Value = serde_json::from_slice(&body).unwrap();
-    let reply =
-        json!({"jsonrpc": "2.0", "id": request["id"], "result": {"echo": request["params"]}});
-    axum::Json(reply).into_response()
-}
-
-/// SendStreamingMessage: two events, then an error mid-stream.
-async fn streaming(State(faults): State<Faults>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(response) = faults.fault(headers, &body).await {
-        return response;
-    }
-    let events = futures_util::stream::iter([
-        Ok(json!({"n": 1})),
-        Ok(json!({"n": 2})),
-        Err(StandardError::AgentUnavailable { retry_after: None }),
-    ]);
-    sse_response(Binding::JsonRpc(request_id(&body)), events).await
+/// The kit's fault agent, answering `plan` in order and then echoing each call's params.
+async fn fault_agent(plan: impl IntoIterator<Item = Fault>) -> (FaultAgent, String) {
+    let agent = FaultAgent::start(Answer::Echo).await;
+    agent.then(plan.into_iter().map(Answer::from));
+    let url = agent.url().to_owned();
+    (agent, url)
 }
 
 type Log = Arc<Mutex<Vec<(u32, Option<i32>, Option<u16>, Duration)>>>;
@@ -178,35 +103,35 @@ fn message(text: &str, id: &str) -> Value {
 
 #[tokio::test]
 async fn a_429_with_retry_after_waits_that_long() {
-    let (faults, url) = Faults::start([Fault::TooMany(1)]).await;
+    let (faults, url) = fault_agent([Fault::TooMany(1)]).await;
     let (policy, log) = recording::<RemoteError>();
     let client = jsonrpc(&format!("{url}/"), policy);
     let reply: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
-    assert_eq!(reply["echo"]["id"], "t");
+    assert_eq!(reply["id"], "t");
     assert_eq!(
         log.lock().unwrap().as_slice(),
         [(1, None, Some(429), Duration::from_secs(1))]
     );
-    let seen = faults.seen();
+    let seen = faults.received();
     assert_eq!(seen.len(), 2);
     assert!(seen[1].at - seen[0].at >= Duration::from_secs(1));
 }
 
 #[tokio::test]
 async fn a_503_is_retried_with_backoff() {
-    let (faults, url) = Faults::start([Fault::Unavailable, Fault::Unavailable]).await;
+    let (faults, url) = fault_agent([Fault::Unavailable, Fault::Unavailable]).await;
     let (policy, log) = recording::<RemoteError>();
     let client = jsonrpc(&format!("{url}/"), policy);
     let _: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
     let delays: Vec<_> = log.lock().unwrap().iter().map(|e| (e.2, e.3)).collect();
     let ms = Duration::from_millis;
     assert_eq!(delays, [(Some(503), ms(20)), (Some(503), ms(40))]);
-    assert_eq!(faults.seen().len(), 3);
+    assert_eq!(faults.received().len(), 3);
 }
 
 #[tokio::test]
 async fn a_non_json_502_from_a_proxy_keeps_status_and_headers() {
-    let (faults, url) = Faults::start([Fault::BadGateway; 5]).await;
+    let (faults, url) = fault_agent([Fault::BadGateway; 5]).await;
     let (policy, log) = recording::<RemoteError>();
     let client = jsonrpc(&format!("{url}/"), policy.max_attempts(3));
     let error = client
@@ -217,7 +142,7 @@ async fn a_non_json_502_from_a_proxy_keeps_status_and_headers() {
     assert_eq!(error.reply_status(), Some(502));
     assert_eq!(error.http().unwrap().headers["content-type"], "text/html");
     assert_eq!(error.category(), a2a_error::Category::Transient);
-    assert_eq!(faults.seen().len(), 3);
+    assert_eq!(faults.received().len(), 3);
     assert_eq!(log.lock().unwrap().len(), 2);
     // Passed on to this agent's own caller, it is a DOWNSTREAM_FAILED, without the page.
     let wire = serde_json::to_string(&error.to_error_object()).unwrap();
@@ -245,20 +170,20 @@ async fn connection_refused_is_retried_then_reported() {
 
 #[tokio::test]
 async fn a_reset_mid_response_is_retried_for_safe_methods_only() {
-    let (faults, url) = Faults::start([Fault::Reset]).await;
+    let (faults, url) = fault_agent([Fault::Reset]).await;
     let (policy, log) = recording::<RemoteError>();
     let client = jsonrpc(&format!("{url}/"), policy.clone());
     let reply: Value = client
         .send_message(&message("hi", "m-reset"))
         .await
         .unwrap();
-    assert_eq!(reply["echo"]["message"]["messageId"], "m-reset");
+    assert_eq!(reply["message"]["messageId"], "m-reset");
     assert_eq!(log.lock().unwrap().len(), 1);
-    let seen = faults.seen();
+    let seen = faults.received();
     assert_eq!(seen[0].body, seen[1].body, "byte-identical resend");
 
     // A method nobody marked safe is not repeated after an ambiguous failure.
-    let (faults, url) = Faults::start([Fault::Reset]).await;
+    let (faults, url) = fault_agent([Fault::Reset]).await;
     let client = jsonrpc(&format!("{url}/"), policy);
     let error = client
         .call::<_, Value>("TransferFunds", &json!({"amount": 5}))
@@ -266,12 +191,12 @@ async fn a_reset_mid_response_is_retried_for_safe_methods_only() {
         .unwrap_err();
     assert!(matches!(error, ClientError::Transport(_)), "{error:?}");
     assert!(error.may_have_run());
-    assert_eq!(faults.seen().len(), 1);
+    assert_eq!(faults.received().len(), 1);
 }
 
 #[tokio::test]
 async fn a_reply_slower_than_the_attempt_timeout_is_cut_and_retried() {
-    let (faults, url) = Faults::start([Fault::Slow(Duration::from_secs(3))]).await;
+    let (faults, url) = fault_agent([Fault::Slow(Duration::from_secs(3))]).await;
     let (policy, log) = recording::<RemoteError>();
     let client = Client::jsonrpc(format!("{url}/"))
         .retry(policy)
@@ -286,10 +211,10 @@ async fn a_reply_slower_than_the_attempt_timeout_is_cut_and_retried() {
         start.elapsed()
     );
     assert_eq!(log.lock().unwrap().len(), 1);
-    assert_eq!(faults.seen().len(), 2);
+    assert_eq!(faults.received().len(), 2);
 
     // Without retries the timeout is the error, as its own variant.
-    let (_, url) = Faults::start([Fault::Slow(Duration::from_secs(3))]).await;
+    let (_, url) = fault_agent([Fault::Slow(Duration::from_secs(3))]).await;
     let client = Client::<RemoteError>::jsonrpc(format!("{url}/"))
         .retry(RetryPolicy::none())
         .attempt_timeout(Duration::from_millis(200))
@@ -307,7 +232,7 @@ async fn a_reply_slower_than_the_attempt_timeout_is_cut_and_retried() {
 
 #[tokio::test]
 async fn version_and_remaining_deadline_travel_as_headers() {
-    let (faults, url) = Faults::start([Fault::Unavailable]).await;
+    let (faults, url) = fault_agent([Fault::Unavailable]).await;
     let (policy, _) = recording::<RemoteError>();
     let client = Client::jsonrpc(format!("{url}/"))
         .retry(policy)
@@ -315,7 +240,7 @@ async fn version_and_remaining_deadline_travel_as_headers() {
         .build()
         .unwrap();
     let _: Value = client.call("GetTask", &json!({"id": "t"})).await.unwrap();
-    let seen = faults.seen();
+    let seen = faults.received();
     let left: Vec<u64> = seen
         .iter()
         .map(|s| {
@@ -333,9 +258,20 @@ async fn version_and_remaining_deadline_travel_as_headers() {
 
 #[tokio::test]
 async fn streaming_retries_before_the_first_event_only() {
-    let (faults, url) = Faults::start([Fault::Unavailable]).await;
+    // A 503 first, then two events and AGENT_UNAVAILABLE mid-stream.
+    let (faults, url) = fault_agent([]).await;
+    faults.on(
+        "SendStreamingMessage",
+        [
+            Fault::Unavailable.into(),
+            Answer::stream_failing_after(
+                vec![json!({"n": 1}), json!({"n": 2})],
+                Answer::error(-32053),
+            ),
+        ],
+    );
     let (policy, log) = recording::<StandardError>();
-    let client = jsonrpc(&format!("{url}/stream"), policy);
+    let client = jsonrpc(&format!("{url}/"), policy);
     let events: Vec<_> = client
         .send_streaming_message(&message("hi", "m-stream"))
         .await
@@ -356,7 +292,7 @@ async fn streaming_retries_before_the_first_event_only() {
         }
         other => panic!("expected the mid-stream error, got {other:?}"),
     }
-    assert_eq!(faults.seen().len(), 2, "no retry after the first event");
+    assert_eq!(faults.received().len(), 2, "no retry after the first event");
 }
 
 #[tokio::test]

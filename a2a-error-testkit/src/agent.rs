@@ -171,7 +171,9 @@ async fn serve_call(
     body: Bytes,
 ) -> Response {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let (call, method) = if uri.path() == "/" && verb == Method::POST {
+    // A JSON-RPC request at any path (an agent's JSON-RPC URL need not be `/`).
+    let jsonrpc = verb == Method::POST && (uri.path() == "/" || request.get("jsonrpc").is_some());
+    let (call, method) = if jsonrpc {
         let id = Id::from_value(&request["id"]).unwrap_or(Id::Null);
         let method = request["method"].as_str().map(|name| {
             a2a_error_runtime::method_name(name)
@@ -184,8 +186,8 @@ async fn serve_call(
         (Call::Rest, method.map(str::to_owned))
     };
     let params = match &call {
-        Call::JsonRpc(..) => &request["params"],
-        Call::Rest => &request,
+        Call::JsonRpc(..) => request["params"].clone(),
+        Call::Rest => request.clone(),
     };
     let header = |name: &str| {
         headers
@@ -218,23 +220,24 @@ async fn serve_call(
         Some("SendStreamingMessage" | "SubscribeToTask")
     );
     let mut unanswered = Unanswered(script, false);
-    let response = answer_with(answer, &call, streaming).await;
+    let response = answer_with(answer, &call, streaming, &params).await;
     unanswered.1 = true;
     response
 }
 
 /// The response `answer` makes for `call`.
-async fn answer_with(answer: Answer, call: &Call, streaming: bool) -> Response {
+async fn answer_with(answer: Answer, call: &Call, streaming: bool, params: &Value) -> Response {
     let mut answer = answer;
     loop {
         match answer {
+            Answer::Echo => answer = Answer::Result(params.clone()),
             Answer::Delay(delay, then) => {
                 tokio::time::sleep(delay).await;
                 answer = *then;
             }
             Answer::BlackHole => std::future::pending::<()>().await,
             Answer::Trickle(interval, then) => {
-                let response = Box::pin(answer_with(*then, call, streaming)).await;
+                let response = Box::pin(answer_with(*then, call, streaming, params)).await;
                 return trickle(response, interval).await;
             }
             Answer::Result(value) if streaming => {

@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 pub enum Answer {
     /// A result: the JSON-RPC `result`, or the REST body; for a streaming method, one event.
     Result(Value),
+    /// The call's own params (the REST body) as its result.
+    Echo,
     /// An A2A error, encoded as the binding encodes it (an error object; a `google.rpc.Status`
     /// with its HTTP status and `Retry-After`).
     Error(ErrorAnswer),
@@ -67,6 +69,27 @@ impl Answer {
             status,
             headers: vec![("content-type".into(), "text/plain".into())],
             body: body.to_owned(),
+        }
+    }
+
+    /// `self` (a bare HTTP reply) with header `name` set to `value`, replacing any of that
+    /// name; other answers are left as they are.
+    pub fn header(self, name: &str, value: &str) -> Answer {
+        match self {
+            Answer::Http {
+                status,
+                mut headers,
+                body,
+            } => {
+                headers.retain(|(known, _)| !known.eq_ignore_ascii_case(name));
+                headers.push((name.to_owned(), value.to_owned()));
+                Answer::Http {
+                    status,
+                    headers,
+                    body,
+                }
+            }
+            other => other,
         }
     }
 

@@ -73,6 +73,7 @@ const UNSAFE: (bool, bool) = (false, false);
 
 /// Every A2A method.
 #[rustfmt::skip]
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const METHODS: [Method; 11] = [
     method("SendMessage", "message/send", SAFE, Verb::Post, "message:send"),
     method("SendStreamingMessage", "message/stream", SAFE, Verb::Post, "message:stream"),
@@ -93,26 +94,37 @@ pub(crate) const METHODS: [Method; 11] = [
 ];
 
 /// `SendMessage`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const SEND_MESSAGE: &str = METHODS[0].name;
 /// `SendStreamingMessage`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const SEND_STREAMING_MESSAGE: &str = METHODS[1].name;
 /// `GetTask`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const GET_TASK: &str = METHODS[2].name;
 /// `ListTasks`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const LIST_TASKS: &str = METHODS[3].name;
 /// `CancelTask`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const CANCEL_TASK: &str = METHODS[4].name;
 /// `SubscribeToTask`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const SUBSCRIBE_TO_TASK: &str = METHODS[5].name;
 /// `CreateTaskPushNotificationConfig`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const CREATE_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[6].name;
 /// `GetTaskPushNotificationConfig`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const GET_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[7].name;
 /// `ListTaskPushNotificationConfigs`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const LIST_TASK_PUSH_NOTIFICATION_CONFIGS: &str = METHODS[8].name;
 /// `DeleteTaskPushNotificationConfig`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const DELETE_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[9].name;
 /// `GetExtendedAgentCard`: its row's name, for the code that serves or calls it.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) const GET_EXTENDED_AGENT_CARD: &str = METHODS[10].name;
 
 /// The row of `name` (a 1.0 name or a 0.3 alias), if it is an A2A method.
