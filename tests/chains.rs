@@ -10,12 +10,13 @@ mod common;
 mod coordinator;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig};
 use a2a_error::server::{JsonRpc, RequestContext};
 use a2a_error::{A2aError, Client, RemoteError, StandardError, code};
+use a2a_error_testkit::{Answer, FaultAgent};
 use common::requests::{get_text, rpc, send};
 use common::serve;
 use serde_json::{Value, json};
@@ -187,47 +188,26 @@ async fn the_breaker_opens_and_fails_fast_with_a_truthful_retry_after() {
     );
 }
 
-/// A specialist that takes 10 s, recording the deadline it was given and whether it was
-/// cancelled before it finished.
-#[derive(Clone, Default)]
-struct Slow {
-    time_left_ms: Arc<AtomicU64>,
-    cancelled: Arc<AtomicBool>,
-    started: Arc<AtomicBool>,
+/// A specialist that takes 10 s: the test kit's fault agent, which records the deadline each
+/// call was given and counts the calls dropped before they were answered.
+async fn serve_slow() -> FaultAgent {
+    let late =
+        json!({"message": {"messageId": "r", "role": "ROLE_AGENT", "parts": [{"text": "late"}]}});
+    FaultAgent::start(Answer::result(late).after(Duration::from_secs(10))).await
 }
 
-struct SetOnDrop(Arc<AtomicBool>);
-
-impl Drop for SetOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-async fn serve_slow(slow: Slow) -> String {
-    let endpoint = JsonRpc::new().method(
-        "SendMessage",
-        move |_: Value, ctx: RequestContext| {
-            let slow = slow.clone();
-            async move {
-                slow.started.store(true, Ordering::SeqCst);
-                let left = ctx.time_left().map_or(u64::MAX, |d| d.as_millis() as u64);
-                slow.time_left_ms.store(left, Ordering::SeqCst);
-                let guard = SetOnDrop(slow.cancelled.clone());
-                tokio::time::sleep(Duration::from_secs(10)).await;
-                std::mem::forget(guard);
-                Ok::<_, StandardError>(json!({"message": {"messageId": "r", "role": "ROLE_AGENT", "parts": [{"text": "late"}]}}))
-            }
-        },
-    );
-    serve(endpoint.into_router()).await
+/// Whether `slow` was called, and what that call's `A2A-Deadline-Ms` said was left.
+fn time_left_ms(slow: &FaultAgent) -> Option<u64> {
+    slow.received().first().map(|call| {
+        call.deadline
+            .map_or(u64::MAX, |left| left.as_millis() as u64)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_callers_deadline_travels_down_the_chain() {
-    let slow = Slow::default();
-    let url = serve_slow(slow.clone()).await;
-    let coordinator = coordinator_over(&[("slow", format!("{url}/"))], 1).await;
+    let slow = serve_slow().await;
+    let coordinator = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1).await;
     let top = Client::<RemoteError>::jsonrpc(format!("{coordinator}/"))
         .total_timeout(Duration::from_millis(1500))
         .build()
@@ -241,47 +221,45 @@ async fn the_callers_deadline_travels_down_the_chain() {
     assert!(started.elapsed() < Duration::from_secs(3), "{error:?}");
     // The specialist was given less than our 1.5 s: the coordinator passed on what was left
     // of our deadline, less its margin, without being told to.
-    let left = slow.time_left_ms.load(Ordering::SeqCst);
+    let left = time_left_ms(&slow).unwrap();
     assert!(left > 0 && left < 1500, "{left}");
     // And its work was stopped, not left running for 10 s.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(slow.cancelled.load(Ordering::SeqCst));
+    assert_eq!(slow.dropped(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_caller_that_goes_away_cancels_the_calls_made_for_it() {
-    let slow = Slow::default();
-    let url = serve_slow(slow.clone()).await;
-    let coordinator = coordinator_over(&[("slow", format!("{url}/"))], 1).await;
+    let slow = serve_slow().await;
+    let coordinator = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1).await;
     // No deadline anywhere: only the caller leaving can stop the work.
     let request =
         tokio::spawn(async move { rpc(&format!("{coordinator}/"), send(1, "m-1", "hi")).await });
     for _ in 0..100 {
-        if slow.started.load(Ordering::SeqCst) {
+        if time_left_ms(&slow).is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(slow.started.load(Ordering::SeqCst));
-    assert!(slow.time_left_ms.load(Ordering::SeqCst) > 20_000);
+    assert!(time_left_ms(&slow).unwrap() > 20_000);
     request.abort();
     for _ in 0..100 {
-        if slow.cancelled.load(Ordering::SeqCst) {
+        if slow.dropped() == 1 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(
-        slow.cancelled.load(Ordering::SeqCst),
+    assert_eq!(
+        slow.dropped(),
+        1,
         "the specialist's work outlived the caller"
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_exhausted_deadline_is_deadline_exceeded_before_any_call() {
-    let slow = Slow::default();
-    let url = serve_slow(slow.clone()).await;
-    let coordinator = coordinator_over(&[("slow", format!("{url}/"))], 1).await;
+    let slow = serve_slow().await;
+    let coordinator = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1).await;
     // A deadline of 1 ms: gone before the coordinator can call anyone.
     let reply = {
         let response = reqwest::Client::new()
@@ -295,7 +273,7 @@ async fn an_exhausted_deadline_is_deadline_exceeded_before_any_call() {
     };
     assert_eq!(reply["error"]["code"], code::DEADLINE_EXCEEDED, "{reply}");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!slow.started.load(Ordering::SeqCst));
+    assert!(slow.received().is_empty());
 }
 
 /// The example binaries, from outside: the coordinator's command-line contract.
