@@ -18,7 +18,7 @@ use crate::answer::{Answer, ErrorAnswer};
 /// One call as the fault agent received it.
 #[derive(Clone, Debug)]
 pub struct Received {
-    /// `"jsonrpc"` or `"rest"`.
+    /// `"jsonrpc"`, `"rest"` or `"grpc"`.
     pub binding: &'static str,
     /// The A2A method (its 1.0 name), when the call named one the agent knows.
     pub method: Option<String>,
@@ -37,16 +37,16 @@ pub struct Received {
 }
 
 #[derive(Default)]
-struct Script {
+pub(crate) struct Script {
     by_method: HashMap<String, VecDeque<Answer>>,
     in_order: VecDeque<Answer>,
     otherwise: Option<Answer>,
-    received: Vec<Received>,
-    dropped: usize,
+    pub(crate) received: Vec<Received>,
+    pub(crate) dropped: usize,
 }
 
 impl Script {
-    fn next(&mut self, method: Option<&str>) -> Answer {
+    pub(crate) fn next(&mut self, method: Option<&str>) -> Answer {
         if let Some(answer) = method
             .and_then(|method| self.by_method.get_mut(method))
             .and_then(VecDeque::pop_front)
@@ -79,6 +79,8 @@ impl Script {
 #[derive(Clone)]
 pub struct FaultAgent {
     url: String,
+    #[cfg(feature = "grpc")]
+    grpc_url: String,
     script: Arc<Mutex<Script>>,
 }
 
@@ -106,7 +108,21 @@ impl FaultAgent {
             .expect("a loopback port");
         let url = format!("http://{}", listener.local_addr().expect("a bound address"));
         tokio::spawn(async move { axum::serve(listener, app).await });
-        FaultAgent { url, script }
+        #[cfg(feature = "grpc")]
+        let grpc_url = crate::grpc::serve(script.clone()).await;
+        FaultAgent {
+            url,
+            #[cfg(feature = "grpc")]
+            grpc_url,
+            script,
+        }
+    }
+
+    /// Where the same agent (the same script) serves `lf.a2a.v1.A2AService` over gRPC
+    /// (`http://127.0.0.1:PORT`; feature `grpc`).
+    #[cfg(feature = "grpc")]
+    pub fn grpc_url(&self) -> &str {
+        &self.grpc_url
     }
 
     /// The agent's base URL (`http://127.0.0.1:PORT`): JSON-RPC at `{url}/`, REST under it.
@@ -146,7 +162,7 @@ impl FaultAgent {
 }
 
 /// Counts a call dropped before its answer was sent.
-struct Unanswered(Arc<Mutex<Script>>, bool);
+pub(crate) struct Unanswered(pub(crate) Arc<Mutex<Script>>, pub(crate) bool);
 
 impl Drop for Unanswered {
     fn drop(&mut self) {

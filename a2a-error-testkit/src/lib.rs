@@ -1,7 +1,8 @@
 //! Test doubles for agents built with a2a-error, to prove in your own CI that your agent
 //! survives peers and dependencies that fail: add it as a dev-dependency.
 //!
-//! - [`FaultAgent`]: an A2A agent on loopback (JSON-RPC, HTTP+JSON, SSE) answering every call
+//! - [`FaultAgent`]: an A2A agent on loopback (JSON-RPC, HTTP+JSON, SSE, and gRPC with feature
+//!   `grpc`) answering every call
 //!   from a script: a result, an A2A error with its reason, metadata and RetryInfo, a bare
 //!   HTTP status, a delay, a reset connection, a black hole, a trickle, malformed bytes, a
 //!   stream that fails after N events. It records what it received (method, headers,
@@ -16,6 +17,8 @@
 mod agent;
 mod answer;
 mod chaos;
+#[cfg(feature = "grpc")]
+mod grpc;
 mod service;
 
 pub use agent::{FaultAgent, Received};

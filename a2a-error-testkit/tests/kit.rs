@@ -12,6 +12,14 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tower::{Layer, Service, ServiceExt};
 
+/// The bindings the fault agent serves in this build.
+const BINDINGS: &[&str] = &[
+    "jsonrpc",
+    "rest",
+    #[cfg(feature = "grpc")]
+    "grpc",
+];
+
 fn message(id: &str) -> Value {
     json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "hi"}]}})
 }
@@ -20,6 +28,8 @@ fn message(id: &str) -> Value {
 fn client(agent: &FaultAgent, binding: &str) -> Client<StandardError> {
     let builder = match binding {
         "jsonrpc" => Client::jsonrpc(format!("{}/", agent.url())),
+        #[cfg(feature = "grpc")]
+        "grpc" => Client::grpc(agent.grpc_url()),
         _ => Client::rest(agent.url()),
     };
     builder
@@ -30,8 +40,8 @@ fn client(agent: &FaultAgent, binding: &str) -> Client<StandardError> {
 }
 
 #[tokio::test]
-async fn a_rate_limited_agent_is_retried_after_its_delay_on_both_bindings() {
-    for binding in ["jsonrpc", "rest"] {
+async fn a_rate_limited_agent_is_retried_after_its_delay_on_every_binding() {
+    for binding in BINDINGS.iter().copied() {
         let agent = FaultAgent::start(Answer::result(message("reply"))).await;
         agent.on(
             "SendMessage",
@@ -67,7 +77,7 @@ async fn a_rate_limited_agent_is_retried_after_its_delay_on_both_bindings() {
 
 #[tokio::test]
 async fn an_error_decodes_into_the_callers_enum_with_its_reason() {
-    for binding in ["jsonrpc", "rest"] {
+    for binding in BINDINGS.iter().copied() {
         let agent = FaultAgent::start(Answer::error(-32001).metadata("taskId", "t-9").into()).await;
         let error = client(&agent, binding)
             .call::<_, Value>("GetTask", &json!({"id": "t-9"}))
@@ -83,7 +93,7 @@ async fn an_error_decodes_into_the_callers_enum_with_its_reason() {
 
 #[tokio::test]
 async fn a_stream_fails_after_its_events() {
-    for binding in ["jsonrpc", "rest"] {
+    for binding in BINDINGS.iter().copied() {
         let agent = FaultAgent::start(Answer::stream_failing_after(
             vec![json!({"n": 1}), json!({"n": 2})],
             Answer::error(-32053),
