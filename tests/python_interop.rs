@@ -4,9 +4,6 @@
 //! fail and say how to install it; `A2A_INTEROP_SKIP=1` skips them on purpose, and then each
 //! says so on stderr (a skip never looks like a pass by accident).
 
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
 mod common;
 
 use std::path::PathBuf;
@@ -51,11 +48,9 @@ async fn official_python_client_reads_our_errors() {
     let Some(python) = python_or_skip("a2a.client, a2a.utils.errors") else {
         return;
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    // The card advertises the configured URL, and the Python client calls what it advertises.
-    let router = app::router_with(app::Agent::default().public_url(&url));
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    // The example agent as its own process: its card advertises the address it listens on,
+    // and the Python client calls what the card advertises.
+    let (_agent, url) = common::start_example("agent", &[]);
     for binding in ["JSONRPC", "HTTP+JSON"] {
         let report = run_python_client(&python, &url, binding, &[]).await;
         let seen = &report["seen"];
