@@ -1,48 +1,67 @@
-//! What a server logs, in a test binary of its own: tracing caches per callsite, for the whole
-//! process, whether anyone listens, and the one test here installs the process's subscriber.
+//! What a server logs: the example agent run as its own process, at debug level, its log
+//! read from its standard output while a client makes it fail.
 
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
 mod common;
 
-use std::io::Write;
+use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 
 use common::requests::{error_code, post_raw, rest_send, rpc, send};
-use common::serve;
 use serde_json::json;
 
-async fn agent() -> String {
-    serve(app::router()).await
+/// The example agent with `RUST_LOG=debug`, and everything it logs so far.
+fn agent() -> (common::ExampleProcess, String, Arc<Mutex<String>>) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(common::example_exe("agent"))
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "debug")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let logs = Arc::new(Mutex::new(String::new()));
+    let kept = Arc::clone(&logs);
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let mut logs = kept.lock().unwrap();
+            logs.push_str(&line);
+            logs.push('\n');
+        }
+    });
+    let process = common::ExampleProcess::from(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (process, format!("http://127.0.0.1:{port}"), logs)
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
+/// The log once `wanted` lines are in it (it arrives from another process), or as it is
+/// after 10 s.
+async fn logged(logs: &Mutex<String>, wanted: impl Fn(&str) -> bool) -> String {
+    for _ in 0..500 {
+        let now = logs.lock().unwrap().clone();
+        if wanted(&now) {
+            return now;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    logs.lock().unwrap().clone()
 }
 
 #[tokio::test]
 async fn internal_details_go_to_tracing_not_the_wire() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    // The process's own subscriber (this binary has one test): a thread-local one missed the
-    // server's events once in a loaded full run, every thread sees this one.
-    tracing::subscriber::set_global_default(subscriber).unwrap();
-    let url = agent().await;
+    let (_agent, url, logs) = agent();
     let reply = rpc(&url, send(77, "secret-1", "fail:internal")).await;
     assert_eq!(error_code(&reply), -32603);
     assert!(!reply.to_string().contains("hunter2"), "{reply}");
@@ -67,7 +86,21 @@ async fn internal_details_go_to_tracing_not_the_wire() {
     let (status, _, text) = post_raw(&url, note.to_string().into_bytes()).await;
     assert_eq!((status, text.as_str()), (204, ""));
 
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    // The three lines below, once they are all in.
+    let logs = logged(&logs, |logs| {
+        let mut lines = logs.lines();
+        let internal = lines
+            .clone()
+            .any(|l| l.contains("hunter2-secret") && l.contains(r#"id="77""#));
+        let mistake = lines
+            .clone()
+            .any(|l| l.contains("GetTask") && l.contains(r#"id="78""#));
+        let note = lines.any(|l| {
+            l.contains("hunter2-secret") && l.contains("SendMessage") && !l.contains("id=")
+        });
+        internal && mistake && note
+    })
+    .await;
     let line = logs
         .lines()
         .find(|l| l.contains("hunter2-secret") && l.contains(r#"id="77""#))
