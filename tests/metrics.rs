@@ -1,9 +1,6 @@
 //! The metrics the library records, read from a recorder (values, not only names). One test:
 //! a recorder is global to the process.
 
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
 mod common;
 
 use std::sync::Arc;
@@ -14,6 +11,43 @@ use a2a_error::{Client, RemoteError};
 use common::serve;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::{Value, json};
+
+/// An agent on this crate's endpoint, whose server metrics the recorder sees: `flaky:N`
+/// fails N times per messageId with AGENT_UNAVAILABLE, then echoes; a `down` one always
+/// fails.
+fn test_agent(down: bool) -> axum::Router {
+    let attempts = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+    a2a_error::server::JsonRpc::new()
+        .method(
+            "SendMessage",
+            move |params: Value, _: a2a_error::server::RequestContext| {
+                let attempts = Arc::clone(&attempts);
+                async move {
+                    let message = &params["message"];
+                    let id = message["messageId"].as_str().unwrap_or("").to_owned();
+                    let text = message["parts"][0]["text"].as_str().unwrap_or("");
+                    let fails: u32 = text
+                        .strip_prefix("flaky:")
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                    let attempt = {
+                        let mut attempts = attempts.lock().unwrap();
+                        let n = attempts.entry(id).or_insert(0u32);
+                        *n += 1;
+                        *n
+                    };
+                    if down || attempt <= fails {
+                        return Err(a2a_error::StandardError::AgentUnavailable {
+                            retry_after: None,
+                        });
+                    }
+                    Ok(json!({"message": {"messageId": "r", "role": "ROLE_AGENT",
+                        "parts": [{"text": format!("echo: {text}")}]}}))
+                }
+            },
+        )
+        .into_router()
+}
 
 fn message(id: &str, text: &str) -> Value {
     json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}})
@@ -81,7 +115,7 @@ async fn retries_breakers_errors_and_degraded_answers_are_counted() {
     recorder.install().unwrap();
 
     // A flaky agent: two failures, then an answer.
-    let agent = serve(app::router()).await;
+    let agent = serve(test_agent(false)).await;
     let flaky = Client::<RemoteError>::jsonrpc(format!("{agent}/"))
         .name("flaky")
         .retry(
@@ -96,7 +130,7 @@ async fn retries_breakers_errors_and_degraded_answers_are_counted() {
         .unwrap();
 
     // An agent that is down, behind a breaker that trips after 2 failures.
-    let down = serve(app::router_with(app::Agent::default().unavailable())).await;
+    let down = serve(test_agent(true)).await;
     let registry = BreakerRegistry::new(BreakerConfig::new().consecutive_failures(2));
     let client = Client::<RemoteError>::jsonrpc(format!("{down}/"))
         .name("down")
