@@ -5,18 +5,15 @@
 //!
 //! `cargo bench --bench dedup`
 
-#[path = "../tests/common/redis_server.rs"]
-mod redis_server;
-
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use a2a_error::StandardError;
 use a2a_error::server::{Dedup, DedupStore, MemoryStore, RedisStore};
+use a2a_error_testkit::RedisServer;
 use axum::http::HeaderMap;
 use criterion::{Criterion, criterion_group, criterion_main};
-use redis_server::RedisServer;
 use serde_json::{Value, json};
 
 type D = Dedup<Value, StandardError>;

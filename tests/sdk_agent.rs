@@ -419,7 +419,7 @@ async fn two_agents_sharing_one_redis_share_replies() {
         eprintln!("SKIPPED: Redis (A2A_REDIS_SKIP=1)");
         return;
     }
-    let redis = common::redis_server::RedisServer::spawn()
+    let redis = a2a_error_testkit::RedisServer::spawn()
         .expect("redis-server must be installed (the README's test command installs it)");
     let (_one, first) = start_example("sdk_agent", &["--redis", &redis.url]);
     let (_two, second) = start_example("sdk_agent", &["--redis", &redis.url]);

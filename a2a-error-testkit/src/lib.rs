@@ -10,6 +10,8 @@
 //! - [`FaultService`]: an HTTP dependency on loopback (a model provider, a tool) answering
 //!   from a script: statuses, `Retry-After`, `retry-after-ms`, `x-should-retry`, delays.
 //! - [`ChaosLayer`]: failures and latency injected at a rate, seeded, into any tower stack.
+//! - [`RedisServer`]: a real `redis-server` of the test's own, which can be frozen, for the
+//!   stores replicas share.
 //!
 //! The guide is `docs/guides/testing.md` in the repository (`a2a_error::guide::testing`).
 #![deny(missing_docs)]
@@ -19,9 +21,11 @@ mod answer;
 mod chaos;
 #[cfg(feature = "grpc")]
 mod grpc;
+mod redis;
 mod service;
 
 pub use agent::{FaultAgent, Received};
 pub use answer::{Answer, ErrorAnswer};
 pub use chaos::{Chaos, ChaosLayer};
+pub use redis::RedisServer;
 pub use service::{FaultService, Reply, Request, closed_url};

@@ -2,7 +2,6 @@
 
 pub mod conformance;
 pub mod proxy;
-pub mod redis_server;
 pub mod requests;
 
 use axum::Router;

@@ -1,12 +1,13 @@
-//! A `redis-server` of a test's (or a bench's) own on a free loopback port, stopped when
-//! dropped. Shared by `tests/redis_dedup.rs` and `benches/dedup.rs`.
-// Each test binary compiles this module; only some use it.
-#![allow(dead_code)]
+//! `RedisServer`: a real `redis-server` of a test's own on a free loopback port, for agents
+//! whose replicas share a Redis (the dedup's `RedisStore`), stopped when dropped.
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A `redis-server` process on 127.0.0.1 (Debian's `redis-server` package, or any on the
+/// `PATH`), with nothing persisted; stopped (killed) when dropped. It can be frozen and thawed
+/// to play a Redis that stops answering.
 pub struct RedisServer {
     child: Child,
     /// `redis://127.0.0.1:PORT/`.
@@ -62,6 +63,14 @@ impl RedisServer {
     pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl std::fmt::Debug for RedisServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisServer")
+            .field("url", &self.url)
+            .finish()
     }
 }
 
