@@ -1,16 +1,12 @@
 //! The gRPC binding (feature `grpc`): derived errors as `google.rpc.Status` and back; the
 //! `sdk_agent` example serving gRPC from outside (our client, a raw tonic client, and
 //! `a2a-grpc`'s own client); our client against `a2a-grpc`'s own server; and retry,
-//! RetryInfo and the breaker over gRPC against a fault-injecting gRPC agent. All on loopback
+//! RetryInfo and the breaker over gRPC against the test kit's fault agent. All on loopback
 //! with real sockets.
 
-#[path = "../examples/sdk_agent/app.rs"]
-#[allow(dead_code)]
-mod app;
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use a2a_error::client::ClientError;
@@ -18,6 +14,7 @@ use a2a_error::code::StatusMapping;
 use a2a_error::resilience::RetryPolicy;
 use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
 use a2a_error::{A2aError, BadRequest, Client, RemoteError, StandardError, grpc};
+use a2a_error_testkit::{Answer, FaultAgent};
 use a2a_pb::proto;
 use a2a_pb::proto::a2a_service_client::A2aServiceClient;
 use a2a_pb::proto::a2a_service_server::{A2aService, A2aServiceServer};
@@ -435,10 +432,56 @@ async fn a2a_grpc_client_reads_our_errors() {
     assert!(limited.details.is_none());
 }
 
+/// An SDK executor that completes each task with `echo: TEXT`.
+struct Echo;
+
+impl a2a_server::AgentExecutor for Echo {
+    fn execute(
+        &self,
+        ctx: a2a_server::ExecutorContext,
+    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
+        let text: String = ctx
+            .message
+            .iter()
+            .flat_map(|message| &message.parts)
+            .filter_map(|part| match &part.content {
+                a2a::PartContent::Text(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut reply = a2a::Message::new(
+            a2a::Role::Agent,
+            vec![a2a::Part::text(format!("echo: {text}"))],
+        );
+        reply.task_id = Some(ctx.task_id.clone());
+        reply.context_id = Some(ctx.context_id.clone());
+        let done = a2a::StreamResponse::StatusUpdate(a2a::TaskStatusUpdateEvent {
+            task_id: ctx.task_id.clone(),
+            context_id: ctx.context_id.clone(),
+            status: a2a::TaskStatus {
+                state: a2a::TaskState::Completed,
+                message: Some(reply),
+                timestamp: None,
+            },
+            metadata: None,
+        });
+        futures_util::stream::iter([Ok(done)]).boxed()
+    }
+
+    fn cancel(
+        &self,
+        _: a2a_server::ExecutorContext,
+    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
+        futures_util::stream::empty().boxed()
+    }
+}
+
 /// Our client against `a2a-grpc`'s own server (its `GrpcHandler` over the SDK's handler).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_against_the_a2a_grpc_server() {
-    let target = serve_grpc(a2a_grpc::GrpcHandler::new(app::sdk_handler())).await;
+    let handler =
+        a2a_server::DefaultRequestHandler::new(Echo, a2a_error::sdk::MemoryTaskStore::new(1 << 20));
+    let target = serve_grpc(a2a_grpc::GrpcHandler::new(Arc::new(handler))).await;
     let client = Client::<StandardError>::grpc(target.as_str())
         .retry(RetryPolicy::none())
         .build()
@@ -464,73 +507,6 @@ async fn our_client_against_the_a2a_grpc_server() {
     );
 }
 
-/// `impl A2aService for $agent`: the methods given, and UNIMPLEMENTED for the others.
-macro_rules! test_agent {
-    (
-        $agent:ty { $($served:item)* }
-        unimplemented { $($name:ident($request:ty) -> $reply:ty;)* }
-    ) => {
-        #[tonic::async_trait]
-        impl A2aService for $agent {
-            $($served)*
-            $(
-                async fn $name(
-                    &self,
-                    _: tonic::Request<$request>,
-                ) -> Result<tonic::Response<$reply>, tonic::Status> {
-                    Err(tonic::Status::unimplemented("not served by this test agent"))
-                }
-            )*
-        }
-    };
-}
-
-/// A gRPC agent that fails GetTask as told, counting the calls that reach it.
-#[derive(Clone)]
-struct Faulty {
-    calls: Arc<AtomicU32>,
-    fail_first: u32,
-    failure: fn() -> tonic::Status,
-}
-
-test_agent! {
-    Faulty {
-        async fn get_task(
-            &self,
-            request: tonic::Request<proto::GetTaskRequest>,
-        ) -> Result<tonic::Response<proto::Task>, tonic::Status> {
-            let call = self.calls.fetch_add(1, Ordering::SeqCst);
-            if call < self.fail_first {
-                return Err((self.failure)());
-            }
-            Ok(tonic::Response::new(proto::Task {
-                id: request.into_inner().id,
-                ..Default::default()
-            }))
-        }
-
-        type SendStreamingMessageStream =
-            futures_util::stream::BoxStream<'static, Result<proto::StreamResponse, tonic::Status>>;
-        type SubscribeToTaskStream = Self::SendStreamingMessageStream;
-    }
-    unimplemented {
-        send_message(proto::SendMessageRequest) -> proto::SendMessageResponse;
-        send_streaming_message(proto::SendMessageRequest) -> Self::SendStreamingMessageStream;
-        list_tasks(proto::ListTasksRequest) -> proto::ListTasksResponse;
-        cancel_task(proto::CancelTaskRequest) -> proto::Task;
-        subscribe_to_task(proto::SubscribeToTaskRequest) -> Self::SubscribeToTaskStream;
-        create_task_push_notification_config(proto::TaskPushNotificationConfig)
-            -> proto::TaskPushNotificationConfig;
-        get_task_push_notification_config(proto::GetTaskPushNotificationConfigRequest)
-            -> proto::TaskPushNotificationConfig;
-        list_task_push_notification_configs(proto::ListTaskPushNotificationConfigsRequest)
-            -> proto::ListTaskPushNotificationConfigsResponse;
-        get_extended_agent_card(proto::GetExtendedAgentCardRequest) -> proto::AgentCard;
-        delete_task_push_notification_config(proto::DeleteTaskPushNotificationConfigRequest)
-            -> ();
-    }
-}
-
 /// Serves `service` on loopback; its target (`127.0.0.1:PORT`).
 async fn serve_grpc<T: A2aService>(service: T) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -543,27 +519,26 @@ async fn serve_grpc<T: A2aService>(service: T) -> String {
     target
 }
 
-/// Serves a `Faulty` agent failing its first `fail_first` calls with `failure`: the count of
-/// calls that reach it, and its target.
-async fn serve_faulty(fail_first: u32, failure: fn() -> tonic::Status) -> (Arc<AtomicU32>, String) {
-    let calls = Arc::new(AtomicU32::new(0));
-    let faulty = Faulty {
-        calls: Arc::clone(&calls),
-        fail_first,
-        failure,
-    };
-    (calls, serve_grpc(faulty).await)
+/// The test kit's fault agent, its GetTask failing the first `fail_first` calls with
+/// `failure`, then answering the task `t-7`: the agent (its `received()` counts the calls)
+/// and its gRPC target.
+async fn serve_faulty(fail_first: usize, failure: Answer) -> (FaultAgent, String) {
+    let agent = FaultAgent::start(Answer::result(json!({"id": "t-7"}))).await;
+    agent.on("GetTask", std::iter::repeat_n(failure, fail_first));
+    let target = agent.grpc_url().trim_start_matches("http://").to_owned();
+    (agent, target)
 }
 
-fn unavailable_for_a_while() -> tonic::Status {
-    grpc::to_status(
-        &RemoteError::new(-32053, "warming up").with_retry_delay(Duration::from_millis(300)),
-    )
+/// AGENT_UNAVAILABLE with a RetryInfo of 300 ms.
+fn unavailable_for_a_while() -> Answer {
+    Answer::error(-32053)
+        .retry_after(Duration::from_millis(300))
+        .into()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_info_over_grpc_is_waited_out_and_retried() {
-    let (calls, target) = serve_faulty(2, unavailable_for_a_while).await;
+    let (agent, target) = serve_faulty(2, unavailable_for_a_while()).await;
     let client = Client::<RemoteError>::grpc(target.as_str())
         .retry(RetryPolicy::default().max_attempts(4))
         .build()
@@ -571,15 +546,15 @@ async fn retry_info_over_grpc_is_waited_out_and_retried() {
     let started = Instant::now();
     let task: Value = client.call("GetTask", &json!({"id": "t-7"})).await.unwrap();
     assert_eq!(task["id"], "t-7");
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(agent.received().len(), 3);
     // Two waits of the peer's 300 ms at least (a lower bound: no machine is too fast).
     assert!(started.elapsed() >= Duration::from_millis(600));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_a_retry_cannot_fix_is_not_retried_over_grpc() {
-    let (calls, target) =
-        serve_faulty(u32::MAX, || tonic::Status::invalid_argument("bad id")).await;
+    // A plain gRPC status (no ErrorInfo): what a bare HTTP 400 is over gRPC, INVALID_ARGUMENT.
+    let (agent, target) = serve_faulty(100, Answer::http(400, "bad id")).await;
     let client = Client::<RemoteError>::grpc(target.as_str())
         .retry(RetryPolicy::default().base_delay(Duration::from_millis(1)))
         .build()
@@ -590,7 +565,7 @@ async fn what_a_retry_cannot_fix_is_not_retried_over_grpc() {
         .unwrap_err();
     // A plain gRPC status (no ErrorInfo) reads by its code: INVALID_ARGUMENT is -32602.
     assert_eq!(error.remote().unwrap().code(), -32602);
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(agent.received().len(), 1);
 
     // Nothing listening: a connection failure, which nothing ran.
     let closed = {
@@ -611,7 +586,7 @@ async fn what_a_retry_cannot_fix_is_not_retried_over_grpc() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_breaker_opens_over_grpc() {
-    let (calls, target) = serve_faulty(u32::MAX, || tonic::Status::unavailable("down")).await;
+    let (agent, target) = serve_faulty(100, Answer::http(503, "down")).await;
     let breakers = BreakerRegistry::new(BreakerConfig::new().consecutive_failures(3));
     let client = Client::<RemoteError>::grpc(target.as_str())
         .retry(RetryPolicy::none())
@@ -631,7 +606,7 @@ async fn the_breaker_opens_over_grpc() {
             assert_eq!(error.remote().unwrap().code(), -32053);
         }
     }
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(agent.received().len(), 3);
     assert_eq!(open, 3);
 }
 
