@@ -1,9 +1,6 @@
 //! The client over real loopback HTTP: the test kit's fault agent, the example agent, a proxy
 //! that loses a reply, a raw socket that resets mid-response, and a closed port.
 
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
 mod common;
 
 use std::sync::{Arc, Mutex};
@@ -14,13 +11,40 @@ use a2a_error::client::{ClientError, Timeout};
 use a2a_error::resilience::{Jitter, RetryPolicy};
 use a2a_error::{A2aError, RemoteError, StandardError};
 use a2a_error_testkit::{Answer, FaultAgent};
-use app::AgentError;
 use axum::Router;
 use axum::routing::post;
-use common::proxy::lossy_balancer;
 use common::serve;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+
+/// The example agent's errors as a client of it declares them (its own mirror of the agent's
+/// enum: the codes, reasons and data fields are the wire's, not the agent's source).
+#[derive(Debug, thiserror::Error, A2aError)]
+enum AgentError {
+    #[error("task {task_id} not found")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    TaskNotFound {
+        #[a2a(data)]
+        task_id: String,
+    },
+    #[error("rate limited")]
+    #[a2a(code = RATE_LIMITED, retry_after = 2)]
+    RateLimited,
+    #[error("unavailable (attempt {attempt})")]
+    #[a2a(code = AGENT_UNAVAILABLE)]
+    Unavailable {
+        #[a2a(data)]
+        attempt: u32,
+    },
+    #[error(transparent)]
+    #[a2a(transparent)]
+    Standard(#[from] StandardError),
+}
+
+/// The example agent, as its own process: its URL.
+fn example_agent() -> (common::ExampleProcess, String) {
+    common::start_example("agent", &[])
+}
 
 /// What the fault agent does with one request, in this file's words.
 #[derive(Clone, Copy, Debug)]
@@ -297,7 +321,7 @@ async fn streaming_retries_before_the_first_event_only() {
 
 #[tokio::test]
 async fn example_agent_flaky_succeeds_on_the_third_attempt() {
-    let url = serve(app::router()).await;
+    let (_agent, url) = example_agent();
     let (policy, log) = recording::<AgentError>();
     let client = jsonrpc(&format!("{url}/"), policy);
     let reply: Value = client
@@ -311,7 +335,7 @@ async fn example_agent_flaky_succeeds_on_the_third_attempt() {
 
 #[tokio::test]
 async fn example_agent_rate_limit_honours_its_retry_after() {
-    let url = serve(app::router()).await;
+    let (_agent, url) = example_agent();
     for binding in ["jsonrpc", "rest"] {
         let (policy, log) = recording::<AgentError>();
         let client = example_client(binding, &url, policy.max_attempts(2));
@@ -334,7 +358,7 @@ async fn example_agent_rate_limit_honours_its_retry_after() {
 
 #[tokio::test]
 async fn example_agent_non_retryable_errors_stop_after_one_attempt() {
-    let url = serve(app::router()).await;
+    let (_agent, url) = example_agent();
     for binding in ["jsonrpc", "rest"] {
         let (policy, log) = recording::<AgentError>();
         let client = example_client(binding, &url, policy);
@@ -361,33 +385,8 @@ async fn example_agent_non_retryable_errors_stop_after_one_attempt() {
 }
 
 #[tokio::test]
-async fn send_message_after_a_lost_reply_runs_the_handler_once() {
-    let state = app::Agent::default();
-    let agent = serve(app::router_with(state.clone())).await;
-    let (proxy, forwarded) = lossy_balancer(agent.clone(), agent.clone()).await;
-    let (policy, log) = recording::<AgentError>();
-    let client = jsonrpc(&format!("{proxy}/"), policy);
-    let reply: Value = client
-        .send_message(&message("hello", "m-lost"))
-        .await
-        .unwrap();
-    assert_eq!(
-        forwarded.load(std::sync::atomic::Ordering::SeqCst),
-        2,
-        "the agent saw the message twice"
-    );
-    assert_eq!(log.lock().unwrap().len(), 1);
-    // The agent ran it once, and the retry got that run's task.
-    assert_eq!(state.runs("m-lost"), 1);
-    let id = reply["task"]["id"].as_str().unwrap();
-    let direct = jsonrpc::<AgentError>(&format!("{agent}/"), RetryPolicy::none());
-    let task: Value = direct.call("GetTask", &json!({ "id": id })).await.unwrap();
-    assert_eq!(task["id"], id);
-}
-
-#[tokio::test]
 async fn a_downstream_error_is_translated_not_forwarded() {
-    let url = serve(app::router()).await;
+    let (_agent, url) = example_agent();
     let client = jsonrpc::<RemoteError>(&format!("{url}/"), RetryPolicy::none());
     let error = client
         .call::<_, Value>("GetTask", &json!({"id": "gone"}))
@@ -423,7 +422,8 @@ fn run_example(args: &[&str]) -> (i32, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_client_example_prints_each_attempt() {
-    let url = format!("{}/", serve(app::router()).await);
+    let (_agent, url) = example_agent();
+    let url = format!("{url}/");
     let flaky = {
         let url = url.clone();
         tokio::task::spawn_blocking(move || run_example(&[&url, "flaky:2"]))

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::time::Duration;
 
+use a2a_error::resilience::RetryPolicy;
 use a2a_error::server::{Binding, failed_status, sse_response};
 use a2a_error::{A2aError, ErrorObject, FromErrorObject, StandardError};
 use axum::Router;
@@ -817,4 +818,36 @@ async fn rest_and_jsonrpc_read_a_missing_version_header_the_same_way() {
             .unwrap();
         assert_eq!(old.status(), 400);
     }
+}
+
+#[tokio::test]
+async fn send_message_after_a_lost_reply_runs_the_handler_once() {
+    let state = app::Agent::default();
+    let agent = serve(app::router_with(state.clone())).await;
+    let (proxy, forwarded) = common::proxy::lossy_balancer(agent.clone(), agent.clone()).await;
+    let client = a2a_error::Client::<app::AgentError>::jsonrpc(format!("{proxy}/"))
+        .retry(RetryPolicy::default().base_delay(Duration::from_millis(20)))
+        .build()
+        .unwrap();
+    let reply: Value = client
+        .send_message(
+            &json!({"message": {"messageId": "m-lost", "role": "ROLE_USER",
+            "parts": [{"text": "hello"}]}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        forwarded.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the agent saw the message twice"
+    );
+    // The agent ran it once, and the retry got that run's task.
+    assert_eq!(state.runs("m-lost"), 1);
+    let id = reply["task"]["id"].as_str().unwrap();
+    let direct = a2a_error::Client::<app::AgentError>::jsonrpc(format!("{agent}/"))
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let task: Value = direct.call("GetTask", &json!({ "id": id })).await.unwrap();
+    assert_eq!(task["id"], id);
 }
