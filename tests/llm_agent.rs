@@ -181,6 +181,20 @@ async fn x_should_retry_overrides_the_status_either_way() {
 }
 
 #[tokio::test]
+async fn a_slow_attempt_is_cut_by_the_attempt_timeout_and_retried() {
+    let primary = FaultService::start(Reply::completion("second try")).await;
+    primary.script([Reply::completion("too slow").after(Duration::from_secs(30))]);
+    let (_agent, url) = agent(&primary.url, &["--attempt-timeout-ms", "300"]);
+    let reply = rpc(&url, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "second try", "{reply}");
+    let received = primary.received();
+    assert_eq!(received.len(), 2);
+    // The first attempt was given up after its 300 ms, and its request dropped.
+    assert!(received[1].at - received[0].at >= Duration::from_millis(290));
+    assert_eq!(primary.dropped().len(), 1);
+}
+
+#[tokio::test]
 async fn an_overloaded_529_is_retried() {
     let primary = FaultService::start(Reply::completion("after 529")).await;
     primary.script([Reply::status(529), Reply::status(529)]);

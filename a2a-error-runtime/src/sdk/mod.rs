@@ -3,7 +3,7 @@
 //! minor versions). The SDK gives an agent the protocol (its types, task store,
 //! `AgentExecutor`, streaming); this crate makes it safe.
 //!
-//! - **Errors, both ways** ([`error`] functions here): a derived enum becomes an
+//! - **Errors, both ways** (the `error` functions here): a derived enum becomes an
 //!   `a2a::A2AError` with `?` (the derive emits the `From`), keeping its code, public message,
 //!   reason, domain, data fields, RetryInfo and BadRequest; an `A2AError` a client received
 //!   decodes into your enum ([`decode`]) or a [`RemoteError`](crate::RemoteError)

@@ -8,7 +8,7 @@ use crate::wire::error::{A2aError, Category, RetryHint};
 use crate::wire::object::WireProfile;
 use crate::wire::remote::RemoteError;
 
-/// Why [`Dedup`] answered without running the work.
+/// Why [`Dedup`](crate::server::Dedup) answered without running the work.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, a2a_error_derive::A2aError)]
 #[a2a(crate = "crate", domain = "a2a-error", into_response = false)]
 #[non_exhaustive]
