@@ -57,10 +57,31 @@ impl Dependencies {
     }
 }
 
+/// The body of a chat completion, its members in the contract's order (`json!` would sort
+/// them): `{"model":…,"messages":[{"role":"user","content":…}]}`.
+#[derive(serde::Serialize)]
+struct Chat<'a> {
+    model: &'a str,
+    messages: [Turn<'a>; 1],
+}
+
+/// One message of a [`Chat`].
+#[derive(serde::Serialize)]
+struct Turn<'a> {
+    role: &'a str,
+    content: &'a str,
+}
+
 /// Asks `model` (named `name` in the request body) to answer `content`: the reply's
 /// `choices[0].message.content`.
 async fn ask(model: &HttpDependency, name: &str, content: &str) -> Result<String, HttpError> {
-    let body = json!({"model": name, "messages": [{"role": "user", "content": content}]});
+    let body = Chat {
+        model: name,
+        messages: [Turn {
+            role: "user",
+            content,
+        }],
+    };
     let reply: Value = model
         .send(HttpCall::post("/chat/completions").json(&body)?)
         .await?
