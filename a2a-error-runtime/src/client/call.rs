@@ -103,11 +103,6 @@ impl Call {
         self.limit.time_left()
     }
 
-    /// The call's deadline and unstarted budget.
-    pub(crate) fn time_limit(&self) -> TimeLimit {
-        self.limit
-    }
-
     /// The method name.
     pub fn method(&self) -> &str {
         &self.fixed.method

@@ -8,6 +8,7 @@ use reqwest::header::HeaderValue;
 use super::call::{Call, Reply, ReplyFuture};
 use super::error::ClientError;
 use super::http::{self, Http, ReplyLimits};
+use super::request::Request as _;
 use super::{jsonrpc, rest};
 use crate::wire::error::FromErrorObject;
 use crate::wire::remote::RemoteError;
