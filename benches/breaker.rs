@@ -6,12 +6,9 @@
 //! - `breaker_threads`: one and two threads hammering two agents' breakers (one each):
 //!   breakers of different agents share nothing, so two threads should do about twice the
 //!   work of one. Reported as the time per sample; benches/README.md turns it into throughput.
-//! - `fan_out_loopback`: SendMessage to three example agents on loopback, concurrently with
-//!   `FanOut` against one after the other, through the typed client's default stack.
-
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
+//! - `fan_out_loopback`: SendMessage to three agents on loopback (a2a-error's JSON-RPC
+//!   endpoint, echoing), concurrently with `FanOut` against one after the other, through the
+//!   typed client's default stack.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -74,6 +71,18 @@ fn threads(c: &mut Criterion) {
     group.finish();
 }
 
+/// An agent whose SendMessage answers with the message it was sent.
+fn echo_agent() -> axum::Router {
+    a2a_error::server::JsonRpc::new()
+        .method(
+            "SendMessage",
+            |params: Value, _: a2a_error::server::RequestContext| async move {
+                Ok::<_, a2a_error::StandardError>(params)
+            },
+        )
+        .into_router()
+}
+
 fn fan_out(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -87,7 +96,7 @@ fn fan_out(c: &mut Criterion) {
             let addr = listener.local_addr().unwrap();
             tokio::spawn(a2a_error::server::serve(
                 listener,
-                app::router(),
+                echo_agent(),
                 a2a_error::server::ServeLimits::default(),
             ));
             let client = Client::jsonrpc(format!("http://{addr}/"))

@@ -1,12 +1,9 @@
-//! Requests/s of the JSON-RPC error path (GetTask for an unknown task) through the example
-//! agent's full router over loopback, against a minimal hand-written axum handler that returns
-//! the same bytes. Same client, same runtime, same concurrency.
+//! Requests/s of the JSON-RPC error path (GetTask for an unknown task) through a2a-error's
+//! JSON-RPC endpoint over loopback (typed params, a derived error), against
+//! a minimal hand-written axum handler that returns the same bytes. Same client, same
+//! runtime, same concurrency.
 //!
 //! `cargo bench --bench server`
-
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +16,37 @@ use futures_util::StreamExt;
 const REQUEST: &str =
     r#"{"jsonrpc":"2.0","id":"b1","method":"GetTask","params":{"id":"no-such-task"}}"#;
 const IN_FLIGHT: usize = 8;
+
+/// GetTask's params.
+#[derive(serde::Deserialize)]
+struct TaskId {
+    id: String,
+}
+
+/// What GetTask fails with: a task it does not have, named in the error's data.
+#[derive(Debug, thiserror::Error, a2a_error::A2aError)]
+enum AgentError {
+    #[error("task {task_id} not found")]
+    #[a2a(code = TASK_NOT_FOUND)]
+    TaskNotFound {
+        #[a2a(data)]
+        task_id: String,
+    },
+}
+
+/// An agent's JSON-RPC endpoint that has no tasks, as an agent built with a2a-error serves it.
+fn ours() -> Router {
+    a2a_error::server::JsonRpc::new()
+        .method(
+            "GetTask",
+            |request: TaskId, _: a2a_error::server::RequestContext| async move {
+                Err::<serde_json::Value, _>(AgentError::TaskNotFound {
+                    task_id: request.id,
+                })
+            },
+        )
+        .into_router()
+}
 
 async fn serve(router: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -49,7 +77,7 @@ fn error_path(c: &mut Criterion) {
         .unwrap();
     let client = reqwest::Client::new();
     let (ours, hand_written, expected) = runtime.block_on(async {
-        let ours = serve(app::router()).await;
+        let ours = serve(ours()).await;
         let expected = call(&client, &ours).await;
         let body = expected.clone();
         let hand = Router::new().route(

@@ -1,16 +1,22 @@
 //! The metrics the library records, read from a recorder (values, not only names). One test:
 //! a recorder is global to the process.
 
-mod common;
-
 use std::sync::Arc;
 
 use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
 use a2a_error::resilience::{Fallback, FanOut};
 use a2a_error::{Client, RemoteError};
-use common::serve;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::{Value, json};
+
+/// Serves `router` on a fresh 127.0.0.1 port; returns `http://127.0.0.1:PORT`.
+async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = a2a_error::server::ServeLimits::default();
+    tokio::spawn(async move { a2a_error::server::serve(listener, router, limits).await });
+    format!("http://{addr}")
+}
 
 /// An agent on this crate's endpoint, whose server metrics the recorder sees: `flaky:N`
 /// fails N times per messageId with AGENT_UNAVAILABLE, then echoes; a `down` one always

@@ -21,11 +21,13 @@ mod answer;
 mod chaos;
 #[cfg(feature = "grpc")]
 mod grpc;
+mod port;
 mod redis;
 mod service;
 
 pub use agent::{FaultAgent, Received};
 pub use answer::{Answer, ErrorAnswer};
 pub use chaos::{Chaos, ChaosLayer};
+pub use port::{closed_url, free_port};
 pub use redis::RedisServer;
-pub use service::{FaultService, Reply, Request, closed_url};
+pub use service::{FaultService, Reply, Request};

@@ -1,7 +1,7 @@
 //! `RedisServer`: a real `redis-server` of a test's own on a free loopback port, for agents
 //! whose replicas share a Redis (the dedup's `RedisStore`), stopped when dropped.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,7 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts one with nothing persisted and waits until it listens (at most 10 s).
     pub fn spawn() -> std::io::Result<RedisServer> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = crate::free_port();
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])

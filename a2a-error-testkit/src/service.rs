@@ -198,11 +198,3 @@ async fn answer(
     }
     response
 }
-
-/// A URL where nothing listens (a port bound and released): a dependency that is down.
-pub fn closed_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    drop(listener);
-    url
-}

@@ -5,9 +5,6 @@
 //!
 //! `cargo run --release --example bench-baseline-axum -- 127.0.0.1:PORT`
 
-#[path = "listen.rs"]
-mod listen;
-
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::header;
@@ -55,8 +52,16 @@ async fn rpc(body: Bytes) -> impl IntoResponse {
 
 #[tokio::main]
 async fn main() {
-    let listener = listen::listener("127.0.0.1:8090").await;
+    let listener = listener("127.0.0.1:8090").await;
     axum::serve(listener, Router::new().route("/", post(rpc)))
         .await
         .expect("serve");
+}
+
+/// Binds the address of the first argument, else `default`.
+async fn listener(default: &str) -> tokio::net::TcpListener {
+    let addr = std::env::args().nth(1).unwrap_or_else(|| default.into());
+    tokio::net::TcpListener::bind(&addr)
+        .await
+        .expect("a free port")
 }

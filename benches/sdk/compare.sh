@@ -5,8 +5,8 @@
 # TaskNotFound (the error path), SendMessage echo with a new messageId each time (the
 # success path; ours goes through its dedup). Also the `sdk_agent` example (an agent on the
 # official Rust SDK) served through the bridge, against the same agent on the SDK's own
-# routers (`bench-sdk-routers`), and the same bridge without its dedup (`bench-bridge-no-dedup`:
-# what exactly-once SendMessage costs). One load generator (wrk -t1 -c8), the servers
+# routers (`sdk_agent --sdk-routers`), and the same bridge without its dedup
+# (`sdk_agent --no-dedup`: what exactly-once SendMessage costs). One load generator (wrk -t1 -c8), the servers
 # pinned to CPU 0 and wrk to CPU 1, in interleaved rounds; the median round is reported.
 #
 # Then the derive's touch-and-rebuild against thiserror alone (benches/derive/rebuild.sh).
@@ -31,8 +31,7 @@ if [ ! -d "$WORK/js/node_modules/@a2a-js/sdk" ]; then
   (cd "$WORK/js" && npm init -y >/dev/null && npm install -q --no-audit --no-fund @a2a-js/sdk@1.3.0 express@4 >/dev/null)
 fi
 cp "$HERE/js_agent.mjs" "$WORK/js/"
-cargo build -q --release --example agent --example bench-baseline-axum --example sdk_agent \
-  --example bench-sdk-routers --example bench-bridge-no-dedup
+cargo build -q --release --example agent --example bench-baseline-axum --example sdk_agent
 
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
@@ -53,8 +52,8 @@ start axum-baseline 9402 target/release/examples/bench-baseline-axum 127.0.0.1:9
 start a2a-python 9403 .venv/bin/python tests/interop/python_agent.py 9403
 start a2a-js 9404 node "$WORK/js/js_agent.mjs" 9404
 start sdk-bridge 9405 target/release/examples/sdk_agent --addr 127.0.0.1:9405
-start sdk-routers 9406 target/release/examples/bench-sdk-routers 127.0.0.1:9406
-start bridge-no-dedup 9407 target/release/examples/bench-bridge-no-dedup 127.0.0.1:9407
+start sdk-routers 9406 target/release/examples/sdk_agent --sdk-routers --addr 127.0.0.1:9406
+start bridge-no-dedup 9407 target/release/examples/sdk_agent --no-dedup --addr 127.0.0.1:9407
 
 RESULTS="$WORK/results.txt"
 : >"$RESULTS"

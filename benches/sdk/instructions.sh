@@ -18,8 +18,7 @@ for tool in valgrind wrk; do
   command -v $tool >/dev/null || apt-get install -y -q $tool >/dev/null \
     || (apt-get update -q >/dev/null && apt-get install -y -q $tool >/dev/null)
 done
-cargo build -q --release --example agent --example bench-baseline-axum --example sdk_agent \
-  --example bench-sdk-routers --example bench-bridge-no-dedup
+cargo build -q --release --example agent --example bench-baseline-axum --example sdk_agent
 PORT=9409
 VPID=
 trap '[ -n "$VPID" ] && kill $VPID 2>/dev/null || true' EXIT
@@ -57,11 +56,11 @@ A=127.0.0.1:$PORT
 count error a2a-error target/release/examples/agent --addr $A
 count error axum-baseline target/release/examples/bench-baseline-axum $A
 count error sdk-bridge target/release/examples/sdk_agent --addr $A
-count error sdk-routers target/release/examples/bench-sdk-routers $A
+count error sdk-routers target/release/examples/sdk_agent --sdk-routers --addr $A
 count success a2a-error target/release/examples/agent --addr $A
 count success sdk-bridge target/release/examples/sdk_agent --addr $A
-count success sdk-routers target/release/examples/bench-sdk-routers $A
-count success bridge-no-dedup target/release/examples/bench-bridge-no-dedup $A
+count success sdk-routers target/release/examples/sdk_agent --sdk-routers --addr $A
+count success bridge-no-dedup target/release/examples/sdk_agent --no-dedup --addr $A
 
 python3 - "$WORK/results.txt" <<'PY'
 import sys, datetime

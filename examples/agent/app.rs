@@ -1,5 +1,5 @@
 //! The example agent's application: what a user of a2a-error writes. Built from the public
-//! API only. `main.rs` serves it; the integration tests mount the same router.
+//! API only. `main.rs` serves it; the tests run it as a process.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -269,8 +269,7 @@ impl Agent {
         Agent::with_claim_ttl(store, CLAIM_TTL)
     }
 
-    /// As [`with_store`](Self::with_store), with claims that last `claim_ttl` (the tests that
-    /// kill a replica shorten it).
+    /// As [`with_store`](Self::with_store), with claims that last `claim_ttl`.
     pub fn with_claim_ttl(store: impl DedupStore, claim_ttl: Duration) -> Self {
         Agent {
             // Bounded in bytes, not only in count: six 4 MiB messages must not keep 2.8 GB.
@@ -296,19 +295,6 @@ impl Agent {
     pub fn unavailable(mut self) -> Self {
         self.unavailable = true;
         self
-    }
-
-    /// How many times this replica ran the work of `message_id`; read by the tests.
-    #[allow(dead_code)]
-    pub fn runs(&self, message_id: &str) -> u32 {
-        self.attempts.get(message_id).unwrap_or(0)
-    }
-
-    /// The weight of the tasks remembered now, in bytes (bounded by `TASK_BYTES`); read by
-    /// the tests.
-    #[allow(dead_code)]
-    pub fn task_bytes(&self) -> u64 {
-        self.tasks.bytes()
     }
 
     /// The base URL the agent card advertises (default `http://127.0.0.1:8080`).
@@ -514,12 +500,6 @@ async fn agent_card(State(agent): State<Agent>) -> Json<Value> {
 }
 
 /// The whole agent on one router: JSON-RPC at `POST /`, REST, and the agent card.
-#[allow(dead_code)]
-pub fn router() -> Router {
-    router_with(Agent::default())
-}
-
-/// The router over a given agent state (tests read the state's bounds).
 pub fn router_with(agent: Agent) -> Router {
     let rest = Router::new()
         .route("/message:send", post(rest_send))

@@ -260,11 +260,13 @@ pub fn bridge(
     served(public_url, grpc_url).dedup(dedup)
 }
 
-/// The same bridge without its dedup (every SendMessage runs): the baseline that shows what
-/// the dedup costs in `benches/sdk/compare.sh`.
-#[allow(dead_code)]
-pub fn bridge_without_dedup() -> Bridge<DefaultRequestHandler> {
-    served("http://127.0.0.1:8080", None)
+/// The same bridge without its dedup (every SendMessage runs, `--no-dedup`): the baseline
+/// that shows what the dedup costs in `benches/sdk/compare.sh`.
+pub fn bridge_without_dedup(
+    public_url: &str,
+    grpc_url: Option<&str>,
+) -> Bridge<DefaultRequestHandler> {
+    served(public_url, grpc_url)
 }
 
 /// The guarded handler with its card and request timeout: all of the bridge but the dedup.
@@ -275,17 +277,10 @@ fn served(public_url: &str, grpc_url: Option<&str>) -> Bridge<DefaultRequestHand
         .timeout(Duration::from_secs(30))
 }
 
-/// The same agent's handler (executor and store) as the SDK alone runs it: no guard.
-#[allow(dead_code)]
-pub fn sdk_handler() -> Arc<DefaultRequestHandler> {
-    Arc::new(handler(|echo, _| echo))
-}
-
 /// The same agent (executor and store) served by the SDK's own routers, as the SDK serves
-/// it: the baseline of `benches/sdk/compare.sh`.
-#[allow(dead_code)]
+/// it, with no guard (`--sdk-routers`): the baseline of `benches/sdk/compare.sh`.
 pub fn sdk_routers() -> Router {
-    let handler = sdk_handler();
+    let handler = Arc::new(handler(|echo, _| echo));
     a2a_server::jsonrpc::jsonrpc_router(Arc::clone(&handler))
         .merge(a2a_server::rest::rest_router(handler))
 }

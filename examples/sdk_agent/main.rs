@@ -1,5 +1,6 @@
 //! An agent on the official Rust SDK served through a2a-error's bridge:
-//! `cargo run --example sdk_agent -- --addr 127.0.0.1:8080 [--grpc 127.0.0.1:50051] [--redis URL]`.
+//! `cargo run --example sdk_agent -- --addr 127.0.0.1:8080 [--grpc 127.0.0.1:50051] [--redis URL]
+//! [--no-dedup | --sdk-routers]`.
 //!
 //! The same paths as `examples/agent` (JSON-RPC `POST /`; REST `POST /message:send`,
 //! `POST /message:stream`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`; the card at
@@ -10,6 +11,9 @@
 //! With `--grpc HOST:PORT`, the same agent (the same tasks, the same dedup) also serves the
 //! A2A 1.0 gRPC service `lf.a2a.v1.A2AService` there, advertised in its card. With
 //! `--redis redis://HOST:PORT`, agents pointed at the same Redis share SendMessage replies.
+//! For comparison (`benches/sdk/compare.sh`): `--no-dedup` serves the bridge without its
+//! dedup (every SendMessage runs), and `--sdk-routers` the same executor and store through
+//! the official SDK's own routers, without a2a-error.
 
 mod app;
 
@@ -29,7 +33,20 @@ async fn main() {
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut redis = None;
     let mut grpc = None;
+    let mut dedup = true;
+    let mut sdk_routers = false;
     while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--no-dedup" => {
+                dedup = false;
+                continue;
+            }
+            "--sdk-routers" => {
+                sdk_routers = true;
+                continue;
+            }
+            _ => {}
+        }
         match (arg.as_str(), args.next()) {
             ("--addr", Some(value)) => addr = value,
             ("--grpc", Some(value)) => grpc = Some(value),
@@ -37,16 +54,26 @@ async fn main() {
             _ => {
                 eprintln!(
                     "usage: sdk_agent [--addr HOST:PORT] [--grpc HOST:PORT] \
-                     [--redis redis://HOST:PORT]"
+                     [--redis redis://HOST:PORT] [--no-dedup | --sdk-routers]"
                 );
                 std::process::exit(2);
             }
         }
     }
+    if sdk_routers {
+        let listener = bind(&addr).await;
+        tracing::info!("SDK agent on the SDK's own routers at http://{addr}");
+        if let Err(error) = axum::serve(listener, app::sdk_routers()).await {
+            eprintln!("server error: {error}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let public_url = format!("http://{addr}");
     // A gRPC target is `host:port`, as the SDKs' gRPC clients take it.
     let grpc_url = grpc.clone();
     let bridge = match redis {
+        _ if !dedup => app::bridge_without_dedup(&public_url, grpc_url.as_deref()),
         None => app::bridge(&public_url, grpc_url.as_deref(), MemoryStore::default()),
         Some(url) => match RedisStore::connect(&url) {
             Ok(store) => app::bridge(&public_url, grpc_url.as_deref(), store),

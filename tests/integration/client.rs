@@ -1,11 +1,10 @@
 //! The client over real loopback HTTP: the test kit's fault agent, the example agent, a proxy
 //! that loses a reply, a raw socket that resets mid-response, and a closed port.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::serve;
 use a2a_error::Client;
 use a2a_error::client::{ClientError, Timeout};
 use a2a_error::resilience::{Jitter, RetryPolicy};
@@ -13,7 +12,6 @@ use a2a_error::{A2aError, RemoteError, StandardError};
 use a2a_error_testkit::{Answer, FaultAgent};
 use axum::Router;
 use axum::routing::post;
-use common::serve;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -42,8 +40,8 @@ enum AgentError {
 }
 
 /// The example agent, as its own process: its URL.
-fn example_agent() -> (common::ExampleProcess, String) {
-    common::start_example("agent", &[])
+fn example_agent() -> (crate::common::ExampleProcess, String) {
+    crate::common::start_example("agent", &[])
 }
 
 /// What the fault agent does with one request, in this file's words.
@@ -178,9 +176,7 @@ async fn a_non_json_502_from_a_proxy_keeps_status_and_headers() {
 
 #[tokio::test]
 async fn connection_refused_is_retried_then_reported() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    drop(listener);
+    let url = format!("{}/", a2a_error_testkit::closed_url());
     let (policy, log) = recording::<RemoteError>();
     let client = jsonrpc(&url, policy.max_attempts(3));
     let error = client
@@ -417,7 +413,7 @@ async fn a_downstream_error_is_translated_not_forwarded() {
 
 /// Runs the built `client` example against `url`.
 fn run_example(args: &[&str]) -> (i32, String) {
-    common::run_example("client", args)
+    crate::common::run_example("client", args)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -438,7 +434,7 @@ async fn the_client_example_prints_each_attempt() {
     };
 
     let (code, out) = flaky.await.unwrap();
-    common::assert_flaky_2_output(code, &out);
+    crate::common::assert_flaky_2_output(code, &out);
 
     let (code, out) = unsupported.await.unwrap();
     assert_eq!(code, 1, "{out}");

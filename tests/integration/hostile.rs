@@ -2,8 +2,6 @@
 //! with bytes chosen to crash, exhaust or mislead a client. Each test is one defect class from
 //! the hardening review; none may panic, grow without bound or outlive its deadline.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -496,7 +494,7 @@ async fn unsafe_methods_are_repeated_only_after_errors_decided_before_work() {
 
 #[tokio::test]
 async fn a_panic_on_our_server_is_answered_once_and_not_retried() {
-    let (_agent, url) = common::start_example("agent", &[]);
+    let (_agent, url) = crate::common::start_example("agent", &[]);
     let attempts = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&attempts);
     let policy = RetryPolicy::default()

@@ -5,7 +5,7 @@ use a2a_error::code::{self, DefaultRetry};
 
 #[test]
 fn the_guides_code_table_is_the_code_table() {
-    let guide = include_str!("../docs/guides/errors.md");
+    let guide = include_str!("../../docs/guides/errors.md");
     let rows: Vec<Vec<&str>> = guide
         .lines()
         .skip_while(|line| !line.starts_with("| const |"))

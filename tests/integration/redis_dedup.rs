@@ -1,5 +1,5 @@
 //! The Redis dedup store against a real `redis-server` that these tests start on loopback:
-//! replicas of the example agent sharing one Redis run a SendMessage once, whichever replica a
+//! replicas of an agent sharing one Redis run a SendMessage once, whichever replica a
 //! retry lands on; a replica that dies mid-work leaves a claim that expires; a Redis that stops
 //! answering gives the configured behaviour, not a hang.
 //!
@@ -7,24 +7,20 @@
 //! it these tests fail and say how to install it; `A2A_REDIS_SKIP=1` skips them on purpose,
 //! and each then prints `SKIPPED` on stderr.
 
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
-mod common;
-
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::common::agent::TestAgent;
+use crate::common::proxy::lossy_balancer;
+use crate::common::requests::{rpc, send};
+use crate::common::serve;
 use a2a_error::Client;
 use a2a_error::StandardError;
 use a2a_error::resilience::{Jitter, RetryPolicy};
 use a2a_error::server::{Dedup, DedupError, RedisStore, Refusal, StoreFailure};
 use a2a_error_testkit::RedisServer;
 use axum::http::HeaderMap;
-use common::proxy::lossy_balancer;
-use common::requests::{rpc, send};
-use common::serve;
 use serde_json::{Value, json};
 
 /// A redis-server of the test's own, or `None` when skipped on purpose.
@@ -62,7 +58,7 @@ fn message(text: &str, id: &str) -> Value {
     json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}})
 }
 
-fn client(url: &str) -> Client<app::AgentError> {
+fn client(url: &str) -> Client<StandardError> {
     Client::jsonrpc(format!("{url}/"))
         .retry(
             RetryPolicy::new()
@@ -79,11 +75,11 @@ async fn a_reply_lost_on_one_replica_is_replayed_by_another() {
         return;
     };
     let (a, b) = (
-        app::Agent::with_store(redis.store()),
-        app::Agent::with_store(redis.store()),
+        TestAgent::with_store(redis.store()),
+        TestAgent::with_store(redis.store()),
     );
-    let url_a = serve(app::router_with(a.clone())).await;
-    let url_b = serve(app::router_with(b.clone())).await;
+    let url_a = serve(a.router()).await;
+    let url_b = serve(b.router()).await;
     let (balancer, seen) = lossy_balancer(url_a.clone(), url_b).await;
 
     let reply: Value = client(&balancer)
@@ -102,8 +98,8 @@ async fn a_reply_lost_on_one_replica_is_replayed_by_another() {
     );
     // The reply B gave is A's run: the task exists on A, not on B.
     let id = reply["task"]["id"].as_str().unwrap().to_owned();
-    assert!(a.get_task(&id).is_ok());
-    assert!(b.get_task(&id).is_err());
+    assert!(a.has_task(&id));
+    assert!(!b.has_task(&id));
 
     drop(redis);
 }
@@ -114,13 +110,10 @@ async fn duplicates_on_two_replicas_at_once_run_once() {
         return;
     };
     let (a, b) = (
-        app::Agent::with_store(redis.store()),
-        app::Agent::with_store(redis.store()),
+        TestAgent::with_store(redis.store()),
+        TestAgent::with_store(redis.store()),
     );
-    let urls = [
-        serve(app::router_with(a.clone())).await,
-        serve(app::router_with(b.clone())).await,
-    ];
+    let urls = [serve(a.router()).await, serve(b.router()).await];
     let results = futures_util::future::join_all((0..10u64).map(|i| {
         let url = urls[(i % 2) as usize].clone();
         async move { rpc(&format!("{url}/"), send(i, "m-race", "sleep:200")).await }
@@ -147,15 +140,15 @@ fn a_replica_that_dies_mid_work_leaves_a_claim_that_expires() {
         .build()
         .unwrap();
     // The store's connection lives on the runtime it is made on, and dies with it.
-    let a = a_runtime.block_on(async { app::Agent::with_claim_ttl(redis.store(), claim) });
-    let url_a = a_runtime.block_on(serve(app::router_with(a.clone())));
+    let a = a_runtime.block_on(async { TestAgent::with_claim_ttl(redis.store(), claim) });
+    let url_a = a_runtime.block_on(serve(a.router()));
     let b_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let b = b_runtime.block_on(async { app::Agent::with_claim_ttl(redis.store(), claim) });
-    let url_b = b_runtime.block_on(serve(app::router_with(b.clone())));
+    let b = b_runtime.block_on(async { TestAgent::with_claim_ttl(redis.store(), claim) });
+    let url_b = b_runtime.block_on(serve(b.router()));
 
     let body = send(1, "m-die", "sleep:1000");
     let first = b_runtime.spawn(post_rpc_detached(url_a, body.clone()));
@@ -192,8 +185,8 @@ async fn a_redis_that_stops_fails_closed_in_bounded_time_or_runs_as_configured()
     let Some(mut redis) = Redis::start() else {
         return;
     };
-    let agent = app::Agent::with_store(redis.store());
-    let url = serve(app::router_with(agent.clone())).await;
+    let agent = TestAgent::with_store(redis.store());
+    let url = serve(agent.router()).await;
     let ok = rpc(&format!("{url}/"), send(1, "m-before", "hello")).await;
     assert!(ok.get("result").is_some(), "{ok}");
     let open: Dedup<Value, StandardError> =
@@ -214,7 +207,7 @@ async fn a_redis_that_stops_fails_closed_in_bounded_time_or_runs_as_configured()
         "no work without the once-only guarantee"
     );
     // Through the typed client: AGENT_UNAVAILABLE with pushback, decided before any work.
-    let error = Client::<app::AgentError>::jsonrpc(format!("{url}/"))
+    let error = Client::<StandardError>::jsonrpc(format!("{url}/"))
         .retry(RetryPolicy::none())
         .build()
         .unwrap()
@@ -346,8 +339,8 @@ async fn refusals_travel_through_redis_too() {
     assert!(matches!(reused, DedupError::Refused(Refusal::IdReused)));
 }
 
-fn start_agent(redis_url: &str) -> (common::ExampleProcess, String) {
-    common::start_example("agent", &["--redis", redis_url])
+fn start_agent(redis_url: &str) -> (crate::common::ExampleProcess, String) {
+    crate::common::start_example("agent", &["--redis", redis_url])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -388,7 +381,7 @@ async fn two_agent_processes_with_redis_share_replies() {
         .unwrap();
     assert_ne!(other["result"]["task"]["id"], first["result"]["task"]["id"]);
     // A bad Redis URL is a usage error at start-up.
-    let status = Command::new(common::example_exe("agent"))
+    let status = Command::new(crate::common::example_exe("agent"))
         .args(["--addr", "127.0.0.1:0", "--redis", "not a url"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -13,8 +13,6 @@
 //! memory does not grow from round to round:
 //! `A2A_SOAK_SECS=300 cargo test --workspace --release -- --ignored soak`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -137,11 +135,11 @@ async fn inject(State(chaos): State<Chaos>, mut request: Request, next: Next) ->
             next.run(request).await
         }
         // Reset before the agent saw the request.
-        35..40 => common::proxy::broken_reply(b"{\"jsonrpc\":"),
+        35..40 => crate::common::proxy::broken_reply(b"{\"jsonrpc\":"),
         // The work ran; the reply is lost on the way back.
         40..45 => {
             drop(next.run(request).await);
-            common::proxy::broken_reply(b"{\"jsonrpc\":\"2.0\",\"id\"")
+            crate::common::proxy::broken_reply(b"{\"jsonrpc\":\"2.0\",\"id\"")
         }
         // The work ran; the reply comes after the client stopped waiting.
         45..50 => {
@@ -200,7 +198,7 @@ async fn round(seed: u64, calls: usize) -> Round {
         .into_router()
         .layer(axum::middleware::from_fn_with_state(chaos.clone(), inject))
         .with_state(agent.clone());
-    // Served here rather than by `common::serve`, so that the round can stop its server.
+    // Served here rather than by `crate::common::serve`, so that the round can stop its server.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(a2a_error::server::serve(

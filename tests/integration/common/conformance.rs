@@ -1,6 +1,5 @@
 //! The JSON-RPC conformance cases (`tests/data/jsonrpc-cases.json`), run against any agent
 //! that serves `GetTask`: the example agent and the SDK agent behind the bridge.
-#![allow(dead_code)]
 
 use serde_json::Value;
 

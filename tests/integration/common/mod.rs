@@ -1,5 +1,6 @@
 //! What the loopback test files share.
 
+pub mod agent;
 pub mod conformance;
 pub mod proxy;
 pub mod requests;
@@ -13,7 +14,6 @@ pub async fn serve(router: Router) -> String {
 }
 
 /// Serves `router` within `limits`; returns `http://127.0.0.1:PORT`.
-#[allow(dead_code)]
 pub async fn serve_with(router: Router, limits: a2a_error::server::ServeLimits) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -23,7 +23,6 @@ pub async fn serve_with(router: Router, limits: a2a_error::server::ServeLimits) 
 
 /// The built example `name` (test binaries live in target/<profile>/deps, examples in
 /// target/<profile>/examples; `cargo test --workspace` builds them).
-#[allow(dead_code)]
 pub fn example_exe(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap();
     let example = exe
@@ -41,12 +40,18 @@ pub fn example_exe(name: &str) -> std::path::PathBuf {
 }
 
 /// An example's process, killed when dropped.
-#[allow(dead_code)]
 pub struct ExampleProcess(std::process::Child);
 
 impl From<std::process::Child> for ExampleProcess {
     fn from(child: std::process::Child) -> Self {
         ExampleProcess(child)
+    }
+}
+
+impl ExampleProcess {
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
     }
 }
 
@@ -59,14 +64,9 @@ impl Drop for ExampleProcess {
 
 /// Starts example `name` with `--addr 127.0.0.1:PORT` and `args`, waits until it accepts
 /// connections, and returns it with `http://127.0.0.1:PORT`.
-#[allow(dead_code)]
 pub fn start_example(name: &str, args: &[&str]) -> (ExampleProcess, String) {
     use std::time::{Duration, Instant};
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = a2a_error_testkit::free_port();
     let child = std::process::Command::new(example_exe(name))
         .args(["--addr", &format!("127.0.0.1:{port}")])
         .args(args)
@@ -87,7 +87,6 @@ pub fn start_example(name: &str, args: &[&str]) -> (ExampleProcess, String) {
 }
 
 /// Runs example `name` with `args` to its end: its exit code and stdout.
-#[allow(dead_code)]
 pub fn run_example(name: &str, args: &[&str]) -> (i32, String) {
     let output = std::process::Command::new(example_exe(name))
         .args(args)
@@ -101,15 +100,9 @@ pub fn run_example(name: &str, args: &[&str]) -> (i32, String) {
 
 /// Starts the `sdk_agent` example serving gRPC too: it, its HTTP URL and its gRPC target
 /// (`127.0.0.1:PORT`), once both accept connections.
-#[allow(dead_code)]
 pub fn start_grpc_agent() -> (ExampleProcess, String, String) {
     use std::time::{Duration, Instant};
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let grpc = format!("127.0.0.1:{port}");
+    let grpc = format!("127.0.0.1:{}", a2a_error_testkit::free_port());
     let (process, url) = start_example("sdk_agent", &["--grpc", &grpc]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(&grpc).is_err() {
@@ -124,7 +117,6 @@ pub fn start_grpc_agent() -> (ExampleProcess, String, String) {
 
 /// The output contract of the example clients for `flaky:2`: two failed attempts, each with
 /// its wait, then the third's reply, exit code 0.
-#[allow(dead_code)]
 pub fn assert_flaky_2_output(code: i32, out: &str) {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(code, 0, "{out}");
@@ -143,7 +135,6 @@ pub fn assert_flaky_2_output(code: i32, out: &str) {
 }
 
 /// Reads a stream to its end: how many items were `Ok`, and the last error, if any.
-#[allow(dead_code)]
 pub async fn drain<T, E>(
     stream: impl futures_util::Stream<Item = Result<T, E>>,
 ) -> (usize, Option<E>) {

@@ -5,8 +5,6 @@
 //! fails and says how to install it; `A2A_INTEROP_SKIP=1` skips it on purpose, and then it
 //! says so on stderr.
 
-mod common;
-
 use std::path::Path;
 
 const JS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/js");
@@ -22,7 +20,7 @@ async fn official_js_client_reads_the_sdk_agent_through_the_bridge() {
         "the official JS SDK is not installed: run `(cd tests/interop/js && npm ci)`, or skip \
          on purpose with A2A_INTEROP_SKIP=1"
     );
-    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let (_agent, url) = crate::common::start_example("sdk_agent", &[]);
     for binding in ["JSONRPC", "HTTP+JSON"] {
         let output = tokio::process::Command::new("node")
             .args(["js_client.mjs", &url, binding])

@@ -4,8 +4,6 @@
 //! RetryInfo and the breaker over gRPC against the test kit's fault agent. All on loopback
 //! with real sockets.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -201,8 +199,8 @@ fn message(message_id: &str, text: &str) -> Value {
 }
 
 /// The sdk_agent example with `--grpc`: its HTTP URL and its gRPC target.
-fn agent() -> (common::ExampleProcess, String, String) {
-    common::start_grpc_agent()
+fn agent() -> (crate::common::ExampleProcess, String, String) {
+    crate::common::start_grpc_agent()
 }
 
 async fn raw(grpc: &str) -> A2aServiceClient<tonic::transport::Channel> {
@@ -245,7 +243,7 @@ async fn the_sdk_agent_over_grpc_with_our_client() {
     );
 
     // A task made over JSON-RPC is read over gRPC: one store.
-    let over_http = common::requests::rpc(
+    let over_http = crate::common::requests::rpc(
         &format!("{url}/"),
         json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
                "params": message("g-http", "hello")}),
@@ -302,7 +300,7 @@ async fn the_sdk_agent_over_grpc_with_our_client() {
         )
         .await
         .unwrap();
-    let (seen, last) = common::drain(events).await;
+    let (seen, last) = crate::common::drain(events).await;
     assert_eq!(seen, 2);
     assert_eq!(last.unwrap().remote().unwrap().code(), -32603);
     let at_once = client
@@ -314,7 +312,7 @@ async fn the_sdk_agent_over_grpc_with_our_client() {
     assert_eq!(at_once.err().unwrap().remote().unwrap().code(), -32603);
 
     // The card advertises the gRPC interface.
-    let card = common::requests::card(&url).await;
+    let card = crate::common::requests::card(&url).await;
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
     assert!(
         interfaces
@@ -568,11 +566,9 @@ async fn what_a_retry_cannot_fix_is_not_retried_over_grpc() {
     assert_eq!(agent.received().len(), 1);
 
     // Nothing listening: a connection failure, which nothing ran.
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().to_string()
-    };
-    let client = Client::<RemoteError>::grpc(closed.as_str())
+    let closed = a2a_error_testkit::closed_url();
+    let closed = closed.trim_start_matches("http://");
+    let client = Client::<RemoteError>::grpc(closed)
         .retry(RetryPolicy::none())
         .build()
         .unwrap();
@@ -611,7 +607,7 @@ async fn the_breaker_opens_over_grpc() {
 }
 
 fn run_sdk_client(args: &[&str]) -> (i32, String) {
-    common::run_example("sdk_client", args)
+    crate::common::run_example("sdk_client", args)
 }
 
 /// `sdk_client --grpc URL TEXT` keeps the output contract of the HTTP bindings.
@@ -621,7 +617,7 @@ fn the_sdk_client_example_over_grpc_keeps_its_contract() {
     let url = format!("http://{grpc_target}");
 
     let (code, out) = run_sdk_client(&["--grpc", &url, "flaky:2"]);
-    common::assert_flaky_2_output(code, &out);
+    crate::common::assert_flaky_2_output(code, &out);
 
     let (code, out) = run_sdk_client(&["--grpc", &url, "fail:unsupported"]);
     assert_eq!(code, 1, "{out}");

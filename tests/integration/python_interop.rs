@@ -4,8 +4,6 @@
 //! fail and say how to install it; `A2A_INTEROP_SKIP=1` skips them on purpose, and then each
 //! says so on stderr (a skip never looks like a pass by accident).
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -50,7 +48,7 @@ async fn official_python_client_reads_our_errors() {
     };
     // The example agent as its own process: its card advertises the address it listens on,
     // and the Python client calls what the card advertises.
-    let (_agent, url) = common::start_example("agent", &[]);
+    let (_agent, url) = crate::common::start_example("agent", &[]);
     for binding in ["JSONRPC", "HTTP+JSON"] {
         let report = run_python_client(&python, &url, binding, &[]).await;
         let seen = &report["seen"];
@@ -83,7 +81,7 @@ async fn official_python_client_reads_the_sdk_agent_through_the_bridge() {
     let Some(python) = python_or_skip("a2a.client, a2a.utils.errors") else {
         return;
     };
-    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let (_agent, url) = crate::common::start_example("sdk_agent", &[]);
     for binding in ["JSONRPC", "HTTP+JSON"] {
         let report = run_python_client(&python, &url, binding, &["streaming"]).await;
         let seen = &report["seen"];
@@ -118,7 +116,7 @@ async fn official_python_grpc_client_reads_the_sdk_agent() {
     let Some(python) = python_or_skip("a2a.client.transports.grpc, a2a.utils.grpc_status") else {
         return;
     };
-    let (_agent, url, _grpc) = common::start_grpc_agent();
+    let (_agent, url, _grpc) = crate::common::start_grpc_agent();
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/interop/python_grpc_client.py"
@@ -185,11 +183,7 @@ async fn run_python_client(
 
 /// Starts the Python SDK's server on a free port; it stops when the returned child drops.
 async fn python_agent(python: &PathBuf) -> (tokio::process::Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = a2a_error_testkit::free_port();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_agent.py");
     // The SDK logs a traceback for every error it serves; keep them out of the test output.
     let log = std::env::temp_dir().join(format!("a2a-python-agent-{port}.log"));

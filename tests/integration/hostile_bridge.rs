@@ -2,8 +2,6 @@
 //! `DefaultRequestHandler` with a guarded executor, served by `Bridge` on loopback with real
 //! sockets and a real HTTP client): work ends with its request.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -110,9 +108,9 @@ async fn the_bridges_timeout_ends_the_work_too() {
         } else {
             bridge
         };
-        let url = common::serve(bridge.router()).await;
+        let url = crate::common::serve(bridge.router()).await;
         // The caller sends no deadline of its own: only the bridge's timeout bounds the work.
-        let reply = common::requests::rpc(&url, send("SendMessage", "m-1")).await;
+        let reply = crate::common::requests::rpc(&url, send("SendMessage", "m-1")).await;
         // DEADLINE_EXCEEDED: the endpoint's answer, or the guard's (the task FAILED with it),
         // whichever of the two equal deadlines fired first.
         let failed = &reply["result"]["task"]["status"];
@@ -130,10 +128,10 @@ async fn the_bridges_timeout_ends_the_work_too() {
 async fn a_task_answered_at_once_runs_on_after_its_answer() {
     let (alive, bridge) = endless();
     // Not the bridge's timeout either: the answer came before it.
-    let url = common::serve(bridge.timeout(Duration::from_millis(300)).router()).await;
+    let url = crate::common::serve(bridge.timeout(Duration::from_millis(300)).router()).await;
     let mut request = send("SendMessage", "m-now");
     request["params"]["configuration"] = json!({"returnImmediately": true});
-    let reply = common::requests::rpc(&url, request).await;
+    let reply = crate::common::requests::rpc(&url, request).await;
     assert!(reply["result"]["task"]["id"].is_string(), "{reply}");
     // Well past the answer and the bridge's timeout, the execution still runs.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -143,7 +141,7 @@ async fn a_task_answered_at_once_runs_on_after_its_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_whose_caller_hung_up_ends() {
     let (alive, bridge) = endless();
-    let url = common::serve(bridge.router()).await;
+    let url = crate::common::serve(bridge.router()).await;
     // A unary caller that hangs up (no dedup keeps the work for a retry).
     let hung_up = reqwest::Client::new()
         .post(&url)
@@ -176,7 +174,7 @@ async fn work_whose_caller_hung_up_ends() {
         .to_owned();
     drop(body);
     until_none_alive(&alive, "after a stream's reader left").await;
-    let task = common::requests::rpc(
+    let task = crate::common::requests::rpc(
         &url,
         json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}}),
     )
@@ -193,9 +191,9 @@ async fn work_whose_caller_hung_up_ends() {
 async fn a_failed_tasks_code_is_an_integer_on_every_binding() {
     use a2a_error::resilience::RetryPolicy;
     use a2a_error::{Client, RemoteError};
-    let (_agent, url, grpc) = common::start_grpc_agent();
+    let (_agent, url, grpc) = crate::common::start_grpc_agent();
     let message = |id: &str| json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "work:fail"}]}});
-    let over_rpc = common::requests::rpc(
+    let over_rpc = crate::common::requests::rpc(
         &url,
         json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("c-1")}),
     )
@@ -215,7 +213,7 @@ async fn a_failed_tasks_code_is_an_integer_on_every_binding() {
         .unwrap();
     let over_grpc: Value = client.send_message(&message("c-3")).await.unwrap();
     let task_id = over_rpc["result"]["task"]["id"].as_str().unwrap();
-    let read_back = common::requests::rpc(
+    let read_back = crate::common::requests::rpc(
         &url,
         json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}}),
     )
@@ -346,7 +344,7 @@ fn text_message(message_id: &str, text: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_never_reach_each_others_tasks_on_any_binding() {
-    let (_agent, url, grpc) = common::start_grpc_agent();
+    let (_agent, url, grpc) = crate::common::start_grpc_agent();
     let (alice, bob): (&[u8], &[u8]) = (b"Bearer alice", b"Bearer bob");
     let other_task = rpc_as(
         &url,
@@ -451,7 +449,7 @@ async fn callers_never_reach_each_others_tasks_on_any_binding() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn credentials_that_differ_in_a_byte_are_two_callers() {
-    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let (_agent, url) = crate::common::start_example("sdk_agent", &[]);
     // Both decode lossily to "Bearer \u{fffd}": the same messageId must still run twice.
     let first = rpc_as(
         &url,
@@ -495,7 +493,7 @@ fn sse_events(text: &str) -> Vec<Value> {
 async fn ten_thousand_events_reach_a_slow_reader() {
     use a2a_error::resilience::RetryPolicy;
     use a2a_error::{Client, RemoteError};
-    let (_agent, url, grpc) = common::start_grpc_agent();
+    let (_agent, url, grpc) = crate::common::start_grpc_agent();
 
     // JSON-RPC over SSE: the reader takes one chunk, then stops reading for 3 s (the agent
     // makes its events far faster than that), then reads the rest.
@@ -546,7 +544,7 @@ async fn ten_thousand_events_reach_a_slow_reader() {
     let first = events.next().await.unwrap().unwrap();
     assert!(first.get().starts_with('{'));
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let (seen, last) = common::drain(events).await;
+    let (seen, last) = crate::common::drain(events).await;
     assert!(last.is_none(), "{last:?}");
     // The first event was read above: the 10,000 chunks and the COMPLETED status in all.
     assert_eq!(seen + 1, 10_001);
@@ -567,7 +565,7 @@ async fn ten_thousand_events_reach_a_slow_reader() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_that_falls_behind_still_sees_where_the_task_ends() {
-    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let (_agent, url) = crate::common::start_example("sdk_agent", &[]);
     // The stream that runs the task, read as fast as it comes.
     let response = reqwest::Client::new()
         .post(&url)
@@ -626,7 +624,7 @@ async fn a_subscriber_that_falls_behind_still_sees_where_the_task_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_task_is_kept() {
-    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let (_agent, url) = crate::common::start_example("sdk_agent", &[]);
     // 1.2 MB of text (the body limit is 4 MiB): echoed, the task holds it twice.
     let text = "z".repeat(1_200_000);
     let made = rpc_as(&url, None, "SendMessage", text_message("large-1", &text)).await;
@@ -673,7 +671,7 @@ async fn stream_text(url: &str, params: Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_stream_is_resumed_never_run_twice() {
-    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let (_agent, url) = crate::common::start_example("sdk_agent", &[]);
     let (first, last) = stream_tasks(&stream_text(&url, text_message("again-1", "stream:3")).await);
     assert_eq!(
         last["result"]["statusUpdate"]["status"]["state"],
@@ -736,7 +734,7 @@ async fn a_retried_stream_is_resumed_never_run_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_stream_request_is_refused_and_the_agent_lives() {
-    let (_agent, url) = common::start_example("sdk_agent", &[]);
+    let (_agent, url) = crate::common::start_example("sdk_agent", &[]);
     for text in ["stream:4294967295", "stream:fail_after:4294967295"] {
         let reply = rpc_as(&url, None, "SendMessage", text_message(text, text)).await;
         assert_eq!(reply["error"]["code"], -32602, "{reply}");

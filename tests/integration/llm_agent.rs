@@ -2,20 +2,18 @@
 //! calls a model provider over HTTP (a fallback model, a search tool), run as its own process
 //! on loopback against fake providers the tests start, and driven by a real HTTP client.
 
-mod common;
-
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::common::ExampleProcess;
+use crate::common::requests::{rpc, rpc_with, send};
 use a2a_error_testkit::{FaultService, Reply, closed_url};
-use common::ExampleProcess;
-use common::requests::{rpc, rpc_with, send};
 use serde_json::{Value, json};
 
 /// Starts the agent on a port of its own choosing (`--addr 127.0.0.1:0`), read from the line
 /// it logs once listening: no port can be taken by another test in between.
 fn agent(model: &str, more: &[&str]) -> (ExampleProcess, String) {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(common::example_exe("llm_agent"))
+    let mut child = std::process::Command::new(crate::common::example_exe("llm_agent"))
         .args(["--addr", "127.0.0.1:0", "--model", model])
         .args(more)
         .env("RUST_LOG", "info")
@@ -324,7 +322,7 @@ async fn the_tools_circuit_opens_and_the_agent_still_answers() {
     // Five failures in a row open the circuit: the third call's tool was not asked at all.
     let asked = tool.received().len();
     assert!((5..8).contains(&asked), "{asked}");
-    let metrics = common::requests::get_text(&format!("{url}/metrics")).await;
+    let metrics = crate::common::requests::get_text(&format!("{url}/metrics")).await;
     assert!(
         metrics.contains("a2a_breaker_state{agent=\"tool\"} 2"),
         "{metrics}"
@@ -392,7 +390,7 @@ async fn metrics_have_series_per_dependency() {
     );
     let reply = rpc(&url, send(1, "m-1", "search:x")).await;
     assert_eq!(text(&reply), "ok", "{reply}");
-    let metrics = common::requests::get_text(&format!("{url}/metrics")).await;
+    let metrics = crate::common::requests::get_text(&format!("{url}/metrics")).await;
     for series in [
         "a2a_dependency_calls{dependency=\"primary\",outcome=\"ok\"",
         "a2a_dependency_calls{dependency=\"tool\",outcome=\"ok\"",

@@ -2,12 +2,10 @@
 //! (`DefaultRequestHandler`, an `AgentExecutor`) served through the bridge, run as its own
 //! process on loopback and driven by a real HTTP client over both bindings.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::requests::{card, error_code, post_raw, rpc, rpc_with};
-use common::{ExampleProcess, start_example};
+use crate::common::requests::{card, error_code, post_raw, rpc, rpc_with};
+use crate::common::{ExampleProcess, start_example};
 use serde_json::{Value, json};
 
 fn agent() -> (ExampleProcess, String) {
@@ -386,7 +384,7 @@ async fn send_message_is_idempotent_across_bindings_and_guarded_by_id() {
 async fn json_rpc_is_spec_exact_as_our_own_endpoint() {
     let (_agent, url) = agent();
     let url = format!("{url}/");
-    common::conformance::check(&url).await;
+    crate::common::conformance::check(&url).await;
 
     // A notification runs and gets no body.
     let (status, _, text) = post_raw(
@@ -432,7 +430,7 @@ async fn two_agents_sharing_one_redis_share_replies() {
 }
 
 fn run_sdk_client(args: &[&str]) -> (i32, String) {
-    common::run_example("sdk_client", args)
+    crate::common::run_example("sdk_client", args)
 }
 
 #[test]
@@ -441,7 +439,7 @@ fn the_sdk_client_example_keeps_the_client_examples_contract() {
     let url = format!("{base}/");
 
     let (code, out) = run_sdk_client(&[&url, "flaky:2"]);
-    common::assert_flaky_2_output(code, &out);
+    crate::common::assert_flaky_2_output(code, &out);
 
     let (code, out) = run_sdk_client(&["--rest", &base, "fail:unsupported"]);
     assert_eq!(code, 1, "{out}");

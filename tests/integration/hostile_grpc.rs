@@ -2,8 +2,6 @@
 //! values that tonic panics on (in a trailers-only reply, after a reply, mid-stream), and
 //! `sdk_agent --grpc`'s limits from outside. All on loopback with real sockets.
 
-mod common;
-
 use std::convert::Infallible;
 
 use a2a_error::resilience::RetryPolicy;
@@ -122,7 +120,7 @@ async fn no_status_details_header_panics_the_grpc_client() {
                             .stream("SubscribeToTask", &json!({"id": "t-1"}))
                             .await
                             .unwrap();
-                        let (seen, last) = common::drain(events).await;
+                        let (seen, last) = crate::common::drain(events).await;
                         assert_eq!(seen, 1);
                         last.unwrap()
                     }

@@ -1,36 +1,62 @@
-//! The server over real loopback HTTP: the example agent's router on 127.0.0.1 with a real
-//! TCP socket, driven by a real HTTP client.
-
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
-mod common;
+//! The server over real loopback HTTP, driven by a real HTTP client: the example agent as a
+//! process, and endpoints built here with the settings it does not take as flags.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::time::Duration;
 
+use crate::common::agent::TestAgent;
+use crate::common::requests::{card, error_code, post_raw, rest_send, rpc, rpc_with, send};
+use crate::common::{ExampleProcess, serve, start_example};
 use a2a_error::resilience::RetryPolicy;
-use a2a_error::server::{Binding, failed_status, sse_response};
+use a2a_error::server::{Binding, JsonRpc, RequestContext, failed_status, sse_response};
 use a2a_error::{A2aError, ErrorObject, FromErrorObject, StandardError};
 use axum::Router;
 use axum::routing::get;
-use common::requests::{card, error_code, post_raw, rest_send, rpc, rpc_with, send};
-use common::serve;
 use serde_json::{Value, json};
 
-async fn agent() -> String {
-    serve(app::router()).await
+/// The example agent, as a process.
+fn agent() -> (ExampleProcess, String) {
+    start_example("agent", &[])
+}
+
+/// An endpoint of this crate's own, for the settings the example agent does not take as
+/// flags: SendMessage echoes its params (after `sleep:MS`).
+fn endpoint() -> JsonRpc {
+    JsonRpc::new().method(
+        "SendMessage",
+        |params: Value, _: RequestContext| async move {
+            let text = params["message"]["parts"][0]["text"].as_str().unwrap_or("");
+            if let Some(ms) = text.strip_prefix("sleep:").and_then(|ms| ms.parse().ok()) {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            Ok::<_, StandardError>(params)
+        },
+    )
+}
+
+/// What the tests below fail with: a Display text that must stay in the logs, and a
+/// retryable error with a delay.
+#[derive(Debug, thiserror::Error, A2aError)]
+enum AgentError {
+    #[error("storage query failed: connect to db password=hunter2-secret: {0}")]
+    #[a2a(code = INTERNAL_ERROR)]
+    Storage(String),
+
+    #[error("quota for this caller exhausted")]
+    #[a2a(code = RATE_LIMITED, retry_after = 2)]
+    RateLimited,
 }
 
 #[tokio::test]
 async fn conformance_cases() {
-    common::conformance::check(&agent().await).await;
+    let (_agent, url) = agent();
+    crate::common::conformance::check(&url).await;
 }
 
 #[tokio::test]
 async fn invalid_requests_echo_the_id_when_readable() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let cases = [
         (json!({"method": "GetTask", "id": "a"}), json!("a")),
         (
@@ -67,7 +93,7 @@ async fn invalid_requests_echo_the_id_when_readable() {
 
 #[tokio::test]
 async fn parse_errors_for_bad_json_utf8_and_deep_nesting() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     for body in [
         b"{\"jsonrpc\":".to_vec(),
@@ -84,7 +110,7 @@ async fn parse_errors_for_bad_json_utf8_and_deep_nesting() {
 
 #[tokio::test]
 async fn invalid_params_name_the_field() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let reply = rpc(
         &url,
         json!({"jsonrpc": "2.0", "id": 9, "method": "SendMessage",
@@ -107,7 +133,7 @@ async fn invalid_params_name_the_field() {
 
 #[tokio::test]
 async fn method_aliases_and_method_not_found() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let reply = rpc(
         &url,
         json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}}),
@@ -146,7 +172,7 @@ async fn method_aliases_and_method_not_found() {
 
 #[tokio::test]
 async fn task_not_found_carries_the_id_and_decodes() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let reply = rpc(
         &url,
         json!({"jsonrpc": "2.0", "id": "r5", "method": "GetTask", "params": {"id": "t-1"}}),
@@ -155,15 +181,17 @@ async fn task_not_found_carries_the_id_and_decodes() {
     let obj: ErrorObject = serde_json::from_value(reply["error"].clone()).unwrap();
     assert_eq!(obj.reason(), Some("TASK_NOT_FOUND"));
     assert_eq!(obj.domain(), Some("a2a-protocol.org"));
-    match app::AgentError::from_error_object(&obj) {
-        Some(app::AgentError::TaskNotFound { task_id }) => assert_eq!(task_id, "t-1"),
+    match StandardError::from_error_object(&obj) {
+        Some(StandardError::TaskNotFound { task_id }) => {
+            assert_eq!(task_id.as_deref(), Some("t-1"))
+        }
         other => panic!("{other:?}"),
     }
 }
 
 #[tokio::test]
 async fn notifications_run_without_reply() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     // flaky:1 fails its first run. The notification is that first run...
     let mut note = send(0, "note-1", "flaky:1");
     note.as_object_mut().unwrap().remove("id");
@@ -184,7 +212,7 @@ async fn notifications_run_without_reply() {
 
 #[tokio::test]
 async fn batches_answer_each_request_and_respect_the_limit() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let batch = json!([
         send(1, "b-1", "sleep:50"),
         send(2, "b-2", "fail:rate_limited"),
@@ -204,12 +232,7 @@ async fn batches_answer_each_request_and_respect_the_limit() {
     assert_eq!(error_code(by_id[&3]), -32001);
     assert_eq!(error_code(by_id[&4]), -32603);
 
-    let small = serve(
-        app::json_rpc(app::Agent::default())
-            .max_batch(2)
-            .into_router(),
-    )
-    .await;
+    let small = serve(endpoint().max_batch(2).into_router()).await;
     let too_big = json!([
         send(1, "x1", "hi"),
         send(2, "x2", "hi"),
@@ -224,7 +247,7 @@ async fn batches_answer_each_request_and_respect_the_limit() {
 
 #[tokio::test]
 async fn panics_do_not_take_the_server_down() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     for i in 0..3 {
         let reply = rpc(&url, send(i, &format!("p-{i}"), "fail:panic")).await;
         assert_eq!(error_code(&reply), -32603);
@@ -237,12 +260,7 @@ async fn panics_do_not_take_the_server_down() {
 
 #[tokio::test]
 async fn wrong_content_type_and_oversized_bodies_get_json_rpc_errors() {
-    let url = serve(
-        app::json_rpc(app::Agent::default())
-            .max_body_bytes(1024)
-            .into_router(),
-    )
-    .await;
+    let url = serve(endpoint().max_body_bytes(1024).into_router()).await;
     let client = reqwest::Client::new();
     for content_type in [
         Some("text/plain"),
@@ -282,7 +300,7 @@ async fn wrong_content_type_and_oversized_bodies_get_json_rpc_errors() {
 
 #[tokio::test]
 async fn oversized_body_is_refused_before_it_is_sent() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let addr = url.trim_start_matches("http://").to_owned();
     // Announce 100 MB and send none of it: the answer must come anyway.
     let reply = tokio::task::spawn_blocking(move || {
@@ -310,12 +328,7 @@ async fn oversized_body_is_refused_before_it_is_sent() {
 
 #[tokio::test]
 async fn handler_timeout_is_deadline_exceeded() {
-    let url = serve(
-        app::json_rpc(app::Agent::default())
-            .timeout(Duration::from_millis(50))
-            .into_router(),
-    )
-    .await;
+    let url = serve(endpoint().timeout(Duration::from_millis(50)).into_router()).await;
     let reply = rpc(&url, send(1, "slow", "sleep:5000")).await;
     assert_eq!(error_code(&reply), -32054);
     assert_eq!(reply["error"]["data"][0]["reason"], "DEADLINE_EXCEEDED");
@@ -324,7 +337,7 @@ async fn handler_timeout_is_deadline_exceeded() {
 #[tokio::test]
 async fn the_callers_deadline_header_stops_the_handler_in_time() {
     // The agent's own timeout is 30 s; the caller has 100 ms left.
-    let url = agent().await;
+    let (_agent, url) = agent();
     let start = std::time::Instant::now();
     let reply = rpc_with(
         &url,
@@ -350,7 +363,7 @@ async fn the_callers_deadline_header_stops_the_handler_in_time() {
 
 #[tokio::test]
 async fn a2a_version_header() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let client = reqwest::Client::new();
     let ask = |version: Option<&'static str>| {
         let mut request = client
@@ -400,7 +413,7 @@ async fn a2a_version_header() {
 
 #[tokio::test]
 async fn rest_errors_are_google_rpc_status() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     let client = reqwest::Client::new();
     let response = client.get(format!("{url}/tasks/t-9")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 404);
@@ -460,14 +473,8 @@ async fn rest_errors_are_google_rpc_status() {
 
 #[tokio::test]
 async fn agent_card_names_both_interfaces() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let router = app::router_with(app::Agent::default().public_url(&url));
-    tokio::spawn(a2a_error::server::serve(
-        listener,
-        router,
-        a2a_error::server::ServeLimits::default(),
-    ));
+    let public = "https://agent.example";
+    let (_agent, url) = start_example("agent", &["--public-url", public]);
     // A caller's Host header is not what the card advertises (a shared cache would keep it).
     let poisoned: Value = reqwest::Client::new()
         .get(format!("{url}/.well-known/agent-card.json"))
@@ -478,7 +485,10 @@ async fn agent_card_names_both_interfaces() {
         .json()
         .await
         .unwrap();
-    assert_eq!(poisoned["supportedInterfaces"][0]["url"], format!("{url}/"));
+    assert_eq!(
+        poisoned["supportedInterfaces"][0]["url"],
+        format!("{public}/")
+    );
     let card = card(&url).await;
     let bindings: Vec<&str> = card["supportedInterfaces"]
         .as_array()
@@ -491,13 +501,13 @@ async fn agent_card_names_both_interfaces() {
         card["supportedInterfaces"][0]["url"]
             .as_str()
             .unwrap()
-            .starts_with(&url)
+            .starts_with(public)
     );
 }
 
 #[tokio::test]
 async fn send_message_retries_run_the_work_once() {
-    let url = agent().await;
+    let (_agent, url) = agent();
     // A retry after a lost reply: same messageId, same task, one run.
     let first = rpc(&url, send(1, "dup-1", "hello")).await;
     let again = rpc(&url, send(2, "dup-1", "hello")).await;
@@ -524,8 +534,8 @@ async fn send_message_retries_run_the_work_once() {
 
 #[tokio::test]
 async fn final_errors_are_remembered_and_retryable_ones_run_again() {
-    let agent = app::Agent::default();
-    let url = serve(app::router_with(agent.clone())).await;
+    let agent = TestAgent::new();
+    let url = serve(agent.router()).await;
     // A final error is replayed from memory: one run for two requests.
     let one = rpc(&url, send(1, "final", "fail:unsupported")).await;
     let two = rpc(&url, send(2, "final", "fail:unsupported")).await;
@@ -540,8 +550,8 @@ async fn final_errors_are_remembered_and_retryable_ones_run_again() {
 
 #[tokio::test]
 async fn send_message_keys_are_scoped_bounded_and_tied_to_their_message() {
-    let agent = app::Agent::default();
-    let url = serve(app::router_with(agent.clone())).await;
+    let agent = TestAgent::new();
+    let url = serve(agent.router()).await;
     let http = reqwest::Client::new();
     let post = |auth: Option<&'static str>, body: Value| {
         let mut request = http
@@ -585,10 +595,10 @@ async fn send_message_keys_are_scoped_bounded_and_tied_to_their_message() {
 
 async fn numbers(
     fail_at: Option<usize>,
-) -> impl futures_util::Stream<Item = Result<u32, app::AgentError>> {
+) -> impl futures_util::Stream<Item = Result<u32, AgentError>> {
     futures_util::stream::iter((0..4usize).map(move |i| {
         if Some(i) == fail_at {
-            Err(app::AgentError::RateLimited)
+            Err(AgentError::RateLimited)
         } else {
             Ok(i as u32)
         }
@@ -679,7 +689,7 @@ async fn sse_streams_end_with_an_error_event() {
 
 #[test]
 fn failed_task_status_carries_the_public_message_only() {
-    let err = app::AgentError::Storage("secret table name".into());
+    let err = AgentError::Storage("secret table name".into());
     let status = failed_status(&err);
     assert_eq!(status["state"], "TASK_STATE_FAILED");
     assert_eq!(status["message"]["role"], "ROLE_AGENT");
@@ -822,10 +832,11 @@ async fn rest_and_jsonrpc_read_a_missing_version_header_the_same_way() {
 
 #[tokio::test]
 async fn send_message_after_a_lost_reply_runs_the_handler_once() {
-    let state = app::Agent::default();
-    let agent = serve(app::router_with(state.clone())).await;
-    let (proxy, forwarded) = common::proxy::lossy_balancer(agent.clone(), agent.clone()).await;
-    let client = a2a_error::Client::<app::AgentError>::jsonrpc(format!("{proxy}/"))
+    let state = TestAgent::new();
+    let agent = serve(state.router()).await;
+    let (proxy, forwarded) =
+        crate::common::proxy::lossy_balancer(agent.clone(), agent.clone()).await;
+    let client = a2a_error::Client::<StandardError>::jsonrpc(format!("{proxy}/"))
         .retry(RetryPolicy::default().base_delay(Duration::from_millis(20)))
         .build()
         .unwrap();
@@ -844,7 +855,7 @@ async fn send_message_after_a_lost_reply_runs_the_handler_once() {
     // The agent ran it once, and the retry got that run's task.
     assert_eq!(state.runs("m-lost"), 1);
     let id = reply["task"]["id"].as_str().unwrap();
-    let direct = a2a_error::Client::<app::AgentError>::jsonrpc(format!("{agent}/"))
+    let direct = a2a_error::Client::<StandardError>::jsonrpc(format!("{agent}/"))
         .retry(RetryPolicy::none())
         .build()
         .unwrap();

@@ -1,6 +1,5 @@
 //! JSON-RPC and REST requests to an agent on loopback, as the server test files send them.
 // Each test binary compiles this module and uses only some of it.
-#![allow(dead_code)]
 
 use serde_json::{Value, json};
 

@@ -2,15 +2,11 @@
 //! shorter than their Content-Length, more connections than allowed; and the uniformity of
 //! what it answers (exact ids, params errors in the peer's terms, Status bodies on REST).
 
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
-mod common;
-
 use std::time::Duration;
 
+use crate::common::agent::TestAgent;
+use crate::common::{serve_with, start_example};
 use a2a_error::server::{JsonRpc, RequestContext, ServeLimits};
-use common::serve_with;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -44,7 +40,7 @@ fn limits() -> ServeLimits {
 
 #[tokio::test]
 async fn slow_headers_are_cut_off() {
-    let url = serve_with(app::router(), limits()).await;
+    let url = serve_with(TestAgent::new().router(), limits()).await;
     let mut socket = TcpStream::connect(addr(&url)).await.unwrap();
     // A slowloris: the start of a request line, then nothing.
     socket
@@ -65,7 +61,7 @@ async fn slow_headers_are_cut_off() {
 
 #[tokio::test]
 async fn a_body_shorter_than_its_length_gets_a_json_rpc_408() {
-    let url = serve_with(app::router(), limits()).await;
+    let url = serve_with(TestAgent::new().router(), limits()).await;
     for (path, content_type) in [
         ("/", "application/json"),
         ("/message:send", "application/json"),
@@ -86,7 +82,7 @@ async fn a_body_shorter_than_its_length_gets_a_json_rpc_408() {
     }
     // The endpoint bounds the body on its own too, without `serve`'s limit.
     let rpc = JsonRpc::new().body_timeout(Duration::from_millis(200));
-    let url = common::serve(rpc.into_router()).await;
+    let url = crate::common::serve(rpc.into_router()).await;
     let mut socket = TcpStream::connect(addr(&url)).await.unwrap();
     socket
         .write_all(b"POST / HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n[")
@@ -102,7 +98,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
     let limits = ServeLimits::default()
         .header_timeout(Duration::from_secs(30))
         .max_connections(2);
-    let url = serve_with(app::router(), limits).await;
+    let url = serve_with(TestAgent::new().router(), limits).await;
     let mut idle = Vec::new();
     for _ in 0..2 {
         let mut socket = TcpStream::connect(addr(&url)).await.unwrap();
@@ -110,10 +106,14 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
         idle.push(socket);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let request =
-        b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}"#;
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
     let mut third = TcpStream::connect(addr(&url)).await.unwrap();
-    third.write_all(request).await.unwrap();
+    third.write_all(request.as_bytes()).await.unwrap();
     let (early, _) = read_until_close(&mut third, Duration::from_millis(500)).await;
     assert_eq!(early, "", "served a third connection past the cap of two");
     drop(idle.pop());
@@ -134,7 +134,7 @@ async fn post(url: &str, body: &str) -> (u16, String) {
 
 #[tokio::test]
 async fn ids_are_echoed_as_their_exact_text() {
-    let url = common::serve(app::router()).await;
+    let (_agent, url) = start_example("agent", &[]);
     for id in [
         "1000000000000000000000000000000",
         "1.50",
@@ -154,7 +154,7 @@ async fn ids_are_echoed_as_their_exact_text() {
 
 #[tokio::test]
 async fn invalid_params_say_what_is_wrong_without_rust_names() {
-    let url = common::serve(app::router()).await;
+    let (_agent, url) = start_example("agent", &[]);
     let cases = [
         json!({"message": 5}),
         json!({"message": {"role": "ROLE_USER", "parts": []}}),
@@ -209,7 +209,7 @@ async fn a_panicking_deserialize_still_gets_a_json_rpc_reply() {
     let rpc = JsonRpc::new().method("Boom", |_: Explodes, _: RequestContext| async {
         Ok::<_, a2a_error::StandardError>(())
     });
-    let url = common::serve(rpc.into_router()).await;
+    let url = crate::common::serve(rpc.into_router()).await;
     let (status, text) = post(
         &format!("{url}/"),
         r#"{"jsonrpc":"2.0","id":5,"method":"Boom"}"#,
@@ -231,7 +231,7 @@ fn an_alias_to_an_unknown_method_fails_at_start_up() {
 
 #[tokio::test]
 async fn every_rest_failure_is_a_status_body() {
-    let url = common::serve(app::router()).await;
+    let (_agent, url) = start_example("agent", &[]);
     let client = reqwest::Client::new();
     let send = format!("{url}/message:send");
     let requests = [
@@ -304,23 +304,46 @@ async fn every_rest_failure_is_a_status_body() {
     }
 }
 
-#[tokio::test]
-async fn the_example_agents_task_store_is_bounded_in_bytes() {
-    let agent = app::Agent::default();
-    let big = "x".repeat(1 << 20);
-    for i in 0..100 {
-        let request: app::SendMessageRequest = serde_json::from_value(json!({"message": {
-            "messageId": format!("m-{i}"), "role": "ROLE_USER", "parts": [{"text": big}]}}))
+/// The resident memory of process `pid`, in bytes (Linux).
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap();
-        agent
-            .send_message(&Default::default(), request)
-            .await
-            .unwrap();
+    kib << 10
+}
+
+#[tokio::test]
+async fn the_example_agents_task_store_is_bounded_in_resident_memory() {
+    let (agent, url) = start_example("agent", &[]);
+    let big = "x".repeat(1 << 20);
+    let mut ids = Vec::new();
+    for i in 0..160 {
+        let request = json!({"jsonrpc": "2.0", "id": i, "method": "SendMessage", "params":
+            {"message": {"messageId": format!("m-{i}"), "role": "ROLE_USER",
+                         "parts": [{"text": big}]}}});
+        let (_, text) = post(&format!("{url}/"), &request.to_string()).await;
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        ids.push(reply["result"]["task"]["id"].as_str().unwrap().to_owned());
     }
-    // 100 MiB of text sent (200 MiB with the echoes); 64 MiB kept at most.
-    let kept = agent.task_bytes();
-    assert!(kept <= 64 << 20, "{kept}");
-    assert!(kept >= 16 << 20, "the newest are kept: {kept}");
+    // 160 MiB of text sent, 320 MiB with the echoes, and each reply remembered for retries:
+    // 640 MiB if nothing were let go. The tasks (64 MiB) and the replies (64 MiB) are
+    // bounded, and what they let go goes back to the system.
+    let resident = rss(agent.pid());
+    assert!(resident <= 320 << 20, "{} MiB resident", resident >> 20);
+    // The oldest went first; the newest are kept.
+    let get =
+        |id: &str| json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}});
+    let (_, oldest) = post(&format!("{url}/"), &get(&ids[0]).to_string()).await;
+    assert!(oldest.contains("TASK_NOT_FOUND"), "{oldest}");
+    let (_, newest) = post(&format!("{url}/"), &get(&ids[159]).to_string()).await;
+    assert!(
+        newest.contains(&ids[159]) && !newest.contains("error"),
+        "{}",
+        &newest[..200]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -341,7 +364,7 @@ async fn an_endpoint_at_its_limit_sheds_at_once_with_a_truthful_delay() {
             tokio::time::sleep(Duration::from_millis(400)).await;
             Ok::<_, a2a_error::StandardError>(json!("fast"))
         });
-    let url = common::serve(rpc.into_router()).await;
+    let url = crate::common::serve(rpc.into_router()).await;
     // Teaches the endpoint its handlers' time: ~400 ms.
     let call = |method: &str, id: u32| {
         format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{}}}}"#)
@@ -387,7 +410,7 @@ async fn an_endpoint_at_its_limit_sheds_at_once_with_a_truthful_delay() {
 
 #[tokio::test]
 async fn a_batch_over_the_limit_is_refused_before_its_requests_are_read() {
-    let url = common::serve(app::router()).await;
+    let (_agent, url) = start_example("agent", &[]);
     let one = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}"#;
     let batch = format!("[{}]", vec![one; 101].join(","));
     let (_, text) = post(&format!("{url}/"), &batch).await;
@@ -398,7 +421,7 @@ async fn a_batch_over_the_limit_is_refused_before_its_requests_are_read() {
 
 #[tokio::test]
 async fn params_a_reader_cannot_take_are_invalid_params_not_invalid_requests() {
-    let url = common::serve(app::router()).await;
+    let (_agent, url) = start_example("agent", &[]);
     for params in [r#"{"id":1e400}"#, r#"{"id":"\ud800"}"#] {
         let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{params}}}"#);
         let (_, text) = post(&format!("{url}/"), &body).await;
@@ -423,7 +446,7 @@ async fn of_two_deadline_headers_the_earlier_holds() {
             .map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
         Ok::<_, a2a_error::StandardError>(json!(left.map(|l| l.as_millis() as u64)))
     });
-    let url = common::serve(rpc.into_router()).await;
+    let url = crate::common::serve(rpc.into_router()).await;
     for order in [["60000", "500"], ["500", "60000"]] {
         let reply: Value = reqwest::Client::new()
             .post(format!("{url}/"))

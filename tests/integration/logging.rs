@@ -1,22 +1,16 @@
 //! What a server logs: the example agent run as its own process, at debug level, its log
 //! read from its standard output while a client makes it fail.
 
-mod common;
-
 use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 
-use common::requests::{error_code, post_raw, rest_send, rpc, send};
+use crate::common::requests::{error_code, post_raw, rest_send, rpc, send};
 use serde_json::json;
 
 /// The example agent with `RUST_LOG=debug`, and everything it logs so far.
-fn agent() -> (common::ExampleProcess, String, Arc<Mutex<String>>) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = std::process::Command::new(common::example_exe("agent"))
+fn agent() -> (crate::common::ExampleProcess, String, Arc<Mutex<String>>) {
+    let port = a2a_error_testkit::free_port();
+    let mut child = std::process::Command::new(crate::common::example_exe("agent"))
         .args(["--addr", &format!("127.0.0.1:{port}")])
         .env("RUST_LOG", "debug")
         .env("NO_COLOR", "1")
@@ -34,7 +28,7 @@ fn agent() -> (common::ExampleProcess, String, Arc<Mutex<String>>) {
             logs.push('\n');
         }
     });
-    let process = common::ExampleProcess::from(child);
+    let process = crate::common::ExampleProcess::from(child);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(

@@ -3,7 +3,6 @@
 //! reaches the client; every later request goes to a second upstream (the same one, for a
 //! single agent). Shared by the lost-reply tests of one agent and of two replicas.
 // Each test binary compiles this module; only some use it.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

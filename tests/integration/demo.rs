@@ -2,8 +2,6 @@
 //! loopback, prints plain lines when piped, ends with the table read from the metrics
 //! recorder, and draws the run.
 
-mod common;
-
 use std::process::Command;
 
 /// The row of `agent` in the summary table: calls, attempts, retries, fail-fast,
@@ -24,7 +22,7 @@ fn demo_runs_its_scenario_and_draws_it() {
     let dir = std::env::temp_dir().join(format!("a2a-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let picture = dir.join("run.svg");
-    let output = Command::new(common::example_exe("demo"))
+    let output = Command::new(crate::common::example_exe("demo"))
         .arg("--svg")
         .arg(&picture)
         .env_remove("CLICOLOR_FORCE")
@@ -144,7 +142,7 @@ fn demo_runs_its_scenario_and_draws_it() {
 #[test]
 fn demo_usage_errors_exit_2() {
     for args in [&["--svg"][..], &["--bogus"][..]] {
-        let status = Command::new(common::example_exe("demo"))
+        let status = Command::new(crate::common::example_exe("demo"))
             .args(args)
             .output()
             .unwrap()

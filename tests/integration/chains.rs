@@ -1,64 +1,55 @@
-//! Agents calling agents, over real loopback HTTP: the example coordinator in front of example
-//! agents (healthy, down, unreachable, slow) and of other coordinators.
-
-#[path = "../examples/agent/app.rs"]
-#[allow(dead_code)]
-mod app;
-mod common;
-#[path = "../examples/coordinator/app.rs"]
-#[allow(dead_code)]
-mod coordinator;
+//! Agents calling agents, over real loopback HTTP: the example coordinator, run as a
+//! process, in front of specialists (the example agent, the test kit's fault agent: down,
+//! slow) and of other coordinators.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig};
+use crate::common::requests::{get_text, rpc, send};
+use crate::common::{ExampleProcess, serve, start_example};
 use a2a_error::server::{JsonRpc, RequestContext};
 use a2a_error::{A2aError, Client, RemoteError, StandardError, code};
-use a2a_error_testkit::{Answer, FaultAgent};
-use common::requests::{get_text, rpc, send};
-use common::serve;
+use a2a_error_testkit::{Answer, FaultAgent, closed_url};
 use serde_json::{Value, json};
 
-/// A port nothing listens on.
-async fn closed_port() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
-    format!("http://{addr}/")
-}
-
-async fn coordinator_over(agents: &[(&str, String)], min_results: usize) -> String {
-    coordinator_with(agents, min_results, BreakerConfig::default()).await
-}
-
-async fn coordinator_with(
-    agents: &[(&str, String)],
-    min_results: usize,
-    config: BreakerConfig,
-) -> String {
-    let agents: Vec<(String, String)> = agents
+/// The example coordinator, as a process, over `agents`.
+fn coordinator_over(agents: &[(&str, String)], min_results: usize) -> (ExampleProcess, String) {
+    let mut args: Vec<String> = agents
         .iter()
-        .map(|(name, url)| (name.to_string(), url.clone()))
+        .flat_map(|(name, url)| ["--agent".to_owned(), format!("{name}={url}")])
         .collect();
-    let coordinator =
-        coordinator::Coordinator::with_breakers(&agents, min_results, config).unwrap();
-    serve(coordinator::router(coordinator, None)).await
+    args.extend(["--min-results".to_owned(), min_results.to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    start_example("coordinator", &args)
+}
+
+/// A specialist that is down: every call fails with AGENT_UNAVAILABLE, whose text must not
+/// leave it.
+async fn down_agent() -> FaultAgent {
+    let down = Answer::error(code::AGENT_UNAVAILABLE).message("backend warming up (attempt 1)");
+    FaultAgent::start(down.into()).await
+}
+
+/// How many calls `agent` received for `message_id`.
+fn runs(agent: &FaultAgent, message_id: &str) -> usize {
+    agent
+        .received()
+        .iter()
+        .filter(|call| call.message_id.as_deref() == Some(message_id))
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn fan_out_degrades_with_min_results_and_fails_below_it() {
-    let healthy = serve(app::router()).await;
-    let down_agent = app::Agent::default().unavailable();
-    let down = serve(app::router_with(down_agent.clone())).await;
-    let gone = closed_port().await;
+    let (_healthy, healthy) = start_example("agent", &[]);
+    let down = down_agent().await;
     let agents = [
         ("healthy", format!("{healthy}/")),
-        ("down", format!("{down}/")),
-        ("gone", gone),
+        ("down", format!("{}/", down.url())),
+        ("gone", format!("{}/", closed_url())),
     ];
-    let url = coordinator_over(&agents, 1).await;
+    let (_one, url) = coordinator_over(&agents, 1);
     let reply = rpc(&format!("{url}/"), send(1, "m-1", "hi")).await;
     let result = &reply["result"];
     assert_eq!(
@@ -76,10 +67,10 @@ async fn fan_out_degrades_with_min_results_and_fails_below_it() {
     assert_eq!(result["message"]["metadata"]["degraded"], true);
     // Each specialist was called with a messageId derived from ours and its name, and the
     // one that is down was retried by the default policy (4 attempts).
-    assert_eq!(down_agent.runs("m-1:down"), 4);
+    assert_eq!(runs(&down, "m-1:down"), 4);
 
     // Needing two answers, it fails: one DOWNSTREAM_FAILED naming each failed agent.
-    let url = coordinator_over(&agents, 2).await;
+    let (_two, url) = coordinator_over(&agents, 2);
     let reply = rpc(&format!("{url}/"), send(2, "m-2", "hi")).await;
     let error: a2a_error::ErrorObject = serde_json::from_value(reply["error"].clone()).unwrap();
     assert_eq!(error.code, code::DOWNSTREAM_FAILED, "{reply}");
@@ -98,10 +89,9 @@ async fn fan_out_degrades_with_min_results_and_fails_below_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chain_of_three_reports_every_hop_and_the_leaf_sees_one_policy() {
     // top client → a → b → leaf, every client with the default policy (4 attempts).
-    let leaf_agent = app::Agent::default().unavailable();
-    let leaf = serve(app::router_with(leaf_agent.clone())).await;
-    let b = coordinator_over(&[("leaf", format!("{leaf}/"))], 1).await;
-    let a = coordinator_over(&[("b", format!("{b}/"))], 1).await;
+    let leaf = down_agent().await;
+    let (_b, b) = coordinator_over(&[("leaf", format!("{}/", leaf.url()))], 1);
+    let (_a, a) = coordinator_over(&[("b", format!("{b}/"))], 1);
     let top = Client::<StandardError>::jsonrpc(format!("{a}/"))
         .build()
         .unwrap();
@@ -111,7 +101,8 @@ async fn a_chain_of_three_reports_every_hop_and_the_leaf_sees_one_policy() {
         .await
         .unwrap_err();
     // Without the exhausted marker: 4 × 4 × 4 = 64 attempts at the leaf.
-    assert_eq!(leaf_agent.runs("m-chain:b:leaf"), 4);
+    assert_eq!(runs(&leaf, "m-chain:b:leaf"), 4);
+    assert_eq!(leaf.received().len(), 4);
     assert!(!error.retry_advice().is_retryable());
     let remote = error.remote().unwrap();
     assert_eq!(remote.code(), code::DOWNSTREAM_FAILED);
@@ -153,28 +144,29 @@ async fn a_chain_of_three_reports_every_hop_and_the_leaf_sees_one_policy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_breaker_opens_and_fails_fast_with_a_truthful_retry_after() {
-    let down_agent = app::Agent::default().unavailable();
-    let down = serve(app::router_with(down_agent.clone())).await;
-    let config = BreakerConfig::new()
-        .consecutive_failures(3)
-        .break_duration(BreakDuration::Fixed(Duration::from_secs(30)));
-    let url = coordinator_with(&[("down", format!("{down}/"))], 1, config).await;
+    let down = down_agent().await;
+    // The coordinator's breakers: open after 5 consecutive failures, for 5 s ± 10 % at first.
+    let (_coordinator, url) = coordinator_over(&[("down", format!("{}/", down.url()))], 1);
     let endpoint = format!("{url}/");
-    // Attempts 1-3 fail and trip the circuit; attempt 4 fails fast and ends the call.
-    let reply = rpc(&endpoint, send(1, "m-1", "hi")).await;
-    assert_eq!(down_agent.runs("m-1:down"), 3, "{reply}");
+    // The first call's 4 attempts fail; the second's first attempt is the fifth failure and
+    // trips the circuit, and its next attempt fails fast and ends the call.
+    rpc(&endpoint, send(1, "m-1", "hi")).await;
+    assert_eq!(runs(&down, "m-1:down"), 4);
+    let reply = rpc(&endpoint, send(2, "m-2", "hi")).await;
+    assert_eq!(runs(&down, "m-2:down"), 1, "{reply}");
     let health = rpc(
         &endpoint,
-        json!({"jsonrpc": "2.0", "id": 2, "method": "GetAgentHealth"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "GetAgentHealth"}),
     )
     .await;
     let down_health = &health["result"]["down"];
     assert_eq!(down_health["state"], "open", "{health}");
     let left = down_health["timeToHalfOpenMs"].as_u64().unwrap();
-    assert!((25_000..=30_000).contains(&left), "{left}");
-    // The next call is not sent at all, and says when to come back.
-    let reply = rpc(&endpoint, send(3, "m-2", "hi")).await;
-    assert_eq!(down_agent.runs("m-2:down"), 0);
+    assert!(left > 0 && left <= 5_500, "{left}");
+    // The next call is not sent at all, and says when to come back: no later than the
+    // breaker said a moment ago.
+    let reply = rpc(&endpoint, send(4, "m-3", "hi")).await;
+    assert_eq!(runs(&down, "m-3:down"), 0);
     let error: a2a_error::ErrorObject = serde_json::from_value(reply["error"].clone()).unwrap();
     assert_eq!(error.code, code::DOWNSTREAM_FAILED, "{reply}");
     assert_eq!(
@@ -183,8 +175,8 @@ async fn the_breaker_opens_and_fails_fast_with_a_truthful_retry_after() {
     );
     let delay = error.retry_after().expect("RetryInfo");
     assert!(
-        delay > Duration::from_secs(25) && delay <= Duration::from_secs(30),
-        "{delay:?}"
+        delay > Duration::ZERO && delay <= Duration::from_millis(left).max(Duration::from_secs(1)),
+        "{delay:?} after {left} ms"
     );
 }
 
@@ -207,7 +199,7 @@ fn time_left_ms(slow: &FaultAgent) -> Option<u64> {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_callers_deadline_travels_down_the_chain() {
     let slow = serve_slow().await;
-    let coordinator = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1).await;
+    let (_coordinator, coordinator) = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1);
     let top = Client::<RemoteError>::jsonrpc(format!("{coordinator}/"))
         .total_timeout(Duration::from_millis(1500))
         .build()
@@ -231,7 +223,7 @@ async fn the_callers_deadline_travels_down_the_chain() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_caller_that_goes_away_cancels_the_calls_made_for_it() {
     let slow = serve_slow().await;
-    let coordinator = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1).await;
+    let (_coordinator, coordinator) = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1);
     // No deadline anywhere: only the caller leaving can stop the work.
     let request =
         tokio::spawn(async move { rpc(&format!("{coordinator}/"), send(1, "m-1", "hi")).await });
@@ -259,7 +251,7 @@ async fn a_caller_that_goes_away_cancels_the_calls_made_for_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_exhausted_deadline_is_deadline_exceeded_before_any_call() {
     let slow = serve_slow().await;
-    let coordinator = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1).await;
+    let (_coordinator, coordinator) = coordinator_over(&[("slow", format!("{}/", slow.url()))], 1);
     // A deadline of 1 ms: gone before the coordinator can call anyone.
     let reply = {
         let response = reqwest::Client::new()
@@ -279,11 +271,11 @@ async fn an_exhausted_deadline_is_deadline_exceeded_before_any_call() {
 /// The example binaries, from outside: the coordinator's command-line contract.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_coordinator_example_keeps_its_contract() {
-    let (_ok, ok) = common::start_example("agent", &[]);
-    let (_down, down) = common::start_example("agent", &["--fail"]);
+    let (_ok, ok) = start_example("agent", &[]);
+    let (_down, down) = start_example("agent", &["--fail"]);
     let agents = [format!("ok={ok}/"), format!("down={down}/")];
     let start_coordinator = |min_results: &str| {
-        common::start_example(
+        start_example(
             "coordinator",
             &[
                 "--agent",
@@ -339,7 +331,7 @@ async fn the_coordinator_example_keeps_its_contract() {
         &["--agent", &agents[0], "--min-results", "3"][..],
         &[][..],
     ] {
-        let status = std::process::Command::new(common::example_exe("coordinator"))
+        let status = std::process::Command::new(crate::common::example_exe("coordinator"))
             .args(args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -1,0 +1,31 @@
+//! The integration tests, in one binary: what they share (the facade with every feature, the
+//! test kit, tokio, axum, reqwest, tonic and the SDK) is compiled and linked once, not once
+//! per file. Each file is a module named for what it tests (`cargo test --test integration
+//! chains::`); `common` holds their shared setup. The metrics tests are a binary of their
+//! own (`tests/metrics.rs`): a metrics recorder is global to its process.
+
+mod common;
+
+mod chains;
+mod chaos;
+mod client;
+mod demo;
+mod dependencies;
+mod derive;
+mod docs;
+mod grpc;
+mod hostile;
+mod hostile_bridge;
+mod hostile_grpc;
+mod js_interop;
+mod llm_agent;
+mod logging;
+mod peers;
+mod python_interop;
+mod redis_dedup;
+mod retry;
+mod roundtrip;
+mod sdk_agent;
+mod sdk_bridge;
+mod server;
+mod server_limits;
