@@ -1,8 +1,7 @@
 //! The integration tests, in one binary: what they share (the facade with every feature, the
 //! test kit, tokio, axum, reqwest, tonic and the SDK) is compiled and linked once, not once
 //! per file. Each file is a module named for what it tests (`cargo test --test integration
-//! chains::`); `common` holds their shared setup. The metrics tests are a binary of their
-//! own (`tests/metrics.rs`): a metrics recorder is global to its process.
+//! chains::`); `common` holds their shared setup.
 
 mod common;
 
@@ -20,6 +19,7 @@ mod hostile_grpc;
 mod js_interop;
 mod llm_agent;
 mod logging;
+mod metrics;
 mod peers;
 mod python_interop;
 mod redis_dedup;

@@ -1,22 +1,15 @@
-//! The metrics the library records, read from a recorder (values, not only names). One test:
-//! a recorder is global to the process.
+//! The metrics the library records, read from a recorder (values, not only names). The
+//! recorder is this test's own: it runs on one thread, a current-thread runtime, under
+//! `metrics::with_local_recorder`, so the tests beside it record nothing into it.
 
 use std::sync::Arc;
 
+use crate::common::serve;
 use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
 use a2a_error::resilience::{Fallback, FanOut};
 use a2a_error::{Client, RemoteError};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::{Value, json};
-
-/// Serves `router` on a fresh 127.0.0.1 port; returns `http://127.0.0.1:PORT`.
-async fn serve(router: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let limits = a2a_error::server::ServeLimits::default();
-    tokio::spawn(async move { a2a_error::server::serve(listener, router, limits).await });
-    format!("http://{addr}")
-}
 
 /// An agent on this crate's endpoint, whose server metrics the recorder sees: `flaky:N`
 /// fails N times per messageId with AGENT_UNAVAILABLE, then echoes; a `down` one always
@@ -114,12 +107,19 @@ fn samples(
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn retries_breakers_errors_and_degraded_answers_are_counted() {
+#[test]
+fn retries_breakers_errors_and_degraded_answers_are_counted() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    recorder.install().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || runtime.block_on(counted(&snapshotter)));
+}
 
+/// What the test drives and reads, all on the recorder's thread.
+async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
     // A flaky agent: two failures, then an answer.
     let agent = serve(test_agent(false)).await;
     let flaky = Client::<RemoteError>::jsonrpc(format!("{agent}/"))
