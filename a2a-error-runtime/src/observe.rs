@@ -442,34 +442,43 @@ mod client {
     }
 }
 
-/// The `a2a.server.request.duration` histograms of one registered method (answered, failed),
-/// registered on first use.
+/// The keys of the `a2a.server.request.duration` histograms of one registered method
+/// (answered, failed), built on first use. Keys, not histogram handles: a handle belongs to
+/// the recorder that was current when it was made, so a recorder installed later (or a test's
+/// local one) would never see this method's requests.
 #[cfg(feature = "axum")]
 #[derive(Clone, Default)]
-pub(crate) struct Served([std::sync::OnceLock<metrics::Histogram>; 2]);
+pub(crate) struct Served([std::sync::OnceLock<metrics::Key>; 2]);
 
 /// A request to the JSON-RPC endpoint was answered (a stream: opened) after `elapsed`;
-/// `method` is a registered method's name and histograms, or `None` (`other`).
+/// `method` is a registered method's name and keys, or `None` (`other`).
 #[cfg(feature = "axum")]
 pub(crate) fn request_served(
     method: Option<(&std::sync::Arc<str>, &Served)>,
     ok: bool,
     elapsed: std::time::Duration,
 ) {
+    use metrics::{Key, Label, SharedString};
+    static METADATA: metrics::Metadata<'static> =
+        metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
     let outcome = if ok { "ok" } else { "error" };
-    let histogram = |name: metrics::SharedString| {
-        metrics::histogram!(
-            "a2a.server.request.duration",
-            "rpc.method" => name,
-            "outcome" => outcome
-        )
+    let key = |name: SharedString| {
+        let labels = vec![
+            Label::new("rpc.method", name),
+            Label::new("outcome", SharedString::const_str(outcome)),
+        ];
+        Key::from_parts("a2a.server.request.duration", labels)
     };
-    let seconds = elapsed.as_secs_f64();
+    let record = |key: &Key| {
+        metrics::with_recorder(|recorder| recorder.register_histogram(key, &METADATA))
+            .record(elapsed.as_secs_f64());
+    };
     match method {
-        Some((name, served)) => served.0[usize::from(!ok)]
-            .get_or_init(|| histogram(metrics::SharedString::from(std::sync::Arc::clone(name))))
-            .record(seconds),
-        None => histogram(metrics::SharedString::const_str("other")).record(seconds),
+        Some((name, served)) => record(
+            served.0[usize::from(!ok)]
+                .get_or_init(|| key(SharedString::from(std::sync::Arc::clone(name)))),
+        ),
+        None => record(&key(SharedString::const_str("other"))),
     }
 }
 
