@@ -15,13 +15,13 @@ pub mod server;
 pub mod bounded;
 
 #[cfg(feature = "client")]
-pub mod client;
+mod call;
 
 #[cfg(feature = "client")]
 pub mod resilience;
 
 #[cfg(feature = "client")]
-mod typed;
+pub mod client;
 
 #[cfg(feature = "client")]
 pub mod dependency;
@@ -65,7 +65,9 @@ pub use wire::text::Shown;
 pub use wire::view::ErrorView;
 
 #[cfg(feature = "client")]
-pub use typed::{BuildError, Client, ClientBuilder};
+pub use client::builder::{BuildError, ClientBuilder};
+#[cfg(feature = "client")]
+pub use client::typed::Client;
 
 #[cfg(any(feature = "axum", feature = "client"))]
 pub use deadline::with_deadline;

@@ -167,7 +167,7 @@ mod client {
 
     use metrics::SharedString;
 
-    use crate::client::{Callee, Classify, ClientError, Reply, Request};
+    use crate::call::{Callee, Classify, ClientError, Reply, Request};
     use crate::wire::error::A2aError;
 
     /// The code and reason (`error.type`) a client error is known by in metrics and spans. A

@@ -14,7 +14,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
 
 use super::failure::Failure;
-use crate::client::{Classify, Request, TimeLimit, Timeout};
+use crate::call::{Classify, Request, TimeLimit, Timeout};
 use crate::resilience::breaker::{BreakerRegistry, CircuitBreaker};
 use crate::resilience::{
     BreakerSource, Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, RetrySafety, Stack,
@@ -358,7 +358,7 @@ pub(super) async fn send<S, R, T, E>(name: &Arc<str>, stack: S, op: R) -> Result
 where
     S: Service<R, Response = T, Error = E>,
     R: Request,
-    E: Classify + crate::client::FromLayer,
+    E: Classify + crate::call::FromLayer,
 {
     record(name, stack, op, None, |_| None).await
 }
@@ -373,7 +373,7 @@ pub(super) async fn send_http<S, R, T, E>(
 where
     S: Service<R, Response = T, Error = E>,
     R: Request,
-    E: Classify + crate::client::FromLayer,
+    E: Classify + crate::call::FromLayer,
 {
     record(name, stack, op, Some("http"), status_of).await
 }
@@ -388,7 +388,7 @@ async fn record<S, R, T, E>(
 where
     S: Service<R, Response = T, Error = E>,
     R: Request,
-    E: Classify + crate::client::FromLayer,
+    E: Classify + crate::call::FromLayer,
 {
     match crate::deadline::for_downstream() {
         Ok(Some(deadline)) => op.set_time_limit(op.time_limit().with_deadline(deadline)),

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::SystemTime;
 
-use crate::client::{Classify, Outcome};
+use crate::call::{Classify, Outcome};
 use crate::resilience::FallbackError;
 use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, RetryHint};

@@ -5,7 +5,7 @@
 //! `ulimit -n` of 1024 the process ran out of descriptors, so calls to healthy agents failed
 //! too. With it, each agent gets at most [`max_concurrent`](Bulkhead::new) connections'
 //! worth of attempts; past that a bounded queue waits (within the call's deadline), and past
-//! the queue a call fails at once with [`ClientError::BulkheadFull`](crate::client::ClientError::BulkheadFull)
+//! the queue a call fails at once with [`ClientError::BulkheadFull`](crate::call::ClientError::BulkheadFull)
 //! (or the error type's [`FromLayer::bulkhead_full`]), which the breaker does
 //! not count against the agent and the retry layer does not repeat.
 
@@ -17,8 +17,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service, ServiceExt};
 
 #[cfg(test)]
-use crate::client::{Call, ClientError, Reply, ReplyFuture};
-use crate::client::{FromLayer, Request, TimeLimit, Timeout};
+use crate::call::{Call, ClientError, Reply, ReplyFuture};
+use crate::call::{FromLayer, Request, TimeLimit, Timeout};
 
 /// The calls in flight to one agent, and those waiting. Clones share the limit: give one
 /// bulkhead to every client of the same agent.
@@ -225,7 +225,7 @@ mod tests {
         // The fourth finds the queue full and fails at once, as nothing the agent did.
         let error = service.clone().call(call()).await.unwrap_err();
         assert!(matches!(error, ClientError::BulkheadFull), "{error:?}");
-        assert_eq!(error.health(), crate::client::Outcome::Ignored);
+        assert_eq!(error.health(), crate::call::Outcome::Ignored);
         assert!(!error.may_have_run());
         // A waiting call with a deadline gives up at the deadline.
         let deadline = tokio::time::Instant::now() + Duration::from_millis(100);

@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::fallback::{Answered, FallbackError};
-use crate::client::CHAIN_BYTES;
-use crate::client::{ClientError, Downstream};
+use crate::call::CHAIN_BYTES;
+use crate::call::{ClientError, Downstream};
 use crate::wire::code::{self, CodeRow};
 use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, RetryHint};
@@ -351,7 +351,7 @@ impl<E> FanOutError<E> {
             && self.failed.iter().all(|failure| {
                 matches!(
                     failure.error(),
-                    ClientError::Timeout(crate::client::Timeout::Total)
+                    ClientError::Timeout(crate::call::Timeout::Total)
                 )
             })
     }
@@ -484,7 +484,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::client::Timeout;
+    use crate::call::Timeout;
     use crate::resilience::Fallback;
 
     #[tokio::test(start_paused = true)]

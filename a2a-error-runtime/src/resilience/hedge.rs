@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tower::retry::budget::Budget;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::client::{Classify, Request};
+use crate::call::{Classify, Request};
 use crate::resilience::RetryBudget;
 use crate::resilience::bulkhead::BoxFuture;
 use crate::wire::method;
@@ -263,7 +263,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::client::{Call, ClientError, Reply, Timeout};
+    use crate::call::{Call, ClientError, Reply, Timeout};
     use crate::wire::error::A2aError;
 
     struct SetOnDrop(Arc<AtomicUsize>);

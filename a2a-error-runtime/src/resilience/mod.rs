@@ -10,15 +10,15 @@
 //! [`Fallback`] (the primary, then alternates, then a default).
 //!
 //! [`TotalTimeoutLayer`] gives the whole call a time budget, which travels down with the
-//! [`Call`](crate::client::Call) (transports send what is left as `A2A-Deadline-Ms`).
+//! [`Call`](crate::call::Call) (transports send what is left as `A2A-Deadline-Ms`).
 //! [`RetryLayer`] tries again by a [`RetryPolicy`]: attempts, backoff with jitter, the peer's
 //! requested delay, a retry budget shared across calls, per-method safety; it never starts a
 //! wait that would end past the call's deadline. [`breaker::CircuitBreakerLayer`] fails
 //! attempts fast while an agent is unwell. [`BulkheadLayer`] bounds the calls in flight to
 //! an agent and those waiting. [`AttemptTimeoutLayer`] bounds each attempt.
 //! Each works alone and in any stack of your own (`tower::ServiceBuilder`), over any request
-//! that is a [`Request`](crate::client::Request) and any error that can be
-//! [classified](crate::client::Classify): the one reading of a failure every layer consults.
+//! that is a [`Request`](crate::call::Request) and any error that can be
+//! [classified](crate::call::Classify): the one reading of a failure every layer consults.
 
 pub mod breaker;
 mod bulkhead;

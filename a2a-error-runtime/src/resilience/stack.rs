@@ -13,7 +13,7 @@ use super::{
     AttemptTimeoutLayer, Bulkhead, BulkheadLayer, HedgeConfig, HedgeLayer, RetryLayer, RetryPolicy,
     TotalTimeoutLayer,
 };
-use crate::client::{Classify, FromLayer, Request};
+use crate::call::{Classify, FromLayer, Request};
 
 /// The layers of a client, stacked as
 ///

@@ -12,7 +12,7 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
 
-use crate::client::{FromLayer, Request, TimeLimit, Timeout};
+use crate::call::{FromLayer, Request, TimeLimit, Timeout};
 
 /// Bounds a whole call, retries and waits included, by a time budget that starts at its first
 /// send. The budget goes down with the [`Request`] (an A2A `Call`, an HTTP dependency's call,

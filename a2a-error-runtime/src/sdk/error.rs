@@ -11,7 +11,7 @@ use std::time::Duration;
 use a2a::{A2AError, TypedDetail};
 use serde_json::{Map, Value, json};
 
-use crate::client::{ClientError, Downstream, ResponseHead, Timeout};
+use crate::call::{ClientError, Downstream, ResponseHead, Timeout};
 use crate::wire::code;
 use crate::wire::encode::ERROR_INFO_TYPE;
 use crate::wire::error::{A2aError, FromErrorObject};

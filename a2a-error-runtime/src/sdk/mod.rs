@@ -99,4 +99,4 @@ pub use transport::{Transport, TransportFactory};
 
 // For the links of the module documentation.
 #[allow(unused_imports)]
-use crate::client::ClientError;
+use crate::call::ClientError;

@@ -18,10 +18,10 @@ use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::error::from_client_failure;
-use crate::client::{Call, ClientError, Reply};
-use crate::typed::{Client, ClientBuilder};
+use crate::call::{Call, ClientError, Reply};
 use crate::wire::method;
 use crate::wire::remote::RemoteError;
+use crate::{Client, ClientBuilder};
 
 /// The SDK client's `Transport` over this crate's [`Client`]: the total timeout, retries
 /// with the retry budget and `Retry-After`, the agent's circuit breaker, the attempt timeout,

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::error::{HttpError, HttpFailure};
-use crate::client::{Request, TimeLimit};
+use crate::call::{Request, TimeLimit};
 use crate::dependency::Failure;
 
 /// One request to an HTTP dependency: a method, a path under the dependency's base URL,

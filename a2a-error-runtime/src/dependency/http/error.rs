@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use crate::client::{Classify, Outcome};
+use crate::call::{Classify, Outcome};
 use crate::dependency::Failure;
 use crate::wire::error::RetryHint;
 

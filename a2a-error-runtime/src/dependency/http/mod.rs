@@ -17,12 +17,12 @@ pub use call::{HttpCall, HttpReply};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
 use transport::HttpService;
 
+use crate::BuildError;
 use crate::dependency::Failure;
 use crate::resilience::breaker::{BreakerRegistry, CircuitBreaker};
 use crate::resilience::{
     BreakerSource, Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, RetrySafety, Stack,
 };
-use crate::typed::BuildError;
 
 /// A client of one HTTP service the agent depends on: a model provider, a tool, any JSON API.
 ///
@@ -170,7 +170,7 @@ impl HttpDependencyBuilder {
     }
 
     /// The limit of each attempt (`None`: no limit); it fires as
-    /// [`Timeout::Attempt`](crate::client::Timeout::Attempt), which is retried when the call
+    /// [`Timeout::Attempt`](crate::call::Timeout::Attempt), which is retried when the call
     /// may be repeated.
     pub fn attempt_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
         self.stack.attempt_timeout = limit.into();
@@ -271,7 +271,7 @@ impl HttpDependencyBuilder {
                 reason: "the scheme must be http or https".into(),
             });
         }
-        crate::typed::check_tls(&url, &self.base_url, self.http.is_some())?;
+        crate::client::check_tls(&url, &self.base_url, self.http.is_some())?;
         let http = match self.http {
             Some(http) => http,
             None => reqwest::Client::builder()

@@ -11,7 +11,7 @@ use tower::Service;
 
 use super::call::{HttpCall, HttpReply};
 use super::error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
-use crate::client::{ClientError, Request, Timeout};
+use crate::call::{ClientError, Request, Timeout};
 use crate::dependency::Failure;
 use crate::wire::remote::RemoteError;
 
@@ -76,12 +76,12 @@ impl HttpService {
             request = request.body(body.clone());
         }
         let response = request.send().await.map_err(send_error)?;
-        let head = crate::client::ResponseHead {
+        let head = crate::call::ResponseHead {
             status: response.status().as_u16(),
             headers: response.headers().clone(),
         };
         if head.is_success() {
-            let body = crate::client::read_body::<RemoteError>(response, &head, self.max_reply)
+            let body = crate::call::read_body::<RemoteError>(response, &head, self.max_reply)
                 .await
                 .map_err(read_error)?;
             return Ok(HttpReply {

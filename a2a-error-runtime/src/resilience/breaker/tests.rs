@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use super::*;
-use crate::client::{Call, ClientError, Reply, Timeout};
+use crate::call::{Call, ClientError, Reply, Timeout};
 use crate::wire::code;
 use crate::wire::error::A2aError;
 use crate::wire::object::ErrorObject;

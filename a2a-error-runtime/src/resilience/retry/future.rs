@@ -10,7 +10,7 @@ use pin_project_lite::pin_project;
 use tower::Service;
 
 use super::service::Retrying;
-use crate::client::{Classify, Request};
+use crate::call::{Classify, Request};
 
 type Boxed<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 

@@ -10,7 +10,7 @@ use tower::retry::budget::Budget;
 
 use super::RetryBudget;
 use super::backoff::{Backoff, Jitter};
-use crate::client::{Classify, ClientError, Request};
+use crate::call::{Classify, ClientError, Request};
 use crate::resilience::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::wire::method;
 use crate::wire::remote::RemoteError;

@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use super::future::RetryFuture;
 use super::policy::RetryPolicy;
-use crate::client::{Classify, ClientError, Request};
+use crate::call::{Classify, ClientError, Request};
 use crate::wire::remote::RemoteError;
 
 /// Retries calls on the service it wraps, by a [`RetryPolicy`] over the service's error type

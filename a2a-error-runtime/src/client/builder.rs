@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use reqwest::header::HeaderValue;
 
-use super::client::Client;
-use crate::client::{ClientError, DEFAULT_VERSION, ReplyLimits, Transport};
+use super::typed::Client;
+use crate::call::{ClientError, DEFAULT_VERSION, ReplyLimits, Transport};
 use crate::resilience::breaker::BreakerRegistry;
 use crate::resilience::{BreakerSource, Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, Stack};
 use crate::wire::error::{A2aError, FromErrorObject};
@@ -149,7 +149,7 @@ where
     }
 
     /// The limit for setting up a connection (default 10 s); it fires as
-    /// [`Timeout::Connect`](crate::client::Timeout::Connect). Ignored with
+    /// [`Timeout::Connect`](crate::call::Timeout::Connect). Ignored with
     /// [`http_client`](Self::http_client), whose own setting applies.
     pub fn connect_timeout(mut self, limit: Duration) -> Self {
         self.connect_timeout = limit;
@@ -157,7 +157,7 @@ where
     }
 
     /// The limit of one attempt (default 30 s; `None`: no limit). It fires as
-    /// [`Timeout::Attempt`](crate::client::Timeout::Attempt), which is retried.
+    /// [`Timeout::Attempt`](crate::call::Timeout::Attempt), which is retried.
     pub fn attempt_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
         self.attempt_timeout = limit.into();
         self
@@ -165,7 +165,7 @@ where
 
     /// The limit of the whole call, retries and waits included (default 90 s; `None`: no
     /// limit). A wait that would end past it is not started: the call ends with its last
-    /// error at once. It fires as [`Timeout::Total`](crate::client::Timeout::Total), and what
+    /// error at once. It fires as [`Timeout::Total`](crate::call::Timeout::Total), and what
     /// is left of it travels to the agent as `A2A-Deadline-Ms`.
     pub fn total_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
         self.total_timeout = limit.into();

@@ -381,7 +381,7 @@ fn remote_retryable(error: &impl A2aError, object: &RemoteError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::error::tests::status;
+    use crate::call::error::tests::status;
     use crate::wire::object::ErrorObject;
 
     #[test]

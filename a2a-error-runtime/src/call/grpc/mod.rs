@@ -20,8 +20,8 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::call::{Call, RawJson, Reply};
 use super::error::{ClientError, Timeout};
+use super::flow::{Call, RawJson, Reply};
 use super::http::{self, ReplyLimits};
 use crate::wire::error::FromErrorObject;
 use crate::wire::grpc::{MAX_HEADER_LIST_BYTES, object_for};

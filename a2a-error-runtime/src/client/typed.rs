@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::builder::{ClientBuilder, Dial};
-use crate::client::{Call, ClientError, Downstream, EventStream, Reply, Timeout};
+use crate::call::{Call, ClientError, Downstream, EventStream, Reply, Timeout};
 use crate::resilience::breaker::CircuitBreaker;
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::method;
@@ -98,7 +98,7 @@ where
         ClientBuilder::new(url, Dial::Grpc)
     }
 
-    /// A client over any stack: a [`Transport`](crate::client::Transport), or one under layers of
+    /// A client over any stack: a [`Transport`](crate::call::Transport), or one under layers of
     /// [`resilience`](crate::resilience) or your own.
     pub fn from_service<S>(service: S) -> Self
     where

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use serde_json::value::RawValue;
 
-use super::call::{Call, RawJson, Reply};
 use super::error::{ClientError, ResponseHead};
+use super::flow::{Call, RawJson, Reply};
 use super::http::{self, Http};
 use super::sse::Event;
 use crate::wire::code;

@@ -5,8 +5,8 @@ use std::task::{Context, Poll};
 
 use reqwest::header::HeaderValue;
 
-use super::call::{Call, Reply, ReplyFuture};
 use super::error::ClientError;
+use super::flow::{Call, Reply, ReplyFuture};
 use super::http::{self, Http, ReplyLimits};
 use super::request::Request as _;
 use super::{jsonrpc, rest};

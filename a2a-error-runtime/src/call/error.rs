@@ -329,7 +329,7 @@ pub(super) mod tests {
     use reqwest::header::HeaderValue;
 
     /// A bare HTTP reply with `code` and, when given, a `Retry-After` header.
-    pub(in crate::client) fn status(code: u16, retry_after: Option<&'static str>) -> ClientError {
+    pub(in crate::call) fn status(code: u16, retry_after: Option<&'static str>) -> ClientError {
         let mut headers = HeaderMap::new();
         if let Some(value) = retry_after {
             headers.insert(RETRY_AFTER, HeaderValue::from_static(value));

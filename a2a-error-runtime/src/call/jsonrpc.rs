@@ -6,8 +6,8 @@ use reqwest::header::CONTENT_TYPE;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::call::{Call, RawJson, Reply};
 use super::error::{ClientError, ResponseHead};
+use super::flow::{Call, RawJson, Reply};
 use super::http::{self, Http};
 use crate::wire::error::FromErrorObject;
 use crate::wire::object::ErrorObject;

@@ -9,8 +9,8 @@ use futures_util::{Stream, StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use tokio::time::Instant;
 
-use super::call::{Call, EventStream, RawJson, Reply};
 use super::error::{ClientError, ResponseHead, Timeout};
+use super::flow::{Call, EventStream, RawJson, Reply};
 use super::sse::{self, SseError};
 
 pub use crate::wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
