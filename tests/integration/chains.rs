@@ -390,3 +390,80 @@ async fn a_slow_read_is_hedged_over_loopback() {
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(sends.load(Ordering::SeqCst), 1);
 }
+
+/// The trace ids a specialist was sent, each parsed as W3C reads it.
+fn traces(agent: &FaultAgent) -> Vec<a2a_error::trace::TraceContext> {
+    agent
+        .received()
+        .iter()
+        .map(|call| {
+            let parent = call.traceparent.as_deref().expect("a traceparent");
+            let state = call.headers.get("tracestate").map(|v| v.as_bytes());
+            a2a_error::trace::TraceContext::parse(parent.as_bytes(), state).expect("valid")
+        })
+        .collect()
+}
+
+/// The coordinator, from outside: a caller's W3C trace goes on to the specialists it calls
+/// (same trace id, a span of the coordinator's as parent, `tracestate` unchanged); a request
+/// without one, or with one that does not read, starts a trace of its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_callers_trace_goes_down_the_chain() {
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let reply =
+        json!({"message": {"messageId": "r", "role": "ROLE_AGENT", "parts": [{"text": "ok"}]}});
+    let specialist = FaultAgent::start(Answer::result(reply)).await;
+    let (_coordinator, url) = coordinator_over(&[("s", format!("{}/", specialist.url()))], 1);
+    let endpoint = format!("{url}/");
+    let http = reqwest::Client::new();
+    let post = |n: u64, headers: Vec<(&'static str, String)>| {
+        let mut request = http.post(&endpoint).json(&send(n, &format!("m-{n}"), "hi"));
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        async move {
+            let reply: Value = request.send().await.unwrap().json().await.unwrap();
+            assert!(reply.get("result").is_some(), "{reply}");
+        }
+    };
+    post(
+        1,
+        vec![
+            ("traceparent", PARENT.to_owned()),
+            ("tracestate", "congo=t61rcWkgMzE".to_owned()),
+        ],
+    )
+    .await;
+    let sent = traces(&specialist);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].trace_id().to_string(),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_ne!(sent[0].parent_id(), "00f067aa0ba902b7");
+    assert_eq!(sent[0].tracestate(), Some("congo=t61rcWkgMzE"));
+
+    let malformed = [
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+    ];
+    post(2, vec![]).await;
+    for (n, traceparent) in (3..).zip(malformed) {
+        post(n, vec![("traceparent", traceparent.to_owned())]).await;
+    }
+    // 100 KiB of it: ignored too, the request served.
+    post(9, vec![("traceparent", "0".repeat(100 << 10))]).await;
+    let fresh: Vec<String> = traces(&specialist)[1..]
+        .iter()
+        .map(|context| context.trace_id().to_string())
+        .collect();
+    assert_eq!(fresh.len(), 6, "{fresh:?}");
+    let distinct: std::collections::HashSet<&String> = fresh.iter().collect();
+    assert_eq!(distinct.len(), 6, "a trace of its own each time: {fresh:?}");
+    assert!(
+        !fresh.contains(&"4bf92f3577b34da6a3ce929d0e0e4736".to_owned()),
+        "{fresh:?}"
+    );
+}

@@ -405,3 +405,21 @@ async fn metrics_have_series_per_dependency() {
     // Model calls are not counted as calls to agents.
     assert!(!metrics.contains("a2a_client_retries"), "{metrics}");
 }
+
+/// A model call made for a request carries the request's W3C trace on.
+#[tokio::test]
+async fn the_callers_trace_reaches_the_model() {
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let model = FaultService::start(Reply::completion("hello")).await;
+    let (_agent, url) = agent(&model.url, &[]);
+    let reply = rpc_with(&url, ("traceparent", PARENT), send(1, "m-1", "hi")).await;
+    assert!(reply.get("result").is_some(), "{reply}");
+    let received = model.received();
+    let sent = received[0].headers["traceparent"].to_str().unwrap();
+    let sent = a2a_error::trace::TraceContext::parse(sent.as_bytes(), None).unwrap();
+    assert_eq!(
+        sent.trace_id().to_string(),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_ne!(sent.parent_id(), "00f067aa0ba902b7");
+}

@@ -508,3 +508,135 @@ async fn the_callers_deadline_reaches_the_executors_downstream_calls() {
     let hop = &reply["error"]["data"][0]["metadata"];
     assert!(hop.to_string().contains("TASK_NOT_FOUND"), "{reply}");
 }
+
+/// What a downstream agent was sent: each call's trace id, parent id and `tracestate`.
+fn traces_received(downstream: &a2a_error_testkit::FaultAgent) -> Vec<(String, String, String)> {
+    use a2a_error::trace::TraceContext;
+    downstream
+        .received()
+        .iter()
+        .map(|call| {
+            let parent = call.traceparent.as_deref().expect("a traceparent");
+            let context = TraceContext::parse(parent.as_bytes(), None).expect("a valid one");
+            let state = call
+                .headers
+                .get("tracestate")
+                .map_or("", |v| v.to_str().unwrap());
+            (
+                context.trace_id().to_string(),
+                context.parent_id(),
+                state.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A caller's W3C trace reaches the calls an executor makes, on each of the bridge's
+/// bindings, though the SDK runs the executor in a task of its own: the same trace id, a
+/// span of ours as the parent, `tracestate` unchanged.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_callers_trace_reaches_the_executors_downstream_calls_on_every_binding() {
+    use a2a_error::trace::TraceContext;
+    use a2a_error_testkit::{Answer, FaultAgent};
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const STATE: &str = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
+    let downstream = FaultAgent::start(Answer::result(json!({"id": "t"}))).await;
+    let client = a2a_error::Client::jsonrpc(format!("{}/", downstream.url()))
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let store = MemoryTaskStore::new(1 << 20);
+    let executor = Guarded::new(Calling { downstream: client }, Arc::new(store.clone()));
+    let handler = DefaultRequestHandler::new(executor, store).with_capabilities(capabilities());
+    let bridge = Bridge::new(handler);
+    let url = crate::common::serve(bridge.router()).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    let grpc = bridge.clone();
+    tokio::spawn(async move {
+        grpc.serve_grpc(listener, a2a_error::sdk::GrpcLimits::default())
+            .await
+    });
+    let message = |id: &str| json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "go"}]}});
+    let http = reqwest::Client::new();
+
+    // JSON-RPC and REST, with the caller's headers as sent.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("j")});
+    let reply: Value = http
+        .post(format!("{url}/"))
+        .header("traceparent", PARENT)
+        .header("tracestate", STATE)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(reply.get("result").is_some(), "{reply}");
+    let rest = http
+        .post(format!("{url}/message:send"))
+        .header("A2A-Version", "1.0")
+        .header("traceparent", PARENT)
+        .header("tracestate", STATE)
+        .json(&message("r"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        rest.status().as_u16(),
+        200,
+        "{}",
+        rest.text().await.unwrap()
+    );
+    // gRPC, from this crate's client inside the caller's trace: it sends the trace on as
+    // metadata, from a span of its own.
+    let caller = TraceContext::parse(PARENT.as_bytes(), Some(STATE.as_bytes())).unwrap();
+    let grpc_client = a2a_error::Client::<RemoteError>::grpc(target.as_str())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let _: Value = a2a_error::trace::with_trace(caller, grpc_client.send_message(&message("g")))
+        .await
+        .unwrap();
+
+    let seen = traces_received(&downstream);
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    let mut parents = std::collections::HashSet::new();
+    for (trace_id, parent_id, state) in &seen {
+        assert_eq!(trace_id, "4bf92f3577b34da6a3ce929d0e0e4736", "{seen:?}");
+        assert_ne!(parent_id, "00f067aa0ba902b7", "a span of ours: {seen:?}");
+        assert!(
+            parents.insert(parent_id.clone()),
+            "one span a call: {seen:?}"
+        );
+        assert_eq!(state, STATE);
+    }
+
+    // Without a trace, or with one that does not read, the request runs in a trace of its own.
+    for traceparent in [
+        None,
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1"),
+        Some("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        Some("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),
+    ] {
+        let mut request = http.post(format!("{url}/")).json(&body);
+        if let Some(traceparent) = traceparent {
+            request = request.header("traceparent", traceparent);
+        }
+        let reply: Value = request.send().await.unwrap().json().await.unwrap();
+        assert!(reply.get("result").is_some(), "{traceparent:?}: {reply}");
+    }
+    let fresh: Vec<_> = traces_received(&downstream)[3..]
+        .iter()
+        .map(|(trace_id, _, _)| trace_id.clone())
+        .collect();
+    let distinct: std::collections::HashSet<_> = fresh.iter().collect();
+    assert_eq!(distinct.len(), 4, "a new trace each: {fresh:?}");
+    assert!(
+        !fresh
+            .iter()
+            .any(|id| id == "4bf92f3577b34da6a3ce929d0e0e4736" || id == "0".repeat(32).as_str()),
+        "{fresh:?}"
+    );
+}

@@ -131,7 +131,10 @@ where
     /// still reach our caller): with 50 ms or less left it fails at once as
     /// [`Timeout::Total`] (DEADLINE_EXCEEDED when passed on), without calling the agent.
     pub async fn send(&self, call: Call) -> Result<Reply<E>, ClientError<E>> {
-        let mut call = call.with_agent(self.name.clone());
+        // The trace being served goes on from a span of this call's (or a trace starts here).
+        let mut call = call
+            .with_agent(self.name.clone())
+            .with_trace(&crate::trace::for_outgoing());
         match crate::deadline::for_downstream() {
             Ok(Some(deadline)) => call = call.with_deadline(deadline),
             Ok(None) => {}

@@ -5,6 +5,7 @@
 //! the task-local deadline of the request does not reach it. The guard polls the executor's
 //! stream so that none of that happens.
 
+use crate::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER, TraceContext};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
@@ -86,6 +87,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
             task_id: ctx.task_id.clone(),
             context_id: ctx.context_id.clone(),
             deadline: deadline_of(&ctx),
+            trace: trace_of(&ctx),
             link: ctx
                 .service_params
                 .get(LINK_PARAM)
@@ -97,7 +99,10 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
             link.started(&run.task_id);
         }
         let inner = Arc::clone(&self.inner);
-        let events = std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)));
+        // Inside the request's trace: an executor may fail before its stream is polled.
+        let events = crate::trace::sync_scope(run.trace.clone(), || {
+            std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)))
+        });
         run.guard(events)
     }
 
@@ -118,6 +123,8 @@ struct Run {
     task_id: String,
     context_id: String,
     deadline: Option<Instant>,
+    /// The request's trace, which the calls the executor makes send on.
+    trace: TraceContext,
     /// The request's link (see `Link`), when the bridge made one.
     link: Option<Arc<Watch>>,
     store: Arc<dyn TaskStore>,
@@ -180,6 +187,8 @@ impl Run {
                     None => next.await,
                 }
             };
+            // So does the request's trace: the SDK runs the executor in a task of its own.
+            let next = crate::trace::scope(state.run.trace.clone(), next);
             let next = match state.run.link.clone() {
                 Some(link) => {
                     let gone = std::pin::pin!(link.gone());
@@ -303,6 +312,20 @@ fn deadline_of(ctx: &ExecutorContext) -> Option<Instant> {
         .parse()
         .ok()?;
     epoch().checked_add(std::time::Duration::from_micros(micros))
+}
+
+/// The trace the bridge's endpoint put in the service params (the request's own span), else
+/// a new one (an executor run by something other than the bridge).
+fn trace_of(ctx: &ExecutorContext) -> TraceContext {
+    let param = |name: &str| {
+        ctx.service_params
+            .get(name)
+            .and_then(|values| values.first())
+            .map(String::as_bytes)
+    };
+    param(TRACEPARENT_HEADER)
+        .and_then(|parent| TraceContext::parse(parent, param(TRACESTATE_HEADER)))
+        .unwrap_or_else(TraceContext::root)
 }
 
 /// A panic as the error the caller gets: -32603 with the public message only.

@@ -1,6 +1,7 @@
 //! [`Bridge`]: an SDK `RequestHandler` served over JSON-RPC and HTTP+JSON by this crate's
 //! endpoint, with its guarantees (see the [module documentation](super)).
 
+use crate::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -648,10 +649,21 @@ fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServicePara
                 .push(value.to_owned());
         }
     }
-    // Only the endpoint says what the deadline, the link and the scope are.
+    // Only the endpoint says what the deadline, the link and the scope are, and which span of
+    // the trace the executor's calls descend from (this request's, not the caller's).
     params.remove(DEADLINE_PARAM);
     params.remove(LINK_PARAM);
     params.remove(SCOPE_PARAM);
+    let trace = crate::trace::current().unwrap_or_else(|| crate::trace::from_headers(headers));
+    params.insert(TRACEPARENT_HEADER.to_owned(), vec![trace.traceparent()]);
+    match trace.tracestate() {
+        Some(state) => {
+            params.insert(TRACESTATE_HEADER.to_owned(), vec![state.to_owned()]);
+        }
+        None => {
+            params.remove(TRACESTATE_HEADER);
+        }
+    }
     if let Some(deadline) = deadline {
         let micros = deadline.saturating_duration_since(epoch()).as_micros();
         params.insert(DEADLINE_PARAM.to_owned(), vec![micros.to_string()]);
@@ -1062,8 +1074,9 @@ async fn card<H: RequestHandler>(State(bridge): State<Bridge<H>>) -> Response {
     }
 }
 
-/// Records a REST request in `a2a.server.request.duration` under its A2A method (`other` for
-/// a route that is none) and outcome (a status under 400 is answered).
+/// Runs a REST request in its trace, and records it in `a2a.server.request.duration` under its
+/// A2A method (`other` for a route that is none) and outcome (a status under 400 is
+/// answered).
 async fn record_rest(
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -1071,7 +1084,9 @@ async fn record_rest(
     let method =
         crate::wire::method::method_of_route(request.method().as_str(), request.uri().path());
     let began = std::time::Instant::now();
-    let response = next.run(request).await;
+    // The route runs in the caller's trace (or one of its own), as a JSON-RPC handler does.
+    let trace = crate::trace::from_headers(request.headers());
+    let response = crate::trace::scope(trace, next.run(request)).await;
     crate::observe::a2a_request_served(method, response.status().as_u16() < 400, began.elapsed());
     response
 }

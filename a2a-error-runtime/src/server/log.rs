@@ -38,10 +38,12 @@ pub(crate) fn handed_over<E: A2aError + ?Sized>(err: &E) {
     let text = full_text(err);
     let text = Shown::new(&text, MAX_LOGGED);
     let reason = Shown::new(err.reason(), 64);
+    let trace_id = crate::trace::current().map(|trace| trace.trace_id());
+    let trace_id = trace_id.as_ref().map(tracing::field::display);
     if fault {
-        tracing::error!(code = err.code(), %reason, "executor failed: {text}");
+        tracing::error!(code = err.code(), %reason, trace_id, "executor failed: {text}");
     } else {
-        tracing::debug!(code = err.code(), %reason, "executor refused: {text}");
+        tracing::debug!(code = err.code(), %reason, trace_id, "executor refused: {text}");
     }
 }
 
@@ -68,12 +70,15 @@ pub(crate) fn error(
     let method = Shown::new(method, LOG_BYTES);
     let id = id.map(shown_id);
     let reason = Shown::new(err.reason(), 64);
+    let trace_id = crate::trace::current().map(|trace| trace.trace_id());
+    let trace_id = trace_id.as_ref().map(tracing::field::display);
     if fault {
         tracing::error!(
             %method,
             id,
             code = err.code(),
             %reason,
+            trace_id,
             "request failed: {text}"
         );
     } else {
@@ -82,6 +87,7 @@ pub(crate) fn error(
             id,
             code = err.code(),
             %reason,
+            trace_id,
             "request rejected: {text}"
         );
     }

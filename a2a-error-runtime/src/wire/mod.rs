@@ -24,4 +24,5 @@ pub(crate) mod remote;
 pub(crate) mod spec;
 pub(crate) mod standard;
 pub(crate) mod text;
+pub(crate) mod trace;
 pub(crate) mod view;

@@ -83,6 +83,27 @@ impl HttpCall {
         self
     }
 
+    /// Sends `trace` on (`traceparent`, and `tracestate` when it has one), unless the
+    /// call's own headers already carry a `traceparent`.
+    pub(crate) fn with_trace(mut self, trace: &crate::trace::TraceContext) -> Self {
+        const PARENT: HeaderName = HeaderName::from_static(crate::trace::TRACEPARENT_HEADER);
+        const STATE: HeaderName = HeaderName::from_static(crate::trace::TRACESTATE_HEADER);
+        if self.fixed.headers.contains_key(PARENT) {
+            return self;
+        }
+        let headers = &mut Arc::make_mut(&mut self.fixed).headers;
+        if let Ok(parent) = HeaderValue::from_str(&trace.traceparent()) {
+            headers.insert(PARENT, parent);
+            if let Some(state) = trace
+                .tracestate()
+                .and_then(|s| HeaderValue::from_str(s).ok())
+            {
+                headers.insert(STATE, state);
+            }
+        }
+        self
+    }
+
     /// Adds a header, sent with every attempt.
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         Arc::make_mut(&mut self.fixed).headers.append(name, value);

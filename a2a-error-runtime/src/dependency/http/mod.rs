@@ -109,7 +109,9 @@ impl HttpDependency {
 
     /// Sends `call` through the layers.
     pub async fn send(&self, call: HttpCall) -> Result<HttpReply, HttpError> {
-        let call = call.with_target(self.name.clone());
+        let call = call
+            .with_target(self.name.clone())
+            .with_trace(&crate::trace::for_outgoing());
         let status_of = |result: &Result<HttpReply, HttpError>| match result {
             Ok(reply) => Some(reply.status),
             Err(Failure::Failed(HttpFailure::Status(status))) => Some(status.status),

@@ -123,10 +123,15 @@ impl<H: RequestHandler> GrpcService<H> {
         let (metadata, _, message) = request.into_parts();
         let headers = metadata.into_headers();
         let deadline = deadline(&headers);
-        let params = self.bridge.service_params(&headers, deadline);
-        let handler = Arc::clone(&self.bridge.handler);
-        let work = work(handler, params, headers, deadline, message);
-        let result = self.guard(deadline, work).await.map(Response::new);
+        // The call runs in the caller's trace (or one of its own), as over HTTP.
+        let trace = crate::trace::from_headers(&headers);
+        let result = crate::trace::scope(trace, async move {
+            let params = self.bridge.service_params(&headers, deadline);
+            let handler = Arc::clone(&self.bridge.handler);
+            let work = work(handler, params, headers, deadline, message);
+            self.guard(deadline, work).await.map(Response::new)
+        })
+        .await;
         crate::observe::a2a_request_served(Some(method), result.is_ok(), began.elapsed());
         result
     }
@@ -147,9 +152,10 @@ impl<H: RequestHandler> GrpcService<H> {
         let (metadata, _, message) = request.into_parts();
         let headers = metadata.into_headers();
         let deadline = deadline(&headers);
+        let trace = crate::trace::from_headers(&headers);
         let opened = open(self.bridge.clone(), headers, deadline, message);
         // A stream's request is served once it is open.
-        let events = self.guard(deadline, opened).await;
+        let events = crate::trace::scope(trace, self.guard(deadline, opened)).await;
         crate::observe::a2a_request_served(Some(method), events.is_ok(), began.elapsed());
         let events = events?;
         // The stream outlives the call that opened it: the caller's deadline still ends it.

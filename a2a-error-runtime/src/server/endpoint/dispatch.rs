@@ -179,6 +179,9 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     ) -> impl Future<Output = Option<Reply>> + Send + 'a {
         let RpcRequest { id, method, params } = request;
         let deadline = crate::deadline::from_headers(headers);
+        // The caller's trace, or one of its own: the handler, the calls it makes and the log
+        // line of a failure all carry it.
+        let trace = crate::trace::from_headers(headers);
         let found = self.inner.methods.get(&method);
         let started = if !self.inner.versions.serves(version) {
             Err(Box::new(StandardError::VersionNotSupported) as DynError)
@@ -216,7 +219,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     }),
             }
         };
-        async move {
+        crate::trace::scope(trace, async move {
             let began = std::time::Instant::now();
             let outcome = match started {
                 Err(refused) => Err(refused),
@@ -260,7 +263,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                 Ok(Answer::Events(events)) => Reply::Events(id, stream::until(events, deadline)),
                 Err(error) => Reply::Body(self.error_response(&id, error.as_ref())),
             })
-        }
+        })
     }
 
     /// Runs a handler future until the configured timeout or the caller's deadline, whichever

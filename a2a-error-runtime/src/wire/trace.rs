@@ -1,0 +1,278 @@
+//! W3C Trace Context (<https://www.w3.org/TR/trace-context/>): the `traceparent` and
+//! `tracestate` headers that tie the calls of one request together across agents.
+//!
+//! What a caller sends is read within fixed bounds and trusted for nothing but the trace: a
+//! malformed `traceparent` is ignored (the request starts a trace of its own), and a
+//! `tracestate` longer than [`MAX_TRACESTATE`] bytes or with bytes outside printable ASCII is
+//! dropped, never cut into something the caller did not send.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The W3C `traceparent` header: `00-{32 hex trace id}-{16 hex parent id}-{2 hex flags}`.
+pub const TRACEPARENT_HEADER: &str = "traceparent";
+
+/// The W3C `tracestate` header: vendors' key-value pairs, passed on unchanged.
+pub const TRACESTATE_HEADER: &str = "tracestate";
+
+/// The most bytes of `tracestate` passed on: the W3C limit of what a participant must
+/// propagate (32 members, 512 characters). A longer one is dropped whole.
+pub const MAX_TRACESTATE: usize = 512;
+
+/// The length of a version-00 `traceparent`.
+const TRACEPARENT_LEN: usize = 55;
+
+/// Where a request stands in a trace: its trace id, the id of the span that sent it (the
+/// parent of whatever it starts), its flags, and the vendors' `tracestate`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TraceContext {
+    trace_id: [u8; 16],
+    parent_id: [u8; 8],
+    flags: u8,
+    state: Option<Arc<str>>,
+}
+
+impl TraceContext {
+    /// Reads a caller's `traceparent` (and `tracestate`, when it sent one): `None` for
+    /// anything W3C calls invalid (a wrong length, version `ff`, upper-case or non-hex digits,
+    /// an all-zero id). A version after 00 is read by its first four fields, as the
+    /// specification asks.
+    pub fn parse(traceparent: &[u8], tracestate: Option<&[u8]>) -> Option<TraceContext> {
+        let value = trim(traceparent);
+        if value.len() < TRACEPARENT_LEN {
+            return None;
+        }
+        let version = hex::<1>(&value[0..2])?[0];
+        if version == 0xff
+            || (version == 0 && value.len() != TRACEPARENT_LEN)
+            || (value.len() > TRACEPARENT_LEN && value[TRACEPARENT_LEN] != b'-')
+            || value[2] != b'-'
+            || value[35] != b'-'
+            || value[52] != b'-'
+        {
+            return None;
+        }
+        let trace_id = hex::<16>(&value[3..35])?;
+        let parent_id = hex::<8>(&value[36..52])?;
+        let flags = hex::<1>(&value[53..55])?[0];
+        if trace_id == [0; 16] || parent_id == [0; 8] {
+            return None;
+        }
+        Some(TraceContext {
+            trace_id,
+            parent_id,
+            flags,
+            state: tracestate.and_then(read_state),
+        })
+    }
+
+    /// A new trace, for a request that came without one (or with one that did not read):
+    /// random ids, sampled.
+    pub fn root() -> TraceContext {
+        TraceContext {
+            trace_id: random_id(),
+            parent_id: random_id(),
+            flags: 0x01,
+            state: None,
+        }
+    }
+
+    /// The same trace, sent on by a new span of ours: a fresh parent id, the same trace id,
+    /// flags and `tracestate`.
+    pub fn child(&self) -> TraceContext {
+        TraceContext {
+            parent_id: random_id(),
+            ..self.clone()
+        }
+    }
+
+    /// The trace id as 32 lower-case hex digits, as logs and trace viewers show it.
+    pub fn trace_id(&self) -> TraceId {
+        TraceId(self.trace_id)
+    }
+
+    /// The id of the span that sent this context, 16 lower-case hex digits.
+    pub fn parent_id(&self) -> String {
+        to_hex(&self.parent_id)
+    }
+
+    /// Whether the caller sampled the trace (the `sampled` flag).
+    pub fn sampled(&self) -> bool {
+        self.flags & 0x01 == 0x01
+    }
+
+    /// The `traceparent` value that sends this context on (version 00).
+    pub fn traceparent(&self) -> String {
+        format!(
+            "00-{}-{}-{:02x}",
+            to_hex(&self.trace_id),
+            to_hex(&self.parent_id),
+            self.flags
+        )
+    }
+
+    /// The `tracestate` to send on, unchanged, when the caller sent one that read.
+    pub fn tracestate(&self) -> Option<&str> {
+        self.state.as_deref()
+    }
+}
+
+impl fmt::Debug for TraceContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TraceContext")
+            .field("traceparent", &self.traceparent())
+            .field("tracestate", &self.state)
+            .finish()
+    }
+}
+
+/// A trace id, shown as 32 lower-case hex digits (a log field, a span attribute).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TraceId([u8; 16]);
+
+impl fmt::Display for TraceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+    }
+}
+
+impl fmt::Debug for TraceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Optional whitespace around a header value (RFC 9110), nothing else.
+fn trim(value: &[u8]) -> &[u8] {
+    value.trim_ascii()
+}
+
+/// Exactly `2 * N` lower-case hex digits as `N` bytes.
+fn hex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
+    if digits.len() != 2 * N {
+        return None;
+    }
+    let digit = |d: u8| match d {
+        b'0'..=b'9' => Some(d - b'0'),
+        b'a'..=b'f' => Some(d - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; N];
+    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A `tracestate` passed on only whole: at most [`MAX_TRACESTATE`] bytes of printable ASCII.
+fn read_state(value: &[u8]) -> Option<Arc<str>> {
+    let value = trim(value);
+    if value.is_empty()
+        || value.len() > MAX_TRACESTATE
+        || !value.iter().all(|b| (0x20..0x7f).contains(b))
+    {
+        return None;
+    }
+    std::str::from_utf8(value).ok().map(Arc::from)
+}
+
+/// A random id that is not all zeros (which W3C reserves for "none").
+fn random_id<const N: usize>() -> [u8; N] {
+    loop {
+        let mut id = [0u8; N];
+        id.iter_mut().for_each(|byte| *byte = random_byte());
+        if id != [0; N] {
+            return id;
+        }
+    }
+}
+
+#[cfg(any(feature = "axum", feature = "client"))]
+fn random_byte() -> u8 {
+    fastrand::u8(..)
+}
+
+// Without a server or a client nothing sends a trace on; ids come from the clock and a counter.
+#[cfg(not(any(feature = "axum", feature = "client")))]
+fn random_byte() -> u8 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+    let next = STATE.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    (next.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> 56) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALID: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_valid_traceparent_reads_and_writes_back() {
+        let context = TraceContext::parse(VALID.as_bytes(), Some(b"congo=t61rcWkgMzE")).unwrap();
+        assert_eq!(context.traceparent(), VALID);
+        assert_eq!(
+            context.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert_eq!(context.parent_id(), "00f067aa0ba902b7");
+        assert!(context.sampled());
+        assert_eq!(context.tracestate(), Some("congo=t61rcWkgMzE"));
+        let child = context.child();
+        assert_eq!(child.trace_id(), context.trace_id());
+        assert_ne!(child.parent_id(), context.parent_id());
+        assert_eq!(child.tracestate(), context.tracestate());
+    }
+
+    #[test]
+    fn what_w3c_calls_invalid_is_ignored() {
+        let long = "a".repeat(100 << 10);
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",
+            &long,
+        ] {
+            assert!(
+                TraceContext::parse(bad.as_bytes(), None).is_none(),
+                "{bad:.80}"
+            );
+        }
+        // A later version is read by its first four fields.
+        let later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes";
+        assert!(TraceContext::parse(later.as_bytes(), None).is_some());
+    }
+
+    #[test]
+    fn a_tracestate_passes_whole_or_not_at_all() {
+        let parse = |state: &[u8]| {
+            TraceContext::parse(VALID.as_bytes(), Some(state))
+                .unwrap()
+                .tracestate()
+                .map(str::to_owned)
+        };
+        assert_eq!(parse(&[b'a'; 513]), None);
+        assert_eq!(parse(&[b'a'; 512]).map(|s| s.len()), Some(512));
+        assert_eq!(parse(b"a=1\r\nx-injected: yes"), None);
+        assert_eq!(parse("a=é".as_bytes()), None);
+    }
+
+    #[test]
+    fn a_root_is_random_and_valid() {
+        let (a, b) = (TraceContext::root(), TraceContext::root());
+        assert_ne!(a.trace_id(), b.trace_id());
+        let again = TraceContext::parse(a.traceparent().as_bytes(), None).unwrap();
+        assert_eq!(again, a);
+    }
+}
