@@ -1,5 +1,7 @@
 //! Metrics (through the `metrics` facade) and span fields, in one place so that every name is
-//! written once. Names follow OpenTelemetry's conventions where one exists.
+//! written once. Names follow OpenTelemetry's semantic conventions (v1.45: the RPC
+//! conventions, and `error.type`) where one exists; the series of this crate's own ideas
+//! (retries, breakers, fallback, degraded answers, hedges) are under `a2a.*`.
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
@@ -8,7 +10,7 @@
 //! | `a2a.client.retries` | counter | `agent`, `rpc.method`, `error.type` |
 //! | `a2a.client.errors` | counter | `agent`, `code`, `error.type` |
 //! | `a2a.server.errors` | counter | `rpc.method`, `code`, `error.type` |
-//! | `a2a.server.request.duration` | histogram, seconds (its count is the requests; a stream's ends when it opens): the JSON-RPC endpoint, and the SDK bridge's REST routes and gRPC service | `rpc.method`, `outcome` |
+//! | `rpc.server.call.duration` | histogram, seconds (its count is the requests; a stream's ends when it opens): the JSON-RPC endpoint, and the SDK bridge's REST routes and gRPC service | `rpc.system.name` (`jsonrpc`, `http` for HTTP+JSON, `grpc`), `rpc.method`, `outcome` |
 //! | `a2a.breaker.state` | gauge: 0 closed, 1 half-open, 2 open, 3 isolated | `agent` |
 //! | `a2a.breaker.transitions` | counter | `agent`, `from`, `to` |
 //! | `a2a.breaker.rejections` | counter | `agent` |
@@ -442,18 +444,46 @@ mod client {
     }
 }
 
-/// The keys of the `a2a.server.request.duration` histograms of one registered method
-/// (answered, failed), built on first use. Keys, not histogram handles: a handle belongs to
-/// the recorder that was current when it was made, so a recorder installed later (or a test's
-/// local one) would never see this method's requests.
+/// The keys of the `rpc.server.call.duration` histograms of one registered method (answered,
+/// failed), built on first use. Keys, not histogram handles: a handle belongs to the recorder
+/// that was current when it was made, so a recorder installed later (or a test's local one)
+/// would never see this method's requests.
 #[cfg(feature = "axum")]
 #[derive(Clone, Default)]
 pub(crate) struct Served([std::sync::OnceLock<metrics::Key>; 2]);
 
-/// A request to the JSON-RPC endpoint was answered (a stream: opened) after `elapsed`;
-/// `method` is a registered method's name and keys, or `None` (`other`).
+/// The `rpc.system.name` of each binding a server answers on.
+#[cfg(feature = "axum")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum System {
+    /// JSON-RPC 2.0.
+    JsonRpc,
+    /// HTTP+JSON (REST).
+    #[cfg(feature = "sdk")]
+    Http,
+    /// gRPC.
+    #[cfg(feature = "sdk")]
+    Grpc,
+}
+
+#[cfg(feature = "axum")]
+impl System {
+    fn name(self) -> &'static str {
+        match self {
+            System::JsonRpc => "jsonrpc",
+            #[cfg(feature = "sdk")]
+            System::Http => "http",
+            #[cfg(feature = "sdk")]
+            System::Grpc => "grpc",
+        }
+    }
+}
+
+/// A request to a server was answered (a stream: opened) after `elapsed`; `method` is a
+/// registered method's name and keys, or `None` (`other`).
 #[cfg(feature = "axum")]
 pub(crate) fn request_served(
+    system: System,
     method: Option<(&std::sync::Arc<str>, &Served)>,
     ok: bool,
     elapsed: std::time::Duration,
@@ -464,10 +494,11 @@ pub(crate) fn request_served(
     let outcome = if ok { "ok" } else { "error" };
     let key = |name: SharedString| {
         let labels = vec![
+            Label::new("rpc.system.name", SharedString::const_str(system.name())),
             Label::new("rpc.method", name),
             Label::new("outcome", SharedString::const_str(outcome)),
         ];
-        Key::from_parts("a2a.server.request.duration", labels)
+        Key::from_parts("rpc.server.call.duration", labels)
     };
     let record = |key: &Key| {
         metrics::with_recorder(|recorder| recorder.register_histogram(key, &METADATA))
@@ -487,19 +518,29 @@ pub(crate) fn request_served(
 /// endpoint's.
 #[cfg(feature = "sdk")]
 pub(crate) fn a2a_request_served(
+    system: System,
     method: Option<&'static str>,
     ok: bool,
     elapsed: std::time::Duration,
 ) {
-    static NAMES: std::sync::LazyLock<Vec<(std::sync::Arc<str>, Served)>> =
-        std::sync::LazyLock::new(|| {
-            crate::wire::method::METHODS
-                .iter()
-                .map(|method| (std::sync::Arc::from(method.name), Served::default()))
-                .collect()
-        });
-    let known = method.and_then(|name| NAMES.iter().find(|(known, _)| &**known == name));
-    request_served(known.map(|(name, served)| (name, served)), ok, elapsed);
+    type Names = std::sync::LazyLock<Vec<(std::sync::Arc<str>, Served)>>;
+    fn names() -> Vec<(std::sync::Arc<str>, Served)> {
+        crate::wire::method::METHODS
+            .iter()
+            .map(|method| (std::sync::Arc::from(method.name), Served::default()))
+            .collect()
+    }
+    // One set of keys a binding: their `rpc.system.name` differs.
+    static HTTP: Names = std::sync::LazyLock::new(names);
+    static GRPC: Names = std::sync::LazyLock::new(names);
+    let names = if system == System::Grpc { &GRPC } else { &HTTP };
+    let known = method.and_then(|name| names.iter().find(|(known, _)| &**known == name));
+    request_served(
+        system,
+        known.map(|(name, served)| (name, served)),
+        ok,
+        elapsed,
+    );
 }
 
 /// An error reply a server sent; `method` is a registered method's name or `None`.

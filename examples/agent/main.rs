@@ -2,7 +2,8 @@
 //! [--redis URL] [--fail]`; the card advertises `--public-url` (default `http://ADDR`).
 //!
 //! Serves JSON-RPC at `POST /`, REST at `GET /tasks/{id}`, `POST /message:send` and
-//! `POST /tasks/{id}:cancel`, and its agent card at `GET /.well-known/agent-card.json`. With
+//! `POST /tasks/{id}:cancel`, its agent card at `GET /.well-known/agent-card.json`, and its
+//! metrics at `GET /metrics` (Prometheus text). With
 //! `--redis redis://HOST:PORT`, replicas pointed at the same Redis share SendMessage replies.
 //! With `--fail`, every SendMessage fails with AGENT_UNAVAILABLE (a specialist that is down).
 
@@ -66,9 +67,33 @@ async fn main() {
         }
     };
     tracing::info!("example agent listening on http://{addr}");
+    let metrics = metrics_route();
     // Not axum::serve: it bounds neither header nor body read time nor connections.
-    if let Err(error) = serve(listener, app::router_with(agent), ServeLimits::default()).await {
+    if let Err(error) = serve(
+        listener,
+        app::router_with(agent).merge(metrics),
+        ServeLimits::default(),
+    )
+    .await
+    {
         eprintln!("server error: {error}");
         std::process::exit(1);
     }
+}
+
+/// `GET /metrics`: what the library records (the server's `rpc.server.call.duration` and
+/// `a2a.server.errors`), in Prometheus's text format.
+fn metrics_route() -> axum::Router {
+    let prometheus = match metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()
+    {
+        Ok(handle) => handle,
+        Err(error) => {
+            eprintln!("cannot install the metrics recorder: {error}");
+            std::process::exit(1);
+        }
+    };
+    axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || std::future::ready(prometheus.render())),
+    )
 }

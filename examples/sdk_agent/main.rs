@@ -4,7 +4,8 @@
 //!
 //! The same paths as `examples/agent` (JSON-RPC `POST /`; REST `POST /message:send`,
 //! `POST /message:stream`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`; the card at
-//! `/.well-known/agent-card.json`, advertising streaming) and the same text protocol, plus
+//! `/.well-known/agent-card.json`, advertising streaming; its metrics at `GET /metrics`) and
+//! the same text protocol, plus
 //! streaming: `hello` echoes, `fail:internal`, `fail:panic`, `fail:rate_limited`,
 //! `fail:unsupported`, `flaky:N`, `sleep:MS`, `work:fail`, `stream:N`, `stream:fail_after:N`
 //! (N at most 10,000: a larger one is INVALID_PARAMS).
@@ -100,7 +101,8 @@ async fn main() {
         });
     }
     tracing::info!("SDK agent listening on http://{addr}");
-    if let Err(error) = serve(listener, bridge.router(), limits).await {
+    let router = bridge.router().merge(metrics_route());
+    if let Err(error) = serve(listener, router, limits).await {
         eprintln!("server error: {error}");
         std::process::exit(1);
     }
@@ -114,4 +116,21 @@ async fn bind(addr: &str) -> tokio::net::TcpListener {
             std::process::exit(1);
         }
     }
+}
+
+/// `GET /metrics`: what the library records (`rpc.server.call.duration` on each binding,
+/// `a2a.server.errors`), in Prometheus's text format.
+fn metrics_route() -> axum::Router {
+    let prometheus = match metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()
+    {
+        Ok(handle) => handle,
+        Err(error) => {
+            eprintln!("cannot install the metrics recorder: {error}");
+            std::process::exit(1);
+        }
+    };
+    axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || std::future::ready(prometheus.render())),
+    )
 }

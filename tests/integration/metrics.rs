@@ -207,12 +207,16 @@ async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
     // third attempt of m-1 and failed the first two.
     let answered = samples(
         s,
-        "a2a.server.request.duration",
-        &[("rpc.method", "SendMessage"), ("outcome", "ok")],
+        "rpc.server.call.duration",
+        &[
+            ("rpc.method", "SendMessage"),
+            ("outcome", "ok"),
+            ("rpc.system.name", "jsonrpc"),
+        ],
     );
     let failed = samples(
         s,
-        "a2a.server.request.duration",
+        "rpc.server.call.duration",
         &[("rpc.method", "SendMessage"), ("outcome", "error")],
     );
     assert!(
@@ -304,15 +308,21 @@ async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
         .into_iter()
         .map(|(key, _, _, value)| (key, value))
         .collect();
-    let failed = samples(
-        &snapshot,
-        "a2a.server.request.duration",
-        &[("rpc.method", "GetTask"), ("outcome", "error")],
-    );
-    assert_eq!(failed.len(), 2, "one over REST, one over gRPC: {failed:?}");
+    for system in ["http", "grpc"] {
+        let failed = samples(
+            &snapshot,
+            "rpc.server.call.duration",
+            &[
+                ("rpc.method", "GetTask"),
+                ("outcome", "error"),
+                ("rpc.system.name", system),
+            ],
+        );
+        assert_eq!(failed.len(), 1, "one over {system}: {failed:?}");
+    }
     let other = samples(
         &snapshot,
-        "a2a.server.request.duration",
+        "rpc.server.call.duration",
         &[("rpc.method", "other"), ("outcome", "error")],
     );
     assert!(!other.is_empty());
@@ -334,5 +344,48 @@ impl a2a_server::AgentExecutor for Nothing {
         _: a2a_server::ExecutorContext,
     ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
         Box::pin(futures_util::stream::empty())
+    }
+}
+
+/// The example servers, from outside: their `GET /metrics` has the server duration of every
+/// request under OpenTelemetry's name, by method and by binding.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_example_servers_expose_rpc_server_call_duration() {
+    use crate::common::requests::{get_text, rpc, send};
+    let series = |metrics: &str, method: &str, system: &str| {
+        metrics.lines().any(|line| {
+            line.starts_with("rpc_server_call_duration")
+                && line.contains(&format!("rpc_method=\"{method}\""))
+                && line.contains(&format!("rpc_system_name=\"{system}\""))
+        })
+    };
+    let (_agent, url) = crate::common::start_example("agent", &[]);
+    rpc(&url, send(1, "m-1", "hello")).await;
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    assert!(series(&metrics, "SendMessage", "jsonrpc"), "{metrics}");
+
+    let (_sdk, url, grpc) = crate::common::start_grpc_agent();
+    rpc(&url, send(1, "m-1", "hello")).await;
+    let rest = reqwest::Client::new()
+        .get(format!("{url}/tasks/no-such-task"))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status().as_u16(), 404);
+    let client = Client::<RemoteError>::grpc(grpc.as_str()).build().unwrap();
+    let _ = client
+        .call::<_, Value>("GetTask", &json!({"id": "no-such-task"}))
+        .await;
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    for (method, system) in [
+        ("SendMessage", "jsonrpc"),
+        ("GetTask", "http"),
+        ("GetTask", "grpc"),
+    ] {
+        assert!(
+            series(&metrics, method, system),
+            "{method} {system}: {metrics}"
+        );
     }
 }

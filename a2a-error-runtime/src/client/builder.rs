@@ -276,6 +276,12 @@ where
                 _ => self.url.as_str().into(),
             },
         };
+        let system = match self.dial {
+            Dial::JsonRpc => "jsonrpc",
+            Dial::Rest => "http",
+            #[cfg(feature = "grpc")]
+            Dial::Grpc => "grpc",
+        };
         let transport = match self.dial {
             Dial::JsonRpc => Transport::jsonrpc(
                 http_client(self.http, self.connect_timeout, self.max_redirects)?,
@@ -316,7 +322,8 @@ where
         .service(transport);
         Ok(Client::from_service(stack)
             .with_name(name)
-            .with_breaker(breaker))
+            .with_breaker(breaker)
+            .with_system(system))
     }
 }
 

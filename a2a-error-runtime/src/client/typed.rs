@@ -29,6 +29,9 @@ pub struct Client<E = RemoteError> {
     service: BoxCloneSyncService<Call, Reply<E>, ClientError<E>>,
     name: Arc<str>,
     breaker: Option<CircuitBreaker>,
+    /// The `rpc.system.name` of its calls' spans: its binding's (`jsonrpc`, `http`, `grpc`),
+    /// or `a2a` over a stack of the caller's.
+    system: &'static str,
 }
 
 impl<E> Clone for Client<E> {
@@ -37,6 +40,7 @@ impl<E> Clone for Client<E> {
             service: self.service.clone(),
             name: self.name.clone(),
             breaker: self.breaker.clone(),
+            system: self.system,
         }
     }
 }
@@ -110,6 +114,7 @@ where
             service: BoxCloneSyncService::new(service),
             name: Arc::from("agent"),
             breaker: None,
+            system: "a2a",
         }
     }
 
@@ -121,6 +126,11 @@ where
 
     pub(super) fn with_breaker(mut self, breaker: Option<CircuitBreaker>) -> Self {
         self.breaker = breaker;
+        self
+    }
+
+    pub(super) fn with_system(mut self, system: &'static str) -> Self {
+        self.system = system;
         self
     }
 
@@ -145,7 +155,7 @@ where
         }
         let span = tracing::debug_span!(
             "a2a.client.call",
-            rpc.system = "jsonrpc",
+            rpc.system.name = self.system,
             rpc.method = call.method(),
             server.address = &*self.name,
             rpc.jsonrpc.request_id = call.id(),

@@ -256,7 +256,7 @@ impl<H: RequestHandler> Bridge<H> {
     }
 
     /// JSON-RPC at `POST /`, HTTP+JSON and the card, on one router (the JSON-RPC endpoint, the
-    /// REST routes and the gRPC service each record `a2a.server.request.duration` by the A2A
+    /// REST routes and the gRPC service each record `rpc.server.call.duration` by the A2A
     /// method and outcome).
     pub fn router(&self) -> Router {
         Router::new()
@@ -1074,7 +1074,7 @@ async fn card<H: RequestHandler>(State(bridge): State<Bridge<H>>) -> Response {
     }
 }
 
-/// Runs a REST request in its trace, and records it in `a2a.server.request.duration` under its
+/// Runs a REST request in its trace, and records it in `rpc.server.call.duration` under its
 /// A2A method (`other` for a route that is none) and outcome (a status under 400 is
 /// answered).
 async fn record_rest(
@@ -1087,6 +1087,11 @@ async fn record_rest(
     // The route runs in the caller's trace (or one of its own), as a JSON-RPC handler does.
     let trace = crate::trace::from_headers(request.headers());
     let response = crate::trace::scope(trace, next.run(request)).await;
-    crate::observe::a2a_request_served(method, response.status().as_u16() < 400, began.elapsed());
+    crate::observe::a2a_request_served(
+        crate::observe::System::Http,
+        method,
+        response.status().as_u16() < 400,
+        began.elapsed(),
+    );
     response
 }

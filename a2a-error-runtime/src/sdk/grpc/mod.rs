@@ -132,7 +132,12 @@ impl<H: RequestHandler> GrpcService<H> {
             self.guard(deadline, work).await.map(Response::new)
         })
         .await;
-        crate::observe::a2a_request_served(Some(method), result.is_ok(), began.elapsed());
+        crate::observe::a2a_request_served(
+            crate::observe::System::Grpc,
+            Some(method),
+            result.is_ok(),
+            began.elapsed(),
+        );
         result
     }
 
@@ -156,7 +161,12 @@ impl<H: RequestHandler> GrpcService<H> {
         let opened = open(self.bridge.clone(), headers, deadline, message);
         // A stream's request is served once it is open.
         let events = crate::trace::scope(trace, self.guard(deadline, opened)).await;
-        crate::observe::a2a_request_served(Some(method), events.is_ok(), began.elapsed());
+        crate::observe::a2a_request_served(
+            crate::observe::System::Grpc,
+            Some(method),
+            events.is_ok(),
+            began.elapsed(),
+        );
         let events = events?;
         // The stream outlives the call that opened it: the caller's deadline still ends it.
         let events = guarded(events, |event| {

@@ -242,6 +242,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                 }
             };
             crate::observe::request_served(
+                crate::observe::System::JsonRpc,
                 found.map(|registered| (&registered.name, &registered.served)),
                 outcome.is_ok(),
                 began.elapsed(),

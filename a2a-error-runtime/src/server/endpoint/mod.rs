@@ -72,7 +72,7 @@ struct Registered<S> {
     /// The name it was called by (an alias's own): the handler's `ctx.method` and the
     /// metric label, shared rather than copied for every request.
     name: Arc<str>,
-    /// Its `a2a.server.request.duration` histograms (answered, failed), registered on its
+    /// Its `rpc.server.call.duration` histograms (answered, failed), registered on its
     /// first request: recording into a kept handle costs no label allocation per request.
     served: crate::observe::Served,
 }
