@@ -16,6 +16,8 @@
 //! | `a2a.breaker.rejections` | counter | `agent` |
 //! | `a2a.fallback.steps` | counter | `step`, `outcome` |
 //! | `a2a.degraded` | counter | `source` |
+//! | `a2a.retry.budget_exhausted` | counter: retries the retry budget refused | `agent` (or `dependency`) |
+//! | `a2a.server.shed` | counter: requests refused by an endpoint at its `max_concurrent` (or the bridge's gRPC `max_in_flight`) | |
 //! | `a2a.hedges` | counter | `agent`, `rpc.method` |
 //! | `a2a.dependency.calls` | counter | `dependency`, `outcome`, `error.type`, `http.response.status_code` |
 //! | `a2a.dependency.call.duration` | histogram, seconds | `dependency`, `outcome` |
@@ -392,6 +394,21 @@ mod client {
         .increment(1);
     }
 
+    /// A retry the policy would have made was refused by the retry budget: the callee is
+    /// failing for enough callers that retries would only add load.
+    pub(crate) fn retry_budget_exhausted(request: &impl Request) {
+        let target = request.target().unwrap_or("").to_owned();
+        tracing::debug!(target = %target, "retry budget exhausted: not retried");
+        match request.callee() {
+            Callee::Agent => {
+                metrics::counter!("a2a.retry.budget_exhausted", "agent" => target).increment(1)
+            }
+            Callee::Dependency => {
+                metrics::counter!("a2a.retry.budget_exhausted", "dependency" => target).increment(1)
+            }
+        }
+    }
+
     /// A retry is about to wait `delay`; `source` says whose delay it is (`retry-after` or
     /// `backoff`).
     pub(crate) fn retry(
@@ -541,6 +558,12 @@ pub(crate) fn a2a_request_served(
         ok,
         elapsed,
     );
+}
+
+/// A request was refused by an endpoint at its concurrency limit (shed).
+#[cfg(feature = "axum")]
+pub(crate) fn shed() {
+    metrics::counter!("a2a.server.shed").increment(1);
 }
 
 /// An error reply a server sent; `method` is a registered method's name or `None`.

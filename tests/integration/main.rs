@@ -21,6 +21,7 @@ mod llm_agent;
 mod logging;
 mod metrics;
 mod peers;
+mod prometheus;
 mod python_interop;
 mod redis_dedup;
 mod retry;

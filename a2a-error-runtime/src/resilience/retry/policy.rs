@@ -288,7 +288,12 @@ impl<F: Classify> RetryPolicy<F> {
         {
             return None;
         }
-        self.budget.withdraw().then_some(wait)
+        if self.budget.withdraw() {
+            Some(wait)
+        } else {
+            crate::observe::retry_budget_exhausted(request);
+            None
+        }
     }
 }
 

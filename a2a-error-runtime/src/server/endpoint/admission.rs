@@ -75,6 +75,7 @@ impl Admission {
     /// What a shed caller gets: AGENT_UNAVAILABLE with a delay of about one handler's recent
     /// time (at least 100 ms, at most 30 s), by when a slot has most likely come free.
     fn refusal(&self) -> StandardError {
+        crate::observe::shed();
         let millis = self.service_micros.load(Ordering::Relaxed) / 1000;
         let delay = Duration::from_millis(millis)
             .clamp(Duration::from_millis(100), Duration::from_secs(30));
