@@ -5,7 +5,7 @@
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
-//! | `a2a.client.call.duration` | histogram, seconds | `agent`, `rpc.method`, `outcome` |
+//! | `rpc.client.call.duration` | histogram, seconds: a call through the typed `Client`, retries and waits included | `rpc.system.name` (`jsonrpc`, `http`, `grpc`; `a2a` over a stack of your own), `agent`, `rpc.method`, `outcome` |
 //! | `a2a.client.attempts` | histogram | `agent` |
 //! | `a2a.client.retries` | counter | `agent`, `rpc.method`, `error.type` |
 //! | `a2a.client.errors` | counter | `agent`, `code`, `error.type` |
@@ -190,6 +190,7 @@ mod client {
 
     /// A call through the typed client ended.
     pub(crate) fn call_ended<E: A2aError + 'static>(
+        system: &'static str,
         agent: &Arc<str>,
         method: Cow<'static, str>,
         elapsed: Duration,
@@ -202,7 +203,8 @@ mod client {
             Cow::Owned(name) => super::method_label(&name),
         };
         metrics::histogram!(
-            "a2a.client.call.duration",
+            "rpc.client.call.duration",
+            "rpc.system.name" => system,
             "agent" => agent.clone(),
             "rpc.method" => method,
             "outcome" => outcome

@@ -9,7 +9,7 @@ use metrics_util::debugging::{DebugValue, Snapshotter};
 /// One agent's row.
 #[derive(Default, Debug, Clone, PartialEq)]
 pub struct Row {
-    /// Calls made to it (`a2a.client.call.duration` samples).
+    /// Calls made to it (`rpc.client.call.duration` samples).
     pub calls: u64,
     /// Attempts in all (`a2a.client.attempts`, summed).
     pub attempts: u64,
@@ -59,7 +59,7 @@ impl Summary {
             }
             let row = summary.rows.entry(agent.to_owned()).or_default();
             match (name, value) {
-                ("a2a.client.call.duration", DebugValue::Histogram(samples)) => {
+                ("rpc.client.call.duration", DebugValue::Histogram(samples)) => {
                     row.calls += samples.len() as u64;
                 }
                 ("a2a.client.attempts", DebugValue::Histogram(samples)) => {

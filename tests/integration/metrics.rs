@@ -254,8 +254,12 @@ async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
     // Durations: one per call through each client.
     let durations = samples(
         s,
-        "a2a.client.call.duration",
-        &[("agent", "flaky"), ("outcome", "ok")],
+        "rpc.client.call.duration",
+        &[
+            ("agent", "flaky"),
+            ("outcome", "ok"),
+            ("rpc.system.name", "jsonrpc"),
+        ],
     );
     assert_eq!(durations.len(), 2);
     assert!(durations.iter().all(|d| *d > 0.0 && *d < 10.0));

@@ -169,7 +169,14 @@ where
             .oneshot(call)
             .instrument(span.clone())
             .await;
-        crate::observe::call_ended(&self.name, method, started.elapsed(), &result, &span);
+        crate::observe::call_ended(
+            self.system,
+            &self.name,
+            method,
+            started.elapsed(),
+            &result,
+            &span,
+        );
         result
     }
 
