@@ -103,12 +103,16 @@ impl TraceContext {
 
     /// The `traceparent` value that sends this context on (version 00).
     pub fn traceparent(&self) -> String {
-        format!(
-            "00-{}-{}-{:02x}",
-            to_hex(&self.trace_id),
-            to_hex(&self.parent_id),
-            self.flags
-        )
+        // Written in place: one allocation per call sent on, not one per field.
+        let mut out = [0u8; TRACEPARENT_LEN];
+        out[..3].copy_from_slice(b"00-");
+        write_hex(&self.trace_id, &mut out[3..35]);
+        out[35] = b'-';
+        write_hex(&self.parent_id, &mut out[36..52]);
+        out[52] = b'-';
+        write_hex(&[self.flags], &mut out[53..55]);
+        // Hex digits and dashes only.
+        String::from_utf8(out.to_vec()).unwrap_or_default()
     }
 
     /// The `tracestate` to send on, unchanged, when the caller sent one that read.
@@ -165,7 +169,18 @@ fn hex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
 }
 
 fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    let mut out = vec![0u8; bytes.len() * 2];
+    write_hex(bytes, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// `bytes` as lower-case hex digits into `out` (twice as long).
+fn write_hex(bytes: &[u8], out: &mut [u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (byte, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+    }
 }
 
 /// A `tracestate` passed on only whole: at most [`MAX_TRACESTATE`] bytes of printable ASCII.
@@ -180,11 +195,11 @@ fn read_state(value: &[u8]) -> Option<Arc<str>> {
     std::str::from_utf8(value).ok().map(Arc::from)
 }
 
-/// A random id that is not all zeros (which W3C reserves for "none").
+/// A random id (N at most 16) that is not all zeros, which W3C reserves for "none".
 fn random_id<const N: usize>() -> [u8; N] {
     loop {
         let mut id = [0u8; N];
-        id.iter_mut().for_each(|byte| *byte = random_byte());
+        id.copy_from_slice(&random_u128().to_le_bytes()[..N]);
         if id != [0; N] {
             return id;
         }
@@ -192,17 +207,18 @@ fn random_id<const N: usize>() -> [u8; N] {
 }
 
 #[cfg(any(feature = "axum", feature = "client"))]
-fn random_byte() -> u8 {
-    fastrand::u8(..)
+fn random_u128() -> u128 {
+    fastrand::u128(..)
 }
 
-// Without a server or a client nothing sends a trace on; ids come from the clock and a counter.
+// Without a server or a client nothing sends a trace on; ids come from a counter, mixed.
 #[cfg(not(any(feature = "axum", feature = "client")))]
-fn random_byte() -> u8 {
+fn random_u128() -> u128 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static STATE: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
     let next = STATE.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-    (next.wrapping_mul(0xbf58_476d_1ce4_e5b9) >> 56) as u8
+    let mixed = next.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    u128::from(mixed) << 64 | u128::from(mixed.rotate_left(29))
 }
 
 #[cfg(test)]
