@@ -283,3 +283,71 @@ async fn our_client_reads_the_official_python_server() {
         "{error:?}"
     );
 }
+
+/// The official Python client, its HTTP client sending a W3C `traceparent` (as an
+/// instrumented Python agent's does), calls an agent on the official Rust SDK served through
+/// the bridge, whose executor calls a further agent: that call continues the Python caller's
+/// trace, over both HTTP bindings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_clients_trace_continues_in_our_agent() {
+    use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson};
+    use a2a_error_testkit::{Answer, FaultAgent};
+    let Some(python) = python_or_skip("a2a.client, httpx") else {
+        return;
+    };
+    let downstream = FaultAgent::start(Answer::result(serde_json::json!({"id": "t"}))).await;
+    let client = a2a_error::Client::jsonrpc(format!("{}/", downstream.url()))
+        .retry(a2a_error::resilience::RetryPolicy::none())
+        .build()
+        .unwrap();
+    let store = MemoryTaskStore::new(1 << 20);
+    let executor = Guarded::new(
+        crate::common::calling::Calling { downstream: client },
+        std::sync::Arc::new(store.clone()),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let card: ProtoJson<a2a::AgentCard> = serde_json::from_value(serde_json::json!({
+        "name": "traced", "description": "calls a further agent", "version": "1",
+        "supportedInterfaces": [
+            {"url": format!("{url}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": false}, "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"], "skills": []
+    }))
+    .unwrap();
+    let handler = a2a_server::DefaultRequestHandler::new(executor, store);
+    let router = Bridge::new(handler).card(card.0).router();
+    let limits = a2a_error::server::ServeLimits::default();
+    tokio::spawn(async move { a2a_error::server::serve(listener, router, limits).await });
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_traced_client.py"
+    );
+    for (n, binding) in [(1u8, "JSONRPC"), (2, "HTTP+JSON")] {
+        let traceparent = format!("00-0af7651916cd43dd8448eb211c80{n:02x}ff-b7ad6b7169203331-01");
+        let output = tokio::process::Command::new(&python)
+            .args([script, &url, binding, &traceparent])
+            .current_dir(std::env::temp_dir())
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{binding}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let received = downstream.received();
+        let sent = received.last().and_then(|call| call.traceparent.clone());
+        let sent = sent.unwrap_or_else(|| panic!("{binding}: no traceparent sent on"));
+        let sent = a2a_error::trace::TraceContext::parse(sent.as_bytes(), None).unwrap();
+        assert_eq!(
+            sent.trace_id().to_string(),
+            format!("0af7651916cd43dd8448eb211c80{n:02x}ff"),
+            "{binding}"
+        );
+        assert_ne!(sent.parent_id(), "b7ad6b7169203331", "{binding}");
+    }
+}

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::calling::Calling;
 use crate::common::start_example;
 use a2a::{
     A2AError, AgentCapabilities, AgentCard, Message, Part, Role, SendMessageRequest,
@@ -413,39 +414,6 @@ async fn side_by_side_the_sdks_routers_and_the_bridge() {
         sdk_rpc["result"]["task"]["status"]["state"], "TASK_STATE_FAILED",
         "{sdk_rpc}"
     );
-}
-
-/// An executor that calls another agent with the typed client, as an agent in a chain does.
-struct Calling {
-    downstream: a2a_error::Client<RemoteError>,
-}
-
-impl AgentExecutor for Calling {
-    fn execute(
-        &self,
-        ctx: ExecutorContext,
-    ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-        let client = self.downstream.clone();
-        stream::once(async move {
-            // `?` passes a downstream failure on, translated.
-            let _: Value = client.call("GetTask", &json!({"id": "t"})).await?;
-            Ok::<_, A2AError>(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                task_id: ctx.task_id.clone(),
-                context_id: ctx.context_id.clone(),
-                status: TaskStatus {
-                    state: TaskState::Completed,
-                    message: None,
-                    timestamp: None,
-                },
-                metadata: None,
-            }))
-        })
-        .boxed()
-    }
-
-    fn cancel(&self, _: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-        stream::empty().boxed()
-    }
 }
 
 /// The caller's `A2A-Deadline-Ms` reaches the typed clients an executor calls, though the

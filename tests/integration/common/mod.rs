@@ -1,6 +1,7 @@
 //! What the loopback test files share.
 
 pub mod agent;
+pub mod calling;
 pub mod conformance;
 pub mod proxy;
 pub mod requests;
