@@ -58,6 +58,29 @@ pub(crate) fn for_outgoing() -> TraceContext {
         .unwrap_or_else(|_| TraceContext::root())
 }
 
+/// Puts `trace` into a call's `headers` (`traceparent`, and `tracestate` when it has one),
+/// unless they already carry a `traceparent` of the caller's own, which wins. The one place a
+/// call's trace headers are written, for agents and dependencies alike.
+#[cfg(feature = "client")]
+pub(crate) fn insert(headers: &mut reqwest::header::HeaderMap, trace: &TraceContext) {
+    use reqwest::header::{HeaderName, HeaderValue};
+    const PARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
+    const STATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
+    if headers.contains_key(PARENT) {
+        return;
+    }
+    if let Ok(parent) = HeaderValue::from_str(&trace.traceparent()) {
+        headers.insert(PARENT, parent);
+        // Printable ASCII by construction: always a header value.
+        if let Some(state) = trace
+            .tracestate()
+            .and_then(|s| HeaderValue::from_str(s).ok())
+        {
+            headers.insert(STATE, state);
+        }
+    }
+}
+
 /// The trace a request served now runs in: the caller's (`traceparent`, exactly one, and its
 /// `tracestate`), as a span of ours; else a new trace. Headers beyond the bounds of
 /// [`TraceContext::parse`] are ignored, never an error.

@@ -86,20 +86,12 @@ impl HttpCall {
     /// Sends `trace` on (`traceparent`, and `tracestate` when it has one), unless the
     /// call's own headers already carry a `traceparent`.
     pub(crate) fn with_trace(mut self, trace: &crate::trace::TraceContext) -> Self {
-        const PARENT: HeaderName = HeaderName::from_static(crate::trace::TRACEPARENT_HEADER);
-        const STATE: HeaderName = HeaderName::from_static(crate::trace::TRACESTATE_HEADER);
-        if self.fixed.headers.contains_key(PARENT) {
-            return self;
-        }
-        let headers = &mut Arc::make_mut(&mut self.fixed).headers;
-        if let Ok(parent) = HeaderValue::from_str(&trace.traceparent()) {
-            headers.insert(PARENT, parent);
-            if let Some(state) = trace
-                .tracestate()
-                .and_then(|s| HeaderValue::from_str(s).ok())
-            {
-                headers.insert(STATE, state);
-            }
+        if !self
+            .fixed
+            .headers
+            .contains_key(crate::trace::TRACEPARENT_HEADER)
+        {
+            crate::trace::insert(&mut Arc::make_mut(&mut self.fixed).headers, trace);
         }
         self
     }
