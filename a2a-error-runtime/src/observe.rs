@@ -464,12 +464,38 @@ mod client {
 }
 
 /// The keys of the `rpc.server.call.duration` histograms of one registered method (answered,
-/// failed), built on first use. Keys, not histogram handles: a handle belongs to the recorder
-/// that was current when it was made, so a recorder installed later (or a test's local one)
-/// would never see this method's requests.
+/// failed), built on first use, and its number, by which each thread keeps the histograms'
+/// handles. A handle belongs to the recorder that was current when it was made: one kept
+/// without its recorder would never show a recorder installed later (or a test's local one)
+/// this method's requests, so a thread's handle is used only while the same recorder is.
 #[cfg(feature = "axum")]
-#[derive(Clone, Default)]
-pub(crate) struct Served([std::sync::OnceLock<metrics::Key>; 2]);
+#[derive(Clone)]
+pub(crate) struct Served {
+    id: u64,
+    keys: [std::sync::OnceLock<metrics::Key>; 2],
+}
+
+#[cfg(feature = "axum")]
+impl Default for Served {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Served {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            keys: Default::default(),
+        }
+    }
+}
+
+/// The recorder, as a number that tells it from any other recorder alive at the same time.
+#[cfg(feature = "axum")]
+fn recorder_id(recorder: &dyn metrics::Recorder) -> usize {
+    std::ptr::from_ref(recorder).cast::<()>() as usize
+}
+
+/// The metadata of every series a server records.
+#[cfg(feature = "axum")]
+static SERVER_METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
 
 /// The `rpc.system.name` of each binding a server answers on.
 #[cfg(feature = "axum")]
@@ -508,9 +534,17 @@ pub(crate) fn request_served(
     elapsed: std::time::Duration,
 ) {
     use metrics::{Key, Label, SharedString};
-    static METADATA: metrics::Metadata<'static> =
-        metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+    use std::cell::RefCell;
+    /// Each thread's handles: (the method's number, answered, the recorder, the handle).
+    type Handles = RefCell<Vec<(u64, bool, usize, metrics::Histogram)>>;
+    thread_local! {
+        static HANDLES: Handles = const { RefCell::new(Vec::new()) };
+    }
+    /// The most handles a thread keeps: two a registered method, for the methods of the
+    /// endpoints a process serves.
+    const MAX_HANDLES: usize = 256;
     let outcome = if ok { "ok" } else { "error" };
+    let seconds = elapsed.as_secs_f64();
     let key = |name: SharedString| {
         let labels = vec![
             Label::new("rpc.system.name", SharedString::const_str(system.name())),
@@ -519,17 +553,48 @@ pub(crate) fn request_served(
         ];
         Key::from_parts("rpc.server.call.duration", labels)
     };
-    let record = |key: &Key| {
-        metrics::with_recorder(|recorder| recorder.register_histogram(key, &METADATA))
-            .record(elapsed.as_secs_f64());
+    let Some((name, served)) = method else {
+        let key = key(SharedString::const_str("other"));
+        metrics::with_recorder(|recorder| {
+            recorder
+                .register_histogram(&key, &SERVER_METADATA)
+                .record(seconds);
+        });
+        return;
     };
-    match method {
-        Some((name, served)) => record(
-            served.0[usize::from(!ok)]
-                .get_or_init(|| key(SharedString::from(std::sync::Arc::clone(name)))),
-        ),
-        None => record(&key(SharedString::const_str("other"))),
-    }
+    metrics::with_recorder(|recorder| {
+        let current = recorder_id(recorder);
+        let this = |entry: &&(u64, bool, usize, metrics::Histogram)| {
+            entry.0 == served.id && entry.1 == ok && entry.2 == current
+        };
+        // The fast path: this thread's handle for this recorder (no key hashed, no lookup).
+        let recorded = HANDLES
+            .try_with(|handles| {
+                let handles = handles.try_borrow().ok()?;
+                handles
+                    .iter()
+                    .find(this)
+                    .map(|entry| entry.3.record(seconds))
+            })
+            .ok()
+            .flatten();
+        if recorded.is_some() {
+            return;
+        }
+        let key = served.keys[usize::from(!ok)]
+            .get_or_init(|| key(SharedString::from(std::sync::Arc::clone(name))));
+        let histogram = recorder.register_histogram(key, &SERVER_METADATA);
+        histogram.record(seconds);
+        let _ = HANDLES.try_with(|handles| {
+            if let Ok(mut handles) = handles.try_borrow_mut() {
+                // A handle of another recorder for the same series is replaced.
+                handles.retain(|entry| !(entry.0 == served.id && entry.1 == ok));
+                if handles.len() < MAX_HANDLES {
+                    handles.push((served.id, ok, current, histogram));
+                }
+            }
+        });
+    });
 }
 
 /// A request to one of the A2A methods (`method`, a 1.0 name; `None`: not one) was answered by
@@ -576,9 +641,10 @@ pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason
 
 /// The keys of `a2a.server.errors`, built once per thread for each (method, code, reason)
 /// seen: building one (three labels in a new Vec, the code and reason looked up) was most of
-/// what counting an error cost, ~0.7k instructions of a ~31k-instruction error reply. Only the
-/// key is kept, not a counter handle, so a recorder installed later (or a test's local one)
-/// still gets every count.
+/// what counting an error cost, ~0.7k instructions of a ~31k-instruction error reply. With
+/// each key, the counter's handle and the recorder it belongs to: registering the key again
+/// cost ~1.8k instructions a count with Prometheus installed, and a recorder installed later
+/// (or a test's local one) still gets every count, its handle made on its first.
 #[cfg(feature = "axum")]
 mod server_errors {
     use std::cell::RefCell;
@@ -595,6 +661,8 @@ mod server_errors {
         code: i32,
         reason: Box<str>,
         key: Key,
+        /// The counter's handle and the recorder it belongs to (see [`super::Served`]).
+        handle: RefCell<Option<(usize, metrics::Counter)>>,
     }
 
     thread_local! {
@@ -615,9 +683,30 @@ mod server_errors {
     }
 
     fn increment(key: &Key) {
-        static METADATA: metrics::Metadata<'static> =
-            metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
-        metrics::with_recorder(|recorder| recorder.register_counter(key, &METADATA)).increment(1);
+        metrics::with_recorder(|recorder| recorder.register_counter(key, &super::SERVER_METADATA))
+            .increment(1);
+    }
+
+    /// Counts one with the thread's handle while its recorder is the current one; else
+    /// registers the key with the current recorder and keeps that handle.
+    fn increment_cached(cached: &Cached) {
+        metrics::with_recorder(|recorder| {
+            let current = super::recorder_id(recorder);
+            let Ok(mut handle) = cached.handle.try_borrow_mut() else {
+                // Counted from inside a count (a recorder counting its own errors).
+                return recorder
+                    .register_counter(&cached.key, &super::SERVER_METADATA)
+                    .increment(1);
+            };
+            match &*handle {
+                Some((recorder_id, counter)) if *recorder_id == current => counter.increment(1),
+                _ => {
+                    let counter = recorder.register_counter(&cached.key, &super::SERVER_METADATA);
+                    counter.increment(1);
+                    *handle = Some((current, counter));
+                }
+            }
+        });
     }
 
     /// Counts one error reply.
@@ -637,7 +726,7 @@ mod server_errors {
             if let Ok(cached) = keys.try_borrow()
                 && let Some(cached) = cached.iter().find(same)
             {
-                return increment(&cached.key);
+                return increment_cached(cached);
             }
             let key = build(method, code, reason);
             increment(&key);
@@ -651,6 +740,7 @@ mod server_errors {
                     code,
                     reason: reason.into(),
                     key,
+                    handle: RefCell::new(None),
                 });
             }
         });
@@ -732,5 +822,67 @@ mod tests {
         let all: u64 = counts.iter().map(|(.., n)| n).sum();
         assert_eq!(all, 201);
         assert!(counts.iter().any(|(_, _, reason, _)| reason == "OTHER"));
+        // The first recorder again, after the second: the thread's handle, the second's, is
+        // replaced by one of the first's (a snapshot takes what was counted since the last).
+        metrics::with_local_recorder(&first, || {
+            super::error_sent(Some(&get), -32001, "TASK_NOT_FOUND");
+        });
+        assert!(counts_of_first_include(&first, 1));
+    }
+
+    fn counts_of_first_include(recorder: &DebuggingRecorder, n: u64) -> bool {
+        counts(recorder).iter().any(|(method, _, reason, count)| {
+            method == "GetTask" && reason == "TASK_NOT_FOUND" && *count == n
+        })
+    }
+
+    /// The durations of `method` in `recorder`, answered and failed.
+    fn durations(recorder: &DebuggingRecorder, method: &str) -> (usize, usize) {
+        let mut found = (0, 0);
+        for (key, _, _, value) in recorder.snapshotter().snapshot().into_vec() {
+            let key = key.key();
+            let label = |name: &str| {
+                key.labels()
+                    .find(|label| label.key() == name)
+                    .map(|label| label.value().to_owned())
+            };
+            if key.name() != "rpc.server.call.duration"
+                || label("rpc.method").as_deref() != Some(method)
+            {
+                continue;
+            }
+            let DebugValue::Histogram(samples) = value else {
+                continue;
+            };
+            match label("outcome").as_deref() {
+                Some("ok") => found.0 += samples.len(),
+                _ => found.1 += samples.len(),
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn server_durations_reach_whichever_recorder_is_current() {
+        let name: Arc<str> = Arc::from("SendMessage");
+        let served = super::Served::default();
+        let time = std::time::Duration::from_millis(3);
+        let record =
+            |ok| super::request_served(super::System::JsonRpc, Some((&name, &served)), ok, time);
+        // Handles made with no recorder at all (the no-op one) are not the next recorder's.
+        record(true);
+        let first = DebuggingRecorder::new();
+        metrics::with_local_recorder(&first, || {
+            record(true);
+            record(true);
+            record(false);
+        });
+        assert_eq!(durations(&first, "SendMessage"), (2, 1));
+        let second = DebuggingRecorder::new();
+        metrics::with_local_recorder(&second, || record(true));
+        assert_eq!(durations(&second, "SendMessage"), (1, 0));
+        // Back to the first: a snapshot takes what was recorded since the last.
+        metrics::with_local_recorder(&first, || record(false));
+        assert_eq!(durations(&first, "SendMessage"), (0, 1));
     }
 }
