@@ -513,7 +513,8 @@ async fn ended_task<H: RequestHandler>(
     task.status.state.is_terminal().then_some(task)
 }
 
-/// How many times one SubscribeToTask is subscribed again after falling behind.
+/// How many times in a row, without an event in between, one SubscribeToTask is subscribed
+/// again after falling behind.
 const MAX_RESUBSCRIBES: u32 = 64;
 
 type SdkEvents = BoxStream<'static, Result<StreamResponse, A2AError>>;
@@ -521,9 +522,9 @@ type SdkEvents = BoxStream<'static, Result<StreamResponse, A2AError>>;
 /// A subscription that, when it falls behind the execution (the SDK ends a reader more than
 /// its buffer of 32 events behind with a bare INTERNAL), subscribes again: the caller gets
 /// the task as it stands (the SDK's first event of a subscription) and the live events after
-/// it, so nothing the task became is lost (the events in between are in the task). A
-/// subscription that keeps falling behind ends with the INTERNAL after
-/// [`MAX_RESUBSCRIBES`] tries.
+/// it, so nothing the task became is lost (the events in between are in the task). Each
+/// event received resets the count: a subscription that falls behind [`MAX_RESUBSCRIBES`]
+/// times in a row without receiving one ends with the INTERNAL.
 fn resubscribing<H: RequestHandler>(
     handler: Arc<Scoped<H>>,
     params: ServiceParams,
@@ -551,7 +552,14 @@ fn resubscribing<H: RequestHandler>(
                         }
                     }
                 }
-                item => return Some((item, state)),
+                item => {
+                    // An event is progress: the tries count only falls behind in a row, so a
+                    // reader slower than the execution on a busy machine still reaches its end.
+                    if item.is_ok() {
+                        state.4 = 0;
+                    }
+                    return Some((item, state));
+                }
             }
         }
     })
