@@ -43,6 +43,35 @@
 //! histogram on its first call and keeps the handle, so that the success path records
 //! without allocating.
 
+/// The `rpc.system.name` of a call or a request served: its binding, on either side.
+#[cfg(any(feature = "axum", feature = "client"))]
+// Which of them a build makes depends on its features; all of them with `grpc`.
+#[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum System {
+    /// JSON-RPC 2.0.
+    JsonRpc,
+    /// HTTP+JSON (REST).
+    Http,
+    /// gRPC.
+    Grpc,
+    /// A client over a stack of the caller's own, whose binding it does not know.
+    Stack,
+}
+
+#[cfg(any(feature = "axum", feature = "client"))]
+impl System {
+    /// The label value.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            System::JsonRpc => "jsonrpc",
+            System::Http => "http",
+            System::Grpc => "grpc",
+            System::Stack => "a2a",
+        }
+    }
+}
+
 #[cfg(feature = "client")]
 pub(crate) use client::*;
 
@@ -190,7 +219,7 @@ mod client {
 
     /// A call through the typed client ended.
     pub(crate) fn call_ended<E: A2aError + 'static>(
-        system: &'static str,
+        system: super::System,
         agent: &Arc<str>,
         method: Cow<'static, str>,
         elapsed: Duration,
@@ -204,7 +233,7 @@ mod client {
         };
         metrics::histogram!(
             "rpc.client.call.duration",
-            "rpc.system.name" => system,
+            "rpc.system.name" => system.name(),
             "agent" => agent.clone(),
             "rpc.method" => method,
             "outcome" => outcome
@@ -496,33 +525,6 @@ fn recorder_id(recorder: &dyn metrics::Recorder) -> usize {
 #[cfg(feature = "axum")]
 static SERVER_METADATA: metrics::Metadata<'static> =
     metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
-
-/// The `rpc.system.name` of each binding a server answers on.
-#[cfg(feature = "axum")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum System {
-    /// JSON-RPC 2.0.
-    JsonRpc,
-    /// HTTP+JSON (REST).
-    #[cfg(feature = "sdk")]
-    Http,
-    /// gRPC.
-    #[cfg(feature = "sdk")]
-    Grpc,
-}
-
-#[cfg(feature = "axum")]
-impl System {
-    fn name(self) -> &'static str {
-        match self {
-            System::JsonRpc => "jsonrpc",
-            #[cfg(feature = "sdk")]
-            System::Http => "http",
-            #[cfg(feature = "sdk")]
-            System::Grpc => "grpc",
-        }
-    }
-}
 
 /// A request to a server was answered (a stream: opened) after `elapsed`; `method` is a
 /// registered method's name and keys, or `None` (`other`).

@@ -73,6 +73,18 @@ pub(super) enum Dial {
     Grpc,
 }
 
+impl Dial {
+    /// What its calls are labelled with.
+    fn system(self) -> crate::observe::System {
+        match self {
+            Dial::JsonRpc => crate::observe::System::JsonRpc,
+            Dial::Rest => crate::observe::System::Http,
+            #[cfg(feature = "grpc")]
+            Dial::Grpc => crate::observe::System::Grpc,
+        }
+    }
+}
+
 /// Builds a [`Client`]: the stack
 ///
 /// ```text
@@ -276,12 +288,7 @@ where
                 _ => self.url.as_str().into(),
             },
         };
-        let system = match self.dial {
-            Dial::JsonRpc => "jsonrpc",
-            Dial::Rest => "http",
-            #[cfg(feature = "grpc")]
-            Dial::Grpc => "grpc",
-        };
+        let system = self.dial.system();
         let transport = match self.dial {
             Dial::JsonRpc => Transport::jsonrpc(
                 http_client(self.http, self.connect_timeout, self.max_redirects)?,

@@ -15,6 +15,7 @@ use tracing::Instrument;
 
 use super::builder::{ClientBuilder, Dial};
 use crate::call::{Call, ClientError, Downstream, EventStream, Reply, Timeout};
+use crate::observe::System;
 use crate::resilience::breaker::CircuitBreaker;
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::method;
@@ -29,9 +30,8 @@ pub struct Client<E = RemoteError> {
     service: BoxCloneSyncService<Call, Reply<E>, ClientError<E>>,
     name: Arc<str>,
     breaker: Option<CircuitBreaker>,
-    /// The `rpc.system.name` of its calls' spans: its binding's (`jsonrpc`, `http`, `grpc`),
-    /// or `a2a` over a stack of the caller's.
-    system: &'static str,
+    /// The binding its calls are labelled with (`rpc.system.name`).
+    system: System,
 }
 
 impl<E> Clone for Client<E> {
@@ -114,7 +114,7 @@ where
             service: BoxCloneSyncService::new(service),
             name: Arc::from("agent"),
             breaker: None,
-            system: "a2a",
+            system: System::Stack,
         }
     }
 
@@ -129,7 +129,7 @@ where
         self
     }
 
-    pub(super) fn with_system(mut self, system: &'static str) -> Self {
+    pub(super) fn with_system(mut self, system: System) -> Self {
         self.system = system;
         self
     }
@@ -155,7 +155,7 @@ where
         }
         let span = tracing::debug_span!(
             "a2a.client.call",
-            rpc.system.name = self.system,
+            rpc.system.name = self.system.name(),
             rpc.method = call.method(),
             server.address = &*self.name,
             rpc.jsonrpc.request_id = call.id(),
