@@ -86,13 +86,7 @@ impl HttpCall {
     /// Sends `trace` on (`traceparent`, and `tracestate` when it has one), unless the
     /// call's own headers already carry a `traceparent`.
     pub(crate) fn with_trace(mut self, trace: &crate::trace::TraceContext) -> Self {
-        if !self
-            .fixed
-            .headers
-            .contains_key(crate::trace::TRACEPARENT_HEADER)
-        {
-            crate::trace::insert(&mut Arc::make_mut(&mut self.fixed).headers, trace);
-        }
+        crate::trace::insert(&mut Arc::make_mut(&mut self.fixed).headers, trace);
         self
     }
 
