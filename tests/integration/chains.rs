@@ -391,19 +391,6 @@ async fn a_slow_read_is_hedged_over_loopback() {
     assert_eq!(sends.load(Ordering::SeqCst), 1);
 }
 
-/// The trace ids a specialist was sent, each parsed as W3C reads it.
-fn traces(agent: &FaultAgent) -> Vec<a2a_error::trace::TraceContext> {
-    agent
-        .received()
-        .iter()
-        .map(|call| {
-            let parent = call.traceparent.as_deref().expect("a traceparent");
-            let state = call.headers.get("tracestate").map(|v| v.as_bytes());
-            a2a_error::trace::TraceContext::parse(parent.as_bytes(), state).expect("valid")
-        })
-        .collect()
-}
-
 /// The coordinator, from outside: a caller's W3C trace goes on to the specialists it calls
 /// (same trace id, a span of the coordinator's as parent, `tracestate` unchanged); a request
 /// without one, or with one that does not read, starts a trace of its own.
@@ -434,7 +421,7 @@ async fn the_callers_trace_goes_down_the_chain() {
         ],
     )
     .await;
-    let sent = traces(&specialist);
+    let sent = crate::common::traces_sent(&specialist);
     assert_eq!(sent.len(), 1);
     assert_eq!(
         sent[0].trace_id().to_string(),
@@ -455,7 +442,7 @@ async fn the_callers_trace_goes_down_the_chain() {
     }
     // 100 KiB of it: ignored too, the request served.
     post(9, vec![("traceparent", "0".repeat(100 << 10))]).await;
-    let fresh: Vec<String> = traces(&specialist)[1..]
+    let fresh: Vec<String> = crate::common::traces_sent(&specialist)[1..]
         .iter()
         .map(|context| context.trace_id().to_string())
         .collect();

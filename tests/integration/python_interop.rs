@@ -339,10 +339,10 @@ async fn the_official_python_clients_trace_continues_in_our_agent() {
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         );
-        let received = downstream.received();
-        let sent = received.last().and_then(|call| call.traceparent.clone());
-        let sent = sent.unwrap_or_else(|| panic!("{binding}: no traceparent sent on"));
-        let sent = a2a_error::trace::TraceContext::parse(sent.as_bytes(), None).unwrap();
+        let sent = crate::common::traces_sent(&downstream);
+        let sent = sent
+            .last()
+            .unwrap_or_else(|| panic!("{binding}: nothing sent on"));
         assert_eq!(
             sent.trace_id().to_string(),
             format!("0af7651916cd43dd8448eb211c80{n:02x}ff"),

@@ -477,28 +477,6 @@ async fn the_callers_deadline_reaches_the_executors_downstream_calls() {
     assert!(hop.to_string().contains("TASK_NOT_FOUND"), "{reply}");
 }
 
-/// What a downstream agent was sent: each call's trace id, parent id and `tracestate`.
-fn traces_received(downstream: &a2a_error_testkit::FaultAgent) -> Vec<(String, String, String)> {
-    use a2a_error::trace::TraceContext;
-    downstream
-        .received()
-        .iter()
-        .map(|call| {
-            let parent = call.traceparent.as_deref().expect("a traceparent");
-            let context = TraceContext::parse(parent.as_bytes(), None).expect("a valid one");
-            let state = call
-                .headers
-                .get("tracestate")
-                .map_or("", |v| v.to_str().unwrap());
-            (
-                context.trace_id().to_string(),
-                context.parent_id(),
-                state.to_owned(),
-            )
-        })
-        .collect()
-}
-
 /// A caller's W3C trace reaches the calls an executor makes, on each of the bridge's
 /// bindings, though the SDK runs the executor in a task of its own: the same trace id, a
 /// span of ours as the parent, `tracestate` unchanged.
@@ -568,17 +546,25 @@ async fn the_callers_trace_reaches_the_executors_downstream_calls_on_every_bindi
         .await
         .unwrap();
 
-    let seen = traces_received(&downstream);
+    let seen = crate::common::traces_sent(&downstream);
     assert_eq!(seen.len(), 3, "{seen:?}");
     let mut parents = std::collections::HashSet::new();
-    for (trace_id, parent_id, state) in &seen {
-        assert_eq!(trace_id, "4bf92f3577b34da6a3ce929d0e0e4736", "{seen:?}");
-        assert_ne!(parent_id, "00f067aa0ba902b7", "a span of ours: {seen:?}");
+    for sent in &seen {
+        assert_eq!(
+            sent.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736",
+            "{seen:?}"
+        );
+        assert_ne!(
+            sent.parent_id(),
+            "00f067aa0ba902b7",
+            "a span of ours: {seen:?}"
+        );
         assert!(
-            parents.insert(parent_id.clone()),
+            parents.insert(sent.parent_id()),
             "one span a call: {seen:?}"
         );
-        assert_eq!(state, STATE);
+        assert_eq!(sent.tracestate(), Some(STATE));
     }
 
     // Without a trace, or with one that does not read, the request runs in a trace of its own.
@@ -595,9 +581,9 @@ async fn the_callers_trace_reaches_the_executors_downstream_calls_on_every_bindi
         let reply: Value = request.send().await.unwrap().json().await.unwrap();
         assert!(reply.get("result").is_some(), "{traceparent:?}: {reply}");
     }
-    let fresh: Vec<_> = traces_received(&downstream)[3..]
+    let fresh: Vec<_> = crate::common::traces_sent(&downstream)[3..]
         .iter()
-        .map(|(trace_id, _, _)| trace_id.clone())
+        .map(|sent| sent.trace_id().to_string())
         .collect();
     let distinct: std::collections::HashSet<_> = fresh.iter().collect();
     assert_eq!(distinct.len(), 4, "a new trace each: {fresh:?}");

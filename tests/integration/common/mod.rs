@@ -150,3 +150,18 @@ pub async fn drain<T, E>(
     }
     (seen, last)
 }
+
+/// The W3C trace context of each call `agent` received, in order: its `traceparent` (which
+/// every call must carry, valid) and its `tracestate`.
+pub fn traces_sent(agent: &a2a_error_testkit::FaultAgent) -> Vec<a2a_error::trace::TraceContext> {
+    agent
+        .received()
+        .iter()
+        .map(|call| {
+            let parent = call.traceparent.as_deref().expect("a traceparent");
+            let state = call.headers.get("tracestate").map(|value| value.as_bytes());
+            a2a_error::trace::TraceContext::parse(parent.as_bytes(), state)
+                .unwrap_or_else(|| panic!("not a valid traceparent: {parent}"))
+        })
+        .collect()
+}
