@@ -34,14 +34,8 @@ fn example(name: &str) -> (crate::common::ExampleProcess, String, Arc<Mutex<Stri
         }
     });
     let process = crate::common::ExampleProcess::from(child);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the {name} example did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let within = std::time::Duration::from_secs(20);
+    crate::common::wait_until_listening(port, within, &format!("the {name} example"));
     (process, format!("http://127.0.0.1:{port}"), logs)
 }
 

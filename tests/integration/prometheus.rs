@@ -112,11 +112,7 @@ impl Prometheus {
                 )
             });
         let process = ExampleProcess::from(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "prometheus did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        crate::common::wait_until_listening(port, Duration::from_secs(30), "prometheus");
         Prometheus {
             _process: process,
             url: format!("http://127.0.0.1:{port}"),

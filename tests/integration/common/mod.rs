@@ -66,7 +66,7 @@ impl Drop for ExampleProcess {
 /// Starts example `name` with `--addr 127.0.0.1:PORT` and `args`, waits until it accepts
 /// connections, and returns it with `http://127.0.0.1:PORT`.
 pub fn start_example(name: &str, args: &[&str]) -> (ExampleProcess, String) {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let port = a2a_error_testkit::free_port();
     let child = std::process::Command::new(example_exe(name))
         .args(["--addr", &format!("127.0.0.1:{port}")])
@@ -76,15 +76,25 @@ pub fn start_example(name: &str, args: &[&str]) -> (ExampleProcess, String) {
         .spawn()
         .unwrap();
     let process = ExampleProcess(child);
-    let deadline = Instant::now() + Duration::from_secs(20);
+    wait_until_listening(
+        port,
+        Duration::from_secs(20),
+        &format!("the {name} example"),
+    );
+    (process, format!("http://127.0.0.1:{port}"))
+}
+
+/// Returns once something accepts connections on 127.0.0.1:`port`; fails the test, naming
+/// `what`, if nothing does `within` that long.
+pub fn wait_until_listening(port: u16, within: std::time::Duration, what: &str) {
+    let deadline = std::time::Instant::now() + within;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
-            Instant::now() < deadline,
-            "the {name} example did not start"
+            std::time::Instant::now() < deadline,
+            "{what} did not start listening on port {port}"
         );
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    (process, format!("http://127.0.0.1:{port}"))
 }
 
 /// Runs example `name` with `args` to its end: its exit code and stdout.
@@ -102,17 +112,11 @@ pub fn run_example(name: &str, args: &[&str]) -> (i32, String) {
 /// Starts the `sdk_agent` example serving gRPC too: it, its HTTP URL and its gRPC target
 /// (`127.0.0.1:PORT`), once both accept connections.
 pub fn start_grpc_agent() -> (ExampleProcess, String, String) {
-    use std::time::{Duration, Instant};
-    let grpc = format!("127.0.0.1:{}", a2a_error_testkit::free_port());
+    let port = a2a_error_testkit::free_port();
+    let grpc = format!("127.0.0.1:{port}");
     let (process, url) = start_example("sdk_agent", &["--grpc", &grpc]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(&grpc).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the sdk_agent's gRPC listener did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let within = std::time::Duration::from_secs(20);
+    wait_until_listening(port, within, "the sdk_agent's gRPC listener");
     (process, url, grpc)
 }
 
