@@ -8,6 +8,8 @@
 //! With `--fail`, every SendMessage fails with AGENT_UNAVAILABLE (a specialist that is down).
 
 mod app;
+#[path = "../shared/metrics.rs"]
+mod metrics;
 
 use a2a_error::server::{RedisStore, ServeLimits, serve};
 use tracing_subscriber::EnvFilter;
@@ -81,19 +83,13 @@ async fn main() {
     }
 }
 
-/// `GET /metrics`: what the library records (the server's `rpc.server.call.duration` and
-/// `a2a.server.errors`), in Prometheus's text format.
+/// `GET /metrics` (see `shared/metrics.rs`), or the process ends saying why.
 fn metrics_route() -> axum::Router {
-    let prometheus = match metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()
-    {
-        Ok(handle) => handle,
+    match metrics::install() {
+        Ok(prometheus) => metrics::route(prometheus),
         Err(error) => {
             eprintln!("cannot install the metrics recorder: {error}");
             std::process::exit(1);
         }
-    };
-    axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || std::future::ready(prometheus.render())),
-    )
+    }
 }

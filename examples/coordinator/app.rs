@@ -296,33 +296,12 @@ async fn agent_card(State(coordinator): State<Coordinator>) -> Json<Value> {
     }))
 }
 
-/// The coordinator on one router: JSON-RPC at `POST /`, the agent card, and `GET /metrics`
-/// when `metrics` renders them (Prometheus text).
-pub fn router(
-    coordinator: Coordinator,
-    metrics: Option<Arc<dyn Fn() -> String + Send + Sync>>,
-) -> Router {
-    let mut router = Router::new()
+/// The coordinator on one router: JSON-RPC at `POST /` and the agent card (`main.rs` adds
+/// `GET /metrics`).
+pub fn router(coordinator: Coordinator) -> Router {
+    Router::new()
         .merge(json_rpc(coordinator.clone()).into_router())
-        .route("/.well-known/agent-card.json", get(agent_card));
-    if let Some(render) = metrics {
-        router = router.route(
-            "/metrics",
-            get(move || {
-                let render = render.clone();
-                async move {
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "text/plain; version=0.0.4",
-                        )],
-                        render(),
-                    )
-                }
-            }),
-        );
-    }
-    router
+        .route("/.well-known/agent-card.json", get(agent_card))
         .fallback(rest::not_found)
         .layer(rest::StatusBodiesLayer)
         .with_state(coordinator)

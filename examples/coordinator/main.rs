@@ -6,11 +6,10 @@
 //! at `GET /metrics` (Prometheus text). An agent's URL may be another coordinator's.
 
 mod app;
-
-use std::sync::Arc;
+#[path = "../shared/metrics.rs"]
+mod metrics;
 
 use a2a_error::server::{ServeLimits, serve};
-use metrics_exporter_prometheus::PrometheusBuilder;
 use tracing_subscriber::EnvFilter;
 
 const USAGE: &str = "usage: coordinator [--addr HOST:PORT] --agent NAME=URL [--agent NAME=URL ...] [--min-results N]";
@@ -58,7 +57,7 @@ async fn main() {
         ));
     }
     // Installed first: the breakers report their state as they are made.
-    let prometheus = match PrometheusBuilder::new().install_recorder() {
+    let prometheus = match metrics::install() {
         Ok(handle) => handle,
         Err(error) => fail(&format!("cannot install the metrics recorder: {error}")),
     };
@@ -66,7 +65,6 @@ async fn main() {
         Ok(coordinator) => coordinator.public_url(&format!("http://{addr}")),
         Err(error) => fail(&error.to_string()),
     };
-    let render = Arc::new(move || prometheus.render());
     let listener = match tokio::net::TcpListener::bind(&addr).await {
         Ok(listener) => listener,
         Err(error) => {
@@ -79,7 +77,7 @@ async fn main() {
         min_results,
         "example coordinator listening on http://{addr}"
     );
-    let router = app::router(coordinator, Some(render));
+    let router = app::router(coordinator).merge(metrics::route(prometheus));
     if let Err(error) = serve(listener, router, ServeLimits::default()).await {
         eprintln!("server error: {error}");
         std::process::exit(1);

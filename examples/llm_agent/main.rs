@@ -17,13 +17,12 @@
 //!   `docs/guides/dependencies.md`.
 
 mod app;
+#[path = "../shared/metrics.rs"]
+mod metrics;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_error::server::{ServeLimits, serve};
-use axum::routing::get;
-use metrics_exporter_prometheus::PrometheusBuilder;
 
 const USAGE: &str = "usage: llm_agent --addr HOST:PORT --model URL [--fallback-model URL] \
                      [--tool URL] [--attempt-timeout-ms N]";
@@ -64,7 +63,7 @@ async fn main() {
         fail(USAGE)
     };
     // Installed first: the breakers report their state as they are made.
-    let prometheus = match PrometheusBuilder::new().install_recorder() {
+    let prometheus = match metrics::install() {
         Ok(handle) => handle,
         Err(error) => fail(&format!("cannot install the metrics recorder: {error}")),
     };
@@ -85,22 +84,9 @@ async fn main() {
     let addr = listener
         .local_addr()
         .map_or(addr, |bound| bound.to_string());
-    let render = Arc::new(move || prometheus.render());
-    let router = app::bridge(&format!("http://{addr}"), deps).router().route(
-        "/metrics",
-        get(move || {
-            let render = render.clone();
-            async move {
-                (
-                    [(
-                        axum::http::header::CONTENT_TYPE,
-                        "text/plain; version=0.0.4",
-                    )],
-                    render(),
-                )
-            }
-        }),
-    );
+    let router = app::bridge(&format!("http://{addr}"), deps)
+        .router()
+        .merge(metrics::route(prometheus));
     tracing::info!("LLM agent listening on http://{addr}");
     if let Err(error) = serve(listener, router, ServeLimits::default()).await {
         eprintln!("server error: {error}");

@@ -17,6 +17,8 @@
 //! the official SDK's own routers, without a2a-error.
 
 mod app;
+#[path = "../shared/metrics.rs"]
+mod metrics;
 
 use a2a_error::sdk::GrpcLimits;
 use a2a_error::server::{MemoryStore, RedisStore, ServeLimits, serve};
@@ -118,19 +120,13 @@ async fn bind(addr: &str) -> tokio::net::TcpListener {
     }
 }
 
-/// `GET /metrics`: what the library records (`rpc.server.call.duration` on each binding,
-/// `a2a.server.errors`), in Prometheus's text format.
+/// `GET /metrics` (see `shared/metrics.rs`), or the process ends saying why.
 fn metrics_route() -> axum::Router {
-    let prometheus = match metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()
-    {
-        Ok(handle) => handle,
+    match metrics::install() {
+        Ok(prometheus) => metrics::route(prometheus),
         Err(error) => {
             eprintln!("cannot install the metrics recorder: {error}");
             std::process::exit(1);
         }
-    };
-    axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || std::future::ready(prometheus.render())),
-    )
+    }
 }

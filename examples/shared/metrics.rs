@@ -1,0 +1,32 @@
+//! `GET /metrics` of the example servers: what the library records (`rpc.server.call.duration`,
+//! `a2a.server.errors`, the clients' and breakers' series), in Prometheus's text format. Shared
+//! by `agent`, `sdk_agent`, `coordinator` and `llm_agent`.
+
+use axum::Router;
+use axum::routing::get;
+use metrics_exporter_prometheus::{BuildError, PrometheusBuilder, PrometheusHandle};
+
+/// Installs the Prometheus recorder. Install it before building clients: their breakers
+/// report their state as they are made.
+pub fn install() -> Result<PrometheusHandle, BuildError> {
+    PrometheusBuilder::new().install_recorder()
+}
+
+/// `GET /metrics`: what `prometheus` has recorded.
+pub fn route(prometheus: PrometheusHandle) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let text = prometheus.render();
+            async move {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4",
+                    )],
+                    text,
+                )
+            }
+        }),
+    )
+}
