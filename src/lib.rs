@@ -37,10 +37,12 @@
 //! Features: `axum` (the server), `client` (the client over plain HTTP), and the client's TLS:
 //! `rustls` (with aws-lc-rs, the default), `rustls-no-provider` (bring your own crypto
 //! provider, e.g. ring) or `native-tls`. `default = ["axum", "client", "rustls"]`; a server
-//! that calls no agent needs only `axum`.
+//! that calls no agent needs only `axum`. `otel` makes the spans OpenTelemetry's, one trace
+//! across processes ([observability](guide::observability)).
 //!
 //! The guides are in [`guide`]: [errors](guide::errors), [serving](guide::serving),
-//! [calling](guide::calling), [chains](guide::chains), [dependencies](guide::dependencies), [testing](guide::testing).
+//! [calling](guide::calling), [chains](guide::chains), [dependencies](guide::dependencies),
+//! [testing](guide::testing), [observability](guide::observability).
 #![deny(missing_docs)]
 
 pub use a2a_error_runtime::*;
@@ -67,6 +69,9 @@ pub mod guide {
 
     #[doc = include_str!("../docs/guides/testing.md")]
     pub mod testing {}
+
+    #[doc = include_str!("../docs/guides/observability.md")]
+    pub mod observability {}
 }
 
 // The README's and the attribute reference's examples, compiled and run as doctests.

@@ -39,6 +39,16 @@
 //!
 //! So a process has at most (table + 64) values of each, whatever its peers send.
 //!
+//! The spans, each at `DEBUG` (so a log filter at `INFO` makes none), their fields
+//! OpenTelemetry's (`otel.name` and `otel.kind` name them for `tracing-opentelemetry`):
+//!
+//! | span | OpenTelemetry name, kind | fields |
+//! |---|---|---|
+//! | `a2a.server.call` | the method (`other` if not served), server | `rpc.system.name`, `rpc.method`; failed: `rpc.status_code` (the A2A code, every binding), `error.type` |
+//! | `a2a.client.call` | the method, client | `rpc.system.name`, `rpc.method`, `server.address` (the agent's name), `rpc.jsonrpc.request_id`; failed: `rpc.status_code`, `error.type` |
+//! | `a2a.client.attempt` | internal | `http.request.resend_count` |
+//! | `a2a.dependency.call` | the operation, client | `dependency`, `operation`, `network.protocol.name`, `http.response.status_code`; failed: `error.type` |
+//!
 //! Install the recorder before the first call: a retry layer registers its attempts
 //! histogram on its first call and keeps the handle, so that the success path records
 //! without allocating.
@@ -217,6 +227,33 @@ mod client {
         (super::code_label(hop.code), reason)
     }
 
+    /// The span of a call through the typed client (`a2a.client.call`, at `DEBUG`): an
+    /// OpenTelemetry client span named after the method.
+    pub(crate) fn client_span(
+        system: super::System,
+        agent: &str,
+        call: &crate::call::Call,
+    ) -> tracing::Span {
+        tracing::debug_span!(
+            "a2a.client.call",
+            otel.name = call.method(),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            rpc.system.name = system.name(),
+            rpc.method = call.method(),
+            server.address = agent,
+            rpc.jsonrpc.request_id = call.id(),
+            rpc.status_code = tracing::field::Empty,
+            error.r#type = tracing::field::Empty,
+        )
+    }
+
+    /// The span of an attempt after the first (`a2a.client.attempt`, at `DEBUG`), the
+    /// `resend`-th resend of its call.
+    pub(crate) fn attempt_span(resend: u32) -> tracing::Span {
+        tracing::debug_span!("a2a.client.attempt", http.request.resend_count = resend)
+    }
+
     /// A call through the typed client ended.
     pub(crate) fn call_ended<E: A2aError + 'static>(
         system: super::System,
@@ -241,6 +278,8 @@ mod client {
         .record(elapsed.as_secs_f64());
         if let Err(error) = result {
             let (code, reason) = error_labels(error);
+            span.record("otel.status_code", "error");
+            span.record("rpc.status_code", &*code);
             span.record("error.type", &*reason);
             metrics::counter!(
                 "a2a.client.errors",
@@ -306,6 +345,9 @@ mod client {
         ) -> Self {
             let span = tracing::debug_span!(
                 "a2a.dependency.call",
+                otel.name = operation,
+                otel.kind = "client",
+                otel.status_code = tracing::field::Empty,
                 dependency = &**name,
                 operation = operation,
                 network.protocol.name = protocol,
@@ -333,6 +375,7 @@ mod client {
             };
             let status = status_label(status);
             if error.is_some() {
+                self.span.record("otel.status_code", "error");
                 self.span.record("error.type", &*reason);
             }
             if !status.is_empty() {
@@ -627,6 +670,56 @@ pub(crate) fn a2a_request_served(
         ok,
         elapsed,
     );
+}
+
+/// The A2A code and `error.type` of an error response, carried in its extensions to the layer
+/// that ends the request's span.
+#[cfg(feature = "axum")]
+#[derive(Clone, Debug)]
+pub(crate) struct FailedWith(i32, metrics::SharedString);
+
+#[cfg(feature = "axum")]
+impl FailedWith {
+    /// A response failed with `code` and `reason`.
+    pub(crate) fn new(code: i32, reason: &str) -> Self {
+        FailedWith(code, reason_label(reason))
+    }
+
+    /// Records the failure on the request's `span`.
+    #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
+    pub(crate) fn record(&self, span: &tracing::Span) {
+        server_failed(span, self.0, &self.1);
+    }
+}
+
+/// The span of a request served by `system`'s endpoint (`a2a.server.call`, at `DEBUG`, as
+/// tower-http's are, so that a log filter at `INFO` makes none), for `method`: a registered
+/// or A2A method's name, else `other`. OpenTelemetry sees it as a server span named after the
+/// method.
+#[cfg(feature = "axum")]
+pub(crate) fn server_span(system: System, method: &str) -> tracing::Span {
+    tracing::debug_span!(
+        "a2a.server.call",
+        otel.name = method,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        rpc.system.name = system.name(),
+        rpc.method = method,
+        rpc.status_code = tracing::field::Empty,
+        error.r#type = tracing::field::Empty,
+    )
+}
+
+/// The request `span` serves failed with the A2A `code` (`rpc.status_code`, on every binding)
+/// and `reason` (`error.type`).
+#[cfg(feature = "axum")]
+pub(crate) fn server_failed(span: &tracing::Span, code: i32, reason: &str) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("otel.status_code", "error");
+    span.record("rpc.status_code", &*code_label(code));
+    span.record("error.type", &*reason_label(reason));
 }
 
 /// A request was refused by an endpoint at its concurrency limit (shed).

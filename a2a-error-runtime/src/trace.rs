@@ -9,7 +9,15 @@
 //! [`with_trace`] in them); the bridge carries it into the SDK's executor task itself.
 //!
 //! The trace id travels with the `tracing` facade alone: the server's log lines carry it as
-//! `trace_id`.
+//! `trace_id`. Each request served is an `a2a.server.call` span and each call an
+//! `a2a.client.call` (or `a2a.dependency.call`) span, at `INFO`, named and attributed as
+//! OpenTelemetry's RPC conventions say ([`observe`](crate::observe) lists them).
+//!
+//! With the `otel` feature and a `tracing-opentelemetry` layer installed, those spans are
+//! OpenTelemetry's and form one trace across processes: a served request's span takes the
+//! caller's `traceparent` as its parent, a call sends its own span's id on, and the trace id
+//! the log lines carry is OpenTelemetry's. Without the layer (or with the spans filtered
+//! out) the ids are made here, as without the feature.
 
 use std::future::Future;
 
@@ -49,13 +57,17 @@ pub(crate) fn sync_scope<R>(context: TraceContext, f: impl FnOnce() -> R) -> R {
     CURRENT.sync_scope(context, f)
 }
 
-/// What a call made now sends: the trace being served, from a new span of ours; else a new
-/// trace.
+/// What a call whose span is `span` sends: the trace being served, from that span (its
+/// OpenTelemetry id with `otel`, else a new id of ours); else a new trace.
 #[cfg(feature = "client")]
-pub(crate) fn for_outgoing() -> TraceContext {
-    CURRENT
-        .try_with(TraceContext::child)
-        .unwrap_or_else(|_| TraceContext::root())
+pub(crate) fn for_call(span: &tracing::Span) -> TraceContext {
+    let current = current();
+    #[cfg(feature = "otel")]
+    if let Some(sent) = otel::for_call(span, current.as_ref()) {
+        return sent;
+    }
+    let _ = span;
+    current.map_or_else(TraceContext::root, |current| current.child())
 }
 
 /// Puts `trace` into a call's `headers` (`traceparent`, and `tracestate` when it has one),
@@ -81,15 +93,28 @@ pub(crate) fn insert(headers: &mut reqwest::header::HeaderMap, trace: &TraceCont
     }
 }
 
-/// The trace a request served now runs in: the caller's (`traceparent`, exactly one, and its
-/// `tracestate`), as a span of ours; else a new trace. Headers beyond the bounds of
-/// [`TraceContext::parse`] are ignored, never an error.
+/// The trace a request served with `headers` runs in, as `span`: the caller's
+/// (`traceparent`, exactly one, and its `tracestate`), from `span` (with `otel`, the caller's
+/// span becomes its parent and its id is OpenTelemetry's); else a new trace. Headers beyond
+/// the bounds of [`TraceContext::parse`] are ignored, never an error.
 #[cfg(feature = "axum")]
-pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> TraceContext {
+pub(crate) fn served(headers: &axum::http::HeaderMap, span: &tracing::Span) -> TraceContext {
+    let caller = caller(headers);
+    #[cfg(feature = "otel")]
+    if let Some(ours) = otel::served(span, caller.as_ref()) {
+        return ours;
+    }
+    let _ = span;
+    caller.map_or_else(TraceContext::root, |caller| caller.child())
+}
+
+/// The caller's trace context, when its headers carry exactly one `traceparent` that reads.
+#[cfg(feature = "axum")]
+fn caller(headers: &axum::http::HeaderMap) -> Option<TraceContext> {
     let mut parents = headers.get_all(TRACEPARENT_HEADER).iter();
     let (Some(parent), None) = (parents.next(), parents.next()) else {
         // None, or several: W3C reads several as none.
-        return TraceContext::root();
+        return None;
     };
     // Several `tracestate` headers are one list; only one is passed on, whole or not at all.
     let mut states = headers.get_all(TRACESTATE_HEADER).iter();
@@ -98,5 +123,89 @@ pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> TraceContext {
         _ => None,
     };
     TraceContext::parse(parent.as_bytes(), state)
-        .map_or_else(TraceContext::root, |caller| caller.child())
+}
+
+/// Our trace context and OpenTelemetry's, kept one: the spans of `tracing-opentelemetry` take
+/// their parents from ours where `tracing` alone cannot tell them (a caller in another
+/// process, a task the SDK spawned), and ours takes its ids from theirs.
+#[cfg(feature = "otel")]
+mod otel {
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    use super::TraceContext;
+
+    /// A served request's context from its span, whose parent is the `caller`'s span; `None`
+    /// when the span is not OpenTelemetry's (no layer, or filtered out).
+    #[cfg(feature = "axum")]
+    pub(super) fn served(
+        span: &tracing::Span,
+        caller: Option<&TraceContext>,
+    ) -> Option<TraceContext> {
+        if span.is_disabled() {
+            return None;
+        }
+        if let Some(caller) = caller {
+            set_parent(span, caller);
+        }
+        context_of(span, caller.and_then(TraceContext::state))
+    }
+
+    /// A call's context from its span. The span's parent is the current span when that is in
+    /// the trace being served; else (a task the SDK spawned for an executor, a task of the
+    /// user's under [`with_trace`](super::with_trace)) the span `current` names.
+    #[cfg(feature = "client")]
+    pub(super) fn for_call(
+        span: &tracing::Span,
+        current: Option<&TraceContext>,
+    ) -> Option<TraceContext> {
+        if span.is_disabled() {
+            return None;
+        }
+        if let Some(current) = current {
+            let here = tracing::Span::current().context();
+            let here = here.span().span_context().trace_id().to_bytes();
+            if here != current.parts().0 {
+                set_parent(span, current);
+            }
+        }
+        context_of(span, current.and_then(TraceContext::state))
+    }
+
+    /// Makes `parent` (a span in another process, or one of ours out of `tracing`'s reach)
+    /// the parent of `span`, which must not have started.
+    fn set_parent(span: &tracing::Span, parent: &TraceContext) {
+        let (trace_id, span_id, flags) = parent.parts();
+        let remote = SpanContext::new(
+            TraceId::from_bytes(trace_id),
+            SpanId::from_bytes(span_id),
+            TraceFlags::new(flags),
+            true,
+            TraceState::NONE,
+        );
+        // Fails only for a span OpenTelemetry does not see, which then has no parent to take.
+        let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(remote));
+    }
+
+    /// `span`'s OpenTelemetry ids as our context, with `state` (the caller's, passed on
+    /// unchanged); starts the span.
+    fn context_of(
+        span: &tracing::Span,
+        state: Option<std::sync::Arc<str>>,
+    ) -> Option<TraceContext> {
+        let context = span.context();
+        let span = context.span();
+        let ids = span.span_context();
+        if !ids.is_valid() {
+            return None;
+        }
+        TraceContext::from_parts(
+            ids.trace_id().to_bytes(),
+            ids.span_id().to_bytes(),
+            ids.trace_flags().to_u8(),
+            state,
+        )
+    }
 }

@@ -6,22 +6,22 @@
 //! metrics at `GET /metrics` (Prometheus text). With
 //! `--redis redis://HOST:PORT`, replicas pointed at the same Redis share SendMessage replies.
 //! With `--fail`, every SendMessage fails with AGENT_UNAVAILABLE (a specialist that is down).
+//! With `OTEL_EXPORTER_OTLP_ENDPOINT` set, its spans are exported over OTLP/HTTP.
 
 mod app;
 #[path = "../shared/metrics.rs"]
 mod metrics;
+#[path = "../shared/telemetry.rs"]
+mod telemetry;
 
 use a2a_error::server::{RedisStore, ServeLimits, serve};
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() {
     // Large request and reply buffers go back to the system when freed, so that the stores'
     // bounds hold in resident memory too.
     a2a_error::server::return_freed_memory();
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    let _telemetry = telemetry::init("agent", std::io::stdout);
     let mut args = std::env::args().skip(1);
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut redis = None;

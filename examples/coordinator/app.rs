@@ -66,10 +66,15 @@ impl Coordinator {
         let agents = agents
             .iter()
             .map(|(name, url)| {
-                let client = Client::jsonrpc(url.as_str())
-                    .name(name.as_str())
-                    .breakers(&breakers)
-                    .build()?;
+                // `rest+URL` and `grpc+URL` pick the agent's binding; JSON-RPC otherwise.
+                let builder = if let Some(url) = url.strip_prefix("rest+") {
+                    Client::rest(url)
+                } else if let Some(url) = url.strip_prefix("grpc+") {
+                    Client::grpc(url)
+                } else {
+                    Client::jsonrpc(url.as_str())
+                };
+                let client = builder.name(name.as_str()).breakers(&breakers).build()?;
                 Ok((Arc::<str>::from(name.as_str()), client))
             })
             .collect::<Result<Vec<_>, BuildError>>()?;

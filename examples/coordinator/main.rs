@@ -3,14 +3,17 @@
 //!
 //! Serves JSON-RPC at `POST /` (`SendMessage`, fanned out to every `--agent`; and
 //! `GetAgentHealth`), its agent card at `GET /.well-known/agent-card.json`, and its metrics
-//! at `GET /metrics` (Prometheus text). An agent's URL may be another coordinator's.
+//! at `GET /metrics` (Prometheus text). An agent's URL may be another coordinator's; it is
+//! called over JSON-RPC, or over HTTP+JSON as `rest+http://…`, or gRPC as `grpc+http://…`.
+//! With `OTEL_EXPORTER_OTLP_ENDPOINT` set, its spans are exported over OTLP/HTTP.
 
 mod app;
 #[path = "../shared/metrics.rs"]
 mod metrics;
+#[path = "../shared/telemetry.rs"]
+mod telemetry;
 
 use a2a_error::server::{ServeLimits, serve};
-use tracing_subscriber::EnvFilter;
 
 const USAGE: &str = "usage: coordinator [--addr HOST:PORT] --agent NAME=URL [--agent NAME=URL ...] [--min-results N]";
 
@@ -19,9 +22,7 @@ async fn main() {
     // Large request and reply buffers go back to the system when freed, so that the stores'
     // bounds hold in resident memory too.
     a2a_error::server::return_freed_memory();
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    let _telemetry = telemetry::init("coordinator", std::io::stdout);
     let mut args = std::env::args().skip(1);
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut agents: Vec<(String, String)> = Vec::new();

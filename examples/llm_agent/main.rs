@@ -4,7 +4,8 @@
 //! [--tool URL] [--attempt-timeout-ms N]`.
 //!
 //! - JSON-RPC at `POST /`, the REST routes, the card at `/.well-known/agent-card.json`,
-//!   Prometheus text at `GET /metrics`; logs to stderr.
+//!   Prometheus text at `GET /metrics`; logs to stderr; its spans over OTLP when
+//!   `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 //! - Each message's text T goes to `POST {model}/chat/completions` as
 //!   `{"model":"primary","messages":[{"role":"user","content":T}]}` (`"fallback"` for the
 //!   fallback model); the answer is a message with `choices[0].message.content`.
@@ -19,6 +20,8 @@
 mod app;
 #[path = "../shared/metrics.rs"]
 mod metrics;
+#[path = "../shared/telemetry.rs"]
+mod telemetry;
 
 use std::time::Duration;
 
@@ -35,12 +38,7 @@ fn fail(message: &str) -> ! {
 #[tokio::main]
 async fn main() {
     a2a_error::server::return_freed_memory();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    let _telemetry = telemetry::init("llm_agent", std::io::stderr);
     let mut args = std::env::args().skip(1);
     let (mut addr, mut model, mut fallback, mut tool) = (None, None, None, None);
     let mut attempt_timeout = Duration::from_millis(10_000);

@@ -15,23 +15,23 @@
 //! For comparison (`benches/sdk/compare.sh`): `--no-dedup` serves the bridge without its
 //! dedup (every SendMessage runs), and `--sdk-routers` the same executor and store through
 //! the official SDK's own routers, without a2a-error.
+//! With `OTEL_EXPORTER_OTLP_ENDPOINT` set, its spans are exported over OTLP/HTTP.
 
 mod app;
 #[path = "../shared/metrics.rs"]
 mod metrics;
+#[path = "../shared/telemetry.rs"]
+mod telemetry;
 
 use a2a_error::sdk::GrpcLimits;
 use a2a_error::server::{MemoryStore, RedisStore, ServeLimits, serve};
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() {
     // Large request and reply buffers go back to the system when freed, so that the stores'
     // bounds hold in resident memory too.
     a2a_error::server::return_freed_memory();
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
+    let _telemetry = telemetry::init("sdk_agent", std::io::stdout);
     let mut args = std::env::args().skip(1);
     let mut addr = "127.0.0.1:8080".to_owned();
     let mut redis = None;

@@ -20,6 +20,7 @@ mod js_interop;
 mod llm_agent;
 mod logging;
 mod metrics;
+mod otlp;
 mod peers;
 mod prometheus;
 mod python_interop;

@@ -141,10 +141,7 @@ where
     /// still reach our caller): with 50 ms or less left it fails at once as
     /// [`Timeout::Total`] (DEADLINE_EXCEEDED when passed on), without calling the agent.
     pub async fn send(&self, call: Call) -> Result<Reply<E>, ClientError<E>> {
-        // The trace being served goes on from a span of this call's (or a trace starts here).
-        let mut call = call
-            .with_agent(self.name.clone())
-            .with_trace(&crate::trace::for_outgoing());
+        let mut call = call.with_agent(self.name.clone());
         match crate::deadline::for_downstream() {
             Ok(Some(deadline)) => call = call.with_deadline(deadline),
             Ok(None) => {}
@@ -153,14 +150,9 @@ where
                 return Err(ClientError::Timeout(Timeout::Total));
             }
         }
-        let span = tracing::debug_span!(
-            "a2a.client.call",
-            rpc.system.name = self.system.name(),
-            rpc.method = call.method(),
-            server.address = &*self.name,
-            rpc.jsonrpc.request_id = call.id(),
-            error.r#type = tracing::field::Empty,
-        );
+        let span = crate::observe::client_span(self.system, &self.name, &call);
+        // The trace being served goes on from this call's span (or a trace starts here).
+        let call = call.with_trace(&crate::trace::for_call(&span));
         let method = call.method_name();
         let started = Instant::now();
         let result = self

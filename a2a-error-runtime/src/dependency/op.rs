@@ -360,14 +360,16 @@ where
     R: Request,
     E: Classify + crate::call::FromLayer,
 {
-    record(name, stack, op, None, |_| None).await
+    record(name, stack, op, None, |op, _| op, |_| None).await
 }
 
-/// [`send`] for an HTTP dependency: `status_of` reads the status of the last reply.
+/// [`send`] for an HTTP dependency: `with_trace` puts the trace into the call, from the
+/// call's span; `status_of` reads the status of the last reply.
 pub(super) async fn send_http<S, R, T, E>(
     name: &Arc<str>,
     stack: S,
     op: R,
+    with_trace: impl FnOnce(R, &crate::trace::TraceContext) -> R,
     status_of: impl Fn(&Result<T, E>) -> Option<u16>,
 ) -> Result<T, E>
 where
@@ -375,7 +377,8 @@ where
     R: Request,
     E: Classify + crate::call::FromLayer,
 {
-    record(name, stack, op, Some("http"), status_of).await
+    let prepare = |op, span: &tracing::Span| with_trace(op, &crate::trace::for_call(span));
+    record(name, stack, op, Some("http"), prepare, status_of).await
 }
 
 async fn record<S, R, T, E>(
@@ -383,6 +386,7 @@ async fn record<S, R, T, E>(
     stack: S,
     mut op: R,
     protocol: Option<&'static str>,
+    prepare: impl FnOnce(R, &tracing::Span) -> R,
     status_of: impl Fn(&Result<T, E>) -> Option<u16>,
 ) -> Result<T, E>
 where
@@ -399,6 +403,7 @@ where
         }
     }
     let call = crate::observe::DependencyCall::start(name, op.operation(), protocol);
+    let op = prepare(op, call.span());
     let result = stack.oneshot(op).instrument(call.span().clone()).await;
     let status = status_of(&result);
     call.ended(result.as_ref().err(), status);

@@ -662,7 +662,8 @@ fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServicePara
     params.remove(DEADLINE_PARAM);
     params.remove(LINK_PARAM);
     params.remove(SCOPE_PARAM);
-    let trace = crate::trace::current().unwrap_or_else(|| crate::trace::from_headers(headers));
+    let trace = crate::trace::current()
+        .unwrap_or_else(|| crate::trace::served(headers, &tracing::Span::none()));
     params.insert(TRACEPARENT_HEADER.to_owned(), vec![trace.traceparent()]);
     match trace.tracestate() {
         Some(state) => {
@@ -1089,12 +1090,19 @@ async fn record_rest(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
+    use tracing::Instrument;
     let method =
         crate::wire::method::method_of_route(request.method().as_str(), request.uri().path());
     let began = std::time::Instant::now();
     // The route runs in the caller's trace (or one of its own), as a JSON-RPC handler does.
-    let trace = crate::trace::from_headers(request.headers());
-    let response = crate::trace::scope(trace, next.run(request)).await;
+    let span = crate::observe::server_span(crate::observe::System::Http, method.unwrap_or("other"));
+    let trace = crate::trace::served(request.headers(), &span);
+    let response = crate::trace::scope(trace, next.run(request))
+        .instrument(span.clone())
+        .await;
+    if let Some(failed) = response.extensions().get::<crate::observe::FailedWith>() {
+        failed.record(&span);
+    }
     crate::observe::a2a_request_served(
         crate::observe::System::Http,
         method,

@@ -50,6 +50,10 @@ fn status_response<E: A2aError + ?Sized>(err: &E, status: u16, mapping: StatusMa
         let seconds = crate::wire::headers::whole_seconds_up(delay);
         headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
+    // For the request's span, which only sees the response (the bridge's REST routes).
+    response
+        .extensions_mut()
+        .insert(crate::observe::FailedWith::new(err.code(), err.reason()));
     response
 }
 

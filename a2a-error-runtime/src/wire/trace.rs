@@ -86,6 +86,35 @@ impl TraceContext {
         }
     }
 
+    /// A context from its parts, as a tracer that made the span gave them (OpenTelemetry's
+    /// span context): `None` for an all-zero id, which W3C calls invalid.
+    #[cfg(feature = "otel")]
+    pub(crate) fn from_parts(
+        trace_id: [u8; 16],
+        parent_id: [u8; 8],
+        flags: u8,
+        state: Option<Arc<str>>,
+    ) -> Option<TraceContext> {
+        (trace_id != [0; 16] && parent_id != [0; 8]).then_some(TraceContext {
+            trace_id,
+            parent_id,
+            flags,
+            state,
+        })
+    }
+
+    /// The ids and flags, as a tracer takes them.
+    #[cfg(feature = "otel")]
+    pub(crate) fn parts(&self) -> ([u8; 16], [u8; 8], u8) {
+        (self.trace_id, self.parent_id, self.flags)
+    }
+
+    /// The `tracestate`, shared.
+    #[cfg(feature = "otel")]
+    pub(crate) fn state(&self) -> Option<Arc<str>> {
+        self.state.clone()
+    }
+
     /// The trace id as 32 lower-case hex digits, as logs and trace viewers show it.
     pub fn trace_id(&self) -> TraceId {
         TraceId(self.trace_id)

@@ -66,11 +66,21 @@ impl Drop for ExampleProcess {
 /// Starts example `name` with `--addr 127.0.0.1:PORT` and `args`, waits until it accepts
 /// connections, and returns it with `http://127.0.0.1:PORT`.
 pub fn start_example(name: &str, args: &[&str]) -> (ExampleProcess, String) {
+    start_example_with_env(name, args, &[])
+}
+
+/// [`start_example`] with `env` added to the process's environment.
+pub fn start_example_with_env(
+    name: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (ExampleProcess, String) {
     use std::time::Duration;
     let port = a2a_error_testkit::free_port();
     let child = std::process::Command::new(example_exe(name))
         .args(["--addr", &format!("127.0.0.1:{port}")])
         .args(args)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -112,9 +122,14 @@ pub fn run_example(name: &str, args: &[&str]) -> (i32, String) {
 /// Starts the `sdk_agent` example serving gRPC too: it, its HTTP URL and its gRPC target
 /// (`127.0.0.1:PORT`), once both accept connections.
 pub fn start_grpc_agent() -> (ExampleProcess, String, String) {
+    start_grpc_agent_with_env(&[])
+}
+
+/// [`start_grpc_agent`] with `env` added to the process's environment.
+pub fn start_grpc_agent_with_env(env: &[(&str, &str)]) -> (ExampleProcess, String, String) {
     let port = a2a_error_testkit::free_port();
     let grpc = format!("127.0.0.1:{port}");
-    let (process, url) = start_example("sdk_agent", &["--grpc", &grpc]);
+    let (process, url) = start_example_with_env("sdk_agent", &["--grpc", &grpc], env);
     let within = std::time::Duration::from_secs(20);
     wait_until_listening(port, within, "the sdk_agent's gRPC listener");
     (process, url, grpc)

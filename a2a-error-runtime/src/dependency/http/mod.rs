@@ -109,15 +109,21 @@ impl HttpDependency {
 
     /// Sends `call` through the layers.
     pub async fn send(&self, call: HttpCall) -> Result<HttpReply, HttpError> {
-        let call = call
-            .with_target(self.name.clone())
-            .with_trace(&crate::trace::for_outgoing());
+        let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpReply, HttpError>| match result {
             Ok(reply) => Some(reply.status),
             Err(Failure::Failed(HttpFailure::Status(status))) => Some(status.status),
             Err(_) => None,
         };
-        crate::dependency::op::send_http(&self.name, self.service.clone(), call, status_of).await
+        let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
+        crate::dependency::op::send_http(
+            &self.name,
+            self.service.clone(),
+            call,
+            with_trace,
+            status_of,
+        )
+        .await
     }
 
     /// POSTs `body` as JSON to `path` and reads the reply as `T`.

@@ -205,10 +205,7 @@ where
             crate::observe::retry(&request, attempt, &error, wait.delay, wait.source.as_str());
             tokio::time::sleep(wait.delay).await;
             attempt += 1;
-            let span = tracing::debug_span!(
-                "a2a.client.attempt",
-                http.request.resend_count = attempt - 1
-            );
+            let span = crate::observe::attempt_span(attempt - 1);
             let next = request.clone();
             let result = async {
                 inner.ready().await?;

@@ -30,6 +30,7 @@ use axum::http::HeaderMap;
 use futures_util::{FutureExt, Stream, StreamExt};
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
+use tracing::Instrument;
 
 use super::error::public;
 use super::protojson::missing_in_send;
@@ -124,14 +125,19 @@ impl<H: RequestHandler> GrpcService<H> {
         let headers = metadata.into_headers();
         let deadline = deadline(&headers);
         // The call runs in the caller's trace (or one of its own), as over HTTP.
-        let trace = crate::trace::from_headers(&headers);
+        let span = crate::observe::server_span(crate::observe::System::Grpc, method);
+        let trace = crate::trace::served(&headers, &span);
         let result = crate::trace::scope(trace, async move {
             let params = self.bridge.service_params(&headers, deadline);
             let handler = Arc::clone(&self.bridge.handler);
             let work = work(handler, params, headers, deadline, message);
             self.guard(deadline, work).await.map(Response::new)
         })
+        .instrument(span.clone())
         .await;
+        if let Err(status) = &result {
+            failed(&span, status);
+        }
         crate::observe::a2a_request_served(
             crate::observe::System::Grpc,
             Some(method),
@@ -157,10 +163,16 @@ impl<H: RequestHandler> GrpcService<H> {
         let (metadata, _, message) = request.into_parts();
         let headers = metadata.into_headers();
         let deadline = deadline(&headers);
-        let trace = crate::trace::from_headers(&headers);
+        let span = crate::observe::server_span(crate::observe::System::Grpc, method);
+        let trace = crate::trace::served(&headers, &span);
         let opened = open(self.bridge.clone(), headers, deadline, message);
         // A stream's request is served once it is open.
-        let events = crate::trace::scope(trace, self.guard(deadline, opened)).await;
+        let events = crate::trace::scope(trace, self.guard(deadline, opened))
+            .instrument(span.clone())
+            .await;
+        if let Err(status) = &events {
+            failed(&span, status);
+        }
         crate::observe::a2a_request_served(
             crate::observe::System::Grpc,
             Some(method),
@@ -404,4 +416,14 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
             |_: &()| ()
         )
     }
+}
+
+/// Records on the request's `span` that it failed with `status`: the A2A code and reason its
+/// details carry.
+fn failed(span: &tracing::Span, status: &Status) {
+    if span.is_disabled() {
+        return;
+    }
+    let object = crate::wire::grpc::error_object(status);
+    crate::observe::server_failed(span, object.code, object.reason().unwrap_or("OTHER"));
 }

@@ -3,6 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use tracing::Instrument;
 
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Request, StatusCode, header};
@@ -179,10 +180,14 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     ) -> impl Future<Output = Option<Reply>> + Send + 'a {
         let RpcRequest { id, method, params } = request;
         let deadline = crate::deadline::from_headers(headers);
-        // The caller's trace, or one of its own: the handler, the calls it makes and the log
-        // line of a failure all carry it.
-        let trace = crate::trace::from_headers(headers);
         let found = self.inner.methods.get(&method);
+        // The caller's trace, or one of its own: the request's span, the handler, the calls it
+        // makes and the log line of a failure all carry it.
+        let span = crate::observe::server_span(
+            crate::observe::System::JsonRpc,
+            found.map_or("other", |registered| &registered.name),
+        );
+        let trace = crate::trace::served(headers, &span);
         let started = if !self.inner.versions.serves(version) {
             Err(Box::new(StandardError::VersionNotSupported) as DynError)
         } else {
@@ -219,7 +224,8 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     }),
             }
         };
-        crate::trace::scope(trace, async move {
+        let traced = !span.is_disabled();
+        let call = crate::trace::scope(trace, async move {
             let began = std::time::Instant::now();
             let outcome = match started {
                 Err(refused) => Err(refused),
@@ -251,6 +257,11 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             if let Err(error) = &outcome {
                 let registered = found.map(|registered| &registered.name);
                 crate::server::log::error(&method, registered, id.as_ref(), error.as_ref());
+                if traced {
+                    // The request's span, which this future runs in.
+                    let span = tracing::Span::current();
+                    crate::observe::server_failed(&span, error.code(), error.reason());
+                }
             }
             let id = id?;
             Some(match outcome {
@@ -264,7 +275,14 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                 Ok(Answer::Events(events)) => Reply::Events(id, stream::until(events, deadline)),
                 Err(error) => Reply::Body(self.error_response(&id, error.as_ref())),
             })
-        })
+        });
+        // A span is 40 bytes, which would take `respond`'s future past malloc's fast path:
+        // a request nobody traces holds none, and a traced one is boxed.
+        if traced {
+            Either::Right(Box::pin(call.instrument(span)))
+        } else {
+            Either::Left(call)
+        }
     }
 
     /// Runs a handler future until the configured timeout or the caller's deadline, whichever
