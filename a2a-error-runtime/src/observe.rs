@@ -5,12 +5,12 @@
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
-//! | `rpc.client.call.duration` | histogram, seconds: a call through the typed `Client`, retries and waits included | `rpc.system.name` (`jsonrpc`, `http`, `grpc`; `a2a` over a stack of your own), `agent`, `rpc.method`, `outcome` |
+//! | `rpc.client.call.duration` | histogram, seconds: a call through the typed `Client`, retries and waits included | `rpc.system.name` (`jsonrpc`, `http`, `grpc`; `a2a` over a stack of your own), `agent`, `rpc.method`, `outcome`; failed: `rpc.status_code` (the A2A code), `error.type` |
 //! | `a2a.client.attempts` | histogram | `agent` |
 //! | `a2a.client.retries` | counter | `agent`, `rpc.method`, `error.type` |
-//! | `a2a.client.errors` | counter | `agent`, `code`, `error.type` |
-//! | `a2a.server.errors` | counter | `rpc.method`, `code`, `error.type` |
-//! | `rpc.server.call.duration` | histogram, seconds (its count is the requests; a stream's ends when it opens): the JSON-RPC endpoint, and the SDK bridge's REST routes and gRPC service | `rpc.system.name` (`jsonrpc`, `http` for HTTP+JSON, `grpc`), `rpc.method`, `outcome` |
+//! | `a2a.client.errors` | counter | `agent`, `rpc.status_code`, `error.type` |
+//! | `a2a.server.errors` | counter | `rpc.method`, `rpc.status_code`, `error.type` |
+//! | `rpc.server.call.duration` | histogram, seconds (its count is the requests; a stream's ends when it opens): the JSON-RPC endpoint, and the SDK bridge's REST routes and gRPC service | `rpc.system.name` (`jsonrpc`, `http` for HTTP+JSON, `grpc`), `rpc.method`, `outcome`; failed: `rpc.status_code` (the A2A code, on every binding), `error.type` |
 //! | `a2a.breaker.state` | gauge: 0 closed, 1 half-open, 2 open, 3 isolated | `agent` |
 //! | `a2a.breaker.transitions` | counter | `agent`, `from`, `to` |
 //! | `a2a.breaker.rejections` | counter | `agent` |
@@ -33,7 +33,8 @@
 //! number of series (each one costs memory here and in every scraper):
 //! - `error.type`: a local failure's own reason (`UNREACHABLE`, …), or a reason of the code
 //!   table, else one of the first 64 other reasons seen (a user's own enum's), else `OTHER`;
-//! - `code`: a code of the table, else one of the first 64 others seen, else `other`;
+//! - `rpc.status_code` (the A2A code, as OpenTelemetry's RPC conventions name it): a code of
+//!   the table, else one of the first 64 others seen, else `other`;
 //! - `rpc.method`: on a server, a method the endpoint registered, else `other`; on a client,
 //!   an A2A method name, else one of the first 64 others seen, else `other`.
 //!
@@ -142,7 +143,7 @@ mod labels {
             .unwrap_or(SharedString::const_str("OTHER"))
     }
 
-    /// `code` as a `code` label value.
+    /// `code` as an `rpc.status_code` label value.
     pub(crate) fn code_label(code: i32) -> SharedString {
         // The table's codes as text, made once: a label for every error sent.
         static TABLE_CODES: LazyLock<Vec<(i32, SharedString)>> = LazyLock::new(|| {
@@ -263,32 +264,42 @@ mod client {
         result: &Result<Reply<E>, ClientError<E>>,
         span: &tracing::Span,
     ) {
-        let outcome = if result.is_ok() { "ok" } else { "error" };
         let method = match method {
             Cow::Borrowed(name) => SharedString::const_str(name),
             Cow::Owned(name) => super::method_label(&name),
         };
+        let Err(error) = result else {
+            metrics::histogram!(
+                "rpc.client.call.duration",
+                "rpc.system.name" => system.name(),
+                "agent" => agent.clone(),
+                "rpc.method" => method,
+                "outcome" => "ok"
+            )
+            .record(elapsed.as_secs_f64());
+            return;
+        };
+        let (code, reason) = error_labels(error);
         metrics::histogram!(
             "rpc.client.call.duration",
             "rpc.system.name" => system.name(),
             "agent" => agent.clone(),
             "rpc.method" => method,
-            "outcome" => outcome
+            "outcome" => "error",
+            "rpc.status_code" => code.clone(),
+            "error.type" => reason.clone()
         )
         .record(elapsed.as_secs_f64());
-        if let Err(error) = result {
-            let (code, reason) = error_labels(error);
-            span.record("otel.status_code", "error");
-            span.record("rpc.status_code", &*code);
-            span.record("error.type", &*reason);
-            metrics::counter!(
-                "a2a.client.errors",
-                "agent" => agent.clone(),
-                "code" => code,
-                "error.type" => reason
-            )
-            .increment(1);
-        }
+        span.record("otel.status_code", "error");
+        span.record("rpc.status_code", &*code);
+        span.record("error.type", &*reason);
+        metrics::counter!(
+            "a2a.client.errors",
+            "agent" => agent.clone(),
+            "rpc.status_code" => code,
+            "error.type" => reason
+        )
+        .increment(1);
     }
 
     /// The histogram of attempts per call to the request's callee, kept by a retry service.
@@ -544,7 +555,7 @@ mod client {
 #[derive(Clone)]
 pub(crate) struct Served {
     id: u64,
-    keys: [std::sync::OnceLock<metrics::Key>; 2],
+    key: std::sync::OnceLock<metrics::Key>,
 }
 
 #[cfg(feature = "axum")]
@@ -553,7 +564,7 @@ impl Default for Served {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Served {
             id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            keys: Default::default(),
+            key: Default::default(),
         }
     }
 }
@@ -569,34 +580,37 @@ fn recorder_id(recorder: &dyn metrics::Recorder) -> usize {
 static SERVER_METADATA: metrics::Metadata<'static> =
     metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
 
-/// A request to a server was answered (a stream: opened) after `elapsed`; `method` is a
-/// registered method's name and keys, or `None` (`other`).
+/// A request to a server was answered (a stream: opened) after `elapsed`, or failed with
+/// `failed` (its A2A code and reason); `method` is a registered method's name and keys, or
+/// `None` (`other`). A failure's series carries `error.type` and `rpc.status_code` too.
 #[cfg(feature = "axum")]
 pub(crate) fn request_served(
     system: System,
     method: Option<(&std::sync::Arc<str>, &Served)>,
-    ok: bool,
+    failed: Option<(i32, &str)>,
     elapsed: std::time::Duration,
 ) {
     use metrics::{Key, Label, SharedString};
     use std::cell::RefCell;
-    /// Each thread's handles: (the method's number, answered, the recorder, the handle).
-    type Handles = RefCell<Vec<(u64, bool, usize, metrics::Histogram)>>;
+    /// Each thread's handles: (the method's number, the recorder, the handle).
+    type Handles = RefCell<Vec<(u64, usize, metrics::Histogram)>>;
     thread_local! {
         static HANDLES: Handles = const { RefCell::new(Vec::new()) };
     }
-    /// The most handles a thread keeps: two a registered method, for the methods of the
+    /// The most handles a thread keeps: one a registered method, for the methods of the
     /// endpoints a process serves.
     const MAX_HANDLES: usize = 256;
-    let outcome = if ok { "ok" } else { "error" };
+    if let Some((code, reason)) = failed {
+        return kept::failed(system, method.map(|(name, _)| name), code, reason, elapsed);
+    }
     let seconds = elapsed.as_secs_f64();
     let key = |name: SharedString| {
         let labels = vec![
             Label::new("rpc.system.name", SharedString::const_str(system.name())),
             Label::new("rpc.method", name),
-            Label::new("outcome", SharedString::const_str(outcome)),
+            Label::new("outcome", SharedString::const_str("ok")),
         ];
-        Key::from_parts("rpc.server.call.duration", labels)
+        Key::from_parts(SERVER_DURATION, labels)
     };
     let Some((name, served)) = method else {
         let key = key(SharedString::const_str("other"));
@@ -609,9 +623,8 @@ pub(crate) fn request_served(
     };
     metrics::with_recorder(|recorder| {
         let current = recorder_id(recorder);
-        let this = |entry: &&(u64, bool, usize, metrics::Histogram)| {
-            entry.0 == served.id && entry.1 == ok && entry.2 == current
-        };
+        let this =
+            |entry: &&(u64, usize, metrics::Histogram)| entry.0 == served.id && entry.1 == current;
         // The fast path: this thread's handle for this recorder (no key hashed, no lookup).
         let recorded = HANDLES
             .try_with(|handles| {
@@ -619,23 +632,24 @@ pub(crate) fn request_served(
                 handles
                     .iter()
                     .find(this)
-                    .map(|entry| entry.3.record(seconds))
+                    .map(|entry| entry.2.record(seconds))
             })
             .ok()
             .flatten();
         if recorded.is_some() {
             return;
         }
-        let key = served.keys[usize::from(!ok)]
+        let key = served
+            .key
             .get_or_init(|| key(SharedString::from(std::sync::Arc::clone(name))));
         let histogram = recorder.register_histogram(key, &SERVER_METADATA);
         histogram.record(seconds);
         let _ = HANDLES.try_with(|handles| {
             if let Ok(mut handles) = handles.try_borrow_mut() {
                 // A handle of another recorder for the same series is replaced.
-                handles.retain(|entry| !(entry.0 == served.id && entry.1 == ok));
+                handles.retain(|entry| entry.0 != served.id);
                 if handles.len() < MAX_HANDLES {
-                    handles.push((served.id, ok, current, histogram));
+                    handles.push((served.id, current, histogram));
                 }
             }
         });
@@ -649,7 +663,7 @@ pub(crate) fn request_served(
 pub(crate) fn a2a_request_served(
     system: System,
     method: Option<&'static str>,
-    ok: bool,
+    failed: Option<(i32, &str)>,
     elapsed: std::time::Duration,
 ) {
     type Names = std::sync::LazyLock<Vec<(std::sync::Arc<str>, Served)>>;
@@ -667,7 +681,7 @@ pub(crate) fn a2a_request_served(
     request_served(
         system,
         known.map(|(name, served)| (name, served)),
-        ok,
+        failed,
         elapsed,
     );
 }
@@ -685,10 +699,10 @@ impl FailedWith {
         FailedWith(code, reason_label(reason))
     }
 
-    /// Records the failure on the request's `span`.
+    /// The code and reason.
     #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-    pub(crate) fn record(&self, span: &tracing::Span) {
-        server_failed(span, self.0, &self.1);
+    pub(crate) fn parts(&self) -> (i32, &str) {
+        (self.0, &self.1)
     }
 }
 
@@ -731,118 +745,201 @@ pub(crate) fn shed() {
 /// An error reply a server sent; `method` is a registered method's name or `None`.
 #[cfg(feature = "axum")]
 pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason: &str) {
-    server_errors::count(method, code, reason);
+    kept::error(method, code, reason);
 }
 
-/// The keys of `a2a.server.errors`, built once per thread for each (method, code, reason)
-/// seen: building one (three labels in a new Vec, the code and reason looked up) was most of
-/// what counting an error cost, ~0.7k instructions of a ~31k-instruction error reply. With
-/// each key, the counter's handle and the recorder it belongs to: registering the key again
-/// cost ~1.8k instructions a count with Prometheus installed, and a recorder installed later
-/// (or a test's local one) still gets every count, its handle made on its first.
+/// The name of the server's duration histogram.
 #[cfg(feature = "axum")]
-mod server_errors {
+const SERVER_DURATION: &str = "rpc.server.call.duration";
+
+/// The series of a server's failures (`a2a.server.errors`, and `rpc.server.call.duration`
+/// with a failure's `error.type` and `rpc.status_code`), whose keys a request picks (its
+/// method, code and reason): each thread keeps the keys it has built, and with each the
+/// handle of the recorder it was registered with. Building a key (labels in a new Vec, the
+/// code and reason looked up) was most of what counting an error cost, ~0.7k instructions of
+/// a ~31k-instruction error reply; registering it again cost ~1.8k with Prometheus installed.
+/// A recorder installed later (or a test's local one) still gets every count, its handle
+/// made on its first.
+#[cfg(feature = "axum")]
+mod kept {
     use std::cell::RefCell;
     use std::sync::Arc;
+    use std::thread::LocalKey;
 
-    use metrics::{Key, Label, SharedString};
+    use metrics::{Key, Label, Recorder, SharedString};
 
-    /// The most keys one thread keeps; past that (a peer's reasons passed on are many), a key
-    /// is built for each count, as the `counter!` macro does.
+    /// The most keys one thread keeps of each series; past that (a peer's reasons passed on
+    /// are many), a key is built for each count, as the `counter!` macro does.
     const MAX_KEYS: usize = 128;
 
-    struct Cached {
+    /// What tells one failure's series from another's.
+    struct Labels {
+        system: Option<super::System>,
         method: Option<Arc<str>>,
         code: i32,
         reason: Box<str>,
-        key: Key,
-        /// The counter's handle and the recorder it belongs to (see [`super::Served`]).
-        handle: RefCell<Option<(usize, metrics::Counter)>>,
     }
 
-    thread_local! {
-        static KEYS: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
-    }
-
-    fn build(method: Option<&Arc<str>>, code: i32, reason: &str) -> Key {
-        // Registered names are the server's own, a set fixed at start-up.
-        let method = method.map_or(SharedString::const_str("other"), |name| {
-            SharedString::from_shared(Arc::clone(name))
-        });
-        let labels = vec![
-            Label::new("rpc.method", method),
-            Label::new("code", super::code_label(code)),
-            Label::new("error.type", super::reason_label(reason)),
-        ];
-        Key::from_parts("a2a.server.errors", labels)
-    }
-
-    fn increment(key: &Key) {
-        metrics::with_recorder(|recorder| recorder.register_counter(key, &super::SERVER_METADATA))
-            .increment(1);
-    }
-
-    /// Counts one with the thread's handle while its recorder is the current one; else
-    /// registers the key with the current recorder and keeps that handle.
-    fn increment_cached(cached: &Cached) {
-        metrics::with_recorder(|recorder| {
-            let current = super::recorder_id(recorder);
-            let Ok(mut handle) = cached.handle.try_borrow_mut() else {
-                // Counted from inside a count (a recorder counting its own errors).
-                return recorder
-                    .register_counter(&cached.key, &super::SERVER_METADATA)
-                    .increment(1);
-            };
-            match &*handle {
-                Some((recorder_id, counter)) if *recorder_id == current => counter.increment(1),
-                _ => {
-                    let counter = recorder.register_counter(&cached.key, &super::SERVER_METADATA);
-                    counter.increment(1);
-                    *handle = Some((current, counter));
-                }
-            }
-        });
-    }
-
-    /// Counts one error reply.
-    pub(super) fn count(method: Option<&Arc<str>>, code: i32, reason: &str) {
-        let same = |cached: &&Cached| {
-            cached.code == code
-                && *cached.reason == *reason
-                && match (&cached.method, method) {
+    impl Labels {
+        fn is(
+            &self,
+            system: Option<super::System>,
+            method: Option<&Arc<str>>,
+            code: i32,
+            reason: &str,
+        ) -> bool {
+            self.system == system
+                && self.code == code
+                && *self.reason == *reason
+                && match (&self.method, method) {
                     (Some(a), Some(b)) => Arc::ptr_eq(a, b),
                     (None, None) => true,
                     _ => false,
                 }
-        };
-        let counted = KEYS.try_with(|keys| {
-            // A recorder that counts an error of its own while this one is counted finds the
-            // cache borrowed: it builds its key, and the cache is left as it is.
-            if let Ok(cached) = keys.try_borrow()
-                && let Some(cached) = cached.iter().find(same)
-            {
-                return increment_cached(cached);
-            }
-            let key = build(method, code, reason);
-            increment(&key);
-            // A longer reason is an `OTHER` label anyway.
-            if let Ok(mut keys) = keys.try_borrow_mut()
-                && keys.len() < MAX_KEYS
-                && reason.len() <= super::labels::MAX_LEN
-            {
-                keys.push(Cached {
-                    method: method.cloned(),
-                    code,
-                    reason: reason.into(),
-                    key,
-                    handle: RefCell::new(None),
-                });
+        }
+    }
+
+    /// A kind of series handle.
+    trait Handle: Sized {
+        fn register(recorder: &dyn Recorder, key: &Key) -> Self;
+    }
+
+    impl Handle for metrics::Counter {
+        fn register(recorder: &dyn Recorder, key: &Key) -> Self {
+            recorder.register_counter(key, &super::SERVER_METADATA)
+        }
+    }
+
+    impl Handle for metrics::Histogram {
+        fn register(recorder: &dyn Recorder, key: &Key) -> Self {
+            recorder.register_histogram(key, &super::SERVER_METADATA)
+        }
+    }
+
+    struct Kept<H> {
+        labels: Labels,
+        key: Key,
+        /// The handle and the recorder it belongs to (see [`super::Served`]).
+        handle: RefCell<Option<(usize, H)>>,
+    }
+
+    type Cache<H> = RefCell<Vec<Kept<H>>>;
+
+    thread_local! {
+        static ERRORS: Cache<metrics::Counter> = const { RefCell::new(Vec::new()) };
+        static DURATIONS: Cache<metrics::Histogram> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Uses (`apply`) the current recorder's handle of the series `labels` names, from this
+    /// thread's `cache` when it is there; else registers the key `build` makes, and keeps it.
+    fn with<H: Handle>(
+        cache: &'static LocalKey<Cache<H>>,
+        labels: (Option<super::System>, Option<&Arc<str>>, i32, &str),
+        build: impl Fn() -> Key,
+        apply: impl Fn(&H),
+    ) {
+        let (system, method, code, reason) = labels;
+        metrics::with_recorder(|recorder| {
+            let current = super::recorder_id(recorder);
+            let done = cache.try_with(|kept| {
+                // A recorder that counts an error of its own while this one is counted finds
+                // the cache borrowed: it builds its key, and the cache is left as it is.
+                if let Ok(kept) = kept.try_borrow()
+                    && let Some(found) = kept
+                        .iter()
+                        .find(|k| k.labels.is(system, method, code, reason))
+                {
+                    let Ok(mut handle) = found.handle.try_borrow_mut() else {
+                        return apply(&H::register(recorder, &found.key));
+                    };
+                    match &*handle {
+                        Some((id, handle)) if *id == current => apply(handle),
+                        _ => {
+                            let fresh = H::register(recorder, &found.key);
+                            apply(&fresh);
+                            *handle = Some((current, fresh));
+                        }
+                    }
+                    return;
+                }
+                let key = build();
+                let handle = H::register(recorder, &key);
+                apply(&handle);
+                // A longer reason is an `OTHER` label anyway.
+                if let Ok(mut kept) = kept.try_borrow_mut()
+                    && kept.len() < MAX_KEYS
+                    && reason.len() <= super::labels::MAX_LEN
+                {
+                    kept.push(Kept {
+                        labels: Labels {
+                            system,
+                            method: method.cloned(),
+                            code,
+                            reason: reason.into(),
+                        },
+                        key,
+                        handle: RefCell::new(Some((current, handle))),
+                    });
+                }
+            });
+            // Counted while the thread's locals are torn down: with a key of its own.
+            if done.is_err() {
+                apply(&H::register(recorder, &build()));
             }
         });
-        // Counted while the thread's locals are torn down: with a key of its own.
-        if counted.is_err() {
-            increment(&build(method, code, reason));
-        }
+    }
+
+    /// `rpc.method`: a registered name (the server's own, a set fixed at start-up), else
+    /// `other`.
+    fn method_label(method: Option<&Arc<str>>) -> SharedString {
+        method.map_or(SharedString::const_str("other"), |name| {
+            SharedString::from_shared(Arc::clone(name))
+        })
+    }
+
+    /// Counts one error reply in `a2a.server.errors`.
+    pub(super) fn error(method: Option<&Arc<str>>, code: i32, reason: &str) {
+        let build = || {
+            let labels = vec![
+                Label::new("rpc.method", method_label(method)),
+                Label::new("rpc.status_code", super::code_label(code)),
+                Label::new("error.type", super::reason_label(reason)),
+            ];
+            Key::from_parts("a2a.server.errors", labels)
+        };
+        with(
+            &ERRORS,
+            (None, method, code, reason),
+            build,
+            |counter: &metrics::Counter| counter.increment(1),
+        );
+    }
+
+    /// Records a failed request's duration in `rpc.server.call.duration`.
+    pub(super) fn failed(
+        system: super::System,
+        method: Option<&Arc<str>>,
+        code: i32,
+        reason: &str,
+        elapsed: std::time::Duration,
+    ) {
+        let build = || {
+            let labels = vec![
+                Label::new("rpc.system.name", SharedString::const_str(system.name())),
+                Label::new("rpc.method", method_label(method)),
+                Label::new("outcome", SharedString::const_str("error")),
+                Label::new("rpc.status_code", super::code_label(code)),
+                Label::new("error.type", super::reason_label(reason)),
+            ];
+            Key::from_parts(super::SERVER_DURATION, labels)
+        };
+        let seconds = elapsed.as_secs_f64();
+        with(
+            &DURATIONS,
+            (Some(system), method, code, reason),
+            build,
+            |histogram: &metrics::Histogram| histogram.record(seconds),
+        );
     }
 }
 
@@ -873,7 +970,7 @@ mod tests {
                 (key.name() == "a2a.server.errors").then(|| {
                     (
                         label("rpc.method"),
-                        label("code"),
+                        label("rpc.status_code"),
                         label("error.type"),
                         count,
                     )
@@ -962,8 +1059,10 @@ mod tests {
         let name: Arc<str> = Arc::from("SendMessage");
         let served = super::Served::default();
         let time = std::time::Duration::from_millis(3);
-        let record =
-            |ok| super::request_served(super::System::JsonRpc, Some((&name, &served)), ok, time);
+        let record = |ok: bool| {
+            let failed = (!ok).then_some((-32603, "INTERNAL_ERROR"));
+            super::request_served(super::System::JsonRpc, Some((&name, &served)), failed, time)
+        };
         // Handles made with no recorder at all (the no-op one) are not the next recorder's.
         record(true);
         let first = DebuggingRecorder::new();

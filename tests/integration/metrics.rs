@@ -200,7 +200,7 @@ async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
         counter(
             s,
             "a2a.server.errors",
-            &[("rpc.method", "SendMessage"), ("code", "-32053")]
+            &[("rpc.method", "SendMessage"), ("rpc.status_code", "-32053")]
         ) >= 4
     );
     // Every request the agents served, by method and outcome: the flaky agent answered the

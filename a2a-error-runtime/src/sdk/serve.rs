@@ -1100,13 +1100,21 @@ async fn record_rest(
     let response = crate::trace::scope(trace, next.run(request))
         .instrument(span.clone())
         .await;
-    if let Some(failed) = response.extensions().get::<crate::observe::FailedWith>() {
-        failed.record(&span);
+    let status = response.status().as_u16();
+    let failed = match response.extensions().get::<crate::observe::FailedWith>() {
+        Some(failed) => Some(failed.parts()),
+        // A failure this crate did not write (none is expected: the routes answer with
+        // status bodies).
+        None if status >= 400 => Some((i32::from(status), "OTHER")),
+        None => None,
+    };
+    if let Some((code, reason)) = failed {
+        crate::observe::server_failed(&span, code, reason);
     }
     crate::observe::a2a_request_served(
         crate::observe::System::Http,
         method,
-        response.status().as_u16() < 400,
+        failed,
         began.elapsed(),
     );
     response

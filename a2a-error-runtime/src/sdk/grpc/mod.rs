@@ -135,15 +135,7 @@ impl<H: RequestHandler> GrpcService<H> {
         })
         .instrument(span.clone())
         .await;
-        if let Err(status) = &result {
-            failed(&span, status);
-        }
-        crate::observe::a2a_request_served(
-            crate::observe::System::Grpc,
-            Some(method),
-            result.is_ok(),
-            began.elapsed(),
-        );
+        served(&span, method, result.as_ref().err(), began);
         result
     }
 
@@ -170,15 +162,7 @@ impl<H: RequestHandler> GrpcService<H> {
         let events = crate::trace::scope(trace, self.guard(deadline, opened))
             .instrument(span.clone())
             .await;
-        if let Err(status) = &events {
-            failed(&span, status);
-        }
-        crate::observe::a2a_request_served(
-            crate::observe::System::Grpc,
-            Some(method),
-            events.is_ok(),
-            began.elapsed(),
-        );
+        served(&span, method, events.as_ref().err(), began);
         let events = events?;
         // The stream outlives the call that opened it: the caller's deadline still ends it.
         let events = guarded(events, |event| {
@@ -418,12 +402,25 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     }
 }
 
-/// Records on the request's `span` that it failed with `status`: the A2A code and reason its
-/// details carry.
-fn failed(span: &tracing::Span, status: &Status) {
-    if span.is_disabled() {
-        return;
+/// Records a request to `method` served since `began`, failed with `status` or not: on its
+/// `span`, when it failed, the A2A code and reason the status's details carry.
+fn served(
+    span: &tracing::Span,
+    method: &'static str,
+    status: Option<&Status>,
+    began: std::time::Instant,
+) {
+    let object = status.map(crate::wire::grpc::error_object);
+    let failed = object
+        .as_ref()
+        .map(|object| (object.code, object.reason().unwrap_or("OTHER")));
+    if let Some((code, reason)) = failed {
+        crate::observe::server_failed(span, code, reason);
     }
-    let object = crate::wire::grpc::error_object(status);
-    crate::observe::server_failed(span, object.code, object.reason().unwrap_or("OTHER"));
+    crate::observe::a2a_request_served(
+        crate::observe::System::Grpc,
+        Some(method),
+        failed,
+        began.elapsed(),
+    );
 }

@@ -250,7 +250,10 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             crate::observe::request_served(
                 crate::observe::System::JsonRpc,
                 found.map(|registered| (&registered.name, &registered.served)),
-                outcome.is_ok(),
+                outcome
+                    .as_ref()
+                    .err()
+                    .map(|error| (error.code(), error.reason())),
                 began.elapsed(),
             );
             // A failing notification gets no reply, but its failure is logged like any other.
