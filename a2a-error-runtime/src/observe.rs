@@ -17,7 +17,7 @@
 //! | `a2a.fallback.steps` | counter | `step`, `outcome` |
 //! | `a2a.degraded` | counter | `source` |
 //! | `a2a.retry.budget_exhausted` | counter: retries the retry budget refused | `agent` (or `dependency`) |
-//! | `a2a.server.shed` | counter: requests refused by an endpoint at its `max_concurrent` (or the bridge's gRPC `max_in_flight`) | |
+//! | `a2a.server.shed` | counter: requests refused at a limit on handlers at once (`max_concurrent`, `adaptive_concurrency`, the bridge's gRPC `max_in_flight`) | |
 //! | `a2a.hedges` | counter | `agent`, `rpc.method` |
 //! | `a2a.dependency.calls` | counter | `dependency`, `outcome`, `error.type`, `http.response.status_code` |
 //! | `a2a.dependency.call.duration` | histogram, seconds | `dependency`, `outcome` |

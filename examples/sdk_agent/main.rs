@@ -12,6 +12,9 @@
 //! With `--grpc HOST:PORT`, the same agent (the same tasks, the same dedup) also serves the
 //! A2A 1.0 gRPC service `lf.a2a.v1.A2AService` there, advertised in its card. With
 //! `--redis redis://HOST:PORT`, agents pointed at the same Redis share SendMessage replies.
+//! With `--adaptive`, requests over every binding run under one limit found from their
+//! measured time (`Bridge::adaptive_concurrency`): past it, AGENT_UNAVAILABLE with a
+//! RetryInfo and `Retry-After`.
 //! For comparison (`benches/sdk/compare.sh`): `--no-dedup` serves the bridge without its
 //! dedup (every SendMessage runs), and `--sdk-routers` the same executor and store through
 //! the official SDK's own routers, without a2a-error.
@@ -24,7 +27,7 @@ mod metrics;
 mod telemetry;
 
 use a2a_error::sdk::GrpcLimits;
-use a2a_error::server::{MemoryStore, RedisStore, ServeLimits, serve};
+use a2a_error::server::{AdaptiveLimit, MemoryStore, RedisStore, ServeLimits, serve};
 
 #[tokio::main]
 async fn main() {
@@ -38,10 +41,15 @@ async fn main() {
     let mut grpc = None;
     let mut dedup = true;
     let mut sdk_routers = false;
+    let mut adaptive = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--no-dedup" => {
                 dedup = false;
+                continue;
+            }
+            "--adaptive" => {
+                adaptive = true;
                 continue;
             }
             "--sdk-routers" => {
@@ -57,7 +65,7 @@ async fn main() {
             _ => {
                 eprintln!(
                     "usage: sdk_agent [--addr HOST:PORT] [--grpc HOST:PORT] \
-                     [--redis redis://HOST:PORT] [--no-dedup | --sdk-routers]"
+                     [--redis redis://HOST:PORT] [--adaptive] [--no-dedup | --sdk-routers]"
                 );
                 std::process::exit(2);
             }
@@ -85,6 +93,12 @@ async fn main() {
                 std::process::exit(2);
             }
         },
+    };
+    // One limit on requests at once, over every binding, found from their measured time.
+    let bridge = if adaptive {
+        bridge.adaptive_concurrency(AdaptiveLimit::new())
+    } else {
+        bridge
     };
     let listener = bind(&addr).await;
     // Both bindings' connection caps together stay under the usual limit of 1,024 file

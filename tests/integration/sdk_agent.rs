@@ -470,3 +470,114 @@ fn the_sdk_client_example_keeps_the_client_examples_contract() {
     let (code, _) = run_sdk_client(&[&url]);
     assert_eq!(code, 2);
 }
+
+/// Sends `count` JSON-RPC `sleep:MS` messages at once; the replies, once all are in.
+async fn sleepers(url: &str, count: u64, millis: u64, tag: &str) -> Vec<Value> {
+    let sent: Vec<_> = (0..count)
+        .map(|n| {
+            let (url, body) = (
+                url.to_owned(),
+                send(n, &format!("{tag}-{n}"), &format!("sleep:{millis}")),
+            );
+            tokio::spawn(async move { rpc(&format!("{url}/"), body).await })
+        })
+        .collect();
+    let mut replies = Vec::new();
+    for reply in sent {
+        replies.push(reply.await.unwrap());
+    }
+    replies
+}
+
+/// `--adaptive`: one limit over JSON-RPC, HTTP+JSON and gRPC together, starting at 20
+/// requests at once. Past it, each binding refuses at once with AGENT_UNAVAILABLE and a
+/// delay to come back after (RetryInfo; `Retry-After` over HTTP+JSON); below it, the agent
+/// answers. Without the flag, the same load is all answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_adaptive_one_limit_sheds_every_binding_with_a_retry_delay() {
+    use a2a_error::resilience::RetryPolicy;
+    let port = a2a_error_testkit::free_port();
+    let grpc = format!("127.0.0.1:{port}");
+    let (_agent, url) = start_example("sdk_agent", &["--grpc", &grpc, "--adaptive"]);
+    crate::common::wait_until_listening(port, Duration::from_secs(20), "the gRPC listener");
+
+    // Forty at once, each running 3 s: twenty run, the others are refused at once.
+    let busy = {
+        let url = url.clone();
+        tokio::spawn(async move { sleepers(&url, 40, 3000, "a").await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // While they run, the other bindings are refused too: one limit.
+    let rest = reqwest::Client::new()
+        .post(format!("{url}/message:send"))
+        .header("A2A-Version", "1.0")
+        .json(&message("rest-1", "hello"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status().as_u16(), 503);
+    let retry_after: u64 = rest.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=30).contains(&retry_after), "{retry_after}");
+    let body: Value = rest.json().await.unwrap();
+    assert_eq!(
+        body["error"]["details"][0]["reason"], "AGENT_UNAVAILABLE",
+        "{body}"
+    );
+    let client = a2a_error::Client::<a2a_error::RemoteError>::grpc(grpc.as_str())
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let refused = client
+        .send_message::<_, Value>(&message("grpc-1", "hello"))
+        .await
+        .unwrap_err();
+    let remote = refused.remote().expect("the agent's refusal");
+    assert_eq!(
+        a2a_error::A2aError::code(remote),
+        a2a_error::code::AGENT_UNAVAILABLE
+    );
+    assert!(remote.retry_after().is_some(), "{remote:?}");
+
+    let replies = busy.await.unwrap();
+    let answered = replies.iter().filter(|r| r.get("result").is_some()).count();
+    let shed: Vec<_> = replies
+        .iter()
+        .filter(|r| r.get("error").is_some())
+        .collect();
+    // Twenty ran (more only if a request was sent after the first had ended, on a machine
+    // too busy to send forty in 3 s), and the others were refused.
+    assert!(answered >= 20 && !shed.is_empty(), "{replies:?}");
+    assert_eq!(answered + shed.len(), 40);
+    for reply in &shed {
+        assert_eq!(
+            error_code(reply),
+            i64::from(a2a_error::code::AGENT_UNAVAILABLE),
+            "{reply}"
+        );
+        assert_eq!(reason(reply), "AGENT_UNAVAILABLE");
+        let info = &reply["error"]["data"][1];
+        assert_eq!(
+            info["@type"], "type.googleapis.com/google.rpc.RetryInfo",
+            "{reply}"
+        );
+    }
+    // Under the limit again: answered on every binding.
+    let reply = rpc(&format!("{url}/"), send(100, "after", "hello")).await;
+    assert!(reply.get("result").is_some(), "{reply}");
+    let _: Value = client
+        .send_message(&message("grpc-2", "hello"))
+        .await
+        .unwrap();
+
+    // Without the flag, the same forty are all answered.
+    let (_plain, plain) = start_example("sdk_agent", &[]);
+    let replies = sleepers(&plain, 40, 1000, "b").await;
+    assert!(
+        replies.iter().all(|r| r.get("result").is_some()),
+        "{replies:?}"
+    );
+}

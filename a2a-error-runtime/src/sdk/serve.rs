@@ -32,6 +32,7 @@ use super::owners::{DEFAULT_MAX_TASKS, Owners, key_of};
 use super::protojson::{ProtoJson, SendParams, SendReply};
 use super::scoped::{SCOPE_PARAM, Scoped};
 use super::streams::{Seen, Streams};
+use crate::server::endpoint::admission::Admission;
 use crate::server::rest::{self, Json};
 use crate::server::scope::{self, Scope};
 use crate::server::{Binding, Dedup, DedupError, JsonRpc, RequestContext};
@@ -75,6 +76,8 @@ pub struct Bridge<H> {
     dedup_by_scope: bool,
     card: Option<Arc<Value>>,
     pub(super) timeout: Option<Duration>,
+    /// The limit on requests running at once, over every binding.
+    pub(super) admission: Option<Arc<Admission>>,
 }
 
 impl<H> Clone for Bridge<H> {
@@ -87,6 +90,7 @@ impl<H> Clone for Bridge<H> {
             dedup_by_scope: self.dedup_by_scope,
             card: self.card.clone(),
             timeout: self.timeout,
+            admission: self.admission.clone(),
         }
     }
 }
@@ -111,7 +115,24 @@ impl<H: RequestHandler> Bridge<H> {
             dedup_by_scope: false,
             card: None,
             timeout: None,
+            admission: None,
         }
+    }
+
+    /// At most `requests` run at once, over JSON-RPC, HTTP+JSON and gRPC together (default:
+    /// no limit but gRPC's `GrpcLimits::max_in_flight`): one past it is answered at once
+    /// with AGENT_UNAVAILABLE and a RetryInfo (`Retry-After`) of about one request's recent
+    /// time, as `JsonRpc::max_concurrent` does.
+    pub fn max_concurrent(mut self, requests: usize) -> Self {
+        self.admission = Some(Arc::new(Admission::new(requests)));
+        self
+    }
+
+    /// As [`max_concurrent`](Self::max_concurrent), with a limit that follows the requests'
+    /// measured time (see [`AdaptiveLimit`](crate::server::AdaptiveLimit)).
+    pub fn adaptive_concurrency(mut self, limit: crate::server::AdaptiveLimit) -> Self {
+        self.admission = Some(Arc::new(Admission::adaptive(limit)));
+        self
     }
 
     /// Makes SendMessage safe to retry: the same messageId from the same caller runs the
@@ -215,6 +236,10 @@ impl<H: RequestHandler> Bridge<H> {
         let rpc = crate::wire::method::METHODS
             .iter()
             .fold(rpc, |rpc, method| rpc.alias(method.alias, method.name));
+        let rpc = match &self.admission {
+            Some(admission) => rpc.admission(Arc::clone(admission)),
+            None => rpc,
+        };
         match self.timeout {
             Some(timeout) => rpc.timeout(timeout),
             None => rpc,
@@ -245,6 +270,10 @@ impl<H: RequestHandler> Bridge<H> {
             .fallback(rest::not_found)
             .layer(rest::catch_panic())
             .layer(rest::RequireVersionLayer::new(["1.0"]))
+            .layer(axum::middleware::from_fn_with_state(
+                self.admission.clone(),
+                admit_rest,
+            ))
             .layer(axum::middleware::from_fn(record_rest));
         let card = Router::new().route(
             "/.well-known/agent-card.json",
@@ -1080,6 +1109,27 @@ async fn card<H: RequestHandler>(State(bridge): State<Bridge<H>>) -> Response {
     match &bridge.card {
         Some(card) => Json(&**card).into_response(),
         None => rest::not_found().await,
+    }
+}
+
+/// Admits a REST request under the bridge's limit, or refuses it as the JSON-RPC endpoint
+/// does (AGENT_UNAVAILABLE, its status body and `Retry-After`).
+async fn admit_rest(
+    axum::extract::State(admission): axum::extract::State<Option<Arc<Admission>>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let Some(admission) = admission else {
+        return next.run(request).await;
+    };
+    match admission.admit_owned() {
+        Ok(mut slot) => {
+            let response = next.run(request).await;
+            // A stream is answered once it is open, as over JSON-RPC.
+            slot.answered();
+            response
+        }
+        Err(refusal) => rest::error_response(&refusal),
     }
 }
 

@@ -19,7 +19,7 @@ pub use dedup::RedisStore;
 #[cfg(feature = "sdk")]
 pub(crate) use dedup::fingerprint;
 pub use dedup::{Dedup, DedupError, DedupStore, MemoryStore, Refusal, StoreError, StoreFailure};
-pub use endpoint::{Handler, JsonRpc, RequestContext, StreamHandler};
+pub use endpoint::{AdaptiveLimit, Handler, JsonRpc, RequestContext, StreamHandler};
 pub use memory::return_freed_memory;
 pub use serve::{ServeLimits, serve};
 pub use sse::{Binding, sse_response};

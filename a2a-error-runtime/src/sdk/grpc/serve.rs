@@ -42,6 +42,7 @@ pub struct GrpcLimits {
     max_connections: usize,
     max_streams: u32,
     max_in_flight: usize,
+    adaptive: Option<crate::server::AdaptiveLimit>,
     idle_timeout: Duration,
     keepalive: Duration,
     max_resets: usize,
@@ -53,6 +54,7 @@ impl Default for GrpcLimits {
             max_connections: 256,
             max_streams: 100,
             max_in_flight: 512,
+            adaptive: None,
             idle_timeout: Duration::from_secs(300),
             keepalive: Duration::from_secs(60),
             max_resets: 20,
@@ -82,6 +84,15 @@ impl GrpcLimits {
     /// AGENT_UNAVAILABLE (`UNAVAILABLE`) and a RetryInfo of about one call's recent time.
     pub fn max_in_flight(mut self, calls: usize) -> Self {
         self.max_in_flight = calls.max(1);
+        self.adaptive = None;
+        self
+    }
+
+    /// As [`max_in_flight`](Self::max_in_flight), with a limit that follows the calls'
+    /// measured time (until each is answered; a stream: opened), as
+    /// `JsonRpc::adaptive_concurrency` does.
+    pub fn adaptive(mut self, limit: crate::server::AdaptiveLimit) -> Self {
+        self.adaptive = Some(limit);
         self
     }
 
@@ -127,7 +138,13 @@ impl<H: RequestHandler> Bridge<H> {
     pub async fn serve_grpc(&self, listener: TcpListener, limits: GrpcLimits) -> io::Result<()> {
         let service = Admitted {
             inner: self.grpc(),
-            admission: Arc::new(Admission::new(limits.max_in_flight)),
+            // The bridge's own limit, over every binding, when it has one.
+            admission: self.admission.clone().unwrap_or_else(|| {
+                Arc::new(match limits.adaptive {
+                    Some(limit) => Admission::adaptive(limit),
+                    None => Admission::new(limits.max_in_flight),
+                })
+            }),
         };
         tonic::transport::Server::builder()
             .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
@@ -339,7 +356,7 @@ where
     }
 
     fn call(&mut self, request: Request<tonic::body::Body>) -> Self::Future {
-        let slot = match self.admission.admit_owned() {
+        let mut slot = match self.admission.admit_owned() {
             Ok(slot) => slot,
             Err(refusal) => {
                 let reply = to_status(&refusal).into_http();
@@ -353,6 +370,7 @@ where
         let reply = self.inner.call(request);
         Box::pin(async move {
             let reply = reply.await?;
+            slot.answered();
             Ok(reply.map(|body| {
                 tonic::body::Body::new(Held {
                     body,

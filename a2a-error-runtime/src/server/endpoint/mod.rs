@@ -28,6 +28,7 @@ use crate::wire::object::WireProfile;
 
 use crate::server::version::Versions;
 
+pub use admission::AdaptiveLimit;
 use admission::Admission;
 use handler::Erased;
 pub use handler::{Handler, RequestContext};
@@ -293,9 +294,23 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// every caller wait for its timeout (and the caller's client retries after the delay, or
     /// goes elsewhere). Notifications and each request of a batch count one each.
     pub fn max_concurrent(mut self, handlers: usize) -> Self {
-        self.inner_mut().admission = Some(Arc::new(Admission::new(
-            handlers.min(tokio::sync::Semaphore::MAX_PERMITS),
-        )));
+        self.inner_mut().admission = Some(Arc::new(Admission::new(handlers)));
+        self
+    }
+
+    /// Under `admission`, a limit shared with other bindings (the SDK bridge's).
+    #[cfg(feature = "sdk")]
+    pub(crate) fn admission(mut self, admission: Arc<Admission>) -> Self {
+        self.inner_mut().admission = Some(admission);
+        self
+    }
+
+    /// As [`max_concurrent`](Self::max_concurrent), with a limit that follows the handlers'
+    /// measured time instead of a number: it grows while their time holds and shrinks while
+    /// it rises (Gradient2; see [`AdaptiveLimit`] for why and how). The right fixed number
+    /// depends on the machine and on what the handlers call; this one is found.
+    pub fn adaptive_concurrency(mut self, limit: AdaptiveLimit) -> Self {
+        self.inner_mut().admission = Some(Arc::new(Admission::adaptive(limit)));
         self
     }
 
