@@ -581,3 +581,75 @@ async fn with_adaptive_one_limit_sheds_every_binding_with_a_retry_delay() {
         "{replies:?}"
     );
 }
+
+/// Reads one HTTP/1.1 response with a `content-length` from `stream`: its status line.
+async fn read_response(stream: &mut tokio::net::TcpStream) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&seen[..end]).to_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .map_or(0, |n| n.trim().parse().unwrap());
+            while seen.len() < end + 4 + length {
+                let n = stream.read(&mut buf).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                seen.extend_from_slice(&buf[..n]);
+            }
+            return head.lines().next().map(str::to_owned);
+        }
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A CancelTask over HTTP+JSON with a body (as the official clients send it) leaves the
+/// connection open for the caller's next request: its body is read, not left for the
+/// server to close the connection over.
+#[tokio::test]
+async fn a_cancel_with_a_body_keeps_the_connection_alive() {
+    use tokio::io::AsyncWriteExt;
+    let (_agent, url) = agent();
+    let mut stream = tokio::net::TcpStream::connect(url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let body = r#"{"metadata":{"why":"test"}}"#;
+    let cancel = format!(
+        "POST /tasks/nope:cancel HTTP/1.1\r\nhost: x\r\nA2A-Version: 1.0\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    // The body in a packet of its own, after the headers, as on a real network: a server
+    // that answers without reading it then closes the connection.
+    stream.write_all(cancel.as_bytes()).await.unwrap();
+    stream.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let status = read_response(&mut stream)
+        .await
+        .expect("a reply to the cancel");
+    assert!(status.contains(" 404"), "{status}");
+    stream
+        .write_all(b"GET /.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let status = read_response(&mut stream)
+        .await
+        .expect("the connection is still open");
+    assert!(status.contains(" 200"), "{status}");
+    // A body that is not JSON is the caller's mistake, said so.
+    let mut stream = tokio::net::TcpStream::connect(url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let cancel = "POST /tasks/nope:cancel HTTP/1.1\r\nhost: x\r\nA2A-Version: 1.0\r\ncontent-length: 3\r\n\r\n{{{";
+    stream.write_all(cancel.as_bytes()).await.unwrap();
+    let status = read_response(&mut stream).await.unwrap();
+    assert!(status.contains(" 400"), "{status}");
+}

@@ -990,11 +990,26 @@ async fn rest_task_post<H: RequestHandler>(
     State(bridge): State<Bridge<H>>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    // Read whole (within axum's body limit), not left unread: hyper closes a connection
+    // whose request body was not read, and a client that reused it for its next request (the
+    // official Python client did, under load) saw it close without a response.
+    body: axum::body::Bytes,
 ) -> Response {
     let Some(id) = id.strip_suffix(":cancel") else {
         return rest::error_response(&StandardError::MethodNotFound);
     };
-    let request = from_query::<CancelTaskRequest>(HashMap::new(), fields([("id", id)]));
+    // The body is the CancelTaskRequest's other members (its metadata); the path names the
+    // task.
+    let mut members = if body.iter().all(u8::is_ascii_whitespace) {
+        Map::new()
+    } else {
+        match serde_json::from_slice::<Map<String, Value>>(&body) {
+            Ok(members) => members,
+            Err(_) => return rest::error_response(&StandardError::InvalidParams),
+        }
+    };
+    members.extend(fields([("id", id)]));
+    let request = from_query::<CancelTaskRequest>(HashMap::new(), members);
     bridge
         .rest_unary(&headers, request, |handler, params, request| async move {
             handler.cancel_task(&params, request).await.map(ProtoJson)
