@@ -18,6 +18,7 @@
 //! | `a2a.degraded` | counter | `source` |
 //! | `a2a.retry.budget_exhausted` | counter: retries the retry budget refused | `agent` (or `dependency`) |
 //! | `a2a.server.shed` | counter: requests refused at a limit on handlers at once (`max_concurrent`, `adaptive_concurrency`, the bridge's gRPC `max_in_flight`) | |
+//! | `a2a.server.rate_limited` | counter: requests refused at their caller's rate limit (`RateLimiter`) | |
 //! | `a2a.hedges` | counter | `agent`, `rpc.method` |
 //! | `a2a.dependency.calls` | counter | `dependency`, `outcome`, `error.type`, `http.response.status_code` |
 //! | `a2a.dependency.call.duration` | histogram, seconds | `dependency`, `outcome` |
@@ -734,6 +735,12 @@ pub(crate) fn server_failed(span: &tracing::Span, code: i32, reason: &str) {
     span.record("otel.status_code", "error");
     span.record("rpc.status_code", &*code_label(code));
     span.record("error.type", &*reason_label(reason));
+}
+
+/// A request was refused at its caller's rate limit.
+#[cfg(feature = "sdk")]
+pub(crate) fn rate_limited() {
+    metrics::counter!("a2a.server.rate_limited").increment(1);
 }
 
 /// A request was refused by an endpoint at its concurrency limit (shed).

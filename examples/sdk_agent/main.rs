@@ -1,6 +1,6 @@
 //! An agent on the official Rust SDK served through a2a-error's bridge:
 //! `cargo run --example sdk_agent -- --addr 127.0.0.1:8080 [--grpc 127.0.0.1:50051] [--redis URL]
-//! [--no-dedup | --sdk-routers]`.
+//! [--rate-limit R] [--adaptive] [--no-dedup | --sdk-routers]`.
 //!
 //! The same paths as `examples/agent` (JSON-RPC `POST /`; REST `POST /message:send`,
 //! `POST /message:stream`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`; the card at
@@ -12,6 +12,9 @@
 //! With `--grpc HOST:PORT`, the same agent (the same tasks, the same dedup) also serves the
 //! A2A 1.0 gRPC service `lf.a2a.v1.A2AService` there, advertised in its card. With
 //! `--redis redis://HOST:PORT`, agents pointed at the same Redis share SendMessage replies.
+//! With `--rate-limit R`, each caller (by its `Authorization`, as the dedup scopes it) gets R
+//! requests a second with a burst of R, over every binding and, with `--redis`, across the
+//! replicas sharing it: past it, RATE_LIMITED with the exact wait (RetryInfo, `Retry-After`).
 //! With `--adaptive`, requests over every binding run under one limit found from their
 //! measured time (`Bridge::adaptive_concurrency`): past it, AGENT_UNAVAILABLE with a
 //! RetryInfo and `Retry-After`.
@@ -27,7 +30,9 @@ mod metrics;
 mod telemetry;
 
 use a2a_error::sdk::GrpcLimits;
-use a2a_error::server::{AdaptiveLimit, MemoryStore, RedisStore, ServeLimits, serve};
+use a2a_error::server::{
+    AdaptiveLimit, MemoryStore, RateLimit, RateLimiter, RedisStore, ServeLimits, serve,
+};
 
 #[tokio::main]
 async fn main() {
@@ -42,6 +47,7 @@ async fn main() {
     let mut dedup = true;
     let mut sdk_routers = false;
     let mut adaptive = false;
+    let mut rate_limit = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--no-dedup" => {
@@ -62,10 +68,18 @@ async fn main() {
             ("--addr", Some(value)) => addr = value,
             ("--grpc", Some(value)) => grpc = Some(value),
             ("--redis", Some(url)) => redis = Some(url),
+            ("--rate-limit", Some(value)) => match value.parse::<u32>() {
+                Ok(rate) if rate >= 1 => rate_limit = Some(RateLimit::per_second(rate)),
+                _ => {
+                    eprintln!("--rate-limit takes requests a second, from 1, not {value:?}");
+                    std::process::exit(2);
+                }
+            },
             _ => {
                 eprintln!(
                     "usage: sdk_agent [--addr HOST:PORT] [--grpc HOST:PORT] \
-                     [--redis redis://HOST:PORT] [--adaptive] [--no-dedup | --sdk-routers]"
+                     [--redis redis://HOST:PORT] [--rate-limit R] [--adaptive] \
+                     [--no-dedup | --sdk-routers]"
                 );
                 std::process::exit(2);
             }
@@ -83,16 +97,24 @@ async fn main() {
     let public_url = format!("http://{addr}");
     // A gRPC target is `host:port`, as the SDKs' gRPC clients take it.
     let grpc_url = grpc.clone();
-    let bridge = match redis {
+    let redis = redis.map(|url| match RedisStore::connect(&url) {
+        Ok(store) => store,
+        Err(error) => {
+            eprintln!("cannot use Redis at {url}: {error}");
+            std::process::exit(2);
+        }
+    });
+    let bridge = match &redis {
         _ if !dedup => app::bridge_without_dedup(&public_url, grpc_url.as_deref()),
         None => app::bridge(&public_url, grpc_url.as_deref(), MemoryStore::default()),
-        Some(url) => match RedisStore::connect(&url) {
-            Ok(store) => app::bridge(&public_url, grpc_url.as_deref(), store),
-            Err(error) => {
-                eprintln!("cannot use Redis at {url}: {error}");
-                std::process::exit(2);
-            }
-        },
+        Some(store) => app::bridge(&public_url, grpc_url.as_deref(), store.clone()),
+    };
+    // Each caller (by its Authorization) at R requests a second, burst R: shared by the
+    // replicas on one Redis, else this process's own.
+    let bridge = match (rate_limit, &redis) {
+        (None, _) => bridge,
+        (Some(limit), Some(store)) => bridge.rate_limit(RateLimiter::redis(store, limit)),
+        (Some(limit), None) => bridge.rate_limit(RateLimiter::memory(limit)),
     };
     // One limit on requests at once, over every binding, found from their measured time.
     let bridge = if adaptive {

@@ -24,6 +24,7 @@ mod otlp;
 mod peers;
 mod prometheus;
 mod python_interop;
+mod rate_limit;
 mod redis_dedup;
 mod retry;
 mod roundtrip;

@@ -19,26 +19,15 @@ use a2a_error::Client;
 use a2a_error::StandardError;
 use a2a_error::resilience::{Jitter, RetryPolicy};
 use a2a_error::server::{Dedup, DedupError, RedisStore, Refusal, StoreFailure};
-use a2a_error_testkit::RedisServer;
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
 
 /// A redis-server of the test's own, or `None` when skipped on purpose.
-struct Redis(RedisServer);
+struct Redis(a2a_error_testkit::RedisServer);
 
 impl Redis {
     fn start() -> Option<Redis> {
-        if std::env::var_os("A2A_REDIS_SKIP").is_some_and(|v| v == "1") {
-            eprintln!("SKIPPED: Redis dedup tests (A2A_REDIS_SKIP=1)");
-            return None;
-        }
-        match RedisServer::spawn() {
-            Ok(server) => Some(Redis(server)),
-            Err(error) => panic!(
-                "cannot start redis-server ({error}): install it (`apt-get install -y \
-                 redis-server`), or skip these tests on purpose with A2A_REDIS_SKIP=1"
-            ),
-        }
+        crate::common::redis_server("Redis dedup tests").map(Redis)
     }
 
     fn url(&self) -> &str {

@@ -25,6 +25,8 @@ pub(crate) const SCOPE_PARAM: &str = "a2a-error-scope";
 pub(crate) struct Scoped<H> {
     pub(super) inner: Arc<H>,
     pub(super) owners: Arc<Owners>,
+    /// Each caller's rate, when the bridge limits it.
+    pub(super) rate: Option<crate::server::RateLimiter>,
 }
 
 /// The scope key the bridge put in `params` (the anonymous caller's when there is none).
@@ -55,6 +57,19 @@ pub(super) fn task_of_event(event: &StreamResponse) -> Option<&str> {
 }
 
 impl<H> Scoped<H> {
+    /// Takes one request from the caller's allowance, or RATE_LIMITED with the time until
+    /// the next (AGENT_UNAVAILABLE when the limits' store does not answer).
+    async fn admit(&self, params: &ServiceParams) -> Result<(), A2AError> {
+        let Some(rate) = &self.rate else {
+            return Ok(());
+        };
+        // The scope's hash: a bounded key whatever the caller's credential.
+        let caller = format!("{:032x}", scope_of(params));
+        rate.admit(&caller)
+            .await
+            .map_err(|refused| crate::sdk::to_sdk(&refused))
+    }
+
     /// `Ok` when `task` is the caller's; TASK_NOT_FOUND, as for a task that does not exist,
     /// when it is not.
     fn check(&self, params: &ServiceParams, task: &str) -> Result<(), A2AError> {
@@ -92,6 +107,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
+        self.admit(params).await?;
         self.check_send(params, &req)?;
         let reply = match self.inner.send_message(params, req).await {
             Ok(reply) => reply,
@@ -117,6 +133,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: SendMessageRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
+        self.admit(params).await?;
         self.check_send(params, &req)?;
         let stream = match self.inner.send_streaming_message(params, req).await {
             Ok(stream) => stream,
@@ -151,6 +168,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: GetTaskRequest,
     ) -> Result<Task, A2AError> {
+        self.admit(params).await?;
         self.check(params, &req.id)?;
         self.inner.get_task(params, req).await
     }
@@ -162,6 +180,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2AError> {
+        self.admit(params).await?;
         let scope = scope_of(params);
         // The SDK's own page sizes (50 when none is asked, 100 at most).
         let page_size = a2a_server::pagination::resolve_page_size(req.page_size);
@@ -213,6 +232,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: CancelTaskRequest,
     ) -> Result<Task, A2AError> {
+        self.admit(params).await?;
         self.check(params, &req.id)?;
         self.inner.cancel_task(params, req).await
     }
@@ -222,6 +242,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: SubscribeToTaskRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
+        self.admit(params).await?;
         self.check(params, &req.id)?;
         self.inner.subscribe_to_task(params, req).await
     }
@@ -231,6 +252,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
+        self.admit(params).await?;
         self.check(params, &req.task_id)?;
         self.inner.create_push_config(params, req).await
     }
@@ -240,6 +262,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: GetTaskPushNotificationConfigRequest,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
+        self.admit(params).await?;
         self.check(params, &req.task_id)?;
         self.inner.get_push_config(params, req).await
     }
@@ -249,6 +272,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
+        self.admit(params).await?;
         self.check(params, &req.task_id)?;
         self.inner.list_push_configs(params, req).await
     }
@@ -258,6 +282,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2AError> {
+        self.admit(params).await?;
         self.check(params, &req.task_id)?;
         self.inner.delete_push_config(params, req).await
     }
@@ -267,6 +292,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: GetExtendedAgentCardRequest,
     ) -> Result<AgentCard, A2AError> {
+        self.admit(params).await?;
         self.inner.get_extended_agent_card(params, req).await
     }
 }

@@ -108,6 +108,7 @@ impl<H: RequestHandler> Bridge<H> {
             handler: Arc::new(Scoped {
                 inner: handler,
                 owners: Arc::new(Owners::new(DEFAULT_MAX_TASKS)),
+                rate: None,
             }),
             streams: Arc::new(Streams::new()),
             scope: Arc::new(scope::authorization),
@@ -175,6 +176,19 @@ impl<H: RequestHandler> Bridge<H> {
         self.handler = Arc::new(Scoped {
             inner: Arc::clone(&self.handler.inner),
             owners: Arc::new(Owners::new(tasks)),
+            rate: self.handler.rate.clone(),
+        });
+        self
+    }
+
+    /// Limits each caller (by its [`scope`](Self::scope)) to `limiter`'s rate, over every
+    /// binding: a request over it is refused with RATE_LIMITED and the exact time until the
+    /// caller's next one is allowed (RetryInfo, `Retry-After`). The agent card is not limited.
+    pub fn rate_limit(mut self, limiter: crate::server::RateLimiter) -> Self {
+        self.handler = Arc::new(Scoped {
+            inner: Arc::clone(&self.handler.inner),
+            owners: Arc::clone(&self.handler.owners),
+            rate: Some(limiter),
         });
         self
     }

@@ -7,6 +7,8 @@ pub(crate) mod endpoint;
 pub(crate) mod log;
 mod memory;
 mod params;
+#[cfg(feature = "sdk")]
+mod rate;
 pub mod rest;
 pub mod scope;
 pub(crate) mod serve;
@@ -21,6 +23,8 @@ pub(crate) use dedup::fingerprint;
 pub use dedup::{Dedup, DedupError, DedupStore, MemoryStore, Refusal, StoreError, StoreFailure};
 pub use endpoint::{AdaptiveLimit, Handler, JsonRpc, RequestContext, StreamHandler};
 pub use memory::return_freed_memory;
+#[cfg(feature = "sdk")]
+pub use rate::{RateLimit, RateLimiter};
 pub use serve::{ServeLimits, serve};
 pub use sse::{Binding, sse_response};
 pub use task::failed_status;

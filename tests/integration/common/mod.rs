@@ -184,3 +184,20 @@ pub fn traces_sent(agent: &a2a_error_testkit::FaultAgent) -> Vec<a2a_error::trac
         })
         .collect()
 }
+
+/// A redis-server of the test's own, or `None` when skipped on purpose (`A2A_REDIS_SKIP=1`,
+/// which prints `SKIPPED: {what}`); a test that needs one fails, saying how to install it,
+/// when it cannot start.
+pub fn redis_server(what: &str) -> Option<a2a_error_testkit::RedisServer> {
+    if std::env::var_os("A2A_REDIS_SKIP").is_some_and(|v| v == "1") {
+        eprintln!("SKIPPED: {what} (A2A_REDIS_SKIP=1)");
+        return None;
+    }
+    match a2a_error_testkit::RedisServer::spawn() {
+        Ok(server) => Some(server),
+        Err(error) => panic!(
+            "cannot start redis-server ({error}): install it (`apt-get install -y \
+             redis-server`), or skip these tests on purpose with A2A_REDIS_SKIP=1"
+        ),
+    }
+}

@@ -103,7 +103,14 @@ impl RedisStore {
         format!("{}{key}", self.prefix)
     }
 
-    async fn bounded<T>(
+    /// The connection, for the rate limits kept beside the dedup's records.
+    #[cfg(feature = "sdk")]
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.connection.clone()
+    }
+
+    /// `command`, bounded by the store's timeout.
+    pub(crate) async fn bounded<T>(
         &self,
         command: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, StoreError> {
