@@ -155,25 +155,18 @@ async fn a_chain_over_three_bindings_exports_one_trace_with_its_parents() {
     });
     let (_processes, url) = started.await.unwrap();
 
-    let reply: serde_json::Value = reqwest::Client::new()
-        .post(&url)
-        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
-        .json(&serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "SendMessage",
-            "params": {"message": {
-                "messageId": "otlp-1",
-                "role": "ROLE_USER",
-                "parts": [{"text": "hello"}],
-            }},
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let traceparent = format!("00-{TRACE}-{PARENT}-01");
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {
+            "messageId": "otlp-1",
+            "role": "ROLE_USER",
+            "parts": [{"text": "hello"}],
+        }},
+    });
+    let reply = crate::common::requests::rpc_with(&url, ("traceparent", &traceparent), body).await;
     assert!(reply.get("result").is_some(), "{reply}");
 
     // Every process exports on its own schedule: wait for the spans of all of them.
@@ -323,16 +316,9 @@ async fn the_executors_calls_are_children_of_the_bridges_request_span_on_every_b
     let traceparent = format!("00-{TRACE}-{PARENT}-01");
     let http = reqwest::Client::new();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("j")});
-    let reply: serde_json::Value = http
-        .post(format!("{url}/"))
-        .header("traceparent", &traceparent)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply =
+        crate::common::requests::rpc_with(&format!("{url}/"), ("traceparent", &traceparent), body)
+            .await;
     assert!(reply.get("result").is_some(), "{reply}");
     let rest = http
         .post(format!("{url}/message:send"))

@@ -7,20 +7,13 @@ use std::time::Duration;
 use a2a_error::resilience::RetryPolicy;
 use serde_json::{Value, json};
 
+use crate::common::requests::rpc_with;
 use crate::common::{start_example, wait_until_listening};
 
 /// GetTask of a task nobody has, as `caller`: TASK_NOT_FOUND when admitted.
 async fn get_task(url: &str, caller: &str) -> Value {
-    reqwest::Client::new()
-        .post(format!("{url}/"))
-        .header("authorization", caller)
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}});
+    rpc_with(&format!("{url}/"), ("authorization", caller), body).await
 }
 
 fn code(reply: &Value) -> i64 {
@@ -112,19 +105,8 @@ async fn each_caller_gets_its_rate_on_every_binding_and_the_wait_it_is_told_is_e
             "messageId": id, "role": "ROLE_USER", "parts": [{"text": "hello"}]}}})
     };
     let post = |body: Value| {
-        let url = url.clone();
-        async move {
-            reqwest::Client::new()
-                .post(format!("{url}/"))
-                .header("authorization", "Bearer c")
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
+        let url = format!("{url}/");
+        async move { rpc_with(&url, ("authorization", "Bearer c"), body).await }
     };
     assert!(post(send("c-1")).await.get("result").is_some());
     assert!(post(send("c-2")).await.get("result").is_some());
