@@ -10,7 +10,7 @@
 //!
 //! The trace id travels with the `tracing` facade alone: the server's log lines carry it as
 //! `trace_id`. Each request served is an `a2a.server.call` span and each call an
-//! `a2a.client.call` (or `a2a.dependency.call`) span, at `INFO`, named and attributed as
+//! `a2a.client.call` (or `a2a.dependency.call`) span, at `DEBUG`, named and attributed as
 //! OpenTelemetry's RPC conventions say ([`observe`](crate::observe) lists them).
 //!
 //! With the `otel` feature and a `tracing-opentelemetry` layer installed, those spans are
