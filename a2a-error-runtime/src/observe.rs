@@ -547,29 +547,6 @@ mod client {
     }
 }
 
-/// The keys of the `rpc.server.call.duration` histograms of one registered method (answered,
-/// failed), built on first use, and its number, by which each thread keeps the histograms'
-/// handles. A handle belongs to the recorder that was current when it was made: one kept
-/// without its recorder would never show a recorder installed later (or a test's local one)
-/// this method's requests, so a thread's handle is used only while the same recorder is.
-#[cfg(feature = "axum")]
-#[derive(Clone)]
-pub(crate) struct Served {
-    id: u64,
-    key: std::sync::OnceLock<metrics::Key>,
-}
-
-#[cfg(feature = "axum")]
-impl Default for Served {
-    fn default() -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        Served {
-            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            key: Default::default(),
-        }
-    }
-}
-
 /// The recorder, as a number that tells it from any other recorder alive at the same time.
 #[cfg(feature = "axum")]
 fn recorder_id(recorder: &dyn metrics::Recorder) -> usize {
@@ -582,109 +559,44 @@ static SERVER_METADATA: metrics::Metadata<'static> =
     metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
 
 /// A request to a server was answered (a stream: opened) after `elapsed`, or failed with
-/// `failed` (its A2A code and reason); `method` is a registered method's name and keys, or
-/// `None` (`other`). A failure's series carries `error.type` and `rpc.status_code` too.
+/// `failed` (its A2A code and reason); `method` is a registered method's name, or `None`
+/// (`other`). A failure's series carries `error.type` and `rpc.status_code` too.
 #[cfg(feature = "axum")]
 pub(crate) fn request_served(
     system: System,
-    method: Option<(&std::sync::Arc<str>, &Served)>,
+    method: Option<&std::sync::Arc<str>>,
     failed: Option<(i32, &str)>,
     elapsed: std::time::Duration,
 ) {
-    use metrics::{Key, Label, SharedString};
-    use std::cell::RefCell;
-    /// Each thread's handles: (the method's number, the recorder, the handle).
-    type Handles = RefCell<Vec<(u64, usize, metrics::Histogram)>>;
-    thread_local! {
-        static HANDLES: Handles = const { RefCell::new(Vec::new()) };
+    match failed {
+        Some((code, reason)) => kept::failed(system, method, code, reason, elapsed),
+        None => kept::answered(system, method, elapsed),
     }
-    /// The most handles a thread keeps: one a registered method, for the methods of the
-    /// endpoints a process serves.
-    const MAX_HANDLES: usize = 256;
-    if let Some((code, reason)) = failed {
-        return kept::failed(system, method.map(|(name, _)| name), code, reason, elapsed);
-    }
-    let seconds = elapsed.as_secs_f64();
-    let key = |name: SharedString| {
-        let labels = vec![
-            Label::new("rpc.system.name", SharedString::const_str(system.name())),
-            Label::new("rpc.method", name),
-            Label::new("outcome", SharedString::const_str("ok")),
-        ];
-        Key::from_parts(SERVER_DURATION, labels)
-    };
-    let Some((name, served)) = method else {
-        let key = key(SharedString::const_str("other"));
-        metrics::with_recorder(|recorder| {
-            recorder
-                .register_histogram(&key, &SERVER_METADATA)
-                .record(seconds);
-        });
-        return;
-    };
-    metrics::with_recorder(|recorder| {
-        let current = recorder_id(recorder);
-        let this =
-            |entry: &&(u64, usize, metrics::Histogram)| entry.0 == served.id && entry.1 == current;
-        // The fast path: this thread's handle for this recorder (no key hashed, no lookup).
-        let recorded = HANDLES
-            .try_with(|handles| {
-                let handles = handles.try_borrow().ok()?;
-                handles
-                    .iter()
-                    .find(this)
-                    .map(|entry| entry.2.record(seconds))
-            })
-            .ok()
-            .flatten();
-        if recorded.is_some() {
-            return;
-        }
-        let key = served
-            .key
-            .get_or_init(|| key(SharedString::from(std::sync::Arc::clone(name))));
-        let histogram = recorder.register_histogram(key, &SERVER_METADATA);
-        histogram.record(seconds);
-        let _ = HANDLES.try_with(|handles| {
-            if let Ok(mut handles) = handles.try_borrow_mut() {
-                // A handle of another recorder for the same series is replaced.
-                handles.retain(|entry| entry.0 != served.id);
-                if handles.len() < MAX_HANDLES {
-                    handles.push((served.id, current, histogram));
-                }
-            }
-        });
-    });
 }
 
 /// A request to one of the A2A methods (`method`, a 1.0 name; `None`: not one) was answered by
 /// the SDK bridge's REST routes or gRPC service, as [`request_served`] records the JSON-RPC
-/// endpoint's.
+/// endpoint's; a failure is recorded on its `span` too.
 #[cfg(feature = "sdk")]
 pub(crate) fn a2a_request_served(
     system: System,
     method: Option<&'static str>,
+    span: &tracing::Span,
     failed: Option<(i32, &str)>,
     elapsed: std::time::Duration,
 ) {
-    type Names = std::sync::LazyLock<Vec<(std::sync::Arc<str>, Served)>>;
-    fn names() -> Vec<(std::sync::Arc<str>, Served)> {
+    // The names as the keys' caches know them: one `Arc` a method.
+    static NAMES: std::sync::LazyLock<Vec<std::sync::Arc<str>>> = std::sync::LazyLock::new(|| {
         crate::wire::method::METHODS
             .iter()
-            .map(|method| (std::sync::Arc::from(method.name), Served::default()))
+            .map(|method| std::sync::Arc::from(method.name))
             .collect()
+    });
+    if let Some((code, reason)) = failed {
+        server_failed(span, code, reason);
     }
-    // One set of keys a binding: their `rpc.system.name` differs.
-    static HTTP: Names = std::sync::LazyLock::new(names);
-    static GRPC: Names = std::sync::LazyLock::new(names);
-    let names = if system == System::Grpc { &GRPC } else { &HTTP };
-    let known = method.and_then(|name| names.iter().find(|(known, _)| &**known == name));
-    request_served(
-        system,
-        known.map(|(name, served)| (name, served)),
-        failed,
-        elapsed,
-    );
+    let known = method.and_then(|name| NAMES.iter().find(|known| &***known == name));
+    request_served(system, known, failed, elapsed);
 }
 
 /// The A2A code and `error.type` of an error response, carried in its extensions to the layer
@@ -759,10 +671,13 @@ pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason
 #[cfg(feature = "axum")]
 const SERVER_DURATION: &str = "rpc.server.call.duration";
 
-/// The series of a server's failures (`a2a.server.errors`, and `rpc.server.call.duration`
-/// with a failure's `error.type` and `rpc.status_code`), whose keys a request picks (its
+/// The series a server records (`rpc.server.call.duration`, with a failure's `error.type`
+/// and `rpc.status_code`, and `a2a.server.errors`), whose keys a request picks (its binding,
 /// method, code and reason): each thread keeps the keys it has built, and with each the
-/// handle of the recorder it was registered with. Building a key (labels in a new Vec, the
+/// handle of the recorder it was registered with. A handle belongs to the recorder that was
+/// current when it was made: one kept without its recorder would never show a recorder
+/// installed later (or a test's local one) these requests, so it is used only while the same
+/// recorder is. An answered request's costs a scan of the thread's keys, no key hashed. Building a key (labels in a new Vec, the
 /// code and reason looked up) was most of what counting an error cost, ~0.7k instructions of
 /// a ~31k-instruction error reply; registering it again cost ~1.8k with Prometheus installed.
 /// A recorder installed later (or a test's local one) still gets every count, its handle
@@ -826,7 +741,7 @@ mod kept {
     struct Kept<H> {
         labels: Labels,
         key: Key,
-        /// The handle and the recorder it belongs to (see [`super::Served`]).
+        /// The handle and the recorder it belongs to.
         handle: RefCell<Option<(usize, H)>>,
     }
 
@@ -834,7 +749,9 @@ mod kept {
 
     thread_local! {
         static ERRORS: Cache<metrics::Counter> = const { RefCell::new(Vec::new()) };
-        static DURATIONS: Cache<metrics::Histogram> = const { RefCell::new(Vec::new()) };
+        // Apart from the failures', so that many reasons never crowd the answered series out.
+        static ANSWERED: Cache<metrics::Histogram> = const { RefCell::new(Vec::new()) };
+        static FAILED: Cache<metrics::Histogram> = const { RefCell::new(Vec::new()) };
     }
 
     /// Uses (`apply`) the current recorder's handle of the series `labels` names, from this
@@ -922,6 +839,29 @@ mod kept {
         );
     }
 
+    /// Records an answered request's duration in `rpc.server.call.duration`.
+    pub(super) fn answered(
+        system: super::System,
+        method: Option<&Arc<str>>,
+        elapsed: std::time::Duration,
+    ) {
+        let build = || {
+            let labels = vec![
+                Label::new("rpc.system.name", SharedString::const_str(system.name())),
+                Label::new("rpc.method", method_label(method)),
+                Label::new("outcome", SharedString::const_str("ok")),
+            ];
+            Key::from_parts(super::SERVER_DURATION, labels)
+        };
+        let seconds = elapsed.as_secs_f64();
+        with(
+            &ANSWERED,
+            (Some(system), method, 0, ""),
+            build,
+            |histogram: &metrics::Histogram| histogram.record(seconds),
+        );
+    }
+
     /// Records a failed request's duration in `rpc.server.call.duration`.
     pub(super) fn failed(
         system: super::System,
@@ -942,7 +882,7 @@ mod kept {
         };
         let seconds = elapsed.as_secs_f64();
         with(
-            &DURATIONS,
+            &FAILED,
             (Some(system), method, code, reason),
             build,
             |histogram: &metrics::Histogram| histogram.record(seconds),
@@ -1064,11 +1004,11 @@ mod tests {
     #[test]
     fn server_durations_reach_whichever_recorder_is_current() {
         let name: Arc<str> = Arc::from("SendMessage");
-        let served = super::Served::default();
+
         let time = std::time::Duration::from_millis(3);
         let record = |ok: bool| {
             let failed = (!ok).then_some((-32603, "INTERNAL_ERROR"));
-            super::request_served(super::System::JsonRpc, Some((&name, &served)), failed, time)
+            super::request_served(super::System::JsonRpc, Some(&name), failed, time)
         };
         // Handles made with no recorder at all (the no-op one) are not the next recorder's.
         record(true);

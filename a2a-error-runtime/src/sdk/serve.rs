@@ -1187,12 +1187,10 @@ async fn record_rest(
         None if status >= 400 => Some((i32::from(status), "OTHER")),
         None => None,
     };
-    if let Some((code, reason)) = failed {
-        crate::observe::server_failed(&span, code, reason);
-    }
     crate::observe::a2a_request_served(
         crate::observe::System::Http,
         method,
+        &span,
         failed,
         began.elapsed(),
     );

@@ -402,8 +402,8 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
     }
 }
 
-/// Records a request to `method` served since `began`, failed with `status` or not: on its
-/// `span`, when it failed, the A2A code and reason the status's details carry.
+/// Records a request to `method` served since `began`, failed with `status` or not (the A2A
+/// code and reason its details carry).
 fn served(
     span: &tracing::Span,
     method: &'static str,
@@ -414,12 +414,10 @@ fn served(
     let failed = object
         .as_ref()
         .map(|object| (object.code, object.reason().unwrap_or("OTHER")));
-    if let Some((code, reason)) = failed {
-        crate::observe::server_failed(span, code, reason);
-    }
     crate::observe::a2a_request_served(
         crate::observe::System::Grpc,
         Some(method),
+        span,
         failed,
         began.elapsed(),
     );

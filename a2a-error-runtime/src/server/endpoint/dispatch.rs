@@ -249,7 +249,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             };
             crate::observe::request_served(
                 crate::observe::System::JsonRpc,
-                found.map(|registered| (&registered.name, &registered.served)),
+                found.map(|registered| &registered.name),
                 outcome
                     .as_ref()
                     .err()

@@ -73,9 +73,6 @@ struct Registered<S> {
     /// The name it was called by (an alias's own): the handler's `ctx.method` and the
     /// metric label, shared rather than copied for every request.
     name: Arc<str>,
-    /// Its `rpc.server.call.duration` histograms (answered, failed), registered on its
-    /// first request: recording into a kept handle costs no label allocation per request.
-    served: crate::observe::Served,
 }
 
 /// A JSON-RPC 2.0 endpoint for A2A methods.
@@ -237,7 +234,6 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         let registered = Registered {
             call,
             name: Arc::from(name),
-            served: Default::default(),
         };
         self.inner_mut().methods.insert(name.to_owned(), registered);
         self
