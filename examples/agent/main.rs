@@ -69,7 +69,7 @@ async fn main() {
         }
     };
     tracing::info!("example agent listening on http://{addr}");
-    let metrics = metrics_route();
+    let metrics = metrics::route(metrics::install());
     // Not axum::serve: it bounds neither header nor body read time nor connections.
     if let Err(error) = serve(
         listener,
@@ -80,16 +80,5 @@ async fn main() {
     {
         eprintln!("server error: {error}");
         std::process::exit(1);
-    }
-}
-
-/// `GET /metrics` (see `shared/metrics.rs`), or the process ends saying why.
-fn metrics_route() -> axum::Router {
-    match metrics::install() {
-        Ok(prometheus) => metrics::route(prometheus),
-        Err(error) => {
-            eprintln!("cannot install the metrics recorder: {error}");
-            std::process::exit(1);
-        }
     }
 }

@@ -58,10 +58,7 @@ async fn main() {
         ));
     }
     // Installed first: the breakers report their state as they are made.
-    let prometheus = match metrics::install() {
-        Ok(handle) => handle,
-        Err(error) => fail(&format!("cannot install the metrics recorder: {error}")),
-    };
+    let prometheus = metrics::install();
     let coordinator = match app::Coordinator::new(&agents, min_results) {
         Ok(coordinator) => coordinator.public_url(&format!("http://{addr}")),
         Err(error) => fail(&error.to_string()),

@@ -61,10 +61,7 @@ async fn main() {
         fail(USAGE)
     };
     // Installed first: the breakers report their state as they are made.
-    let prometheus = match metrics::install() {
-        Ok(handle) => handle,
-        Err(error) => fail(&format!("cannot install the metrics recorder: {error}")),
-    };
+    let prometheus = metrics::install();
     let deps = match app::Dependencies::new(
         &model,
         fallback.as_deref(),

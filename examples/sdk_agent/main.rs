@@ -139,7 +139,7 @@ async fn main() {
         });
     }
     tracing::info!("SDK agent listening on http://{addr}");
-    let router = bridge.router().merge(metrics_route());
+    let router = bridge.router().merge(metrics::route(metrics::install()));
     if let Err(error) = serve(listener, router, limits).await {
         eprintln!("server error: {error}");
         std::process::exit(1);
@@ -151,17 +151,6 @@ async fn bind(addr: &str) -> tokio::net::TcpListener {
         Ok(listener) => listener,
         Err(error) => {
             eprintln!("cannot listen on {addr}: {error}");
-            std::process::exit(1);
-        }
-    }
-}
-
-/// `GET /metrics` (see `shared/metrics.rs`), or the process ends saying why.
-fn metrics_route() -> axum::Router {
-    match metrics::install() {
-        Ok(prometheus) => metrics::route(prometheus),
-        Err(error) => {
-            eprintln!("cannot install the metrics recorder: {error}");
             std::process::exit(1);
         }
     }

@@ -4,12 +4,17 @@
 
 use axum::Router;
 use axum::routing::get;
-use metrics_exporter_prometheus::{BuildError, PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-/// Installs the Prometheus recorder. Install it before building clients: their breakers
-/// report their state as they are made.
-pub fn install() -> Result<PrometheusHandle, BuildError> {
-    PrometheusBuilder::new().install_recorder()
+/// Installs the Prometheus recorder, or ends the process saying why. Install it before
+/// building clients: their breakers report their state as they are made.
+pub fn install() -> PrometheusHandle {
+    PrometheusBuilder::new()
+        .install_recorder()
+        .unwrap_or_else(|error| {
+            eprintln!("cannot install the metrics recorder: {error}");
+            std::process::exit(1);
+        })
 }
 
 /// `GET /metrics`: what `prometheus` has recorded.
