@@ -268,7 +268,7 @@ fn attribute(span: &opentelemetry_sdk::trace::SpanData, key: &str) -> Option<Str
 #[tokio::test(flavor = "current_thread")]
 async fn the_executors_calls_are_children_of_the_bridges_request_span_on_every_binding() {
     use a2a_error::resilience::RetryPolicy;
-    use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore};
+    use a2a_error::sdk::Bridge;
     use a2a_error_testkit::{Answer, FaultAgent};
     use opentelemetry::trace::{SpanKind, TracerProvider as _};
     use serde_json::json;
@@ -295,12 +295,8 @@ async fn the_executors_calls_are_children_of_the_bridges_request_span_on_every_b
         .retry(RetryPolicy::none())
         .build()
         .unwrap();
-    let store = MemoryTaskStore::new(1 << 20);
-    let executor = Guarded::new(
-        crate::common::calling::Calling { downstream: client },
-        Arc::new(store.clone()),
-    );
-    let handler = a2a_server::DefaultRequestHandler::new(executor, store);
+    let handler =
+        crate::common::calling::guarded(crate::common::calling::Calling { downstream: client });
     let bridge = Bridge::new(handler);
     let url = crate::common::serve(bridge.router()).await;
     let port = a2a_error_testkit::free_port();

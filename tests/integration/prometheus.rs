@@ -28,18 +28,16 @@ fn wanted() -> bool {
     true
 }
 
+/// What to do when promtool or prometheus will not run.
+const INSTALL: &str = "install Debian's prometheus package (`apt-get install -y prometheus`), \
+                       or skip these tests on purpose with A2A_PROMETHEUS_SKIP=1";
+
 fn promtool(args: &[&str]) -> (bool, String) {
     let output = Command::new("promtool")
         .args(args)
         .current_dir(rules_dir())
         .output()
-        .unwrap_or_else(|error| {
-            panic!(
-                "cannot run promtool ({error}): install Debian's prometheus package \
-                 (`apt-get install -y prometheus`), or skip these tests on purpose with \
-                 A2A_PROMETHEUS_SKIP=1"
-            )
-        });
+        .unwrap_or_else(|error| panic!("cannot run promtool ({error}): {INSTALL}"));
     let text = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
     (output.status.success(), text)
@@ -104,13 +102,7 @@ impl Prometheus {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|error| {
-                panic!(
-                    "cannot start prometheus ({error}): install Debian's prometheus package \
-                     (`apt-get install -y prometheus`), or skip these tests on purpose with \
-                     A2A_PROMETHEUS_SKIP=1"
-                )
-            });
+            .unwrap_or_else(|error| panic!("cannot start prometheus ({error}): {INSTALL}"));
         let process = ExampleProcess::from(child);
         crate::common::wait_until_listening(port, Duration::from_secs(30), "prometheus");
         Prometheus {

@@ -290,7 +290,7 @@ async fn our_client_reads_the_official_python_server() {
 /// trace, over both HTTP bindings.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_python_clients_trace_continues_in_our_agent() {
-    use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson};
+    use a2a_error::sdk::{Bridge, ProtoJson};
     use a2a_error_testkit::{Answer, FaultAgent};
     let Some(python) = python_or_skip("a2a.client, httpx") else {
         return;
@@ -300,11 +300,6 @@ async fn the_official_python_clients_trace_continues_in_our_agent() {
         .retry(a2a_error::resilience::RetryPolicy::none())
         .build()
         .unwrap();
-    let store = MemoryTaskStore::new(1 << 20);
-    let executor = Guarded::new(
-        crate::common::calling::Calling { downstream: client },
-        std::sync::Arc::new(store.clone()),
-    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let card: ProtoJson<a2a::AgentCard> = serde_json::from_value(serde_json::json!({
@@ -317,7 +312,8 @@ async fn the_official_python_clients_trace_continues_in_our_agent() {
         "defaultOutputModes": ["text/plain"], "skills": []
     }))
     .unwrap();
-    let handler = a2a_server::DefaultRequestHandler::new(executor, store);
+    let handler =
+        crate::common::calling::guarded(crate::common::calling::Calling { downstream: client });
     let router = Bridge::new(handler).card(card.0).router();
     let limits = a2a_error::server::ServeLimits::default();
     tokio::spawn(async move { a2a_error::server::serve(listener, router, limits).await });

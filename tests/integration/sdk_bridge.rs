@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::calling::Calling;
+use crate::common::calling::{Calling, guarded};
 use crate::common::start_example;
 use a2a::{
     A2AError, AgentCapabilities, AgentCard, Message, Part, Role, SendMessageRequest,
@@ -14,7 +14,7 @@ use a2a::{
 use a2a_client::{A2AClient, A2AClientFactory};
 use a2a_error::client::{ClientError, Timeout};
 use a2a_error::resilience::RetryPolicy;
-use a2a_error::sdk::{self, Bridge, Guarded, MemoryTaskStore, TransportFactory};
+use a2a_error::sdk::{self, Bridge, MemoryTaskStore, TransportFactory};
 use a2a_error::{A2aError, HasKind, RemoteError, RetryHint, StandardError};
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
 use futures_util::stream::{self, BoxStream, StreamExt};
@@ -315,9 +315,7 @@ async fn served_by_the_sdk(raw: bool) -> String {
 
 /// The bridge over the same executor.
 async fn served_by_the_bridge(raw: bool) -> String {
-    let store = MemoryTaskStore::new(1 << 20);
-    let executor = Guarded::new(Failing { raw }, Arc::new(store.clone()));
-    let handler = DefaultRequestHandler::new(executor, store).with_capabilities(capabilities());
+    let handler = guarded(Failing { raw }).with_capabilities(capabilities());
     crate::common::serve(Bridge::new(handler).router()).await
 }
 
@@ -446,9 +444,7 @@ async fn the_callers_deadline_reaches_the_executors_downstream_calls() {
         .retry(RetryPolicy::none())
         .build()
         .unwrap();
-    let store = MemoryTaskStore::new(1 << 20);
-    let executor = Guarded::new(Calling { downstream: client }, Arc::new(store.clone()));
-    let handler = DefaultRequestHandler::new(executor, store).with_capabilities(capabilities());
+    let handler = guarded(Calling { downstream: client }).with_capabilities(capabilities());
     let url = crate::common::serve(Bridge::new(handler).router()).await;
     let sent = std::time::Instant::now();
     let reply = crate::common::requests::rpc_with(
@@ -491,9 +487,7 @@ async fn the_callers_trace_reaches_the_executors_downstream_calls_on_every_bindi
         .retry(RetryPolicy::none())
         .build()
         .unwrap();
-    let store = MemoryTaskStore::new(1 << 20);
-    let executor = Guarded::new(Calling { downstream: client }, Arc::new(store.clone()));
-    let handler = DefaultRequestHandler::new(executor, store).with_capabilities(capabilities());
+    let handler = guarded(Calling { downstream: client }).with_capabilities(capabilities());
     let bridge = Bridge::new(handler);
     let url = crate::common::serve(bridge.router()).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

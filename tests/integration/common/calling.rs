@@ -39,3 +39,11 @@ impl AgentExecutor for Calling {
         stream::empty().boxed()
     }
 }
+
+/// The SDK's `DefaultRequestHandler` over `executor` as the bridge runs one (`Guarded`), its
+/// tasks in a 1 MiB `MemoryTaskStore`.
+pub fn guarded(executor: impl AgentExecutor) -> a2a_server::DefaultRequestHandler {
+    let store = a2a_error::sdk::MemoryTaskStore::new(1 << 20);
+    let executor = a2a_error::sdk::Guarded::new(executor, std::sync::Arc::new(store.clone()));
+    a2a_server::DefaultRequestHandler::new(executor, store)
+}
