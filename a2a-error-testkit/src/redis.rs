@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 /// to play a Redis that stops answering.
 pub struct RedisServer {
     child: Child,
+    port: u16,
+    /// Where it keeps its append-only file, when it persists.
+    dir: Option<std::path::PathBuf>,
     /// `redis://127.0.0.1:PORT/`.
     pub url: String,
 }
@@ -17,15 +20,55 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts one with nothing persisted and waits until it listens (at most 10 s).
     pub fn spawn() -> std::io::Result<RedisServer> {
+        Self::start(crate::free_port(), None)
+    }
+
+    /// Starts one that writes every change to an append-only file before it answers
+    /// (`appendfsync always`, in a directory of its own), so that a [`restart`](Self::restart)
+    /// after a crash keeps everything it acknowledged.
+    pub fn spawn_persistent() -> std::io::Result<RedisServer> {
         let port = crate::free_port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
+        let dir =
+            std::env::temp_dir().join(format!("a2a-testkit-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Self::start(port, Some(dir))
+    }
+
+    /// Crashes it (as [`stop`](Self::stop)) and starts it again on the same port, from what
+    /// it persisted (nothing, unless made by [`spawn_persistent`](Self::spawn_persistent)).
+    pub fn restart(&mut self) -> std::io::Result<()> {
+        self.stop();
+        let started = Self::start(self.port, self.dir.take())?;
+        // The new process replaces the old; the old one's Drop must not stop it.
+        let old = std::mem::replace(self, started);
+        std::mem::forget(old);
+        Ok(())
+    }
+
+    fn start(port: u16, dir: Option<std::path::PathBuf>) -> std::io::Result<RedisServer> {
+        let mut command = Command::new("redis-server");
+        command.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ]);
+        match &dir {
+            Some(dir) => command
+                .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+                .arg(dir),
+            None => command.args(["--appendonly", "no"]),
+        };
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;
         let mut server = RedisServer {
             child,
+            port,
+            dir,
             url: format!("redis://127.0.0.1:{port}/"),
         };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -77,5 +120,8 @@ impl std::fmt::Debug for RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }

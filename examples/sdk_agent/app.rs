@@ -10,10 +10,10 @@ use a2a::{
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_error::bounded::{BoundedMap, Change};
-use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson, SendDedup};
+use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson, RedisTaskStore, SendDedup};
 use a2a_error::server::{Dedup, DedupStore};
 use a2a_error::{A2aError, StandardError};
-use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
+use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext, TaskStore};
 use axum::Router;
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::json;
@@ -167,18 +167,21 @@ impl AgentExecutor for Echo {
                     let done = status(&ctx, TaskState::Completed, Some(format!("{n} chunks")));
                     return chunks(&ctx, n).chain(stream::iter([Ok(done)])).boxed();
                 }
-                let sleep = text
+                let done = status(&ctx, TaskState::Completed, Some(format!("echo: {text}")));
+                // `sleep:MS`: WORKING at once, COMPLETED after MS.
+                if let Some(sleep) = text
                     .strip_prefix("sleep:")
                     .and_then(|ms| ms.parse::<u64>().ok())
-                    .map(Duration::from_millis);
-                let done = status(&ctx, TaskState::Completed, Some(format!("echo: {text}")));
-                stream::once(async move {
-                    if let Some(sleep) = sleep {
+                    .map(Duration::from_millis)
+                {
+                    let working = status(&ctx, TaskState::Working, None);
+                    let done = stream::once(async move {
                         tokio::time::sleep(sleep).await;
-                    }
-                    Ok(done)
-                })
-                .boxed()
+                        Ok(done)
+                    });
+                    return stream::iter([Ok(working)]).chain(done).boxed();
+                }
+                stream::iter([Ok(done)]).boxed()
             }
         }
     }
@@ -228,16 +231,15 @@ fn card(public_url: &str, grpc_url: Option<&str>) -> AgentCard {
         .0
 }
 
-/// The SDK's handler over `executor`, with a task store bounded in bytes (given to `wrap`,
-/// which makes the executor, so that the guard can share the store), advertising streaming.
-fn handler<X: AgentExecutor>(
-    wrap: impl FnOnce(Echo, MemoryTaskStore) -> X,
-) -> DefaultRequestHandler {
-    let tasks = MemoryTaskStore::new(TASK_BYTES);
-    let echo = Echo {
+/// The executor, its `flaky:N` attempts bounded like the tasks.
+fn echo() -> Echo {
+    Echo {
         attempts: BoundedMap::new(TASK_BYTES / 16 / 64, TASK_BYTES / 16),
-    };
-    let executor = wrap(echo, tasks.clone());
+    }
+}
+
+/// The SDK's handler over `executor` and `tasks`, advertising streaming.
+fn handler(executor: impl AgentExecutor, tasks: impl TaskStore) -> DefaultRequestHandler {
     DefaultRequestHandler::new(executor, tasks).with_capabilities(AgentCapabilities {
         streaming: Some(true),
         push_notifications: Some(false),
@@ -251,13 +253,17 @@ fn handler<X: AgentExecutor>(
 /// SendMessage replies are remembered in `store`, keyed by messageId; they and the tasks are
 /// scoped by the caller's `Authorization` header (the `authorization` metadata over gRPC),
 /// the bridge's default scope.
+///
+/// With `shared`, the tasks are kept there (in Redis, shared by the replicas, each running
+/// task leased to the replica that runs it) instead of in this process.
 pub fn bridge(
     public_url: &str,
     grpc_url: Option<&str>,
     store: impl DedupStore,
+    shared: Option<RedisTaskStore>,
 ) -> Bridge<DefaultRequestHandler> {
     let dedup: SendDedup = Dedup::with_store(store).window(Duration::from_secs(600));
-    served(public_url, grpc_url).dedup(dedup)
+    served(public_url, grpc_url, shared).dedup(dedup)
 }
 
 /// The same bridge without its dedup (every SendMessage runs, `--no-dedup`): the baseline
@@ -266,13 +272,29 @@ pub fn bridge_without_dedup(
     public_url: &str,
     grpc_url: Option<&str>,
 ) -> Bridge<DefaultRequestHandler> {
-    served(public_url, grpc_url)
+    served(public_url, grpc_url, None)
 }
 
 /// The guarded handler with its card and request timeout: all of the bridge but the dedup.
-fn served(public_url: &str, grpc_url: Option<&str>) -> Bridge<DefaultRequestHandler> {
-    let handler = handler(|echo, tasks| Guarded::new(echo, Arc::new(tasks)));
-    Bridge::new(handler)
+fn served(
+    public_url: &str,
+    grpc_url: Option<&str>,
+    shared: Option<RedisTaskStore>,
+) -> Bridge<DefaultRequestHandler> {
+    let bridge = match shared {
+        Some(tasks) => {
+            let handler = handler(Guarded::leased(echo(), tasks.clone()), tasks.clone());
+            Bridge::new(handler).shared_tasks(tasks)
+        }
+        None => {
+            let tasks = MemoryTaskStore::new(TASK_BYTES);
+            Bridge::new(handler(
+                Guarded::new(echo(), Arc::new(tasks.clone())),
+                tasks,
+            ))
+        }
+    };
+    bridge
         .card(card(public_url, grpc_url))
         .timeout(Duration::from_secs(30))
 }
@@ -280,7 +302,7 @@ fn served(public_url: &str, grpc_url: Option<&str>) -> Bridge<DefaultRequestHand
 /// The same agent (executor and store) served by the SDK's own routers, as the SDK serves
 /// it, with no guard (`--sdk-routers`): the baseline of `benches/sdk/compare.sh`.
 pub fn sdk_routers() -> Router {
-    let handler = Arc::new(handler(|echo, _| echo));
+    let handler = Arc::new(handler(echo(), MemoryTaskStore::new(TASK_BYTES)));
     a2a_server::jsonrpc::jsonrpc_router(Arc::clone(&handler))
         .merge(a2a_server::rest::rest_router(handler))
 }

@@ -1,17 +1,22 @@
 //! An agent on the official Rust SDK served through a2a-error's bridge:
 //! `cargo run --example sdk_agent -- --addr 127.0.0.1:8080 [--grpc 127.0.0.1:50051] [--redis URL]
-//! [--rate-limit R] [--adaptive] [--no-dedup | --sdk-routers]`.
+//! [--task-lease-ms N] [--rate-limit R] [--adaptive] [--no-dedup | --sdk-routers]`.
 //!
 //! The same paths as `examples/agent` (JSON-RPC `POST /`; REST `POST /message:send`,
 //! `POST /message:stream`, `GET /tasks/{id}`, `POST /tasks/{id}:cancel`; the card at
 //! `/.well-known/agent-card.json`, advertising streaming; its metrics at `GET /metrics`) and
 //! the same text protocol, plus
 //! streaming: `hello` echoes, `fail:internal`, `fail:panic`, `fail:rate_limited`,
-//! `fail:unsupported`, `flaky:N`, `sleep:MS`, `work:fail`, `stream:N`, `stream:fail_after:N`
-//! (N at most 10,000: a larger one is INVALID_PARAMS).
+//! `fail:unsupported`, `flaky:N`, `sleep:MS` (WORKING at once, COMPLETED after MS), `work:fail`,
+//! `stream:N`, `stream:fail_after:N` (N at most 10,000: a larger one is INVALID_PARAMS). A
+//! SendMessage with `configuration.returnImmediately: true` is answered with its task at once.
 //! With `--grpc HOST:PORT`, the same agent (the same tasks, the same dedup) also serves the
 //! A2A 1.0 gRPC service `lf.a2a.v1.A2AService` there, advertised in its card. With
-//! `--redis redis://HOST:PORT`, agents pointed at the same Redis share SendMessage replies.
+//! `--redis redis://HOST:PORT`, agents pointed at the same Redis share SendMessage replies and
+//! their tasks (`RedisTaskStore`): a task sent to one is read, listed, cancelled and followed
+//! (SubscribeToTask) on any other, by its owner only; a running task is leased to the replica
+//! running it for `--task-lease-ms N` (default 10000), renewed while it runs, and ends FAILED
+//! (reason TASK_ABANDONED) within about that long and a second when that replica dies.
 //! With `--rate-limit R`, each caller (by its `Authorization`, as the dedup scopes it) gets R
 //! requests a second with a burst of R, over every binding and, with `--redis`, across the
 //! replicas sharing it: past it, RATE_LIMITED with the exact wait (RetryInfo, `Retry-After`).
@@ -29,7 +34,9 @@ mod metrics;
 #[path = "../shared/telemetry.rs"]
 mod telemetry;
 
-use a2a_error::sdk::GrpcLimits;
+use std::time::Duration;
+
+use a2a_error::sdk::{GrpcLimits, RedisTaskStore};
 use a2a_error::server::{
     AdaptiveLimit, MemoryStore, RateLimit, RateLimiter, RedisStore, ServeLimits, serve,
 };
@@ -48,6 +55,7 @@ async fn main() {
     let mut sdk_routers = false;
     let mut adaptive = false;
     let mut rate_limit = None;
+    let mut lease_ms: u64 = 10_000;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--no-dedup" => {
@@ -68,6 +76,15 @@ async fn main() {
             ("--addr", Some(value)) => addr = value,
             ("--grpc", Some(value)) => grpc = Some(value),
             ("--redis", Some(url)) => redis = Some(url),
+            ("--task-lease-ms", Some(value)) => match value.parse::<u64>() {
+                Ok(ms) if (100..=3_600_000).contains(&ms) => lease_ms = ms,
+                _ => {
+                    eprintln!(
+                        "--task-lease-ms takes milliseconds from 100 to 3600000, not {value:?}"
+                    );
+                    std::process::exit(2);
+                }
+            },
             ("--rate-limit", Some(value)) => match value.parse::<u32>() {
                 Ok(rate) if rate >= 1 => rate_limit = Some(RateLimit::per_second(rate)),
                 _ => {
@@ -78,7 +95,7 @@ async fn main() {
             _ => {
                 eprintln!(
                     "usage: sdk_agent [--addr HOST:PORT] [--grpc HOST:PORT] \
-                     [--redis redis://HOST:PORT] [--rate-limit R] [--adaptive] \
+                     [--redis redis://HOST:PORT] [--task-lease-ms N] [--rate-limit R] [--adaptive] \
                      [--no-dedup | --sdk-routers]"
                 );
                 std::process::exit(2);
@@ -106,8 +123,16 @@ async fn main() {
     });
     let bridge = match &redis {
         _ if !dedup => app::bridge_without_dedup(&public_url, grpc_url.as_deref()),
-        None => app::bridge(&public_url, grpc_url.as_deref(), MemoryStore::default()),
-        Some(store) => app::bridge(&public_url, grpc_url.as_deref(), store.clone()),
+        None => app::bridge(
+            &public_url,
+            grpc_url.as_deref(),
+            MemoryStore::default(),
+            None,
+        ),
+        Some(store) => {
+            let tasks = RedisTaskStore::new(store).lease(Duration::from_millis(lease_ms));
+            app::bridge(&public_url, grpc_url.as_deref(), store.clone(), Some(tasks))
+        }
     };
     // Each caller (by its Authorization) at R requests a second, burst R: shared by the
     // replicas on one Redis, else this process's own.

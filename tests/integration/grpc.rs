@@ -356,32 +356,45 @@ async fn the_sdk_agent_over_grpc_from_a_raw_client() {
     assert_eq!(first, repeat);
     assert_ne!(first, other);
 
-    // The caller's A2A-Deadline-Ms bounds the handler: DEADLINE_EXCEEDED with its ErrorInfo
-    // long before the 10 s of work.
+    // The caller's A2A-Deadline-Ms bounds the handler long before the 10 s of work: the
+    // task (WORKING at once) ends FAILED with DEADLINE_EXCEEDED as its cause, and is the
+    // answer.
     let started = Instant::now();
     let mut slow = tonic::Request::new(proto_message("g-slow", "sleep:10000"));
     slow.metadata_mut()
         .insert("a2a-deadline-ms", "300".parse().unwrap());
-    let late = client.send_message(slow).await.unwrap_err();
-    assert_eq!(late.code(), tonic::Code::DeadlineExceeded, "{late:?}");
-    assert_eq!(
-        late.get_details_error_info().unwrap().reason,
-        "DEADLINE_EXCEEDED"
-    );
+    let late = client.send_message(slow).await.unwrap().into_inner();
+    let Some(proto::send_message_response::Payload::Task(task)) = late.payload else {
+        panic!("{late:?}");
+    };
+    let status = task.status.unwrap();
+    assert_eq!(status.state, proto::TaskState::Failed as i32, "{status:?}");
+    let cause = format!("{:?}", status.message.unwrap().metadata);
+    assert!(cause.contains("DEADLINE_EXCEEDED"), "{cause}");
     assert!(started.elapsed() < Duration::from_secs(8));
 
     // grpc-timeout bounds it too (tonic's own timer may answer CANCELLED at the same instant).
     let started = Instant::now();
     let mut slow = tonic::Request::new(proto_message("g-slow-2", "sleep:10000"));
     slow.set_timeout(Duration::from_millis(300));
-    let late = client.send_message(slow).await.unwrap_err();
-    assert!(
-        matches!(
-            late.code(),
-            tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+    // tonic's timer and the server's answer (the task, FAILED) race at the same instant.
+    match client.send_message(slow).await {
+        Err(late) => assert!(
+            matches!(
+                late.code(),
+                tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+            ),
+            "{late:?}"
         ),
-        "{late:?}"
-    );
+        Ok(reply) => {
+            let Some(proto::send_message_response::Payload::Task(task)) =
+                reply.into_inner().payload
+            else {
+                panic!("not a task");
+            };
+            assert_eq!(task.status.unwrap().state, proto::TaskState::Failed as i32);
+        }
+    }
     assert!(started.elapsed() < Duration::from_secs(8));
 
     // A stream's error ends it with the error's Status.

@@ -12,6 +12,7 @@ mod demo;
 mod dependencies;
 mod derive;
 mod docs;
+mod fleet;
 mod grpc;
 mod hostile;
 mod hostile_bridge;

@@ -65,6 +65,9 @@ pub(crate) fn epoch() -> Instant {
 pub struct Guarded<X> {
     inner: Arc<X>,
     store: Arc<dyn TaskStore>,
+    /// The shared store whose leases the executions hold.
+    #[cfg(feature = "redis")]
+    leases: Option<super::RedisTaskStore>,
 }
 
 impl<X> Guarded<X> {
@@ -74,6 +77,23 @@ impl<X> Guarded<X> {
         Guarded {
             inner: Arc::new(executor),
             store,
+            #[cfg(feature = "redis")]
+            leases: None,
+        }
+    }
+
+    /// Guards `executor`, whose tasks the shared `store` keeps, holding each task's lease
+    /// while its execution runs (see [`RedisTaskStore`](super::RedisTaskStore)): a task
+    /// another replica is running is refused (INVALID_REQUEST, `TASK_RUNNING_ELSEWHERE`);
+    /// an execution whose lease is lost (Redis unreachable for a whole lease, the task ended
+    /// elsewhere, or the store's stall limit) is stopped, its executor's stream dropped, and
+    /// its task ends FAILED with `TASK_ABANDONED` by the store's reaper.
+    #[cfg(feature = "redis")]
+    pub fn leased(executor: X, store: super::RedisTaskStore) -> Self {
+        Guarded {
+            inner: Arc::new(executor),
+            store: Arc::new(store.clone()),
+            leases: Some(store),
         }
     }
 }
@@ -100,10 +120,17 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         }
         let inner = Arc::clone(&self.inner);
         // Inside the request's trace: an executor may fail before its stream is polled.
+        #[cfg(feature = "redis")]
+        let task = run.task_id.clone();
         let events = crate::trace::sync_scope(run.trace.clone(), || {
             std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)))
         });
-        run.guard(events)
+        let events = run.guard(events);
+        #[cfg(feature = "redis")]
+        if let Some(store) = &self.leases {
+            return super::shared::leased(store.clone(), task, events);
+        }
+        events
     }
 
     fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {

@@ -15,6 +15,10 @@
 //!   the code table's HTTP status and `Retry-After`, no internal text on the wire, panics
 //!   answered at once, the caller's deadline, dedup of SendMessage, SSE streams that end in
 //!   one error event, and tasks that end FAILED.
+//! - **Fleets** (feature `redis`, `RedisTaskStore`): the tasks in Redis, shared by the
+//!   replicas (read, listed, cancelled and followed on any, by their owner only), each running
+//!   task leased to its replica so that it ends FAILED, not WORKING forever, when that
+//!   replica dies.
 //! - **Over gRPC** (feature `grpc`, [`Bridge::grpc`]): the same handler served as the A2A 1.0
 //!   service `lf.a2a.v1.A2AService`, with the same guarantees, and
 //!   `TransportFactory::grpc()` for the card's `GRPC` interfaces.
@@ -82,6 +86,8 @@ mod owners;
 mod protojson;
 mod scoped;
 mod serve;
+#[cfg(feature = "redis")]
+mod shared;
 mod store;
 mod streams;
 mod transport;
@@ -94,6 +100,8 @@ pub use grpc::{GrpcLimits, GrpcService};
 pub(crate) use protojson::integral_doubles_as_integers;
 pub use protojson::{ProtoJson, SendReply};
 pub use serve::{Bridge, SendDedup};
+#[cfg(feature = "redis")]
+pub use shared::{RedisPushConfigs, RedisTaskStore};
 pub use store::MemoryTaskStore;
 pub use transport::{Transport, TransportFactory};
 

@@ -27,6 +27,47 @@ pub(crate) fn key_of(scope: Option<&str>) -> ScopeKey {
     }
 }
 
+/// Where the bridge keeps which task is whose: in this process ([`Owners`]), or with the
+/// tasks in the shared store (each written with its owner when it is created).
+#[derive(Clone)]
+pub(crate) enum Ownership {
+    /// This process's index.
+    Local(Arc<Owners>),
+    /// The shared store's.
+    #[cfg(feature = "redis")]
+    Shared(super::shared::RedisTaskStore),
+}
+
+impl Ownership {
+    /// Whether `task` is `scope`'s (an error when the shared store does not answer).
+    pub(crate) async fn owns(&self, scope: ScopeKey, task: &str) -> Result<bool, a2a::A2AError> {
+        match self {
+            Ownership::Local(owners) => Ok(owners.owns(scope, task)),
+            #[cfg(feature = "redis")]
+            Ownership::Shared(store) => store.owns(scope, task).await,
+        }
+    }
+
+    /// This process's index, when the owners are kept here.
+    pub(crate) fn local(&self) -> Option<&Owners> {
+        match self {
+            Ownership::Local(owners) => Some(owners),
+            #[cfg(feature = "redis")]
+            Ownership::Shared(_) => None,
+        }
+    }
+
+    /// Records that `task` is `scope`'s, if it is no one's yet (the shared store wrote its
+    /// owner with it).
+    pub(crate) fn record(&self, scope: ScopeKey, task: &str) {
+        match self {
+            Ownership::Local(owners) => owners.record(scope, task),
+            #[cfg(feature = "redis")]
+            Ownership::Shared(_) => {}
+        }
+    }
+}
+
 /// The default number of tasks whose owner is remembered.
 pub(crate) const DEFAULT_MAX_TASKS: usize = 100_000;
 

@@ -14,7 +14,7 @@ use a2a_server::{RequestHandler, ServiceParams};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 
-use super::owners::{Owners, ScopeKey};
+use super::owners::{Ownership, ScopeKey};
 
 /// The service param that carries the caller's scope key (hex) from the bridge to
 /// [`Scoped`]. The bridge sets it on every request; a caller's header of the same name is
@@ -24,7 +24,7 @@ pub(crate) const SCOPE_PARAM: &str = "a2a-error-scope";
 /// The SDK handler `H`, serving each caller only its own tasks.
 pub(crate) struct Scoped<H> {
     pub(super) inner: Arc<H>,
-    pub(super) owners: Arc<Owners>,
+    pub(super) owners: Ownership,
     /// Each caller's rate, when the bridge limits it.
     pub(super) rate: Option<crate::server::RateLimiter>,
 }
@@ -72,8 +72,8 @@ impl<H> Scoped<H> {
 
     /// `Ok` when `task` is the caller's; TASK_NOT_FOUND, as for a task that does not exist,
     /// when it is not.
-    fn check(&self, params: &ServiceParams, task: &str) -> Result<(), A2AError> {
-        if self.owners.owns(scope_of(params), task) {
+    async fn check(&self, params: &ServiceParams, task: &str) -> Result<(), A2AError> {
+        if self.owners.owns(scope_of(params), task).await? {
             Ok(())
         } else {
             Err(A2AError::task_not_found(task))
@@ -88,14 +88,27 @@ impl<H> Scoped<H> {
     }
 
     /// A SendMessage that continues a task must continue the caller's own.
-    fn check_send(
+    async fn check_send(
         &self,
         params: &ServiceParams,
         request: &SendMessageRequest,
     ) -> Result<(), A2AError> {
         match &request.message.task_id {
-            Some(task) => self.check(params, task),
+            Some(task) => self.check(params, task).await,
             None => Ok(()),
+        }
+    }
+
+    /// `call` of the inner handler, which may create tasks: with a shared store, inside the
+    /// caller's scope, which the store writes as the owner of the tasks it creates.
+    async fn creating<T>(&self, params: &ServiceParams, call: impl Future<Output = T>) -> T {
+        match &self.owners {
+            #[cfg(feature = "redis")]
+            Ownership::Shared(_) => super::shared::CREATOR.scope(scope_of(params), call).await,
+            _ => {
+                let _ = params;
+                call.await
+            }
         }
     }
 }
@@ -108,8 +121,11 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
         self.admit(params).await?;
-        self.check_send(params, &req)?;
-        let reply = match self.inner.send_message(params, req).await {
+        self.check_send(params, &req).await?;
+        let reply = match self
+            .creating(params, self.inner.send_message(params, req))
+            .await
+        {
             Ok(reply) => reply,
             Err(error) => {
                 // A task whose execution started is the caller's, even when the call failed
@@ -134,15 +150,18 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: SendMessageRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
         self.admit(params).await?;
-        self.check_send(params, &req)?;
-        let stream = match self.inner.send_streaming_message(params, req).await {
+        self.check_send(params, &req).await?;
+        let stream = match self
+            .creating(params, self.inner.send_streaming_message(params, req))
+            .await
+        {
             Ok(stream) => stream,
             Err(error) => {
                 self.record_started(params);
                 return Err(error);
             }
         };
-        let (owners, scope, watch) = (Arc::clone(&self.owners), scope_of(params), started(params));
+        let (owners, scope, watch) = (self.owners.clone(), scope_of(params), started(params));
         // Recorded before the event that hands out the task's id is sent on; a stream that
         // fails first records the task its execution started on, as a unary call does.
         let mut recorded = false;
@@ -169,7 +188,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: GetTaskRequest,
     ) -> Result<Task, A2AError> {
         self.admit(params).await?;
-        self.check(params, &req.id)?;
+        self.check(params, &req.id).await?;
         self.inner.get_task(params, req).await
     }
 
@@ -184,12 +203,19 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         let scope = scope_of(params);
         // The SDK's own page sizes (50 when none is asked, 100 at most).
         let page_size = a2a_server::pagination::resolve_page_size(req.page_size);
+        #[cfg(feature = "redis")]
+        if let Ownership::Shared(store) = &self.owners {
+            return store.list_scope(scope, &req, page_size).await;
+        }
+        let Some(owners) = self.owners.local() else {
+            return Err(A2AError::internal("no owners to list"));
+        };
         let after = req.page_token.as_deref().filter(|token| !token.is_empty());
         let mut page: Vec<Task> = Vec::new();
         let mut total = 0usize;
         let mut next_page_token = String::new();
         // Every task of the caller's is read, for the total: as many as the caller has.
-        for id in self.owners.tasks(scope, None) {
+        for id in owners.tasks(scope, None) {
             let get = GetTaskRequest {
                 id: id.to_string(),
                 history_length: req.history_length,
@@ -198,7 +224,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
             let mut task = match self.inner.get_task(params, get).await {
                 Ok(task) => task,
                 Err(error) if error.code == a2a::error_code::TASK_NOT_FOUND => {
-                    self.owners.forget(&id);
+                    owners.forget(&id);
                     continue;
                 }
                 Err(error) => return Err(error),
@@ -233,7 +259,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: CancelTaskRequest,
     ) -> Result<Task, A2AError> {
         self.admit(params).await?;
-        self.check(params, &req.id)?;
+        self.check(params, &req.id).await?;
         self.inner.cancel_task(params, req).await
     }
 
@@ -243,8 +269,21 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: SubscribeToTaskRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
         self.admit(params).await?;
-        self.check(params, &req.id)?;
-        self.inner.subscribe_to_task(params, req).await
+        self.check(params, &req.id).await?;
+        match &self.owners {
+            // A task running on another replica is followed through the store.
+            #[cfg(feature = "redis")]
+            Ownership::Shared(store) => {
+                let id = req.id.clone();
+                match self.inner.subscribe_to_task(params, req).await {
+                    Err(error) if error.code == a2a::error_code::TASK_NOT_FOUND => {
+                        super::shared::follow(store, &id).await
+                    }
+                    other => other,
+                }
+            }
+            _ => self.inner.subscribe_to_task(params, req).await,
+        }
     }
 
     async fn create_push_config(
@@ -253,7 +292,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.admit(params).await?;
-        self.check(params, &req.task_id)?;
+        self.check(params, &req.task_id).await?;
         self.inner.create_push_config(params, req).await
     }
 
@@ -263,7 +302,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: GetTaskPushNotificationConfigRequest,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.admit(params).await?;
-        self.check(params, &req.task_id)?;
+        self.check(params, &req.task_id).await?;
         self.inner.get_push_config(params, req).await
     }
 
@@ -273,7 +312,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
         self.admit(params).await?;
-        self.check(params, &req.task_id)?;
+        self.check(params, &req.task_id).await?;
         self.inner.list_push_configs(params, req).await
     }
 
@@ -283,7 +322,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2AError> {
         self.admit(params).await?;
-        self.check(params, &req.task_id)?;
+        self.check(params, &req.task_id).await?;
         self.inner.delete_push_config(params, req).await
     }
 

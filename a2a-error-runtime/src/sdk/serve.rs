@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use super::error::public;
 use super::executor::{DEADLINE_PARAM, FAILURE_KEY, epoch};
 use super::link::{LINK_PARAM, Link};
-use super::owners::{DEFAULT_MAX_TASKS, Owners, key_of};
+use super::owners::{DEFAULT_MAX_TASKS, Owners, Ownership, key_of};
 use super::protojson::{ProtoJson, SendParams, SendReply};
 use super::scoped::{SCOPE_PARAM, Scoped};
 use super::streams::{Seen, Streams};
@@ -107,7 +107,7 @@ impl<H: RequestHandler> Bridge<H> {
         Bridge {
             handler: Arc::new(Scoped {
                 inner: handler,
-                owners: Arc::new(Owners::new(DEFAULT_MAX_TASKS)),
+                owners: Ownership::Local(Arc::new(Owners::new(DEFAULT_MAX_TASKS))),
                 rate: None,
             }),
             streams: Arc::new(Streams::new()),
@@ -175,7 +175,7 @@ impl<H: RequestHandler> Bridge<H> {
     pub fn max_owned_tasks(mut self, tasks: usize) -> Self {
         self.handler = Arc::new(Scoped {
             inner: Arc::clone(&self.handler.inner),
-            owners: Arc::new(Owners::new(tasks)),
+            owners: Ownership::Local(Arc::new(Owners::new(tasks))),
             rate: self.handler.rate.clone(),
         });
         self
@@ -187,8 +187,25 @@ impl<H: RequestHandler> Bridge<H> {
     pub fn rate_limit(mut self, limiter: crate::server::RateLimiter) -> Self {
         self.handler = Arc::new(Scoped {
             inner: Arc::clone(&self.handler.inner),
-            owners: Arc::clone(&self.handler.owners),
+            owners: self.handler.owners.clone(),
             rate: Some(limiter),
+        });
+        self
+    }
+
+    /// Keeps which task is whose in `tasks`, the handler's shared task store (the same
+    /// store, or a clone), instead of in this process: every replica on that Redis then
+    /// serves a task to its owner, whichever replica created it, and a SubscribeToTask that
+    /// reaches a replica not running the task follows it through the store. Each task is
+    /// written with its owner, in one step, when the handler creates it (so
+    /// [`max_owned_tasks`](Self::max_owned_tasks) no longer applies; the store's own bounds
+    /// do).
+    #[cfg(feature = "redis")]
+    pub fn shared_tasks(mut self, tasks: super::RedisTaskStore) -> Self {
+        self.handler = Arc::new(Scoped {
+            inner: Arc::clone(&self.handler.inner),
+            owners: Ownership::Shared(tasks),
+            rate: self.handler.rate.clone(),
         });
         self
     }

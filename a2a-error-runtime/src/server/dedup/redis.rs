@@ -46,6 +46,9 @@ const MAX_ORPHANS: usize = 1024;
 #[derive(Clone)]
 pub struct RedisStore {
     connection: ConnectionManager,
+    /// For connections of their own (subscriptions).
+    #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
+    client: redis::Client,
     prefix: String,
     timeout: Duration,
     claim: redis::Script,
@@ -76,9 +79,10 @@ impl RedisStore {
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(200));
         let connection =
-            ConnectionManager::new_lazy_with_config(client, config).map_err(store_error)?;
+            ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(store_error)?;
         Ok(RedisStore {
             connection,
+            client,
             prefix: "a2a-dedup:".to_owned(),
             timeout,
             claim: redis::Script::new(CLAIM),
@@ -107,6 +111,18 @@ impl RedisStore {
     #[cfg(feature = "sdk")]
     pub(crate) fn connection(&self) -> ConnectionManager {
         self.connection.clone()
+    }
+
+    /// The client, for connections of their own (a subscription holds one).
+    #[cfg(feature = "sdk")]
+    pub(crate) fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
+    /// The timeout of every command.
+    #[cfg(feature = "sdk")]
+    pub(crate) fn command_timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// `command`, bounded by the store's timeout.

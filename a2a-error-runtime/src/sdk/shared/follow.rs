@@ -1,0 +1,154 @@
+//! Following a task another replica runs: SubscribeToTask's stream made from the store's
+//! writes (each publishes the task's new version on the task's channel).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use a2a::{A2AError, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+
+use super::lease::status_event;
+use super::{RedisTaskStore, SharedTaskError, UNAVAILABLE_RETRY};
+
+type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
+
+/// How often the follower reads the task even without a message (a message lost while the
+/// subscription reconnected, or a Redis that stopped answering).
+const READ_EVERY: Duration = Duration::from_secs(1);
+
+/// The stream of task `id` as it changes on any replica: the task first, then its status
+/// and artifact updates, ending with its terminal state (or when its execution ends in an
+/// interrupted state, as the SDK's own stream does). A task already terminal is
+/// UNSUPPORTED_OPERATION, as the SDK answers; a Redis that stops answering ends the stream
+/// with TASK_STORE_UNAVAILABLE.
+pub(crate) async fn follow(store: &RedisTaskStore, id: &str) -> Result<Events, A2AError> {
+    let unavailable = || {
+        crate::sdk::to_sdk(&SharedTaskError::Unavailable {
+            retry_after: UNAVAILABLE_RETRY,
+        })
+    };
+    let permit = std::sync::Arc::clone(&store.inner.followers)
+        .try_acquire_owned()
+        .map_err(|_| unavailable())?;
+    let channel = store.key(&format!("c:{id}"));
+    let timeout = store.inner.store.command_timeout();
+    // A connection of its own: a subscribed connection takes no other command.
+    let subscribed = async {
+        let mut pubsub = store.inner.store.client().get_async_pubsub().await?;
+        pubsub.subscribe(&channel).await?;
+        Ok::<_, redis::RedisError>(pubsub)
+    };
+    let pubsub = match tokio::time::timeout(timeout, subscribed).await {
+        Ok(Ok(pubsub)) => pubsub,
+        _ => return Err(unavailable()),
+    };
+    // Read after subscribing, so that no write falls between the two.
+    let Some((task, version)) = store.read(id).await? else {
+        return Err(A2AError::task_not_found(id));
+    };
+    if task.status.state.is_terminal() {
+        return Err(A2AError::unsupported_operation(format!(
+            "task {id} has already reached a terminal state"
+        )));
+    }
+    // A task waiting for its caller (input or auth required) runs nowhere: it is sent as
+    // it stands, and the stream ends, as the SDK's own ends with its execution.
+    let waiting = matches!(
+        task.status.state,
+        TaskState::InputRequired | TaskState::AuthRequired
+    );
+    let state = Following {
+        store: store.clone(),
+        id: id.to_owned(),
+        messages: pubsub.into_on_message().boxed(),
+        last: task.clone(),
+        version,
+        queue: VecDeque::from([Ok(StreamResponse::Task(task))]),
+        done: waiting,
+        _permit: permit,
+    };
+    Ok(futures_util::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(item) = state.queue.pop_front() {
+                return Some((item, state));
+            }
+            if state.done {
+                return None;
+            }
+            let ended = match tokio::time::timeout(READ_EVERY, state.messages.next()).await {
+                Ok(Some(message)) => message.get_payload_bytes() == b"end",
+                // The subscription's connection closed: read, and end if nothing moves.
+                Ok(None) => true,
+                Err(_) => false,
+            };
+            state.read(ended).await;
+        }
+    })
+    .boxed())
+}
+
+struct Following {
+    store: RedisTaskStore,
+    id: String,
+    messages: BoxStream<'static, redis::Msg>,
+    last: Task,
+    version: u64,
+    queue: VecDeque<Result<StreamResponse, A2AError>>,
+    done: bool,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Following {
+    /// Reads the task and queues what changed; `ended` when its execution ended (its lease
+    /// was given back).
+    async fn read(&mut self, ended: bool) {
+        let (task, version) = match self.store.read(&self.id).await {
+            Ok(Some(read)) => read,
+            Ok(None) => {
+                self.queue
+                    .push_back(Err(A2AError::task_not_found(&self.id)));
+                self.done = true;
+                return;
+            }
+            Err(error) => {
+                self.queue.push_back(Err(error));
+                self.done = true;
+                return;
+            }
+        };
+        if version > self.version {
+            self.changes(&task);
+            self.version = version;
+            self.last = task;
+        }
+        let state = &self.last.status.state;
+        let interrupted = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);
+        if state.is_terminal() || (ended && interrupted) {
+            self.done = true;
+        }
+    }
+
+    /// The events from `self.last` to `task`: its changed artifacts, then its status.
+    fn changes(&mut self, task: &Task) {
+        let before = self.last.artifacts.as_deref().unwrap_or_default();
+        for artifact in task.artifacts.as_deref().unwrap_or_default() {
+            if before.iter().any(|seen| seen == artifact) {
+                continue;
+            }
+            self.queue.push_back(Ok(StreamResponse::ArtifactUpdate(
+                TaskArtifactUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    artifact: artifact.clone(),
+                    append: None,
+                    last_chunk: None,
+                    metadata: None,
+                },
+            )));
+        }
+        if task.status != self.last.status {
+            self.queue.push_back(Ok(status_event(task)));
+        }
+    }
+}

@@ -1,0 +1,607 @@
+//! Agents as fleets, from outside: `sdk_agent` replicas (processes) sharing one
+//! `redis-server` (`--redis`): a task sent to one is read, listed, cancelled and followed on
+//! the others, by its owner only; `kill -9` of the replica running a task leaves it FAILED
+//! within the lease and 2 s; Redis crashing and restarting under load fails requests closed
+//! and loses no task that was acknowledged. And in process, the store's own promises: a late
+//! write from a replica whose lease lapsed is refused, and the bytes stay within bounds.
+
+use std::time::{Duration, Instant};
+
+use a2a::{Task, TaskState, TaskStatus};
+use a2a_error::sdk::RedisTaskStore;
+use a2a_error::server::RedisStore;
+use a2a_server::TaskStore;
+use serde_json::{Value, json};
+
+use crate::common::requests::rpc_with;
+use crate::common::{ExampleProcess, redis_server, start_example};
+
+const ALICE: &str = "Bearer alice";
+const BOB: &str = "Bearer bob";
+
+/// `n` replicas of `sdk_agent` on `redis`, with `args`.
+fn replicas(redis: &str, n: usize, args: &[&str]) -> Vec<(ExampleProcess, String)> {
+    (0..n)
+        .map(|_| {
+            let mut all = vec!["--redis", redis];
+            all.extend_from_slice(args);
+            start_example("sdk_agent", &all)
+        })
+        .collect()
+}
+
+async fn call(url: &str, caller: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    rpc_with(&format!("{url}/"), ("authorization", caller), body).await
+}
+
+/// SendMessage of `text` as `caller`, answered at once with its task.
+async fn start_task(url: &str, caller: &str, text: &str) -> Value {
+    let params = json!({
+        "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]},
+        "configuration": {"returnImmediately": true}
+    });
+    let reply = call(url, caller, "SendMessage", params).await;
+    reply["result"]["task"].clone()
+}
+
+fn uuid() -> String {
+    format!("m-{:032x}", fastrand::u128(..))
+}
+
+fn state(task: &Value) -> &str {
+    task["status"]["state"].as_str().unwrap_or_default()
+}
+
+async fn get_task(url: &str, caller: &str, id: &str) -> Value {
+    call(url, caller, "GetTask", json!({"id": id})).await
+}
+
+/// The events of SubscribeToTask `id` on `url`, read to the stream's end.
+async fn follow(url: &str, caller: &str, id: &str) -> Vec<Value> {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "SubscribeToTask", "params": {"id": id}});
+    let text = reqwest::Client::new()
+        .post(format!("{url}/"))
+        .header("authorization", caller)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // A refusal before the stream began is one JSON-RPC reply, not an event stream.
+    if let Ok(reply) = serde_json::from_str::<Value>(&text) {
+        return vec![reply];
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| serde_json::from_str(data.trim()).unwrap())
+        .collect()
+}
+
+/// Three replicas: a task sent to the first is read on the second, listed on the third,
+/// followed to its end on the second and cancelled on the third; another caller finds it
+/// nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_sent_to_one_replica_is_read_listed_followed_and_cancelled_on_the_others() {
+    let Some(redis) = redis_server("fleet tests") else {
+        return;
+    };
+    let fleet = replicas(&redis.url, 3, &[]);
+    let (a, b, c) = (&fleet[0].1, &fleet[1].1, &fleet[2].1);
+
+    // `sleep:MS` is WORKING at once, and returnImmediately answers with it.
+    let task = start_task(a, ALICE, "sleep:3000").await;
+    assert_eq!(state(&task), "TASK_STATE_WORKING", "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+
+    // Followed on B from the moment it is asked: the task, then its end.
+    let followed = tokio::spawn({
+        let (b, id) = (b.clone(), id.clone());
+        async move { follow(&b, ALICE, &id).await }
+    });
+    let read = get_task(b, ALICE, &id).await;
+    assert_eq!(read["result"]["id"], id.as_str(), "{read}");
+    let listed = call(c, ALICE, "ListTasks", json!({})).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|task| task["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [id.as_str()], "{listed}");
+
+    // Bob sees none of it, on any replica.
+    for url in [a, b, c] {
+        let hidden = get_task(url, BOB, &id).await;
+        assert_eq!(hidden["error"]["code"], -32001, "{hidden}");
+        let none = call(url, BOB, "ListTasks", json!({})).await;
+        // An empty list is left out of the reply's JSON, as protobuf's JSON does.
+        assert!(none["result"].is_object(), "{none}");
+        assert_eq!(
+            none["result"]["tasks"].as_array().map_or(0, Vec::len),
+            0,
+            "{none}"
+        );
+        let cancel = call(url, BOB, "CancelTask", json!({"id": id})).await;
+        assert_eq!(cancel["error"]["code"], -32001, "{cancel}");
+        let subscribe = follow(url, BOB, &id).await;
+        assert_eq!(subscribe[0]["error"]["code"], -32001, "{subscribe:?}");
+    }
+
+    let events = followed.await.unwrap();
+    let first = &events[0]["result"];
+    // The follow may start after the task ended (a slow machine): then it is refused as
+    // the SDK refuses a finished task; otherwise it ends COMPLETED.
+    if events.len() == 1 && events[0]["error"]["code"] == -32004 {
+        eprintln!("the task ended before the follow began");
+    } else {
+        assert_eq!(first["task"]["id"], id.as_str(), "{events:?}");
+        let last = &events.last().unwrap()["result"]["statusUpdate"];
+        assert_eq!(state(last), "TASK_STATE_COMPLETED", "{events:?}");
+    }
+    let done = get_task(c, ALICE, &id).await;
+    assert_eq!(state(&done["result"]), "TASK_STATE_COMPLETED", "{done}");
+
+    // Cancelled on C while A runs it: CANCELED everywhere, and A's own completion, when it
+    // comes, does not undo it.
+    let long = start_task(a, ALICE, "sleep:1500").await;
+    let long_id = long["id"].as_str().unwrap();
+    let canceled = call(c, ALICE, "CancelTask", json!({"id": long_id})).await;
+    assert_eq!(
+        state(&canceled["result"]),
+        "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for url in [a, b, c] {
+        let read = get_task(url, ALICE, long_id).await;
+        assert_eq!(state(&read["result"]), "TASK_STATE_CANCELED", "{read}");
+    }
+}
+
+/// `kill -9` of the replica running a task: the task ends FAILED, with TASK_ABANDONED as
+/// its cause, within the lease and 2 s, readable on the replica left; a follower there sees
+/// it end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_replica_is_killed_ends_failed_within_the_lease_and_two_seconds() {
+    let Some(redis) = redis_server("fleet tests") else {
+        return;
+    };
+    let lease = Duration::from_millis(1000);
+    let mut fleet = replicas(&redis.url, 2, &["--task-lease-ms", "1000"]);
+    let (b_process, b) = fleet.pop().unwrap();
+    let (a_process, a) = fleet.pop().unwrap();
+
+    let task = start_task(&a, ALICE, "sleep:600000").await;
+    assert_eq!(state(&task), "TASK_STATE_WORKING", "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let followed = tokio::spawn({
+        let (b, id) = (b.clone(), id.clone());
+        async move { follow(&b, ALICE, &id).await }
+    });
+    // The follow is under way (its first event is the task itself) before the kill.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let status = std::process::Command::new("kill")
+        .args(["-9", &a_process.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let killed = Instant::now();
+    let failed = loop {
+        let read = get_task(&b, ALICE, &id).await;
+        if state(&read["result"]) == "TASK_STATE_FAILED" {
+            break read["result"].clone();
+        }
+        assert!(
+            killed.elapsed() < lease + Duration::from_secs(2),
+            "still {read} {:?} after the kill",
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let cause = &failed["status"]["message"]["metadata"]["error"];
+    assert_eq!(cause["reason"], "TASK_ABANDONED", "{failed}");
+    assert_eq!(cause["code"], -32053, "{failed}");
+
+    let events = followed.await.unwrap();
+    assert_eq!(events[0]["result"]["task"]["id"], id.as_str(), "{events:?}");
+    let last = &events.last().unwrap()["result"]["statusUpdate"];
+    assert_eq!(state(last), "TASK_STATE_FAILED", "{events:?}");
+    drop((a_process, b_process));
+}
+
+/// Redis crashes under load and comes back: meanwhile every request is refused in bounded
+/// time with AGENT_UNAVAILABLE (closed, never a task in one process only); afterwards the
+/// replicas serve again, and every task a SendMessage acknowledged is there, on either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_crashing_under_load_fails_closed_and_loses_no_acknowledged_task() {
+    if redis_server("fleet tests").is_none() {
+        return;
+    }
+    let mut redis = a2a_error_testkit::RedisServer::spawn_persistent().unwrap();
+    let fleet = replicas(&redis.url, 2, &["--task-lease-ms", "1000"]);
+    let urls: Vec<String> = fleet.iter().map(|(_, url)| url.clone()).collect();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = Vec::new();
+    for worker in 0..4 {
+        let (urls, stop) = (urls.clone(), std::sync::Arc::clone(&stop));
+        load.push(tokio::spawn(async move {
+            let (mut acknowledged, mut refused) = (Vec::new(), 0u32);
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let url = &urls[(worker + n) % urls.len()];
+                n += 1;
+                let params = json!({"message": {"messageId": uuid(), "role": "ROLE_USER",
+                    "parts": [{"text": "hello"}]}});
+                let asked = Instant::now();
+                let reply = call(url, ALICE, "SendMessage", params).await;
+                // Bounded: the store's 1 s timeout and a retry, never a hang.
+                assert!(asked.elapsed() < Duration::from_secs(10), "{reply}");
+                if let Some(task) = reply["result"]["task"].as_object() {
+                    acknowledged.push(task["id"].as_str().unwrap().to_owned());
+                } else {
+                    assert_eq!(reply["error"]["code"], -32053, "{reply}");
+                    refused += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            (acknowledged, refused)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    redis.stop();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    redis.restart().unwrap();
+    // Served again once Redis is back (the connection remakes itself).
+    let back = Instant::now();
+    loop {
+        let params = json!({"message": {"messageId": uuid(), "role": "ROLE_USER",
+            "parts": [{"text": "hello"}]}});
+        let reply = call(&urls[0], ALICE, "SendMessage", params).await;
+        if reply["result"]["task"].is_object() {
+            break;
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(20),
+            "not back: {reply}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut acknowledged, mut refused) = (Vec::new(), 0);
+    for worker in load {
+        let (tasks, no) = worker.await.unwrap();
+        acknowledged.extend(tasks);
+        refused += no;
+    }
+    assert!(refused > 0, "Redis was down and nothing was refused");
+    assert!(!acknowledged.is_empty());
+    for (n, id) in acknowledged.iter().enumerate() {
+        let read = get_task(&urls[n % 2], ALICE, id).await;
+        assert_eq!(
+            state(&read["result"]),
+            "TASK_STATE_COMPLETED",
+            "{id}: {read}"
+        );
+    }
+    eprintln!(
+        "{} acknowledged, all kept; {refused} refused while Redis was down",
+        acknowledged.len()
+    );
+}
+
+fn working(id: &str, text_bytes: usize) -> Task {
+    let mut task: Task = serde_json::from_value(json!({
+        "id": id, "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}
+    }))
+    .unwrap();
+    task.metadata = Some([("pad".to_owned(), json!("x".repeat(text_bytes)))].into());
+    task
+}
+
+/// In process, two replicas' stores on one Redis: a task whose lease lapsed is reaped by
+/// the other replica, and the first one's late write is refused; the store's bytes stay
+/// within their bound, and in Redis's memory too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_write_after_a_lapsed_lease_is_refused_and_the_bytes_stay_bounded() {
+    let Some(redis) = redis_server("fleet tests") else {
+        return;
+    };
+    let store = RedisStore::connect(&redis.url).unwrap();
+    let lease = Duration::from_millis(200);
+    let a = RedisTaskStore::new(&store).lease(lease);
+    let b = RedisTaskStore::new(&store).lease(lease);
+
+    // A creates the task (holding its lease) and then never renews it.
+    a.create(working("t-late", 10)).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let reaped = loop {
+        let task = b.get("t-late").await.unwrap().unwrap();
+        if task.status.state == TaskState::Failed {
+            break task;
+        }
+        assert!(Instant::now() < deadline, "never reaped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let metadata = reaped.status.message.unwrap().metadata.unwrap();
+    assert_eq!(metadata["error"]["reason"], "TASK_ABANDONED");
+    // A's late events: refused, whatever their state.
+    let mut late = working("t-late", 10);
+    late.status = TaskStatus {
+        state: TaskState::Completed,
+        message: None,
+        timestamp: None,
+    };
+    let refused = a.update(late).await.unwrap_err();
+    assert_eq!(refused.code, -32053);
+    assert!(format!("{:?}", refused.details).contains("TASK_LEASE_LAPSED"));
+    let refused = a.update(working("t-late", 10)).await.unwrap_err();
+    assert_eq!(refused.code, -32053);
+    let kept = b.get("t-late").await.unwrap().unwrap();
+    assert_eq!(kept.status.state, TaskState::Failed);
+    // Nor can it be cancelled.
+    assert_eq!(
+        b.begin_cancel("t-late").await.unwrap_err().code,
+        a2a::error_code::TASK_NOT_CANCELABLE
+    );
+
+    // The TTL: a task not written for it goes (swept by the reaper, and by writes).
+    let brief = RedisTaskStore::new(&store)
+        .prefix("brief:")
+        .ttl(Duration::from_millis(300));
+    brief.create(working("t-brief", 10)).await.unwrap();
+    assert!(brief.get("t-brief").await.unwrap().is_some());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while brief.get("t-brief").await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "never expired");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(brief.weighed_bytes().await.unwrap(), 0);
+
+    // Bounds: 512 KiB of tasks at most, whatever is written, small tasks or large; Redis's
+    // memory follows what they weigh.
+    let bound = 512 << 10;
+    for (prefix, tasks, pad) in [("small:", 6_000, 10), ("large:", 2_000, 2_000)] {
+        let bounded = RedisTaskStore::new(&store).prefix(prefix).max_bytes(bound);
+        let before = used_memory(&redis.url).await;
+        for n in 0..tasks {
+            bounded
+                .create(working(&format!("b-{n}"), pad))
+                .await
+                .unwrap();
+        }
+        let weighed = bounded.weighed_bytes().await.unwrap();
+        assert!(weighed <= bound && weighed > bound * 3 / 4, "{weighed}");
+        // The newest are kept, the oldest gone.
+        assert!(
+            bounded
+                .get(&format!("b-{}", tasks - 1))
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(bounded.get("b-0").await.unwrap().is_none());
+        let grown = used_memory(&redis.url).await.saturating_sub(before);
+        eprintln!("{prefix} {weighed} bytes weighed, Redis grew {grown} bytes");
+        assert!(grown <= bound + (64 << 10), "{prefix} {grown}");
+        // A task heavier than the bound: CONTENT_TOO_LARGE, and nothing written.
+        let big = bounded.create(working("big", 600 << 10)).await.unwrap_err();
+        assert_eq!(big.code, -32055);
+        assert!(bounded.get("big").await.unwrap().is_none());
+    }
+}
+
+/// Redis's `used_memory`, in bytes.
+async fn used_memory(url: &str) -> u64 {
+    let mut connection = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+type Events = futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>>;
+
+fn status(ctx: &a2a_server::ExecutorContext, state: TaskState) -> a2a::StreamResponse {
+    a2a::StreamResponse::StatusUpdate(a2a::TaskStatusUpdateEvent {
+        task_id: ctx.task_id.clone(),
+        context_id: ctx.context_id.clone(),
+        status: TaskStatus {
+            state,
+            message: None,
+            timestamp: None,
+        },
+        metadata: None,
+    })
+}
+
+/// An executor that says WORKING and then makes no event for as long as it is polled.
+struct Stalls;
+
+impl a2a_server::AgentExecutor for Stalls {
+    fn execute(&self, ctx: a2a_server::ExecutorContext) -> Events {
+        use futures_util::StreamExt;
+        futures_util::stream::iter([Ok(status(&ctx, TaskState::Working))])
+            .chain(futures_util::stream::pending())
+            .boxed()
+    }
+
+    fn cancel(&self, _: a2a_server::ExecutorContext) -> Events {
+        Box::pin(futures_util::stream::empty())
+    }
+}
+
+/// An executor that completes at once.
+struct Completes;
+
+impl a2a_server::AgentExecutor for Completes {
+    fn execute(&self, ctx: a2a_server::ExecutorContext) -> Events {
+        Box::pin(futures_util::stream::iter([Ok(status(
+            &ctx,
+            TaskState::Completed,
+        ))]))
+    }
+
+    fn cancel(&self, _: a2a_server::ExecutorContext) -> Events {
+        Box::pin(futures_util::stream::empty())
+    }
+}
+
+/// A bridge on `tasks` (shared, leased) over `executor`, served on loopback.
+async fn shared_bridge(tasks: RedisTaskStore, executor: impl a2a_server::AgentExecutor) -> String {
+    let executor = a2a_error::sdk::Guarded::leased(executor, tasks.clone());
+    let handler = a2a_server::DefaultRequestHandler::new(executor, tasks.clone());
+    let bridge = a2a_error::sdk::Bridge::new(handler).shared_tasks(tasks);
+    crate::common::serve(bridge.router()).await
+}
+
+/// An execution that stalls past the store's stall limit loses its lease while it still
+/// runs: the task ends FAILED (TASK_ABANDONED), the caller waiting on it is told so, and the
+/// execution is stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_execution_stalled_past_its_limit_ends_failed_and_is_stopped() {
+    let Some(redis) = redis_server("fleet tests") else {
+        return;
+    };
+    let store = RedisStore::connect(&redis.url).unwrap();
+    let tasks = RedisTaskStore::new(&store)
+        .lease(Duration::from_millis(300))
+        .stall_limit(Duration::from_millis(300));
+    let url = shared_bridge(tasks.clone(), Stalls).await;
+    let params = json!({"message": {"messageId": uuid(), "role": "ROLE_USER",
+        "parts": [{"text": "anything"}]}});
+    let asked = Instant::now();
+    let reply = call(&url, ALICE, "SendMessage", params).await;
+    assert_eq!(reply["error"]["code"], -32053, "{reply}");
+    assert_eq!(
+        reply["error"]["data"][0]["reason"], "TASK_ABANDONED",
+        "{reply}"
+    );
+    assert!(asked.elapsed() < Duration::from_secs(10));
+    let listed = call(&url, ALICE, "ListTasks", json!({})).await;
+    let task = &listed["result"]["tasks"][0];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut read = get_task(&url, ALICE, task["id"].as_str().unwrap()).await;
+    while state(&read["result"]) != "TASK_STATE_FAILED" {
+        assert!(Instant::now() < deadline, "{read}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        read = get_task(&url, ALICE, task["id"].as_str().unwrap()).await;
+    }
+    let cause = &read["result"]["status"]["message"]["metadata"]["error"];
+    assert_eq!(cause["reason"], "TASK_ABANDONED", "{read}");
+}
+
+/// Each caller's tasks are bounded on their own: one caller writing past its bound loses
+/// its own oldest tasks, never another's; hostile task ids are no task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_tasks_are_bounded_on_their_own_and_hostile_ids_are_no_task() {
+    let Some(redis) = redis_server("fleet tests") else {
+        return;
+    };
+    let store = RedisStore::connect(&redis.url).unwrap();
+    let tasks = RedisTaskStore::new(&store).max_scope_bytes(32 << 10);
+    let url = shared_bridge(tasks.clone(), Completes).await;
+    let send = |caller: &'static str| {
+        let url = url.clone();
+        async move {
+            let params = json!({"message": {"messageId": uuid(), "role": "ROLE_USER",
+                "parts": [{"text": "hello"}]}});
+            call(&url, caller, "SendMessage", params).await["result"]["task"]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    let bobs = send(BOB).await;
+    let first = send(ALICE).await;
+    for _ in 0..100 {
+        send(ALICE).await;
+    }
+    let listed = call(&url, ALICE, "ListTasks", json!({"pageSize": 100})).await;
+    let total = listed["result"]["totalSize"].as_u64().unwrap();
+    assert!((5..100).contains(&total), "{total}");
+    assert_eq!(get_task(&url, ALICE, &first).await["error"]["code"], -32001);
+    let kept = get_task(&url, BOB, &bobs).await;
+    assert_eq!(kept["result"]["id"], bobs.as_str(), "{kept}");
+    // Ids no task has, however long or strange: TASK_NOT_FOUND.
+    for id in ["x".repeat(100_000), "*".to_owned(), "t:\u{0}".to_owned()] {
+        let read = get_task(&url, ALICE, &id).await;
+        assert_eq!(read["error"]["code"], -32001, "{read}");
+    }
+}
+
+/// Push configs live with their task: saved only for a task the store has, at most 50,
+/// counted in its weight, read by every replica, and gone when the task goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_configs_are_shared_bounded_and_go_with_their_task() {
+    use a2a_server::PushConfigStore;
+    let Some(redis) = redis_server("fleet tests") else {
+        return;
+    };
+    let store = RedisStore::connect(&redis.url).unwrap();
+    let (a, b) = (RedisTaskStore::new(&store), RedisTaskStore::new(&store));
+    let config = |task: &str, id: &str| -> a2a::TaskPushNotificationConfig {
+        serde_json::from_value(json!({"url": "https://example.com/hook", "taskId": task, "id": id}))
+            .unwrap()
+    };
+    let missing = a
+        .push_configs()
+        .save(config("nope", "c"))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, a2a::error_code::TASK_NOT_FOUND);
+
+    a.create(working("t-push", 10)).await.unwrap();
+    let before = a.weighed_bytes().await.unwrap();
+    a.push_configs()
+        .save(config("t-push", "c-1"))
+        .await
+        .unwrap();
+    assert!(a.weighed_bytes().await.unwrap() > before);
+    // Read on the other replica.
+    let read = b.push_configs().get("t-push", "c-1").await.unwrap();
+    assert_eq!(read.url, "https://example.com/hook");
+    for n in 2..=50 {
+        a.push_configs()
+            .save(config("t-push", &format!("c-{n}")))
+            .await
+            .unwrap();
+    }
+    let too_many = a
+        .push_configs()
+        .save(config("t-push", "c-51"))
+        .await
+        .unwrap_err();
+    assert_eq!(too_many.code, a2a::error_code::INVALID_PARAMS);
+    // Saving one again replaces it.
+    a.push_configs()
+        .save(config("t-push", "c-50"))
+        .await
+        .unwrap();
+    assert_eq!(b.push_configs().list("t-push").await.unwrap().len(), 50);
+    b.push_configs().delete("t-push", "c-1").await.unwrap();
+    assert_eq!(a.push_configs().list("t-push").await.unwrap().len(), 49);
+    let gone = a.push_configs().get("t-push", "c-1").await.unwrap_err();
+    assert_eq!(gone.code, a2a::error_code::TASK_NOT_FOUND);
+    b.push_configs().delete_all("t-push").await.unwrap();
+    assert!(a.push_configs().list("t-push").await.unwrap().is_empty());
+    // Every config's weight went with it.
+    assert_eq!(a.weighed_bytes().await.unwrap(), before);
+}
