@@ -104,6 +104,18 @@ async fn a_task_sent_to_one_replica_is_read_listed_followed_and_cancelled_on_the
     });
     let read = get_task(b, ALICE, &id).await;
     assert_eq!(read["result"]["id"], id.as_str(), "{read}");
+    // Over HTTP+JSON too.
+    let rest: Value = reqwest::Client::new()
+        .get(format!("{b}/tasks/{id}"))
+        .header("authorization", ALICE)
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rest["id"], id.as_str(), "{rest}");
     let listed = call(c, ALICE, "ListTasks", json!({})).await;
     let ids: Vec<&str> = listed["result"]["tasks"]
         .as_array()
@@ -253,6 +265,12 @@ async fn redis_crashing_under_load_fails_closed_and_loses_no_acknowledged_task()
             (acknowledged, refused)
         }));
     }
+    // Frozen (its connections open, nothing answered), then thawed; then crashed, and
+    // started again from its append-only file.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    redis.pause();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    redis.resume();
     tokio::time::sleep(Duration::from_millis(700)).await;
     redis.stop();
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -290,10 +308,51 @@ async fn redis_crashing_under_load_fails_closed_and_loses_no_acknowledged_task()
             "{id}: {read}"
         );
     }
+    // No task is left unfinished: those whose completion Redis missed end FAILED once
+    // their lease (1 s) lapses, within 2 s more.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let unfinished = loop {
+        let unfinished = unfinished_tasks(&urls[1], ALICE).await;
+        if unfinished.is_empty() || Instant::now() > deadline {
+            break unfinished;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(unfinished.is_empty(), "left unfinished: {unfinished:?}");
     eprintln!(
         "{} acknowledged, all kept; {refused} refused while Redis was down",
         acknowledged.len()
     );
+}
+
+/// The ids and states of `caller`'s tasks that are not in a terminal state, every page read.
+async fn unfinished_tasks(url: &str, caller: &str) -> Vec<(String, String)> {
+    let (mut unfinished, mut token) = (Vec::new(), String::new());
+    loop {
+        let page = call(
+            url,
+            caller,
+            "ListTasks",
+            json!({"pageSize": 100, "pageToken": token}),
+        )
+        .await;
+        for task in page["result"]["tasks"].as_array().into_iter().flatten() {
+            let state = state(task);
+            if !matches!(
+                state,
+                "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_CANCELED"
+            ) {
+                unfinished.push((task["id"].as_str().unwrap().to_owned(), state.to_owned()));
+            }
+        }
+        token = page["result"]["nextPageToken"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if token.is_empty() {
+            return unfinished;
+        }
+    }
 }
 
 fn working(id: &str, text_bytes: usize) -> Task {
