@@ -19,6 +19,8 @@
 //! | `a2a.retry.budget_exhausted` | counter: retries the retry budget refused | `agent` (or `dependency`) |
 //! | `a2a.server.shed` | counter: requests refused at a limit on handlers at once (`max_concurrent`, `adaptive_concurrency`, the bridge's gRPC `max_in_flight`) | |
 //! | `a2a.server.rate_limited` | counter: requests refused at their caller's rate limit (`RateLimiter`) | |
+//! | `a2a.tasks.abandoned` | counter: shared tasks this replica's reaper ended FAILED because their lease lapsed (`RedisTaskStore`) | |
+//! | `a2a.tasks.leases_lost` | counter: executions this replica stopped because their task's lease was lost | |
 //! | `a2a.hedges` | counter | `agent`, `rpc.method` |
 //! | `a2a.dependency.calls` | counter | `dependency`, `outcome`, `error.type`, `http.response.status_code` |
 //! | `a2a.dependency.call.duration` | histogram, seconds | `dependency`, `outcome` |
@@ -653,6 +655,18 @@ pub(crate) fn server_failed(span: &tracing::Span, code: i32, reason: &str) {
 #[cfg(feature = "sdk")]
 pub(crate) fn rate_limited() {
     metrics::counter!("a2a.server.rate_limited").increment(1);
+}
+
+/// A shared task whose lease lapsed was ended FAILED by this replica.
+#[cfg(all(feature = "sdk", feature = "redis"))]
+pub(crate) fn task_abandoned() {
+    metrics::counter!("a2a.tasks.abandoned").increment(1);
+}
+
+/// This replica stopped an execution whose task's lease it lost.
+#[cfg(all(feature = "sdk", feature = "redis"))]
+pub(crate) fn lease_lost() {
+    metrics::counter!("a2a.tasks.leases_lost").increment(1);
 }
 
 /// A request was refused by an endpoint at its concurrency limit (shed).

@@ -223,6 +223,14 @@ async fn a_task_whose_replica_is_killed_ends_failed_within_the_lease_and_two_sec
     assert_eq!(events[0]["result"]["task"]["id"], id.as_str(), "{events:?}");
     let last = &events.last().unwrap()["result"]["statusUpdate"];
     assert_eq!(state(last), "TASK_STATE_FAILED", "{events:?}");
+    // The replica that ended it says so in its metrics.
+    let metrics = crate::common::requests::get_text(&format!("{b}/metrics")).await;
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line.starts_with("a2a_tasks_abandoned 1")),
+        "{metrics}"
+    );
     drop((a_process, b_process));
 }
 

@@ -242,6 +242,7 @@ impl RedisTaskStore {
             task.status.timestamp = Some(chrono::Utc::now());
             match self.write(&task, Mode::Reap, Some(version)).await? {
                 Written::Version(_) => {
+                    crate::observe::task_abandoned();
                     tracing::warn!(task = id, "a task's lease lapsed: it ended FAILED");
                     return Ok(());
                 }
@@ -295,7 +296,10 @@ pub(crate) fn leased(store: RedisTaskStore, task: String, events: Events) -> Eve
         let item = tokio::select! {
             biased;
             why = held.lost() => match why {
-                Lost::Lapsed => Some(Err(crate::sdk::to_sdk(&Abandoned::Lapsed))),
+                Lost::Lapsed => {
+                    crate::observe::lease_lost();
+                    Some(Err(crate::sdk::to_sdk(&Abandoned::Lapsed)))
+                }
                 // Ended by a write elsewhere: what the store holds is the answer.
                 Lost::Ended => None,
             },
