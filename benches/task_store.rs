@@ -127,26 +127,6 @@ fn served(runtime: &tokio::runtime::Runtime, bridge: Bridge<DefaultRequestHandle
     })
 }
 
-/// Redis's `used_memory`.
-fn used_memory(runtime: &tokio::runtime::Runtime, url: &str) -> u64 {
-    runtime.block_on(async {
-        let mut connection = redis::Client::open(url)
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let info: String = redis::cmd("INFO")
-            .arg("memory")
-            .query_async(&mut connection)
-            .await
-            .unwrap();
-        info.lines()
-            .find_map(|line| line.strip_prefix("used_memory:"))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap()
-    })
-}
-
 fn send_message(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -195,9 +175,9 @@ fn send_message(c: &mut Criterion) {
             RedisTaskStore::new(&RedisStore::connect(&redis.url).unwrap()).prefix("measure:")
         });
         let handler = redis_handler(&store);
-        let before = used_memory(&runtime, &redis.url);
+        let before = redis.used_memory().unwrap();
         direct(&runtime, &handler, 10_000);
-        let grown = used_memory(&runtime, &redis.url).saturating_sub(before);
+        let grown = redis.used_memory().unwrap().saturating_sub(before);
         let weighed = runtime.block_on(store.weighed_bytes()).unwrap();
         println!(
             "Redis memory per task: {} bytes (weighed at {} bytes)",

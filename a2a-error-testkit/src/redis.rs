@@ -84,6 +84,32 @@ impl RedisServer {
         Ok(server)
     }
 
+    /// Its `used_memory` (`INFO memory`): the bytes its allocator holds, to check that what a
+    /// store writes stays within the store's bound in Redis too.
+    pub fn used_memory(&self) -> std::io::Result<u64> {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nmemory\r\n")?;
+        let mut reader = BufReader::new(stream);
+        // A bulk string: `$LEN\r\n`, then LEN bytes.
+        let mut head = String::new();
+        reader.read_line(&mut head)?;
+        let invalid = || std::io::Error::other("not an INFO reply");
+        let len: usize = head
+            .trim()
+            .strip_prefix('$')
+            .and_then(|len| len.parse().ok())
+            .ok_or_else(invalid)?;
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body)?;
+        String::from_utf8_lossy(&body)
+            .lines()
+            .find_map(|line| line.strip_prefix("used_memory:"))
+            .and_then(|bytes| bytes.trim().parse().ok())
+            .ok_or_else(invalid)
+    }
+
     /// Freezes it (SIGSTOP): connections stay open, commands queue unanswered.
     pub fn pause(&self) {
         self.signal("-STOP");

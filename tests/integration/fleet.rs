@@ -436,7 +436,7 @@ async fn a_late_write_after_a_lapsed_lease_is_refused_and_the_bytes_stay_bounded
     let bound = 512 << 10;
     for (prefix, tasks, pad) in [("small:", 6_000, 10), ("large:", 2_000, 2_000)] {
         let bounded = RedisTaskStore::new(&store).prefix(prefix).max_bytes(bound);
-        let before = used_memory(&redis.url).await;
+        let before = redis.used_memory().unwrap();
         for n in 0..tasks {
             bounded
                 .create(working(&format!("b-{n}"), pad))
@@ -454,7 +454,7 @@ async fn a_late_write_after_a_lapsed_lease_is_refused_and_the_bytes_stay_bounded
                 .is_some()
         );
         assert!(bounded.get("b-0").await.unwrap().is_none());
-        let grown = used_memory(&redis.url).await.saturating_sub(before);
+        let grown = redis.used_memory().unwrap().saturating_sub(before);
         eprintln!("{prefix} {weighed} bytes weighed, Redis grew {grown} bytes");
         assert!(grown <= bound + (64 << 10), "{prefix} {grown}");
         // A task heavier than the bound: CONTENT_TOO_LARGE, and nothing written.
@@ -462,26 +462,6 @@ async fn a_late_write_after_a_lapsed_lease_is_refused_and_the_bytes_stay_bounded
         assert_eq!(big.code, -32055);
         assert!(bounded.get("big").await.unwrap().is_none());
     }
-}
-
-/// Redis's `used_memory`, in bytes.
-async fn used_memory(url: &str) -> u64 {
-    let mut connection = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query_async(&mut connection)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("used_memory:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 type Events = futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>>;

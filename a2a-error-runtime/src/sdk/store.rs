@@ -46,8 +46,6 @@ impl std::fmt::Debug for MemoryTaskStore {
 
 /// How long a task stays after its last write.
 const TASK_TTL: Duration = Duration::from_secs(3600);
-/// The most tasks one ListTasks page holds.
-const MAX_PAGE: usize = 100;
 /// The least a task weighs (with its share of the map).
 const TASK_FLOOR: u64 = 256;
 
@@ -103,6 +101,60 @@ pub(super) fn listed(req: &ListTasksRequest, task: &Task) -> bool {
         && req
             .status_timestamp_after
             .is_none_or(|after| task.status.timestamp.is_some_and(|at| at > after))
+}
+
+/// A page of ListTasks by offset, the page token being the offset of the next page (the
+/// SDK's own stores page so): the page's range of `total` tasks in id order.
+pub(super) struct OffsetPage {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    size: usize,
+    total: usize,
+}
+
+impl OffsetPage {
+    /// The page `req` asks for (the SDK's page sizes: 50 when none is asked, 100 at most).
+    pub(super) fn of(req: &ListTasksRequest, total: usize) -> Result<OffsetPage, A2AError> {
+        let size = a2a_server::pagination::resolve_page_size(req.page_size);
+        let start = match &req.page_token {
+            Some(token) if !token.is_empty() => token
+                .parse::<usize>()
+                .map_err(|_| A2AError::invalid_params("invalid page token"))?,
+            _ => 0,
+        };
+        let start = start.min(total);
+        let end = start.saturating_add(size).min(total);
+        Ok(OffsetPage {
+            start,
+            end,
+            size,
+            total,
+        })
+    }
+
+    /// The reply with the page's `tasks`.
+    pub(super) fn reply(&self, tasks: Vec<Task>) -> ListTasksResponse {
+        ListTasksResponse {
+            tasks,
+            next_page_token: if self.end < self.total {
+                self.end.to_string()
+            } else {
+                String::new()
+            },
+            page_size: i32::try_from(self.size).unwrap_or(i32::MAX),
+            total_size: i32::try_from(self.total).unwrap_or(i32::MAX),
+        }
+    }
+}
+
+/// Keeps the last `length` messages of the task's history (none for 0 or less), as the
+/// SDK's handler does.
+pub(super) fn keep_history(task: &mut Task, length: Option<i32>) {
+    if let (Some(length), Some(history)) = (length, task.history.as_mut()) {
+        let keep = usize::try_from(length).unwrap_or(0);
+        let drop = history.len().saturating_sub(keep);
+        history.drain(..drop);
+    }
 }
 
 impl MemoryTaskStore {
@@ -196,42 +248,16 @@ impl TaskStore for MemoryTaskStore {
             .filter(|task| listed(req, task))
             .collect();
         tasks.sort_by(|a, b| a.id.cmp(&b.id));
-        let page_size = req
-            .page_size
-            .and_then(|size| usize::try_from(size).ok())
-            .filter(|size| *size > 0)
-            .map_or(MAX_PAGE, |size| size.min(MAX_PAGE));
-        let start = match &req.page_token {
-            Some(token) if !token.is_empty() => token
-                .parse::<usize>()
-                .map_err(|_| A2AError::invalid_params("invalid page token"))?,
-            _ => 0,
-        };
-        let total = tasks.len();
-        let start = start.min(total);
-        let end = start.saturating_add(page_size).min(total);
-        let keep = req.history_length.map(|n| usize::try_from(n).unwrap_or(0));
-        let page = tasks[start..end]
+        let page = OffsetPage::of(req, tasks.len())?;
+        let listed = tasks[page.start..page.end]
             .iter()
             .map(|task| {
                 let mut task = (**task).clone();
-                if let (Some(keep), Some(history)) = (keep, task.history.as_mut()) {
-                    let drop = history.len().saturating_sub(keep);
-                    history.drain(..drop);
-                }
+                keep_history(&mut task, req.history_length);
                 task
             })
             .collect();
-        Ok(ListTasksResponse {
-            tasks: page,
-            next_page_token: if end < total {
-                end.to_string()
-            } else {
-                String::new()
-            },
-            page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
-            total_size: i32::try_from(total).unwrap_or(i32::MAX),
-        })
+        Ok(page.reply(listed))
     }
 
     async fn begin_cancel(&self, task_id: &str) -> Result<Task, A2AError> {

@@ -188,24 +188,20 @@ impl RedisTaskStore {
         }
         let reaper = Arc::clone(reaper);
         runtime.spawn(async move {
-            loop {
-                let target = reaper
+            // Each round reads the store as configured now; it ends with the last clone.
+            let target = || {
+                reaper
                     .target
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .upgrade();
-                // Every clone of the store is gone.
-                let Some(inner) = target else { return };
+                    .upgrade()
+            };
+            while let Some(inner) = target() {
                 let every =
                     (inner.lease / 5).clamp(Duration::from_millis(50), Duration::from_secs(1));
                 drop(inner);
                 tokio::time::sleep(every).await;
-                let target = reaper
-                    .target
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .upgrade();
-                let Some(inner) = target else { return };
+                let Some(inner) = target() else { return };
                 RedisTaskStore { inner }.reap().await;
             }
         });

@@ -414,17 +414,11 @@ impl RedisTaskStore {
         expected: Option<TaskVersion>,
     ) -> Result<Written, A2AError> {
         let (json, weight) = self.encode(task)?;
-        let state = &task.status.state;
         let expected = expected.map(|v| v.to_string()).unwrap_or_default();
         let [max, max_scope, ttl] = self.bounds();
         let code: i64 = self
             .run(&self.inner.scripts.write, |call| {
-                call.arg(&task.id)
-                    .arg(&json)
-                    .arg(weight)
-                    .arg(state_name(state))
-                    .arg(if state.is_terminal() { "1" } else { "0" })
-                    .arg(now_ms())
+                task_args(call, task, &json, weight)
                     .arg(&self.inner.replica)
                     .arg(mode.arg())
                     .arg(&expected)
@@ -522,7 +516,7 @@ impl RedisTaskStore {
                     if req.include_artifacts == Some(false) {
                         task.artifacts = None;
                     }
-                    keep_history(&mut task, req.history_length);
+                    super::store::keep_history(&mut task, req.history_length);
                     page.push(task);
                 } else if next_page_token.is_empty() {
                     next_page_token = page
@@ -541,14 +535,21 @@ impl RedisTaskStore {
     }
 }
 
-/// Keeps the last `length` messages of the task's history (none for 0 or less), as the
-/// SDK's handler does.
-fn keep_history(task: &mut Task, length: Option<i32>) {
-    if let (Some(length), Some(history)) = (length, task.history.as_mut()) {
-        let keep = usize::try_from(length).unwrap_or(0);
-        let drop = history.len().saturating_sub(keep);
-        history.drain(..drop);
-    }
+/// The arguments every write of a task starts with: its id, JSON, weight, state, whether
+/// that state is terminal, and now.
+fn task_args<'c, 'a>(
+    call: &'c mut redis::ScriptInvocation<'a>,
+    task: &Task,
+    json: &str,
+    weight: u64,
+) -> &'c mut redis::ScriptInvocation<'a> {
+    let state = &task.status.state;
+    call.arg(&task.id)
+        .arg(json)
+        .arg(weight)
+        .arg(state_name(state))
+        .arg(if state.is_terminal() { "1" } else { "0" })
+        .arg(now_ms())
 }
 
 /// A task as Redis keeps it.
@@ -575,16 +576,10 @@ impl TaskStore for RedisTaskStore {
         let scope = CREATOR
             .try_with(|scope| scope_hex(*scope))
             .unwrap_or_default();
-        let state = &task.status.state;
         let [max, max_scope, ttl] = self.bounds();
         let created: i64 = self
             .run(&self.inner.scripts.create, |call| {
-                call.arg(&task.id)
-                    .arg(&json)
-                    .arg(weight)
-                    .arg(state_name(state))
-                    .arg(if state.is_terminal() { "1" } else { "0" })
-                    .arg(now_ms())
+                task_args(call, &task, &json, weight)
                     .arg(&scope)
                     .arg(&self.inner.replica)
                     .arg(millis(self.inner.lease))
@@ -626,9 +621,10 @@ impl TaskStore for RedisTaskStore {
         Ok(self.read(task_id).await?.map(|(task, _)| task))
     }
 
-    /// Every task of the store, as the SDK's handler lists them when it is served without
-    /// the bridge (the bridge lists a caller's own, [`RedisTaskStore`]'s scope sets): in id
-    /// order, paged by offset, at most 100 tasks read.
+    /// The tasks of the store, as the SDK's handler lists them when it is served without
+    /// the bridge (the bridge lists a caller's own, from their scope's set): in id order,
+    /// paged by offset over every task, the request's filters applied to each page's tasks
+    /// (at most 100 read a call, however many the store holds).
     async fn list(&self, req: &ListTasksRequest) -> Result<ListTasksResponse, A2AError> {
         let mut connection = self.inner.store.connection();
         let mut ids: Vec<String> = self
@@ -641,34 +637,17 @@ impl TaskStore for RedisTaskStore {
             )
             .await?;
         ids.sort_unstable();
-        let page_size = a2a_server::pagination::resolve_page_size(req.page_size);
-        let start = match &req.page_token {
-            Some(token) if !token.is_empty() => token
-                .parse::<usize>()
-                .map_err(|_| A2AError::invalid_params("invalid page token"))?,
-            _ => 0,
-        };
-        let total = ids.len();
-        let start = start.min(total);
-        let end = start.saturating_add(page_size).min(total);
+        let page = super::store::OffsetPage::of(req, ids.len())?;
         let mut tasks = Vec::new();
-        for id in &ids[start..end] {
-            if let Some((task, _)) = self.read(id).await?
+        for id in &ids[page.start..page.end] {
+            if let Some((mut task, _)) = self.read(id).await?
                 && super::store::listed(req, &task)
             {
+                super::store::keep_history(&mut task, req.history_length);
                 tasks.push(task);
             }
         }
-        Ok(ListTasksResponse {
-            tasks,
-            next_page_token: if end < total {
-                end.to_string()
-            } else {
-                String::new()
-            },
-            page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
-            total_size: i32::try_from(total).unwrap_or(i32::MAX),
-        })
+        Ok(page.reply(tasks))
     }
 
     /// Read, changed to CANCELED and written only if the version did not move (else read
