@@ -652,3 +652,79 @@ async fn push_configs_are_shared_bounded_and_go_with_their_task() {
     // Every config's weight went with it.
     assert_eq!(a.weighed_bytes().await.unwrap(), before);
 }
+
+/// Starts a task as `caller` on `url`, answered at once: its id.
+async fn started_id(url: &str, caller: &str) -> String {
+    let params = json!({
+        "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "wait"}]},
+        "configuration": {"returnImmediately": true}
+    });
+    let reply = call(url, caller, "SendMessage", params).await;
+    reply["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{reply}"))
+        .to_owned()
+}
+
+/// Opens SubscribeToTask `id` on `url` and reads its first event: the open stream, or the
+/// refusal.
+async fn open_follow(url: &str, caller: &str, id: &str) -> Result<reqwest::Response, Value> {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "SubscribeToTask", "params": {"id": id}});
+    let mut response = reqwest::Client::new()
+        .post(format!("{url}/"))
+        .header("authorization", caller)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let first = response.chunk().await.unwrap().unwrap_or_default();
+    let text = String::from_utf8_lossy(&first);
+    match serde_json::from_str::<Value>(&text) {
+        Ok(refusal) => Err(refusal),
+        Err(_) => {
+            assert!(text.starts_with("data:"), "{text}");
+            Ok(response)
+        }
+    }
+}
+
+/// Following a task another replica runs takes a Redis connection: one caller gets at most
+/// 16 at once, so that it cannot take every replica's 256, and gets one again as one ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_caller_cannot_take_every_follower() {
+    let Some(redis) = redis_server("fleet tests") else {
+        return;
+    };
+    let store = RedisStore::connect(&redis.url).unwrap();
+    // Two replicas in one process: A runs the tasks (they stay WORKING), B follows them.
+    let a = shared_bridge(RedisTaskStore::new(&store), Stalls).await;
+    let b = shared_bridge(RedisTaskStore::new(&store), Stalls).await;
+    let alices = started_id(&a, ALICE).await;
+    let bobs = started_id(&a, BOB).await;
+
+    let mut open = Vec::new();
+    for _ in 0..16 {
+        open.push(open_follow(&b, ALICE, &alices).await.unwrap());
+    }
+    let refused = open_follow(&b, ALICE, &alices).await.unwrap_err();
+    assert_eq!(refused["error"]["code"], -32053, "{refused}");
+    assert_eq!(
+        refused["error"]["data"][0]["reason"], "TASK_STORE_UNAVAILABLE",
+        "{refused}"
+    );
+    // Another caller still follows.
+    let _bobs = open_follow(&b, BOB, &bobs).await.unwrap();
+    // One of Alice's ends: she may follow again.
+    drop(open.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match open_follow(&b, ALICE, &alices).await {
+            Ok(_) => break,
+            Err(refused) => {
+                assert!(Instant::now() < deadline, "{refused}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

@@ -277,7 +277,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
                 let id = req.id.clone();
                 match self.inner.subscribe_to_task(params, req).await {
                     Err(error) if error.code == a2a::error_code::TASK_NOT_FOUND => {
-                        super::shared::follow(store, &id).await
+                        super::shared::follow(store, scope_of(params), &id).await
                     }
                     other => other,
                 }

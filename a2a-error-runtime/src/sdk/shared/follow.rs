@@ -9,7 +9,8 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 
 use super::lease::status_event;
-use super::{RedisTaskStore, SharedTaskError, UNAVAILABLE_RETRY};
+use super::{MAX_FOLLOWERS_PER_SCOPE, RedisTaskStore, SharedTaskError, UNAVAILABLE_RETRY};
+use crate::sdk::owners::ScopeKey;
 
 type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
 
@@ -21,13 +22,19 @@ const READ_EVERY: Duration = Duration::from_secs(1);
 /// and artifact updates, ending with its terminal state (or when its execution ends in an
 /// interrupted state, as the SDK's own stream does). A task already terminal is
 /// UNSUPPORTED_OPERATION, as the SDK answers; a Redis that stops answering ends the stream
-/// with TASK_STORE_UNAVAILABLE.
-pub(crate) async fn follow(store: &RedisTaskStore, id: &str) -> Result<Events, A2AError> {
+/// with TASK_STORE_UNAVAILABLE. At most 16 followers a caller `scope` and 256 in all: past
+/// either, AGENT_UNAVAILABLE.
+pub(crate) async fn follow(
+    store: &RedisTaskStore,
+    scope: ScopeKey,
+    id: &str,
+) -> Result<Events, A2AError> {
     let unavailable = || {
         crate::sdk::to_sdk(&SharedTaskError::Unavailable {
             retry_after: UNAVAILABLE_RETRY,
         })
     };
+    let slot = Slot::take(store, scope).ok_or_else(unavailable)?;
     let permit = std::sync::Arc::clone(&store.inner.followers)
         .try_acquire_owned()
         .map_err(|_| unavailable())?;
@@ -66,7 +73,7 @@ pub(crate) async fn follow(store: &RedisTaskStore, id: &str) -> Result<Events, A
         version,
         queue: VecDeque::from([Ok(StreamResponse::Task(task))]),
         done: waiting,
-        _permit: permit,
+        _permit: (permit, slot),
     };
     Ok(futures_util::stream::unfold(state, |mut state| async move {
         loop {
@@ -96,7 +103,43 @@ struct Following {
     version: u64,
     queue: VecDeque<Result<StreamResponse, A2AError>>,
     done: bool,
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    _permit: (tokio::sync::OwnedSemaphorePermit, Slot),
+}
+
+/// One of a scope's follower slots, given back when dropped.
+struct Slot {
+    counts: Counts,
+    scope: ScopeKey,
+}
+
+type Counts = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<ScopeKey, usize>>>;
+
+impl Slot {
+    /// A slot of `scope`'s, if it has fewer than [`MAX_FOLLOWERS_PER_SCOPE`].
+    fn take(store: &RedisTaskStore, scope: ScopeKey) -> Option<Slot> {
+        let counts = std::sync::Arc::clone(&store.inner.followers_by_scope);
+        {
+            let mut held = counts.lock().unwrap_or_else(|p| p.into_inner());
+            let count = held.entry(scope).or_default();
+            if *count >= MAX_FOLLOWERS_PER_SCOPE {
+                return None;
+            }
+            *count += 1;
+        }
+        Some(Slot { counts, scope })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut held = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = held.get_mut(&self.scope) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.scope);
+            }
+        }
+    }
 }
 
 impl Following {

@@ -100,6 +100,8 @@ const MAX_ID_BYTES: usize = 256;
 /// The most followers (SubscribeToTask on a replica that does not run the task) at once,
 /// each a Redis connection of its own: past it, AGENT_UNAVAILABLE.
 const MAX_FOLLOWERS: usize = 256;
+/// The most followers one caller scope has at once, so that one caller cannot take them all.
+const MAX_FOLLOWERS_PER_SCOPE: usize = 16;
 /// The most created tasks remembered as leased here before their execution starts.
 const MAX_FRESH: usize = 4096;
 /// How many tasks one read fetches.
@@ -130,6 +132,8 @@ struct Inner {
     /// their first take is skipped (one round trip less on every SendMessage).
     fresh: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     followers: Arc<tokio::sync::Semaphore>,
+    /// How many followers each scope has now (at most [`MAX_FOLLOWERS_PER_SCOPE`]).
+    followers_by_scope: Arc<std::sync::Mutex<std::collections::HashMap<ScopeKey, usize>>>,
 }
 
 /// The reaper of lapsed leases, one per store and its clones: started once, it reads the
@@ -278,6 +282,7 @@ impl RedisTaskStore {
                 reaper: Arc::default(),
                 fresh: Arc::default(),
                 followers: Arc::new(tokio::sync::Semaphore::new(MAX_FOLLOWERS)),
+                followers_by_scope: Arc::default(),
             }),
         };
         *tasks
