@@ -257,11 +257,7 @@ impl Run {
     /// The terminal event of a task whose work had started when it failed.
     fn failed_event(&self, error: &A2AError) -> StreamResponse {
         let public = crate::sdk::error::public(error);
-        let mut status = failed_task_status(&public);
-        if let Some(message) = &mut status.message {
-            message.task_id = Some(self.task_id.clone());
-            message.context_id = Some(self.context_id.clone());
-        }
+        let status = failed_status_of(&public, &self.task_id, &self.context_id);
         let object = serde_json::to_value(public.to_error_object()).unwrap_or_default();
         StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: self.task_id.clone(),
@@ -328,6 +324,16 @@ pub(super) fn failed_task_status(public: &RemoteError) -> TaskStatus {
         message: Some(message),
         timestamp: None,
     }
+}
+
+/// [`failed_task_status`] of task `task` in context `context`, its message naming them.
+pub(super) fn failed_status_of(public: &RemoteError, task: &str, context: &str) -> TaskStatus {
+    let mut status = failed_task_status(public);
+    if let Some(message) = &mut status.message {
+        message.task_id = Some(task.to_owned());
+        message.context_id = Some(context.to_owned());
+    }
+    status
 }
 
 /// The deadline the bridge's endpoint put in the service params, if any.

@@ -4,12 +4,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use a2a::{A2AError, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState};
+use a2a::{
+    A2AError, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent,
+};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 
-use super::lease::status_event;
-use super::{MAX_FOLLOWERS_PER_SCOPE, RedisTaskStore, SharedTaskError, UNAVAILABLE_RETRY};
+use super::{MAX_FOLLOWERS_PER_SCOPE, RedisTaskStore, unavailable};
 use crate::sdk::owners::ScopeKey;
 
 type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
@@ -29,11 +30,6 @@ pub(crate) async fn follow(
     scope: ScopeKey,
     id: &str,
 ) -> Result<Events, A2AError> {
-    let unavailable = || {
-        crate::sdk::to_sdk(&SharedTaskError::Unavailable {
-            retry_after: UNAVAILABLE_RETRY,
-        })
-    };
     let slot = Slot::take(store, scope).ok_or_else(unavailable)?;
     let permit = std::sync::Arc::clone(&store.inner.followers)
         .try_acquire_owned()
@@ -191,7 +187,13 @@ impl Following {
             )));
         }
         if task.status != self.last.status {
-            self.queue.push_back(Ok(status_event(task)));
+            self.queue
+                .push_back(Ok(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    status: task.status.clone(),
+                    metadata: None,
+                })));
         }
     }
 }

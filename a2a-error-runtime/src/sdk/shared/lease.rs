@@ -1,12 +1,11 @@
 //! Leases: the replica that runs a task holds its lease and renews it while the execution
 //! runs ([`Held`]); every replica's reaper ends FAILED the tasks whose lease lapsed.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use a2a::{A2AError, StreamResponse, TaskStatusUpdateEvent};
+use a2a::{A2AError, StreamResponse};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use tokio::sync::watch;
@@ -16,20 +15,6 @@ use crate::wire::error::A2aError;
 use crate::wire::remote::RemoteError;
 
 type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
-
-/// Why a task's lease lapsed, as the cause its FAILED status carries.
-#[derive(Clone, Debug, thiserror::Error, a2a_error_derive::A2aError)]
-#[a2a(crate = "crate", domain = "a2a-error", into_response = false)]
-pub(crate) enum Abandoned {
-    /// The replica running the task stopped renewing its lease.
-    #[error("the replica running this task stopped")]
-    #[a2a(
-        code = AGENT_UNAVAILABLE,
-        reason = "TASK_ABANDONED",
-        message = "The agent instance running this task stopped; send the message again"
-    )]
-    Lapsed,
-}
 
 /// The lease of one running task, held by this replica and renewed in the background until
 /// dropped (then given back). It is lost when a renewal fails for a whole lease, when the
@@ -234,7 +219,10 @@ impl RedisTaskStore {
             if task.status.state.is_terminal() {
                 return Ok(());
             }
-            task.status = failed_status(&task.id, &task.context_id);
+            // The cause: TASK_ABANDONED, as the caller that waited on the execution is told.
+            let public = RemoteError::from_object(SharedTaskError::Abandoned.to_error_object());
+            task.status =
+                crate::sdk::executor::failed_status_of(&public, &task.id, &task.context_id);
             task.status.timestamp = Some(chrono::Utc::now());
             match self.write(&task, Mode::Reap, Some(version)).await? {
                 Written::Version(_) => {
@@ -249,17 +237,6 @@ impl RedisTaskStore {
         }
         Ok(())
     }
-}
-
-/// The FAILED status of a task whose lease lapsed, with its cause.
-fn failed_status(task: &str, context: &str) -> a2a::TaskStatus {
-    let public = RemoteError::from_object(Abandoned::Lapsed.to_error_object());
-    let mut status = crate::sdk::executor::failed_task_status(&public);
-    if let Some(message) = &mut status.message {
-        message.task_id = Some(task.to_owned());
-        message.context_id = Some(context.to_owned());
-    }
-    status
 }
 
 /// `events` of `task`'s execution, run while this replica holds the task's lease: refused
@@ -294,7 +271,7 @@ pub(crate) fn leased(store: RedisTaskStore, task: String, events: Events) -> Eve
             why = held.lost() => match why {
                 Lost::Lapsed => {
                     crate::observe::lease_lost();
-                    Some(Err(crate::sdk::to_sdk(&Abandoned::Lapsed)))
+                    Some(Err(crate::sdk::to_sdk(&SharedTaskError::Abandoned)))
                 }
                 // Ended by a write elsewhere: what the store holds is the answer.
                 Lost::Ended => None,
@@ -308,14 +285,4 @@ pub(crate) fn leased(store: RedisTaskStore, task: String, events: Events) -> Eve
         item.map(|item| (item, state))
     })
     .boxed()
-}
-
-/// A status event of `task`, for the [follower](super::follow).
-pub(super) fn status_event(task: &a2a::Task) -> StreamResponse {
-    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-        task_id: task.id.clone(),
-        context_id: task.context_id.clone(),
-        status: task.status.clone(),
-        metadata: None::<HashMap<String, serde_json::Value>>,
-    })
 }

@@ -79,6 +79,15 @@ pub(crate) enum SharedTaskError {
         message = "The agent instance running this task lost it; send the message again"
     )]
     Lapsed,
+    /// The replica running the task stopped renewing its lease: the cause its FAILED
+    /// status carries, and what the caller waiting on that replica is told.
+    #[error("the replica running this task stopped")]
+    #[a2a(
+        code = AGENT_UNAVAILABLE,
+        reason = "TASK_ABANDONED",
+        message = "The agent instance running this task stopped; send the message again"
+    )]
+    Abandoned,
     /// The task is running on another replica.
     #[error("the task is running on another replica")]
     #[a2a(
@@ -285,26 +294,25 @@ impl RedisTaskStore {
                 followers_by_scope: Arc::default(),
             }),
         };
-        *tasks
-            .inner
-            .reaper
-            .target
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner()) = Arc::downgrade(&tasks.inner);
+        tasks.aim_reaper();
         tasks.start_reaper();
         tasks
     }
 
     fn configure(mut self, change: impl FnOnce(&mut Inner)) -> Self {
         change(Arc::make_mut(&mut self.inner));
-        // The reaper reads the store as configured now.
+        self.aim_reaper();
+        self
+    }
+
+    /// Points the reaper at this store as configured now.
+    fn aim_reaper(&self) {
         *self
             .inner
             .reaper
             .target
             .lock()
             .unwrap_or_else(|poison| poison.into_inner()) = Arc::downgrade(&self.inner);
-        self
     }
 
     /// Prefixes every key with `prefix` (agents sharing one Redis keep apart; the replicas
@@ -456,10 +464,10 @@ impl RedisTaskStore {
         Ok(Some((decode(&json)?, version)))
     }
 
-    /// The owner of task `id`, if it has one.
-    async fn owner(&self, id: &str) -> Result<Option<ScopeKey>, A2AError> {
+    /// Whether task `id` is `scope`'s.
+    pub(crate) async fn owns(&self, scope: ScopeKey, id: &str) -> Result<bool, A2AError> {
         if id.len() > MAX_ID_BYTES {
-            return Ok(None);
+            return Ok(false);
         }
         let mut connection = self.inner.store.connection();
         let owner: Option<String> = self
@@ -470,12 +478,7 @@ impl RedisTaskStore {
                     .query_async(&mut connection),
             )
             .await?;
-        Ok(owner.and_then(|hex| u128::from_str_radix(&hex, 16).ok()))
-    }
-
-    /// Whether task `id` is `scope`'s.
-    pub(crate) async fn owns(&self, scope: ScopeKey, id: &str) -> Result<bool, A2AError> {
-        Ok(self.owner(id).await? == Some(scope))
+        Ok(owner.and_then(|hex| u128::from_str_radix(&hex, 16).ok()) == Some(scope))
     }
 
     /// `scope`'s tasks that `req` lists, in id order, paged by the last id of the page
@@ -557,13 +560,8 @@ fn task_args<'c, 'a>(
         .arg(now_ms())
 }
 
-/// A task as Redis keeps it.
-fn decode(json: &str) -> Result<Task, A2AError> {
-    decode_as(json)
-}
-
 /// A record as Redis keeps it; one that does not decode is an internal error (logged).
-fn decode_as<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, A2AError> {
+fn decode<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, A2AError> {
     serde_json::from_str(json).map_err(|error| {
         tracing::error!("a stored record does not decode: {error}");
         crate::sdk::to_sdk(&StandardError::Internal)

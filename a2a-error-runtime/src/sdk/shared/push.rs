@@ -4,7 +4,7 @@
 use a2a::{A2AError, TaskPushNotificationConfig};
 use a2a_server::PushConfigStore;
 
-use super::{MAX_ID_BYTES, RedisTaskStore, decode_as, now_ms};
+use super::{MAX_ID_BYTES, RedisTaskStore, decode, now_ms};
 use crate::wire::standard::StandardError;
 
 /// The most configs one task has, as the SDK's own store allows.
@@ -107,7 +107,7 @@ impl PushConfigStore for RedisPushConfigs {
             )
             .await?;
         match json {
-            Some(json) => decode_as(&json),
+            Some(json) => decode(&json),
             None => Err(not_found(config_id)),
         }
     }
@@ -126,7 +126,7 @@ impl PushConfigStore for RedisPushConfigs {
                     .query_async(&mut connection),
             )
             .await?;
-        configs.iter().map(|json| decode_as(json)).collect()
+        configs.iter().map(|json| decode(json)).collect()
     }
 
     async fn delete(&self, task_id: &str, config_id: &str) -> Result<(), A2AError> {
