@@ -84,30 +84,48 @@ impl RedisServer {
         Ok(server)
     }
 
-    /// Its `used_memory` (`INFO memory`): the bytes its allocator holds, to check that what a
-    /// store writes stays within the store's bound in Redis too.
-    pub fn used_memory(&self) -> std::io::Result<u64> {
+    /// Runs one command (`["CLIENT", "KILL", "TYPE", "pubsub"]`) over a connection of its
+    /// own and returns its reply as text: a bulk string's bytes, else the reply's line.
+    pub fn command(&self, args: &[&str]) -> std::io::Result<String> {
         use std::io::{BufRead, BufReader, Read, Write};
         let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
         stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        stream.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nmemory\r\n")?;
+        let mut request = format!("*{}\r\n", args.len());
+        for arg in args {
+            request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        stream.write_all(request.as_bytes())?;
         let mut reader = BufReader::new(stream);
-        // A bulk string: `$LEN\r\n`, then LEN bytes.
         let mut head = String::new();
         reader.read_line(&mut head)?;
-        let invalid = || std::io::Error::other("not an INFO reply");
-        let len: usize = head
-            .trim()
+        let head = head.trim_end();
+        // A bulk string: `$LEN\r\n`, then LEN bytes; anything else is its line.
+        match head
             .strip_prefix('$')
-            .and_then(|len| len.parse().ok())
-            .ok_or_else(invalid)?;
-        let mut body = vec![0; len];
-        reader.read_exact(&mut body)?;
-        String::from_utf8_lossy(&body)
+            .and_then(|len| len.parse::<usize>().ok())
+        {
+            Some(len) => {
+                let mut body = vec![0; len];
+                reader.read_exact(&mut body)?;
+                Ok(String::from_utf8_lossy(&body).into_owned())
+            }
+            None => Ok(head.to_owned()),
+        }
+    }
+
+    /// The number after `field:` in `INFO section`.
+    pub fn info(&self, section: &str, field: &str) -> std::io::Result<u64> {
+        self.command(&["INFO", section])?
             .lines()
-            .find_map(|line| line.strip_prefix("used_memory:"))
-            .and_then(|bytes| bytes.trim().parse().ok())
-            .ok_or_else(invalid)
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|value| value.trim().parse().ok())
+            .ok_or_else(|| std::io::Error::other(format!("no {field} in INFO {section}")))
+    }
+
+    /// Its `used_memory` (`INFO memory`): the bytes its allocator holds, to check that what a
+    /// store writes stays within the store's bound in Redis too.
+    pub fn used_memory(&self) -> std::io::Result<u64> {
+        self.info("memory", "used_memory")
     }
 
     /// Freezes it (SIGSTOP): connections stay open, commands queue unanswered.

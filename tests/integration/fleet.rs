@@ -728,3 +728,55 @@ async fn one_caller_cannot_take_every_follower() {
         }
     }
 }
+
+/// Says WORKING, then COMPLETED after 2 s.
+struct Slow;
+
+impl a2a_server::AgentExecutor for Slow {
+    fn execute(&self, ctx: a2a_server::ExecutorContext) -> Events {
+        use futures_util::StreamExt;
+        let done = status(&ctx, TaskState::Completed);
+        futures_util::stream::iter([Ok(status(&ctx, TaskState::Working))])
+            .chain(futures_util::stream::once(async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                Ok(done)
+            }))
+            .boxed()
+    }
+
+    fn cancel(&self, _: a2a_server::ExecutorContext) -> Events {
+        Box::pin(futures_util::stream::empty())
+    }
+}
+
+/// A follower whose subscription's connection is closed under it reads the task once a
+/// second, not in a loop, and still ends with the task's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_that_loses_its_subscription_reads_at_a_steady_pace() {
+    let Some(redis) = redis_server("fleet tests") else {
+        return;
+    };
+    let store = RedisStore::connect(&redis.url).unwrap();
+    let a = shared_bridge(RedisTaskStore::new(&store), Slow).await;
+    let b = shared_bridge(RedisTaskStore::new(&store), Slow).await;
+    let id = started_id(&a, ALICE).await;
+    let mut followed = open_follow(&b, ALICE, &id).await.unwrap();
+    let killed = redis
+        .command(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .unwrap();
+    assert_eq!(killed, ":1");
+    let before = redis.info("stats", "total_commands_processed").unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = redis.info("stats", "total_commands_processed").unwrap();
+    // A read a second, the lease's renewals and the reapers': a few, not thousands.
+    assert!(
+        after - before < 100,
+        "{} commands in 500 ms",
+        after - before
+    );
+    let mut rest = String::new();
+    while let Some(chunk) = followed.chunk().await.unwrap() {
+        rest.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(rest.contains("TASK_STATE_COMPLETED"), "{rest}");
+}

@@ -64,7 +64,7 @@ pub(crate) async fn follow(
     let state = Following {
         store: store.clone(),
         id: id.to_owned(),
-        messages: pubsub.into_on_message().boxed(),
+        messages: Some(pubsub.into_on_message().boxed()),
         last: task.clone(),
         version,
         queue: VecDeque::from([Ok(StreamResponse::Task(task))]),
@@ -79,10 +79,20 @@ pub(crate) async fn follow(
             if state.done {
                 return None;
             }
-            let ended = match tokio::time::timeout(READ_EVERY, state.messages.next()).await {
+            let Some(messages) = state.messages.as_mut() else {
+                // No subscription any more: the task is read every READ_EVERY.
+                tokio::time::sleep(READ_EVERY).await;
+                state.read(false).await;
+                continue;
+            };
+            let ended = match tokio::time::timeout(READ_EVERY, messages.next()).await {
                 Ok(Some(message)) => message.get_payload_bytes() == b"end",
-                // The subscription's connection closed: read, and end if nothing moves.
-                Ok(None) => true,
+                // The subscription's connection closed (a finished stream answers at once,
+                // so it is not polled again): read, and end if nothing moves.
+                Ok(None) => {
+                    state.messages = None;
+                    true
+                }
                 Err(_) => false,
             };
             state.read(ended).await;
@@ -94,7 +104,8 @@ pub(crate) async fn follow(
 struct Following {
     store: RedisTaskStore,
     id: String,
-    messages: BoxStream<'static, redis::Msg>,
+    /// The task's channel, until its connection closes.
+    messages: Option<BoxStream<'static, redis::Msg>>,
     last: Task,
     version: u64,
     queue: VecDeque<Result<StreamResponse, A2AError>>,
