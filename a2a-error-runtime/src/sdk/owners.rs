@@ -48,15 +48,6 @@ impl Ownership {
         }
     }
 
-    /// This process's index, when the owners are kept here.
-    pub(crate) fn local(&self) -> Option<&Owners> {
-        match self {
-            Ownership::Local(owners) => Some(owners),
-            #[cfg(feature = "redis")]
-            Ownership::Shared(_) => None,
-        }
-    }
-
     /// Records that `task` is `scope`'s, if it is no one's yet (the shared store wrote its
     /// owner with it).
     pub(crate) fn record(&self, scope: ScopeKey, task: &str) {

@@ -113,6 +113,34 @@ impl<H> Scoped<H> {
     }
 }
 
+impl<H: RequestHandler> Scoped<H> {
+    /// Offers `page` the tasks this process records as `scope`'s, in id order, each read
+    /// from the handler (so as many reads as the caller has tasks, for the total); a task
+    /// the store no longer has is forgotten.
+    async fn offer_own(
+        &self,
+        owners: &super::owners::Owners,
+        scope: ScopeKey,
+        params: &ServiceParams,
+        req: &ListTasksRequest,
+        page: &mut super::store::KeysetPage<'_>,
+    ) -> Result<(), A2AError> {
+        for id in owners.tasks(scope, None) {
+            let get = GetTaskRequest {
+                id: id.to_string(),
+                history_length: req.history_length,
+                tenant: req.tenant.clone(),
+            };
+            match self.inner.get_task(params, get).await {
+                Ok(task) => page.offer(task),
+                Err(error) if error.code == a2a::error_code::TASK_NOT_FOUND => owners.forget(&id),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+}
+
 #[async_trait::async_trait]
 impl<H: RequestHandler> RequestHandler for Scoped<H> {
     async fn send_message(
@@ -203,54 +231,16 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         let scope = scope_of(params);
         // The SDK's own page sizes (50 when none is asked, 100 at most).
         let page_size = a2a_server::pagination::resolve_page_size(req.page_size);
-        #[cfg(feature = "redis")]
-        if let Ownership::Shared(store) = &self.owners {
-            return store.list_scope(scope, &req, page_size).await;
+        let mut page = super::store::KeysetPage::new(&req, page_size);
+        match &self.owners {
+            Ownership::Local(owners) => {
+                self.offer_own(owners, scope, params, &req, &mut page)
+                    .await?;
+            }
+            #[cfg(feature = "redis")]
+            Ownership::Shared(store) => store.list_scope(scope, &mut page).await?,
         }
-        let Some(owners) = self.owners.local() else {
-            return Err(A2AError::internal("no owners to list"));
-        };
-        let after = req.page_token.as_deref().filter(|token| !token.is_empty());
-        let mut page: Vec<Task> = Vec::new();
-        let mut total = 0usize;
-        let mut next_page_token = String::new();
-        // Every task of the caller's is read, for the total: as many as the caller has.
-        for id in owners.tasks(scope, None) {
-            let get = GetTaskRequest {
-                id: id.to_string(),
-                history_length: req.history_length,
-                tenant: req.tenant.clone(),
-            };
-            let mut task = match self.inner.get_task(params, get).await {
-                Ok(task) => task,
-                Err(error) if error.code == a2a::error_code::TASK_NOT_FOUND => {
-                    owners.forget(&id);
-                    continue;
-                }
-                Err(error) => return Err(error),
-            };
-            if !super::store::listed(&req, &task) {
-                continue;
-            }
-            total += 1;
-            if after.is_some_and(|after| &*id <= after) {
-                continue;
-            }
-            if page.len() < page_size {
-                if req.include_artifacts == Some(false) {
-                    task.artifacts = None;
-                }
-                page.push(task);
-            } else if next_page_token.is_empty() {
-                next_page_token = page.last().map(|task| task.id.clone()).unwrap_or_default();
-            }
-        }
-        Ok(ListTasksResponse {
-            tasks: page,
-            next_page_token,
-            page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
-            total_size: i32::try_from(total).unwrap_or(i32::MAX),
-        })
+        Ok(page.reply())
     }
 
     async fn cancel_task(

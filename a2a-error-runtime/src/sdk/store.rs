@@ -147,6 +147,69 @@ impl OffsetPage {
     }
 }
 
+/// A caller's page of ListTasks as the bridge lists it, by the last id of the page before
+/// (the token): the caller's tasks are offered in id order, and every one the request lists
+/// is counted for the total.
+pub(super) struct KeysetPage<'r> {
+    req: &'r ListTasksRequest,
+    size: usize,
+    tasks: Vec<Task>,
+    total: usize,
+    next: String,
+}
+
+impl<'r> KeysetPage<'r> {
+    /// The page `req` asks for, of at most `size` tasks.
+    pub(super) fn new(req: &'r ListTasksRequest, size: usize) -> Self {
+        KeysetPage {
+            req,
+            size,
+            tasks: Vec::new(),
+            total: 0,
+            next: String::new(),
+        }
+    }
+
+    /// The next task, in id order.
+    pub(super) fn offer(&mut self, mut task: Task) {
+        if !listed(self.req, &task) {
+            return;
+        }
+        self.total += 1;
+        let after = self
+            .req
+            .page_token
+            .as_deref()
+            .filter(|token| !token.is_empty());
+        if after.is_some_and(|after| task.id.as_str() <= after) {
+            return;
+        }
+        if self.tasks.len() < self.size {
+            if self.req.include_artifacts == Some(false) {
+                task.artifacts = None;
+            }
+            keep_history(&mut task, self.req.history_length);
+            self.tasks.push(task);
+        } else if self.next.is_empty() {
+            self.next = self
+                .tasks
+                .last()
+                .map(|task| task.id.clone())
+                .unwrap_or_default();
+        }
+    }
+
+    /// The reply.
+    pub(super) fn reply(self) -> ListTasksResponse {
+        ListTasksResponse {
+            tasks: self.tasks,
+            next_page_token: self.next,
+            page_size: i32::try_from(self.size).unwrap_or(i32::MAX),
+            total_size: i32::try_from(self.total).unwrap_or(i32::MAX),
+        }
+    }
+}
+
 /// Keeps the last `length` messages of the task's history (none for 0 or less), as the
 /// SDK's handler does.
 pub(super) fn keep_history(task: &mut Task, length: Option<i32>) {

@@ -481,65 +481,45 @@ impl RedisTaskStore {
         Ok(owner.and_then(|hex| u128::from_str_radix(&hex, 16).ok()) == Some(scope))
     }
 
-    /// `scope`'s tasks that `req` lists, in id order, paged by the last id of the page
-    /// before (the token), `page_size` at most.
-    pub(crate) async fn list_scope(
+    /// Offers `scope`'s tasks to `page`, in id order. A scope's tasks are bounded by its bytes: all of them are read, for the total, a
+    /// batch at a time.
+    pub(super) async fn list_scope(
         &self,
         scope: ScopeKey,
-        req: &ListTasksRequest,
-        page_size: usize,
-    ) -> Result<ListTasksResponse, A2AError> {
-        let mut connection = self.inner.store.connection();
-        // A scope's tasks are bounded by its bytes: all of them are read, for the total.
-        let mut ids: Vec<String> = self
-            .bounded(
-                redis::cmd("ZRANGE")
-                    .arg(self.key(&format!("s:{}", scope_hex(scope))))
-                    .arg(0)
-                    .arg(-1)
-                    .query_async(&mut connection),
-            )
-            .await?;
+        page: &mut super::store::KeysetPage<'_>,
+    ) -> Result<(), A2AError> {
+        let mut ids = self.ids(&format!("s:{}", scope_hex(scope))).await?;
         ids.sort_unstable();
-        let after = req.page_token.as_deref().filter(|token| !token.is_empty());
-        let (mut page, mut total, mut next_page_token) = (Vec::new(), 0usize, String::new());
         for batch in ids.chunks(BATCH) {
-            let mut pipe = redis::pipe();
-            for id in batch {
-                pipe.cmd("HGET").arg(self.key(&format!("t:{id}"))).arg("j");
-            }
-            let tasks: Vec<Option<String>> =
-                self.bounded(pipe.query_async(&mut connection)).await?;
-            for (id, json) in batch.iter().zip(tasks) {
-                let Some(json) = json else { continue };
-                let mut task = decode(&json)?;
-                if !super::store::listed(req, &task) {
-                    continue;
-                }
-                total += 1;
-                if after.is_some_and(|after| id.as_str() <= after) {
-                    continue;
-                }
-                if page.len() < page_size {
-                    if req.include_artifacts == Some(false) {
-                        task.artifacts = None;
-                    }
-                    super::store::keep_history(&mut task, req.history_length);
-                    page.push(task);
-                } else if next_page_token.is_empty() {
-                    next_page_token = page
-                        .last()
-                        .map(|task: &Task| task.id.clone())
-                        .unwrap_or_default();
-                }
+            for task in self.read_batch(batch).await? {
+                page.offer(task);
             }
         }
-        Ok(ListTasksResponse {
-            tasks: page,
-            next_page_token,
-            page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
-            total_size: i32::try_from(total).unwrap_or(i32::MAX),
-        })
+        Ok(())
+    }
+
+    /// The ids in the sorted set `set` (under the prefix).
+    async fn ids(&self, set: &str) -> Result<Vec<String>, A2AError> {
+        let mut connection = self.inner.store.connection();
+        self.bounded(
+            redis::cmd("ZRANGE")
+                .arg(self.key(set))
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut connection),
+        )
+        .await
+    }
+
+    /// The tasks of `ids` still kept, in their order: one pipelined round trip.
+    async fn read_batch(&self, ids: &[String]) -> Result<Vec<Task>, A2AError> {
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HGET").arg(self.key(&format!("t:{id}"))).arg("j");
+        }
+        let mut connection = self.inner.store.connection();
+        let tasks: Vec<Option<String>> = self.bounded(pipe.query_async(&mut connection)).await?;
+        tasks.iter().flatten().map(|json| decode(json)).collect()
     }
 }
 
@@ -629,26 +609,13 @@ impl TaskStore for RedisTaskStore {
     /// paged by offset over every task, the request's filters applied to each page's tasks
     /// (at most 100 read a call, however many the store holds).
     async fn list(&self, req: &ListTasksRequest) -> Result<ListTasksResponse, A2AError> {
-        let mut connection = self.inner.store.connection();
-        let mut ids: Vec<String> = self
-            .bounded(
-                redis::cmd("ZRANGE")
-                    .arg(self.key("all"))
-                    .arg(0)
-                    .arg(-1)
-                    .query_async(&mut connection),
-            )
-            .await?;
+        let mut ids = self.ids("all").await?;
         ids.sort_unstable();
         let page = super::store::OffsetPage::of(req, ids.len())?;
-        let mut tasks = Vec::new();
-        for id in &ids[page.start..page.end] {
-            if let Some((mut task, _)) = self.read(id).await?
-                && super::store::listed(req, &task)
-            {
-                super::store::keep_history(&mut task, req.history_length);
-                tasks.push(task);
-            }
+        let mut tasks = self.read_batch(&ids[page.start..page.end]).await?;
+        tasks.retain(|task| super::store::listed(req, task));
+        for task in &mut tasks {
+            super::store::keep_history(task, req.history_length);
         }
         Ok(page.reply(tasks))
     }
