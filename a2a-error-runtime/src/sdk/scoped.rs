@@ -29,6 +29,16 @@ pub(crate) struct Scoped<H> {
     pub(super) rate: Option<crate::server::RateLimiter>,
 }
 
+impl<H> Clone for Scoped<H> {
+    fn clone(&self) -> Self {
+        Scoped {
+            inner: Arc::clone(&self.inner),
+            owners: self.owners.clone(),
+            rate: self.rate.clone(),
+        }
+    }
+}
+
 /// The scope key the bridge put in `params` (the anonymous caller's when there is none).
 pub(super) fn scope_of(params: &ServiceParams) -> ScopeKey {
     params
@@ -68,6 +78,12 @@ impl<H> Scoped<H> {
         rate.admit(&caller)
             .await
             .map_err(|refused| crate::sdk::to_sdk(&refused))
+    }
+
+    /// A request about `task`: admitted at the caller's rate, and only to the task's owner.
+    async fn admit_to(&self, params: &ServiceParams, task: &str) -> Result<(), A2AError> {
+        self.admit(params).await?;
+        self.check(params, task).await
     }
 
     /// `Ok` when `task` is the caller's; TASK_NOT_FOUND, as for a task that does not exist,
@@ -215,8 +231,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: GetTaskRequest,
     ) -> Result<Task, A2AError> {
-        self.admit(params).await?;
-        self.check(params, &req.id).await?;
+        self.admit_to(params, &req.id).await?;
         self.inner.get_task(params, req).await
     }
 
@@ -248,8 +263,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: CancelTaskRequest,
     ) -> Result<Task, A2AError> {
-        self.admit(params).await?;
-        self.check(params, &req.id).await?;
+        self.admit_to(params, &req.id).await?;
         self.inner.cancel_task(params, req).await
     }
 
@@ -258,8 +272,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: SubscribeToTaskRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
-        self.admit(params).await?;
-        self.check(params, &req.id).await?;
+        self.admit_to(params, &req.id).await?;
         match &self.owners {
             // A task running on another replica is followed through the store.
             #[cfg(feature = "redis")]
@@ -281,8 +294,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        self.admit(params).await?;
-        self.check(params, &req.task_id).await?;
+        self.admit_to(params, &req.task_id).await?;
         self.inner.create_push_config(params, req).await
     }
 
@@ -291,8 +303,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: GetTaskPushNotificationConfigRequest,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        self.admit(params).await?;
-        self.check(params, &req.task_id).await?;
+        self.admit_to(params, &req.task_id).await?;
         self.inner.get_push_config(params, req).await
     }
 
@@ -301,8 +312,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
-        self.admit(params).await?;
-        self.check(params, &req.task_id).await?;
+        self.admit_to(params, &req.task_id).await?;
         self.inner.list_push_configs(params, req).await
     }
 
@@ -311,8 +321,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         params: &ServiceParams,
         req: DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2AError> {
-        self.admit(params).await?;
-        self.check(params, &req.task_id).await?;
+        self.admit_to(params, &req.task_id).await?;
         self.inner.delete_push_config(params, req).await
     }
 

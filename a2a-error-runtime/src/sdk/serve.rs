@@ -172,25 +172,15 @@ impl<H: RequestHandler> Bridge<H> {
     /// How many tasks' owners the bridge remembers (default 100,000, about 200 bytes each):
     /// past it, the tasks recorded first are served to no one. Keep it at least the number
     /// of tasks the task store holds.
-    pub fn max_owned_tasks(mut self, tasks: usize) -> Self {
-        self.handler = Arc::new(Scoped {
-            inner: Arc::clone(&self.handler.inner),
-            owners: Ownership::Local(Arc::new(Owners::new(tasks))),
-            rate: self.handler.rate.clone(),
-        });
-        self
+    pub fn max_owned_tasks(self, tasks: usize) -> Self {
+        self.rescoped(|scoped| scoped.owners = Ownership::Local(Arc::new(Owners::new(tasks))))
     }
 
     /// Limits each caller (by its [`scope`](Self::scope)) to `limiter`'s rate, over every
     /// binding: a request over it is refused with RATE_LIMITED and the exact time until the
     /// caller's next one is allowed (RetryInfo, `Retry-After`). The agent card is not limited.
-    pub fn rate_limit(mut self, limiter: crate::server::RateLimiter) -> Self {
-        self.handler = Arc::new(Scoped {
-            inner: Arc::clone(&self.handler.inner),
-            owners: self.handler.owners.clone(),
-            rate: Some(limiter),
-        });
-        self
+    pub fn rate_limit(self, limiter: crate::server::RateLimiter) -> Self {
+        self.rescoped(|scoped| scoped.rate = Some(limiter))
     }
 
     /// Keeps which task is whose in `tasks`, the handler's shared task store (the same
@@ -201,12 +191,15 @@ impl<H: RequestHandler> Bridge<H> {
     /// [`max_owned_tasks`](Self::max_owned_tasks) no longer applies; the store's own bounds
     /// do).
     #[cfg(feature = "redis")]
-    pub fn shared_tasks(mut self, tasks: super::RedisTaskStore) -> Self {
-        self.handler = Arc::new(Scoped {
-            inner: Arc::clone(&self.handler.inner),
-            owners: Ownership::Shared(tasks),
-            rate: self.handler.rate.clone(),
-        });
+    pub fn shared_tasks(self, tasks: super::RedisTaskStore) -> Self {
+        self.rescoped(|scoped| scoped.owners = Ownership::Shared(tasks))
+    }
+
+    /// The bridge with its [`Scoped`] handler changed by `change` (the SDK handler shared).
+    fn rescoped(mut self, change: impl FnOnce(&mut Scoped<H>)) -> Self {
+        let mut scoped = (*self.handler).clone();
+        change(&mut scoped);
+        self.handler = Arc::new(scoped);
         self
     }
 
