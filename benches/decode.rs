@@ -1,7 +1,7 @@
 //! An error object's text → the typed enum, against a hand-written serde struct and a match
 //! on the code (the baseline), on the same bytes, in the same run.
 //!
-//! `cargo bench --bench decode`
+//! `cargo bench -p a2a-error-benches --bench decode`
 
 use std::collections::HashMap;
 use std::hint::black_box;

@@ -3,7 +3,7 @@
 //! already remembered in memory, and through Redis on loopback when `redis-server` is on the
 //! PATH. The baseline, in the same run, is the same work called without dedup.
 //!
-//! `cargo bench --bench dedup`
+//! `cargo bench -p a2a-error-benches --bench dedup`
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};

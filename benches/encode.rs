@@ -2,7 +2,7 @@
 //! (a) a hand-written `serde_json::json!` builder, as in the seed articles, and (b) copying
 //! precomputed bytes (the floor). All three write into a reused buffer.
 //!
-//! `cargo bench --bench encode`
+//! `cargo bench -p a2a-error-benches --bench encode`
 
 use std::hint::black_box;
 

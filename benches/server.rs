@@ -3,7 +3,7 @@
 //! a minimal hand-written axum handler that returns the same bytes. Same client, same
 //! runtime, same concurrency.
 //!
-//! `cargo bench --bench server`
+//! `cargo bench -p a2a-error-benches --bench server`
 
 use std::time::{Duration, Instant};
 

@@ -11,7 +11,7 @@
 //! (and the p99 of those sent in its last second, once a limit has settled), requests refused
 //! (AGENT_UNAVAILABLE) and their p99 time to refusal, and those that timed out.
 //!
-//! `cargo bench --bench shedding` (about 1.5 minutes).
+//! `cargo bench -p a2a-error-benches --bench shedding` (about 1.5 minutes).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

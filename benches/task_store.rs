@@ -4,7 +4,7 @@
 //! JSON-RPC (what a caller sees). Then Redis's memory per task kept. Needs `redis-server` on
 //! the PATH (else only the memory rows run).
 //!
-//! `cargo bench --bench task_store`
+//! `cargo bench -p a2a-error-benches --bench task_store`
 
 use std::hint::black_box;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! writes one header. Against the request itself (~25 µs on the JSON-RPC error path of
 //! `benches/server.rs`), these are the whole per-request cost of the context.
 //!
-//! `cargo bench --bench trace`
+//! `cargo bench -p a2a-error-benches --bench trace`
 
 use std::hint::black_box;
 

@@ -36,7 +36,7 @@
 //! outcome cost 3–9 µs there, a third of the success path's CPU. Here a record lives in one of
 //! a few `Mutex`-guarded shards (SipHash with a random key, so callers cannot pick colliding
 //! ids) and in its shard's queue in the order its key was first written; the oldest go first.
-//! A claim and its outcome cost about a microsecond (`cargo bench --bench dedup`).
+//! A claim and its outcome cost about a microsecond (`cargo bench -p a2a-error-benches --bench dedup`).
 //!
 //! Why hashbrown's `HashTable` rather than a `HashMap`: a key is hashed once per operation
 //! (the same hash picks the shard and finds the record), and the queue names a record by its

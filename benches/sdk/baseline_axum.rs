@@ -3,7 +3,7 @@
 //! bytes the example agent sends for an unknown task (no error types, no checks beyond
 //! serde's, no limits).
 //!
-//! `cargo run --release --example bench-baseline-axum -- 127.0.0.1:PORT`
+//! `cargo run --release -p a2a-error-benches --bin bench-baseline-axum -- 127.0.0.1:PORT`
 
 use axum::Router;
 use axum::body::Bytes;

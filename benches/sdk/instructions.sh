@@ -18,7 +18,8 @@ for tool in valgrind wrk; do
   command -v $tool >/dev/null || apt-get install -y -q $tool >/dev/null \
     || (apt-get update -q >/dev/null && apt-get install -y -q $tool >/dev/null)
 done
-cargo build -q --release --example agent --example bench-baseline-axum --example sdk_agent
+cargo build -q --release --example agent --example sdk_agent
+cargo build -q --release -p a2a-error-benches --bin bench-baseline-axum
 PORT=9409
 VPID=
 trap '[ -n "$VPID" ] && kill $VPID 2>/dev/null || true' EXIT
@@ -54,7 +55,7 @@ count() { # PATH NAME COMMAND... → "PATH NAME requests Ir I1mr D1mr D1mw" in r
 : >"$WORK/results.txt"
 A=127.0.0.1:$PORT
 count error a2a-error target/release/examples/agent --addr $A
-count error axum-baseline target/release/examples/bench-baseline-axum $A
+count error axum-baseline target/release/bench-baseline-axum $A
 count error sdk-bridge target/release/examples/sdk_agent --addr $A
 count error sdk-routers target/release/examples/sdk_agent --sdk-routers --addr $A
 count success a2a-error target/release/examples/agent --addr $A
