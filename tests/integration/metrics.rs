@@ -278,7 +278,7 @@ async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
     // The SDK bridge records its REST routes and its gRPC service in the same histogram, by
     // the A2A method: a GetTask of an unknown task over each, and a route that is no method.
     let store = a2a_error::sdk::MemoryTaskStore::new(1 << 20);
-    let handler = a2a_server::DefaultRequestHandler::new(Nothing, store);
+    let handler = a2a_server::DefaultRequestHandler::new(crate::common::Nothing, store);
     let bridge = a2a_error::sdk::Bridge::new(handler);
     let rest = serve(bridge.router()).await;
     let http = reqwest::Client::new();
@@ -333,24 +333,6 @@ async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
 }
 
 /// An executor that is never reached: the requests above are all for tasks that do not exist.
-struct Nothing;
-
-impl a2a_server::AgentExecutor for Nothing {
-    fn execute(
-        &self,
-        _: a2a_server::ExecutorContext,
-    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
-        Box::pin(futures_util::stream::empty())
-    }
-
-    fn cancel(
-        &self,
-        _: a2a_server::ExecutorContext,
-    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
-        Box::pin(futures_util::stream::empty())
-    }
-}
-
 /// The example servers, from outside: their `GET /metrics` has the server duration of every
 /// request under OpenTelemetry's name, by method and by binding.
 #[tokio::test(flavor = "multi_thread")]

@@ -162,3 +162,51 @@ async fn replicas_on_one_redis_share_each_callers_rate() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Agents sharing one redis-server keep their callers' allowances apart by the limiter's
+/// prefix; the replicas of one agent (one prefix) share them. In process: three bridges on
+/// one Redis at one request a second, two of them replicas of "weather", one "planner".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_on_one_redis_keep_their_callers_rates_apart_by_prefix() {
+    use a2a_error::server::{RateLimit, RateLimiter, RedisStore};
+    let Some(redis) = crate::common::redis_server("the rate limit prefix test") else {
+        return;
+    };
+    let store = RedisStore::connect(&redis.url).unwrap();
+    let agent = |prefix: &str| {
+        let limiter = RateLimiter::redis(&store, RateLimit::per_second(1)).prefix(prefix);
+        let handler = a2a_server::DefaultRequestHandler::new(
+            crate::common::Nothing,
+            a2a_error::sdk::MemoryTaskStore::new(1 << 20),
+        );
+        let bridge = a2a_error::sdk::Bridge::new(handler).rate_limit(limiter);
+        crate::common::serve(bridge.router())
+    };
+    let (weather_one, weather_two, planner) = (
+        agent("weather:").await,
+        agent("weather:").await,
+        agent("planner:").await,
+    );
+    let tnf = i64::from(a2a_error::code::TASK_NOT_FOUND);
+    let limited = i64::from(a2a_error::code::RATE_LIMITED);
+
+    // A caller's allowance is one request a second: the checks below tell shared from apart
+    // only when the three requests come within that second. A round that took longer says
+    // nothing and is tried again with a new caller; a round that is quick enough decides.
+    for round in 0..5 {
+        let caller = format!("Bearer caller-{round}");
+        let started = std::time::Instant::now();
+        assert_eq!(code(&get_task(&weather_one, &caller).await), tnf);
+        let at_planner = code(&get_task(&planner, &caller).await);
+        let at_replica = code(&get_task(&weather_two, &caller).await);
+        if started.elapsed() < Duration::from_millis(900) {
+            assert_eq!(
+                at_planner, tnf,
+                "another agent's prefix shares no allowance"
+            );
+            assert_eq!(at_replica, limited, "a replica of the same agent shares it");
+            return;
+        }
+    }
+    panic!("no round of three loopback requests took under 0.9 s");
+}

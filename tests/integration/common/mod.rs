@@ -185,6 +185,25 @@ pub fn traces_sent(agent: &a2a_error_testkit::FaultAgent) -> Vec<a2a_error::trac
         .collect()
 }
 
+/// An SDK executor that does nothing: for a bridge whose requests never reach one.
+pub struct Nothing;
+
+impl a2a_server::AgentExecutor for Nothing {
+    fn execute(
+        &self,
+        _: a2a_server::ExecutorContext,
+    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
+        Box::pin(futures_util::stream::empty())
+    }
+
+    fn cancel(
+        &self,
+        _: a2a_server::ExecutorContext,
+    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
+        Box::pin(futures_util::stream::empty())
+    }
+}
+
 /// A redis-server of the test's own, or `None` when skipped on purpose (`A2A_REDIS_SKIP=1`,
 /// which prints `SKIPPED: {what}`); a test that needs one fails, saying how to install it,
 /// when it cannot start.

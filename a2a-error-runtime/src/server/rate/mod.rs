@@ -93,15 +93,36 @@ impl RateLimiter {
     }
 
     /// Limits shared by every replica using `store`'s Redis (its connection and command
-    /// timeout; keys `a2a-rate:{caller}`, one short string a caller, expiring when its next
-    /// request is due). Time is Redis's, so replicas' clocks do not matter. When Redis does
-    /// not answer, requests are refused with AGENT_UNAVAILABLE (fail closed: the limit is
-    /// never silently off) and a retry delay of a second.
+    /// timeout; keys `a2a-rate:{caller}` unless [`prefix`](Self::prefix) says otherwise, one
+    /// short string a caller, expiring when its next request is due). Time is Redis's, so
+    /// replicas' clocks do not matter. When Redis does not answer, requests are refused with
+    /// AGENT_UNAVAILABLE (fail closed: the limit is never silently off) and a retry delay of a
+    /// second.
     #[cfg(feature = "redis")]
     pub fn redis(store: &crate::server::RedisStore, limit: RateLimit) -> Self {
         RateLimiter {
             limit,
-            store: Store::Redis(Arc::new(redis::Records::new(store.clone()))),
+            store: Store::Redis(Arc::new(redis::Records::new(store.clone(), "a2a-rate:"))),
+        }
+    }
+
+    /// Prefixes the Redis records' keys with `prefix` (default `a2a-rate:`): agents sharing
+    /// one Redis keep their callers' allowances apart, as [`RedisStore::prefix`] keeps their
+    /// dedup records apart; the replicas of one agent share one prefix. Limits kept in memory
+    /// have no keys: there it changes nothing.
+    ///
+    /// [`RedisStore::prefix`]: crate::server::RedisStore::prefix
+    pub fn prefix(self, prefix: impl Into<String>) -> Self {
+        match self.store {
+            #[cfg(feature = "redis")]
+            Store::Redis(records) => RateLimiter {
+                limit: self.limit,
+                store: Store::Redis(Arc::new(records.with_prefix(prefix.into()))),
+            },
+            Store::Memory(_) => {
+                let _ = prefix;
+                self
+            }
         }
     }
 

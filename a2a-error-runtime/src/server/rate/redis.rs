@@ -25,14 +25,26 @@ return 0
 
 pub(crate) struct Records {
     store: RedisStore,
+    /// Before each caller's key: agents sharing one Redis keep apart.
+    prefix: String,
     take: redis::Script,
 }
 
 impl Records {
-    pub(crate) fn new(store: RedisStore) -> Self {
+    pub(crate) fn new(store: RedisStore, prefix: &str) -> Self {
         Records {
             store,
+            prefix: prefix.to_owned(),
             take: redis::Script::new(TAKE),
+        }
+    }
+
+    /// The same records' connection under another prefix.
+    pub(crate) fn with_prefix(&self, prefix: String) -> Self {
+        Records {
+            store: self.store.clone(),
+            prefix,
+            take: self.take.clone(),
         }
     }
 
@@ -44,7 +56,7 @@ impl Records {
         limit: &RateLimit,
     ) -> Result<Option<Duration>, ()> {
         let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let mut invocation = self.take.key(format!("a2a-rate:{caller}"));
+        let mut invocation = self.take.key(format!("{}{caller}", self.prefix));
         invocation
             .arg(micros(limit.interval))
             .arg(micros(limit.tolerance()));
