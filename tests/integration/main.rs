@@ -33,3 +33,4 @@ mod sdk_agent;
 mod sdk_bridge;
 mod server;
 mod server_limits;
+mod tls;
