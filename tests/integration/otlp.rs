@@ -339,7 +339,26 @@ async fn the_executors_calls_are_children_of_the_bridges_request_span_on_every_b
 
     let sent = crate::common::traces_sent(&downstream);
     assert_eq!(sent.len(), 3, "{sent:?}");
-    let spans = collected.0.lock().unwrap().clone();
+    // A span is exported when it closes, which can come after its reply arrived (a server's
+    // once the body is written, a client's once the connection's task lets go of it): wait
+    // for the ones checked below, for up to 10 s, then check what came.
+    let counted = |spans: &[opentelemetry_sdk::trace::SpanData], kind: SpanKind, key, value| {
+        spans
+            .iter()
+            .filter(|span| span.span_kind == kind && attribute(span, key).as_deref() == Some(value))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let spans = loop {
+        let spans = collected.0.lock().unwrap().clone();
+        let all = counted(&spans, SpanKind::Client, "server.address", "grpc-agent") >= 1
+            && counted(&spans, SpanKind::Server, "rpc.method", "SendMessage") >= 3
+            && counted(&spans, SpanKind::Client, "server.address", "downstream") >= 3;
+        if all || std::time::Instant::now() > deadline {
+            break spans;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     for span in &spans {
         assert_eq!(
