@@ -68,37 +68,35 @@ async fn serve_tls(router: Router) -> (String, Arc<std::sync::atomic::AtomicUsiz
 async fn an_agent_over_https_is_trusted_only_through_its_ca() {
     let (url, served) = serve_tls(TestAgent::new().router()).await;
 
+    // GetTask through a client without retries, on `http` if given (else the default).
+    let get_task = |http: Option<reqwest::Client>| {
+        let mut builder = Client::<RemoteError>::jsonrpc(format!("{url}/"))
+            .retry(RetryPolicy::none())
+            .total_timeout(Duration::from_secs(10));
+        if let Some(http) = http {
+            builder = builder.http_client(http);
+        }
+        let client = builder.build().unwrap();
+        async move {
+            let params = json!({"id": "no-such-task"});
+            let reply = client.call::<_, Value>("GetTask", &params).await;
+            reply.unwrap_err()
+        }
+    };
+
     // The default client trusts the platform's roots, which do not hold the test CA: the
     // handshake fails, nothing is sent, and the error says it could not connect.
-    let untrusting = Client::<RemoteError>::jsonrpc(format!("{url}/"))
-        .retry(RetryPolicy::none())
-        .total_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let error = untrusting
-        .call::<_, Value>("GetTask", &json!({"id": "t"}))
-        .await
-        .unwrap_err();
+    let error = get_task(None).await;
     assert!(matches!(error, ClientError::Connect(_)), "{error:?}");
     // The text names the cause (`invalid peer certificate: UnknownIssuer`).
     assert!(error.to_string().contains("certificate"), "{error}");
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 0);
 
     // With the CA trusted (the caller's own reqwest client), the agent's typed error comes
-    // back over TLS: decoded, its code and reason intact.
-    let http = reqwest::Client::builder()
-        .tls_certs_only([reqwest::Certificate::from_pem(&data("ca.pem")).unwrap()])
-        .build()
-        .unwrap();
-    let trusting = Client::<RemoteError>::jsonrpc(format!("{url}/"))
-        .http_client(http)
-        .total_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let error = trusting
-        .call::<_, Value>("GetTask", &json!({"id": "no-such-task"}))
-        .await
-        .unwrap_err();
+    // back over TLS: decoded, its code intact.
+    let ca = reqwest::Certificate::from_pem(&data("ca.pem")).unwrap();
+    let http = reqwest::Client::builder().tls_certs_only([ca]).build();
+    let error = get_task(Some(http.unwrap())).await;
     let ClientError::Remote { error, .. } = &error else {
         panic!("{error:?}");
     };
