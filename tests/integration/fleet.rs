@@ -57,23 +57,15 @@ async fn get_task(url: &str, caller: &str, id: &str) -> Value {
     call(url, caller, "GetTask", json!({"id": id})).await
 }
 
-/// The events of SubscribeToTask `id` on `url`, read to the stream's end.
+/// The events of SubscribeToTask `id` on `url`, read to the stream's end (a refusal before
+/// the stream began is the one reply).
 async fn follow(url: &str, caller: &str, id: &str) -> Vec<Value> {
-    let body =
-        json!({"jsonrpc": "2.0", "id": 9, "method": "SubscribeToTask", "params": {"id": id}});
-    let text = reqwest::Client::new()
-        .post(format!("{url}/"))
-        .header("authorization", caller)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    // A refusal before the stream began is one JSON-RPC reply, not an event stream.
-    if let Ok(reply) = serde_json::from_str::<Value>(&text) {
-        return vec![reply];
+    let (mut response, mut text) = match open_follow(url, caller, id).await {
+        Ok(open) => open,
+        Err(refusal) => return vec![refusal],
+    };
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        text.push_str(&String::from_utf8_lossy(&chunk));
     }
     text.lines()
         .filter_map(|line| line.strip_prefix("data:"))
@@ -666,9 +658,13 @@ async fn started_id(url: &str, caller: &str) -> String {
         .to_owned()
 }
 
-/// Opens SubscribeToTask `id` on `url` and reads its first event: the open stream, or the
-/// refusal.
-async fn open_follow(url: &str, caller: &str, id: &str) -> Result<reqwest::Response, Value> {
+/// Opens SubscribeToTask `id` on `url` and reads its first chunk: the open stream with the
+/// text read so far, or the refusal (one JSON-RPC reply, not an event stream).
+async fn open_follow(
+    url: &str,
+    caller: &str,
+    id: &str,
+) -> Result<(reqwest::Response, String), Value> {
     let body =
         json!({"jsonrpc": "2.0", "id": 9, "method": "SubscribeToTask", "params": {"id": id}});
     let mut response = reqwest::Client::new()
@@ -679,12 +675,12 @@ async fn open_follow(url: &str, caller: &str, id: &str) -> Result<reqwest::Respo
         .await
         .unwrap();
     let first = response.chunk().await.unwrap().unwrap_or_default();
-    let text = String::from_utf8_lossy(&first);
+    let text = String::from_utf8_lossy(&first).into_owned();
     match serde_json::from_str::<Value>(&text) {
         Ok(refusal) => Err(refusal),
         Err(_) => {
             assert!(text.starts_with("data:"), "{text}");
-            Ok(response)
+            Ok((response, text))
         }
     }
 }
@@ -760,7 +756,7 @@ async fn a_follower_that_loses_its_subscription_reads_at_a_steady_pace() {
     let a = shared_bridge(RedisTaskStore::new(&store), Slow).await;
     let b = shared_bridge(RedisTaskStore::new(&store), Slow).await;
     let id = started_id(&a, ALICE).await;
-    let mut followed = open_follow(&b, ALICE, &id).await.unwrap();
+    let (mut followed, _) = open_follow(&b, ALICE, &id).await.unwrap();
     let killed = redis
         .command(&["CLIENT", "KILL", "TYPE", "pubsub"])
         .unwrap();

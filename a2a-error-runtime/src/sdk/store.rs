@@ -152,6 +152,8 @@ impl OffsetPage {
 /// is counted for the total.
 pub(super) struct KeysetPage<'r> {
     req: &'r ListTasksRequest,
+    /// The id the page starts after (the request's token), if any.
+    after: Option<&'r str>,
     size: usize,
     tasks: Vec<Task>,
     total: usize,
@@ -163,6 +165,7 @@ impl<'r> KeysetPage<'r> {
     pub(super) fn new(req: &'r ListTasksRequest, size: usize) -> Self {
         KeysetPage {
             req,
+            after: req.page_token.as_deref().filter(|token| !token.is_empty()),
             size,
             tasks: Vec::new(),
             total: 0,
@@ -176,12 +179,7 @@ impl<'r> KeysetPage<'r> {
             return;
         }
         self.total += 1;
-        let after = self
-            .req
-            .page_token
-            .as_deref()
-            .filter(|token| !token.is_empty());
-        if after.is_some_and(|after| task.id.as_str() <= after) {
+        if self.after.is_some_and(|after| task.id.as_str() <= after) {
             return;
         }
         if self.tasks.len() < self.size {

@@ -20,6 +20,8 @@ mod version;
 pub use dedup::RedisStore;
 #[cfg(feature = "sdk")]
 pub(crate) use dedup::fingerprint;
+#[cfg(all(feature = "redis", feature = "sdk"))]
+pub(crate) use dedup::redis_millis;
 pub use dedup::{Dedup, DedupError, DedupStore, MemoryStore, Refusal, StoreError, StoreFailure};
 pub use endpoint::{AdaptiveLimit, Handler, JsonRpc, RequestContext, StreamHandler};
 pub use memory::return_freed_memory;

@@ -57,10 +57,7 @@ pub(crate) async fn follow(
     }
     // A task waiting for its caller (input or auth required) runs nowhere: it is sent as
     // it stands, and the stream ends, as the SDK's own ends with its execution.
-    let waiting = matches!(
-        task.status.state,
-        TaskState::InputRequired | TaskState::AuthRequired
-    );
+    let waiting = interrupted(&task.status.state);
     let state = Following {
         store: store.clone(),
         id: id.to_owned(),
@@ -99,6 +96,12 @@ pub(crate) async fn follow(
         }
     })
     .boxed())
+}
+
+/// Whether a task in `state` waits for its caller (input or auth required): it runs nowhere
+/// until the caller answers.
+fn interrupted(state: &TaskState) -> bool {
+    matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
 }
 
 struct Following {
@@ -173,8 +176,7 @@ impl Following {
             self.last = task;
         }
         let state = &self.last.status.state;
-        let interrupted = matches!(state, TaskState::InputRequired | TaskState::AuthRequired);
-        if state.is_terminal() || (ended && interrupted) {
+        if state.is_terminal() || (ended && interrupted(state)) {
             self.done = true;
         }
     }

@@ -48,6 +48,7 @@ use a2a_server::task_store::TaskVersion;
 
 use super::owners::ScopeKey;
 use crate::server::RedisStore;
+use crate::server::redis_millis as millis;
 use crate::wire::standard::StandardError;
 
 pub(crate) use follow::follow;
@@ -228,12 +229,6 @@ fn now_ms() -> u64 {
         })
 }
 
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1)
-}
-
 /// A scope key as the store writes it.
 fn scope_hex(scope: ScopeKey) -> String {
     format!("{scope:032x}")
@@ -351,7 +346,8 @@ impl RedisTaskStore {
         self.configure(|inner| inner.stall = Some(limit))
     }
 
-    /// The largest task kept: its weight at most a scope's bound and the total's. A heavier one is CONTENT_TOO_LARGE.
+    /// The largest task kept: its weight at most a scope's bound and the total's. A heavier
+    /// one is CONTENT_TOO_LARGE.
     pub fn max_task_bytes(&self) -> u64 {
         self.inner.max_scope_bytes.min(self.inner.max_bytes)
     }
@@ -371,6 +367,11 @@ impl RedisTaskStore {
 
     fn key(&self, name: &str) -> String {
         format!("{}{name}", self.inner.prefix)
+    }
+
+    /// The key of task `id`'s hash.
+    fn task_key(&self, id: &str) -> String {
+        format!("{}t:{id}", self.inner.prefix)
     }
 
     /// `command`, bounded by the store's timeout; a failure is logged and answered as
@@ -452,7 +453,7 @@ impl RedisTaskStore {
         let (json, version): (Option<String>, Option<u64>) = self
             .bounded(
                 redis::cmd("HMGET")
-                    .arg(self.key(&format!("t:{id}")))
+                    .arg(self.task_key(id))
                     .arg("j")
                     .arg("v")
                     .query_async(&mut connection),
@@ -473,7 +474,7 @@ impl RedisTaskStore {
         let owner: Option<String> = self
             .bounded(
                 redis::cmd("HGET")
-                    .arg(self.key(&format!("t:{id}")))
+                    .arg(self.task_key(id))
                     .arg("s")
                     .query_async(&mut connection),
             )
@@ -481,8 +482,8 @@ impl RedisTaskStore {
         Ok(owner.and_then(|hex| u128::from_str_radix(&hex, 16).ok()) == Some(scope))
     }
 
-    /// Offers `scope`'s tasks to `page`, in id order. A scope's tasks are bounded by its bytes: all of them are read, for the total, a
-    /// batch at a time.
+    /// Offers `scope`'s tasks to `page`, in id order. A scope's tasks are bounded by its
+    /// bytes: all of them are read, for the total, a batch at a time.
     pub(super) async fn list_scope(
         &self,
         scope: ScopeKey,
@@ -515,7 +516,7 @@ impl RedisTaskStore {
     async fn read_batch(&self, ids: &[String]) -> Result<Vec<Task>, A2AError> {
         let mut pipe = redis::pipe();
         for id in ids {
-            pipe.cmd("HGET").arg(self.key(&format!("t:{id}"))).arg("j");
+            pipe.cmd("HGET").arg(self.task_key(id)).arg("j");
         }
         let mut connection = self.inner.store.connection();
         let tasks: Vec<Option<String>> = self.bounded(pipe.query_async(&mut connection)).await?;

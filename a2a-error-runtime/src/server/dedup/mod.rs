@@ -44,6 +44,9 @@ use axum::http::HeaderMap;
 pub use memory::MemoryStore;
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
+/// A duration as Redis's `PX` milliseconds, for the other records kept in Redis.
+#[cfg(all(feature = "redis", feature = "sdk"))]
+pub(crate) use redis::millis as redis_millis;
 pub use store::{DedupStore, StoreError};
 
 pub use error::{DedupError, Refusal};

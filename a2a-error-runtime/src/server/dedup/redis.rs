@@ -144,7 +144,8 @@ fn store_error(error: redis::RedisError) -> StoreError {
     StoreError(error.to_string())
 }
 
-fn millis(ttl: Duration) -> u64 {
+/// A duration as Redis's `PX` milliseconds: at least 1 (`PX 0` is an error), saturating.
+pub(crate) fn millis(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
