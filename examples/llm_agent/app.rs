@@ -72,6 +72,49 @@ struct Turn<'a> {
     content: &'a str,
 }
 
+/// What the agent reads of a chat completion: the first choice's content. Typed, so that the
+/// rest of a reply (other choices, unknown fields, however long) is skipped as it is parsed,
+/// not built into memory: a reply under the 32 MiB limit costs its bytes once, where a
+/// `serde_json::Value` tree would cost up to 32 times that.
+#[derive(serde::Deserialize)]
+struct Completion {
+    choices: First<Choice>,
+}
+
+#[derive(serde::Deserialize)]
+struct Choice {
+    message: Option<ChoiceMessage>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChoiceMessage {
+    content: Option<String>,
+}
+
+/// The first element of a JSON array, the others skipped unread.
+struct First<T>(Option<T>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for First<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = First<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<First<T>, A::Error> {
+                let first = seq.next_element()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(First(first))
+            }
+        }
+        deserializer.deserialize_seq(Visit(std::marker::PhantomData))
+    }
+}
+
 /// Asks `model` (named `name` in the request body) to answer `content`: the reply's
 /// `choices[0].message.content`.
 async fn ask(model: &HttpDependency, name: &str, content: &str) -> Result<String, HttpError> {
@@ -82,30 +125,39 @@ async fn ask(model: &HttpDependency, name: &str, content: &str) -> Result<String
             content,
         }],
     };
-    let reply: Value = model
+    let reply: Completion = model
         .send(HttpCall::post("/chat/completions").json(&body)?)
         .await?
         .json()?;
-    match reply["choices"][0]["message"]["content"].as_str() {
-        Some(text) => Ok(text.to_owned()),
+    match reply.choices.0.and_then(|choice| choice.message?.content) {
+        Some(text) => Ok(text),
         None => Err(HttpError::Failed(HttpFailure::Malformed {
             detail: "no choices[0].message.content".into(),
         })),
     }
 }
 
+/// What the agent reads of the tool's reply: its `result`, kept as its JSON text (one copy of
+/// it, whatever its shape), the rest skipped.
+#[derive(serde::Deserialize)]
+struct ToolReply {
+    result: Option<Box<serde_json::value::RawValue>>,
+}
+
 /// `search:Q`: asks the tool for `Q`; the model's content, and whether the tool failed.
 async fn with_tool(tool: &HttpDependency, query: &str, text: &str) -> (String, bool) {
     let call = HttpCall::get(format!("/search?q={}", percent_encode(query)));
     let result = match tool.send(call).await {
-        Ok(reply) => reply.json::<Value>(),
+        Ok(reply) => reply.json::<ToolReply>(),
         Err(error) => Err(error),
     };
     match result {
         Ok(reply) => {
-            let result = match &reply["result"] {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
+            let result = match reply.result {
+                // A string is its text; anything else its JSON, as written.
+                Some(raw) => serde_json::from_str::<String>(raw.get())
+                    .unwrap_or_else(|_| raw.get().to_owned()),
+                None => "null".to_owned(),
             };
             (format!("tool: {result}\nuser: {text}"), false)
         }

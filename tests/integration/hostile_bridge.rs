@@ -246,7 +246,10 @@ async fn grpc_calls_past_the_limit_in_flight_are_shed_with_a_retry_delay() {
     use a2a_error::resilience::RetryPolicy;
     use a2a_error::{A2aError, Client, RemoteError};
     let (alive, bridge) = endless();
-    let limits = a2a_error::sdk::GrpcLimits::default().max_in_flight(4);
+    // One caller: its share is all of them.
+    let limits = a2a_error::sdk::GrpcLimits::default()
+        .max_in_flight(4)
+        .max_per_caller(4);
     let target = serve_grpc(bridge, limits).await;
     let client = Client::<RemoteError>::grpc(target.as_str())
         .retry(RetryPolicy::none())
@@ -323,6 +326,98 @@ async fn idle_grpc_connections_are_closed() {
         .await;
         assert!(closed.is_ok(), "an idle connection stayed open");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_connections_that_start_no_call_are_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_, bridge) = endless();
+    // The idle timeout is long: only the first-call timeout can close these.
+    let limits =
+        a2a_error::sdk::GrpcLimits::default().first_call_timeout(Duration::from_millis(300));
+    let target = serve_grpc(bridge, limits).await;
+    let mut silent = tokio::net::TcpStream::connect(&target).await.unwrap();
+    // A peer that speaks HTTP/2 (its preface, an empty SETTINGS) and then starts no call.
+    let mut handshaken = tokio::net::TcpStream::connect(&target).await.unwrap();
+    handshaken
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    for socket in [&mut silent, &mut handshaken] {
+        let mut buf = [0u8; 1024];
+        let closed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match socket.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => continue,
+                }
+            }
+        })
+        .await;
+        assert!(
+            closed.is_ok(),
+            "a connection that started no call stayed open"
+        );
+    }
+}
+
+/// A gRPC request body: `message` with the 5-byte length prefix.
+fn grpc_frame(message: &impl prost::Message) -> bytes::Bytes {
+    let body = message.encode_to_vec();
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&body);
+    framed.into()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_reader_that_does_not_read_is_let_go() {
+    use http_body_util::Full;
+    let (_, bridge) = endless();
+    let http = crate::common::serve(bridge.router()).await;
+    let limits = a2a_error::sdk::GrpcLimits::default().send_timeout(Duration::from_millis(500));
+    let target = serve_grpc(bridge, limits).await;
+    // A task of 1.6 MB (its message), answered at once.
+    let big = "x".repeat(1_600_000);
+    let mut params = text_message("big", &big);
+    params["configuration"] = json!({"returnImmediately": true});
+    let sent = rpc_as(&http, None, "SendMessage", params).await;
+    let task = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    // A reader that advertises a zero window and asks for it twenty times.
+    let socket = tokio::net::TcpStream::connect(&target).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(0)
+            .adaptive_window(false)
+            .handshake::<_, Full<bytes::Bytes>>(hyper_util::rt::TokioIo::new(socket))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let mut replies = Vec::new();
+    for _ in 0..20 {
+        let request = hyper::Request::post(format!("http://{target}/lf.a2a.v1.A2AService/GetTask"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(Full::new(grpc_frame(&a2a_pb::proto::GetTaskRequest {
+                id: task.clone(),
+                ..Default::default()
+            })))
+            .unwrap();
+        sender.ready().await.unwrap();
+        let reply = sender.send_request(request).await.unwrap();
+        assert_eq!(reply.status(), 200);
+        // Held, never read.
+        replies.push(reply);
+    }
+    // The server lets the connection go, and the replies with it.
+    let ended = tokio::time::timeout(Duration::from_secs(20), connection).await;
+    assert!(
+        ended.is_ok(),
+        "the connection of a reader that does not read stayed open"
+    );
+    // Other callers are served.
+    let read = rpc_as(&http, None, "GetTask", json!({"id": task})).await;
+    assert_eq!(read["result"]["id"], task.as_str());
 }
 
 /// A JSON-RPC call as the caller with `credential` (raw header bytes; none for anonymous).
@@ -473,6 +568,81 @@ async fn credentials_that_differ_in_a_byte_are_two_callers() {
     assert_ne!(first, second, "one caller got the other's task as a replay");
     let read = rpc_as(&url, Some(b"Bearer \xff"), "GetTask", json!({"id": first})).await;
     assert_eq!(read["error"]["code"], -32001, "{read}");
+}
+
+/// The spellings of one `Bearer` credential that HTTP (and any authenticating proxy) reads as
+/// the same: the scheme in any case, any run of spaces after it.
+fn spellings(token: &str) -> Vec<Vec<u8>> {
+    [
+        "Bearer ",
+        "bearer ",
+        "BEARER ",
+        "bEaReR ",
+        "Bearer  ",
+        "Bearer \t ",
+    ]
+    .iter()
+    .map(|scheme| format!("{scheme}{token}").into_bytes())
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_spelling_of_one_credential_is_one_caller() {
+    let (_agent, url) = crate::common::start_example("sdk_agent", &[]);
+    let spellings = spellings("tok-1");
+    let sent = rpc_as(
+        &url,
+        Some(&spellings[0]),
+        "SendMessage",
+        text_message("m-1", "hello"),
+    )
+    .await;
+    let task = sent["result"]["task"]["id"].clone();
+    assert!(task.is_string(), "{sent}");
+    for spelling in &spellings[1..] {
+        // The same caller: its task is its own, and its SendMessage replays.
+        let read = rpc_as(&url, Some(spelling), "GetTask", json!({"id": task})).await;
+        assert_eq!(read["result"]["id"], task, "{spelling:?}: {read}");
+        let again = rpc_as(
+            &url,
+            Some(spelling),
+            "SendMessage",
+            text_message("m-1", "hello"),
+        )
+        .await;
+        assert_eq!(again["result"]["task"]["id"], task, "{spelling:?}: {again}");
+    }
+    // The token itself is compared byte for byte.
+    let other = rpc_as(&url, Some(b"Bearer TOK-1"), "GetTask", json!({"id": task})).await;
+    assert_eq!(other["error"]["code"], -32001, "{other}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_spelling_of_one_credential_shares_its_rate_limit() {
+    let (_agent, url) = crate::common::start_example("sdk_agent", &["--rate-limit", "1"]);
+    // One request a second, a burst of one: the first spelling takes it and every other
+    // spelling, sent within the same second, is refused. A round slower than that cannot
+    // tell (the allowance refilled), so it is tried again with a new credential.
+    for round in 0..5 {
+        let started = std::time::Instant::now();
+        let mut served = 0;
+        for spelling in spellings(&format!("tok-{round}")) {
+            let reply = rpc_as(&url, Some(&spelling), "GetTask", json!({"id": "none"})).await;
+            match reply["error"]["code"].as_i64() {
+                Some(-32001) => served += 1, // served: the task is not found
+                Some(-32052) => {}           // RATE_LIMITED
+                _ => panic!("neither served nor rate-limited: {reply}"),
+            }
+        }
+        if started.elapsed() < std::time::Duration::from_millis(900) {
+            assert_eq!(
+                served, 1,
+                "the spellings of one credential were rate-limited apart"
+            );
+            return;
+        }
+    }
+    panic!("no round of six requests took under 0.9 s");
 }
 
 /// The SSE events of a JSON-RPC stream's body: each event's `result` or `error`.
@@ -745,4 +915,63 @@ async fn a_huge_stream_request_is_refused_and_the_agent_lives() {
         reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{reply}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_storm_of_calls_reset_late_everyone_is_served() {
+    let (_agent, url, grpc) = crate::common::start_grpc_agent();
+    let message = |n: usize| a2a_pb::proto::SendMessageRequest {
+        message: Some(a2a_pb::proto::Message {
+            message_id: format!("storm-{n}"),
+            role: a2a_pb::proto::Role::User as i32,
+            parts: vec![a2a_pb::proto::Part {
+                content: Some(a2a_pb::proto::part::Content::Text("sleep:60000".into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // Three waves of 500 SendMessage (as many as run at once) whose callers reset them a
+    // second after they started, with no deadline sent: their work goes on for nobody, more
+    // of it than the dedup keeps (1,024).
+    for wave in 0..3 {
+        let mut storm = Vec::new();
+        for connection in 0..5 {
+            let raw = a2a_pb::proto::a2a_service_client::A2aServiceClient::connect(format!(
+                "http://{grpc}"
+            ))
+            .await
+            .unwrap();
+            for n in 0..100 {
+                let mut client = raw.clone();
+                let request = message(wave * 1000 + connection * 100 + n);
+                storm.push(tokio::spawn(async move {
+                    let call = client.send_message(request);
+                    let _ = tokio::time::timeout(Duration::from_secs(1), call).await;
+                }));
+            }
+        }
+        for call in storm {
+            call.await.unwrap();
+        }
+    }
+    // A new caller on either binding is served at once.
+    let mut raw =
+        a2a_pb::proto::a2a_service_client::A2aServiceClient::connect(format!("http://{grpc}"))
+            .await
+            .unwrap();
+    let mut request = tonic::Request::new(message(5000));
+    request.get_mut().message.as_mut().unwrap().parts[0].content =
+        Some(a2a_pb::proto::part::Content::Text("hello".into()));
+    request.set_timeout(Duration::from_secs(3));
+    let sent = raw.send_message(request).await;
+    assert!(sent.is_ok(), "{sent:?}");
+    let read = tokio::time::timeout(
+        Duration::from_secs(3),
+        rpc_as(&url, None, "SendMessage", text_message("after", "hello")),
+    )
+    .await
+    .expect("no JSON-RPC answer after the storm");
+    assert!(read["result"]["task"]["id"].is_string(), "{read}");
 }

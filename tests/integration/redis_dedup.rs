@@ -378,3 +378,84 @@ async fn two_agent_processes_with_redis_share_replies() {
         .unwrap();
     assert_eq!(status.code(), Some(2));
 }
+
+fn caller(token: &str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert("authorization", token.parse().unwrap());
+    headers
+}
+
+/// Runs `id` for the caller of `headers` with a reply of `bytes` bytes (its content says which
+/// run made it), returning the reply.
+async fn big_reply(
+    dedup: &Dedup<Value, StandardError>,
+    headers: &HeaderMap,
+    id: &str,
+    bytes: usize,
+    run: u32,
+) -> Result<Value, DedupError<StandardError>> {
+    dedup
+        .run(
+            "SendMessage",
+            headers,
+            id,
+            json!({"id": id}),
+            move |_| async move {
+                Ok::<_, StandardError>(json!({"run": run, "pad": "x".repeat(bytes)}))
+            },
+        )
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_caller_cannot_grow_the_dedups_redis_past_its_share() {
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let per_caller = 6u64 << 20;
+    let store = redis.store().max_bytes(64 << 20, per_caller);
+    let dedup: Dedup<Value, StandardError> =
+        Dedup::with_store(store.clone()).identify(a2a_error::server::scope::authorization);
+    let (alice, mallory) = (caller("Bearer alice"), caller("Bearer mallory"));
+    big_reply(&dedup, &alice, "kept", 1 << 20, 1).await.unwrap();
+    let before = redis.0.used_memory().unwrap();
+    // 14 replies of 1.5 MB from one caller: 21 MB asked, 6 MiB kept, the oldest going first.
+    for n in 0..14 {
+        big_reply(&dedup, &mallory, &format!("m-{n}"), 1_500_000, 1)
+            .await
+            .unwrap();
+    }
+    let grown = redis.0.used_memory().unwrap().saturating_sub(before);
+    let weighed = store.weighed_bytes().await.unwrap();
+    eprintln!("Redis grew {grown} bytes, {weighed} weighed");
+    assert!(
+        grown <= per_caller + (512 << 10),
+        "Redis grew {grown} bytes"
+    );
+    assert!(weighed <= per_caller + (2 << 20), "{weighed}");
+    // The newest is replayed; the oldest was dropped, and runs again.
+    let newest = big_reply(&dedup, &mallory, "m-13", 1_500_000, 2)
+        .await
+        .unwrap();
+    assert_eq!(newest["run"], 1);
+    let oldest = big_reply(&dedup, &mallory, "m-0", 1_500_000, 2)
+        .await
+        .unwrap();
+    assert_eq!(oldest["run"], 2);
+    // Another caller's reply survived the flood.
+    let kept = big_reply(&dedup, &alice, "kept", 1 << 20, 2).await.unwrap();
+    assert_eq!(kept["run"], 1);
+    // A reply heavier than a caller's share is remembered as a final CONTENT_TOO_LARGE: its
+    // retry is told so, and the work does not run twice.
+    let huge = big_reply(&dedup, &alice, "huge", 7 << 20, 1).await.unwrap();
+    assert_eq!(huge["run"], 1);
+    let retried = big_reply(&dedup, &alice, "huge", 7 << 20, 2)
+        .await
+        .unwrap_err();
+    match retried {
+        DedupError::Replayed(error) => {
+            assert_eq!(a2a_error::A2aError::code(&*error), -32055, "{error:?}")
+        }
+        other => panic!("expected CONTENT_TOO_LARGE, got {other:?}"),
+    }
+}

@@ -469,3 +469,51 @@ async fn of_two_deadline_headers_the_earlier_holds() {
         assert!(left <= 500, "{order:?}: {reply}");
     }
 }
+
+#[tokio::test]
+async fn one_caller_holding_streams_it_never_reads_leaves_room_for_the_others() {
+    use futures_util::stream;
+    // A reply that never ends, as a stream of a task that runs on.
+    let hold = axum::routing::get(|| async {
+        axum::body::Body::from_stream(stream::pending::<Result<bytes::Bytes, std::io::Error>>())
+    });
+    let router = TestAgent::new().router().route("/hold", hold);
+    let limits = ServeLimits::default()
+        .header_timeout(Duration::from_secs(30))
+        .max_connections(64);
+    let url = serve_with(router, limits).await;
+    // One caller opens 100 streams and reads none of them.
+    let mut greedy = Vec::new();
+    for _ in 0..100 {
+        let mut socket = TcpStream::connect(addr(&url)).await.unwrap();
+        socket
+            .write_all(b"GET /hold HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer greedy\r\n\r\n")
+            .await
+            .unwrap();
+        greedy.push(socket);
+    }
+    // Another caller is served at once.
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}"#;
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer other\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut other = TcpStream::connect(addr(&url)).await.unwrap();
+    other.write_all(request.as_bytes()).await.unwrap();
+    let (reply, closed) = read_until_close(&mut other, Duration::from_secs(10)).await;
+    assert!(closed && reply.starts_with("HTTP/1.1 200"), "{reply:?}");
+    // The greedy caller's streams past its share were refused, truthfully, and closed; those
+    // it holds are at most three quarters of the slots.
+    let mut refused = 0;
+    for socket in &mut greedy {
+        let (reply, closed) = read_until_close(socket, Duration::from_millis(200)).await;
+        if closed {
+            assert!(reply.starts_with("HTTP/1.1 429"), "{reply:?}");
+            assert!(reply.contains("retry-after: 1"), "{reply:?}");
+            assert!(reply.contains("RATE_LIMITED"), "{reply:?}");
+            refused += 1;
+        }
+    }
+    assert!(refused >= 100 - 48, "only {refused} of 100 streams refused");
+}

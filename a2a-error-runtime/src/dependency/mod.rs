@@ -18,7 +18,7 @@ mod passed_on;
 pub use failure::Failure;
 pub use http::{
     EXCERPT_BYTES, HttpCall, HttpDependency, HttpDependencyBuilder, HttpError, HttpFailure,
-    HttpReply, StatusFailure,
+    HttpReply, MAX_VALUE_BYTES, StatusFailure,
 };
 pub use op::{Dependency, DependencyBuilder, Guarded, Op, OpCall};
 pub use passed_on::DependencyFailed;

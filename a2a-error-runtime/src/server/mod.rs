@@ -12,6 +12,7 @@ mod rate;
 pub mod rest;
 pub mod scope;
 pub(crate) mod serve;
+pub(crate) mod share;
 pub(crate) mod sse;
 mod task;
 mod version;

@@ -4,7 +4,11 @@
 //!
 //! A scope is text, compared whole. It is built from the credential's bytes without loss: two
 //! credentials that differ in any byte are two scopes (a lossy decoding such as
-//! `String::from_utf8_lossy` made `Bearer \xfe` and `Bearer \xff` one caller).
+//! `String::from_utf8_lossy` made `Bearer \xfe` and `Bearer \xff` one caller). What HTTP
+//! itself does not tell apart is one scope: the auth scheme is case-insensitive and separated
+//! from its credentials by any run of spaces (RFC 9110, section 11.4), so `Bearer t`,
+//! `bearer t`, `BEARER  t` are the one credential an authenticating proxy in front sees,
+//! and one caller for the rate limit, task ownership and the dedup alike.
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
@@ -32,7 +36,43 @@ pub type Scope = std::sync::Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sy
 pub fn authorization(headers: &HeaderMap) -> Option<String> {
     headers
         .get(AUTHORIZATION)
-        .map(|value| of_bytes(value.as_bytes()))
+        .map(|value| credential(value.as_bytes()))
+}
+
+/// An `Authorization` value as a scope: `scheme credentials` with the scheme in lower case and
+/// one space between them, the credentials' bytes exact ([`of_bytes`]). A value that is not
+/// `scheme SP credentials` (one token alone, a scheme that is not an RFC 9110 token) is
+/// taken whole, byte for byte.
+///
+/// ```
+/// # use a2a_error_runtime as a2a_error;
+/// use a2a_error::server::scope::credential;
+///
+/// let one = credential(b"Bearer abc");
+/// for spelling in [&b"bearer abc"[..], b"BEARER abc", b"bEaReR abc", b"Bearer  abc", b"Bearer\tabc"] {
+///     assert_eq!(credential(spelling), one);
+/// }
+/// assert_ne!(credential(b"Bearer ABC"), one); // the token's bytes are kept exact
+/// ```
+pub fn credential(value: &[u8]) -> String {
+    let value = value.trim_ascii();
+    let Some(space) = value.iter().position(|byte| matches!(byte, b' ' | b'\t')) else {
+        return of_bytes(value);
+    };
+    let (scheme, rest) = value.split_at(space);
+    if !scheme.iter().all(|&byte| is_tchar(byte)) {
+        return of_bytes(value);
+    }
+    let mut normal = Vec::with_capacity(value.len());
+    normal.extend(scheme.iter().map(u8::to_ascii_lowercase));
+    normal.push(b' ');
+    normal.extend_from_slice(rest.trim_ascii_start());
+    of_bytes(&normal)
+}
+
+/// RFC 9110's `tchar`: the characters of a token, such as an auth scheme.
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 /// Credential bytes as a scope, without loss: the text itself when it is UTF-8 (prefixed
@@ -69,5 +109,32 @@ mod tests {
         let scopes: std::collections::HashSet<String> =
             samples.iter().map(|bytes| of_bytes(bytes)).collect();
         assert_eq!(scopes.len(), samples.len());
+    }
+
+    #[test]
+    fn one_credential_is_one_scope_however_its_scheme_is_spelled() {
+        let one = credential(b"Bearer tok\xfe");
+        for spelling in [
+            &b"bearer tok\xfe"[..],
+            b"BEARER tok\xfe",
+            b"bEaReR tok\xfe",
+            b"Bearer  tok\xfe",
+            b"Bearer \t tok\xfe",
+            b" Bearer tok\xfe ",
+        ] {
+            assert_eq!(credential(spelling), one, "{spelling:?}");
+        }
+        // The credentials themselves are compared byte for byte.
+        for other in [
+            &b"Bearer TOK\xfe"[..],
+            b"Bearer tok\xff",
+            b"Bearer tok \xfe",
+            b"Basic tok\xfe",
+            b"Bearertok\xfe",
+        ] {
+            assert_ne!(credential(other), one, "{other:?}");
+        }
+        // A lone token is not a scheme: its case is kept.
+        assert_ne!(credential(b"abc"), credential(b"ABC"));
     }
 }

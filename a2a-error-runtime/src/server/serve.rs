@@ -21,8 +21,11 @@ use tokio::sync::Semaphore;
 use tokio::time::Sleep;
 use tower::ServiceExt;
 
+use super::share::{Share, Shares};
+
 /// The limits of [`serve`]. Defaults: 10 s to send the request headers, 30 s to send a request
-/// body, 1024 connections at once.
+/// body, 1024 connections at once, a quarter of them for one caller once three quarters are
+/// taken.
 ///
 /// Memory held by uploads is at most `max_connections ×` the largest body a route accepts
 /// (`JsonRpc::max_body_bytes`, axum's `DefaultBodyLimit`); a body that times out is dropped
@@ -36,6 +39,8 @@ pub struct ServeLimits {
     header_timeout: Duration,
     body_timeout: Duration,
     max_connections: usize,
+    /// `None`: a quarter of `max_connections`.
+    max_per_caller: Option<usize>,
 }
 
 impl Default for ServeLimits {
@@ -44,6 +49,7 @@ impl Default for ServeLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            max_per_caller: None,
         }
     }
 }
@@ -73,6 +79,25 @@ impl ServeLimits {
         self.max_connections = connections.max(1);
         self
     }
+
+    /// How many requests one caller may have served at once (a stream counts until it ends)
+    /// once three quarters of `max_connections` are taken (default a quarter of
+    /// `max_connections`, at least 1): a sole caller can use three quarters of the
+    /// connections, and the last quarter stays for callers under their share. A caller is its `Authorization` credential (the scheme in any case, as
+    /// [`scope::credential`](super::scope::credential) reads it), or its address when it
+    /// sends none. A request past it is refused at once with RATE_LIMITED (HTTP 429,
+    /// `Retry-After: 1`) and its connection closed, so that one caller holding streams it
+    /// never reads cannot keep the others out.
+    pub fn max_per_caller(mut self, requests: usize) -> Self {
+        self.max_per_caller = Some(requests.max(1));
+        self
+    }
+
+    fn per_caller(&self) -> usize {
+        self.max_per_caller
+            .unwrap_or(self.max_connections / 4)
+            .max(1)
+    }
 }
 
 /// Serves `router` on `listener` over HTTP/1.1 within `limits`, until the listener fails for
@@ -89,6 +114,7 @@ impl ServeLimits {
 /// ```
 pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -> io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let shares = Shares::new(limits.max_connections, limits.per_caller());
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
@@ -97,7 +123,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
         let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
             return Ok(());
         };
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) if is_connection_error(&error) => continue,
             Err(error) => {
@@ -110,9 +136,25 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let body_timeout = limits.body_timeout;
+        let shares = Arc::clone(&shares);
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let share = shares.take(shares.caller(request.headers(), Some(peer.ip())));
             let request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
-            router.clone().oneshot(request)
+            let reply = share.map(|share| (share, router.clone().oneshot(request)));
+            async move {
+                let Some((share, reply)) = reply else {
+                    return Ok(over_share());
+                };
+                // The caller's slot is held until the reply's body ends (a stream: until it
+                // is closed).
+                let reply = reply.await?;
+                Ok::<_, std::convert::Infallible>(reply.map(|body| {
+                    Body::new(Holding {
+                        body,
+                        _share: share,
+                    })
+                }))
+            }
         });
         let connection = http.serve_connection(TokioIo::new(stream), service);
         tokio::spawn(async move {
@@ -121,6 +163,48 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
             }
             drop(permit);
         });
+    }
+}
+
+/// The reply to a request past its caller's share: RATE_LIMITED, and the connection closed.
+fn over_share() -> axum::response::Response {
+    let refusal = crate::wire::standard::StandardError::RateLimited {
+        retry_after: Some(Duration::from_secs(1)),
+    };
+    let mut reply = super::rest::error_response(&refusal);
+    reply.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    reply
+}
+
+pin_project! {
+    /// A reply body holding its caller's [`Share`] until it ends or is dropped.
+    struct Holding {
+        #[pin]
+        body: Body,
+        _share: Share,
+    }
+}
+
+impl http_body::Body for Holding {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 

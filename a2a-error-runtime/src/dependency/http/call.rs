@@ -189,14 +189,93 @@ pub struct HttpReply {
     pub body: Bytes,
 }
 
+/// The largest reply [`HttpReply::json_value`] reads (2 MiB): a `serde_json::Value` costs up
+/// to 32 bytes of memory per byte of JSON (`[0,0,…]`: 32 bytes a number, with a vector's
+/// doubling), so at most 64 MiB for one reply.
+pub const MAX_VALUE_BYTES: usize = 2 << 20;
+
 impl HttpReply {
     /// The body read as JSON into `T`; a body that is not fails as
     /// [`HttpFailure::Malformed`].
+    ///
+    /// Memory: a struct that names only the fields it uses (serde skips the others without
+    /// building them, however long) costs what those fields hold, whatever the reply's size;
+    /// read a field whose shape you do not know as `Box<serde_json::value::RawValue>` (its
+    /// text, one copy). A `serde_json::Value` costs up to 32 times the bytes it is read from,
+    /// so the reply limit (32 MiB by default) would allow a gigabyte: read untyped replies
+    /// with [`json_value`](Self::json_value), which is bounded.
+    ///
+    /// ```
+    /// # use a2a_error_runtime as a2a_error;
+    /// use a2a_error::dependency::HttpReply;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Completion {
+    ///     choices: Vec<Choice>,
+    /// }
+    /// #[derive(serde::Deserialize)]
+    /// struct Choice {
+    ///     message: Message,
+    /// }
+    /// #[derive(serde::Deserialize)]
+    /// struct Message {
+    ///     content: String,
+    /// }
+    ///
+    /// let body = r#"{"choices":[{"message":{"content":"hi"}}],"padding":[0,0,0]}"#;
+    /// let reply = HttpReply { status: 200, headers: Default::default(), body: body.into() };
+    /// let completion: Completion = reply.json().unwrap();
+    /// assert_eq!(completion.choices[0].message.content, "hi");
+    /// ```
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, HttpError> {
         serde_json::from_slice(&self.body).map_err(|error| {
             Failure::Failed(HttpFailure::Malformed {
                 detail: format!("the reply is not the expected JSON: {error}"),
             })
         })
+    }
+
+    /// The body read as an untyped `serde_json::Value`, for replies whose shape is not known:
+    /// at most [`MAX_VALUE_BYTES`] (2 MiB, so at most 64 MiB of memory); a larger body fails as
+    /// [`HttpFailure::TooLarge`] without being parsed. Prefer [`json`](Self::json) with a type.
+    pub fn json_value(&self) -> Result<serde_json::Value, HttpError> {
+        if self.body.len() > MAX_VALUE_BYTES {
+            return Err(Failure::Failed(HttpFailure::TooLarge {
+                limit: MAX_VALUE_BYTES,
+            }));
+        }
+        self.json()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_untyped_path_refuses_what_it_cannot_hold_in_its_bound() {
+        let reply = |body: Vec<u8>| HttpReply {
+            status: 200,
+            headers: HeaderMap::new(),
+            body: body.into(),
+        };
+        // `[0,0,…]` of `len` bytes at most, as many zeros as fit.
+        let zeros = |len: usize| format!("[0{}]", ",0".repeat((len - 3) / 2));
+        assert!(matches!(
+            reply(zeros(MAX_VALUE_BYTES + 2).into_bytes()).json_value(),
+            Err(Failure::Failed(HttpFailure::TooLarge {
+                limit: MAX_VALUE_BYTES
+            }))
+        ));
+        let fits = zeros(MAX_VALUE_BYTES);
+        assert!(fits.len() <= MAX_VALUE_BYTES);
+        assert!(reply(fits.into_bytes()).json_value().unwrap().is_array());
+        // A type reads a larger reply at once, skipping what it does not name.
+        let padded = format!(r#"{{"a":1,"pad":{}}}"#, zeros(4 * MAX_VALUE_BYTES));
+        #[derive(serde::Deserialize)]
+        struct A {
+            a: u8,
+        }
+        assert_eq!(reply(padded.into_bytes()).json::<A>().unwrap().a, 1);
     }
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tower::util::BoxCloneSyncService;
 
-pub use call::{HttpCall, HttpReply};
+pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
 use transport::HttpService;
 

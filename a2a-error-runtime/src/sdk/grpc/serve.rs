@@ -9,9 +9,10 @@
 //! port stopped answering) with the accept loop at ~100 % of a core.
 
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -28,22 +29,36 @@ use tonic::server::NamedService;
 use crate::sdk::Bridge;
 use crate::server::endpoint::admission::{Admission, OwnedSlot};
 use crate::server::serve::is_connection_error;
+use crate::server::share::{Share, Shares};
 use crate::wire::grpc::{MAX_HEADER_LIST_BYTES, to_status};
+use crate::wire::standard::StandardError;
 
 /// The streams the server may reset for a peer's errors before GOAWAY: hyper's default.
 const LOCAL_RESETS: usize = 1024;
 
+/// The most of a reply handed to HTTP/2 at once: hyper takes a frame before it has the
+/// peer's window for it, so a reply handed whole to a peer that does not read would sit in
+/// h2's buffer, out of reach of the send timeout.
+const CHUNK: usize = 64 << 10;
+
 /// The limits [`Bridge::serve_grpc`] serves within. The defaults bound what one peer can
 /// hold: at most `max_connections × max_streams` calls are open, of which at most
 /// `max_in_flight` run (each holding at most one reply of the handler's making, bounded by
-/// the task store's limit per task); the rest are refused at once.
+/// the task store's limit per task), a quarter of them for one caller once three quarters
+/// are taken;
+/// the rest are refused at once. A reply the peer does not read is let go after the send
+/// timeout, with its connection; a connection that sends no call is closed after 10 s.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct GrpcLimits {
     max_connections: usize,
     max_streams: u32,
     max_in_flight: usize,
+    /// `None`: a quarter of `max_in_flight`.
+    max_per_caller: Option<usize>,
     adaptive: Option<crate::server::AdaptiveLimit>,
     idle_timeout: Duration,
+    first_call_timeout: Duration,
+    send_timeout: Duration,
     keepalive: Duration,
     max_resets: usize,
 }
@@ -54,8 +69,11 @@ impl Default for GrpcLimits {
             max_connections: 256,
             max_streams: 100,
             max_in_flight: 512,
+            max_per_caller: None,
             adaptive: None,
             idle_timeout: Duration::from_secs(300),
+            first_call_timeout: Duration::from_secs(10),
+            send_timeout: Duration::from_secs(30),
             keepalive: Duration::from_secs(60),
             max_resets: 20,
         }
@@ -96,10 +114,37 @@ impl GrpcLimits {
         self
     }
 
+    /// How many calls one caller may have in flight once three quarters of `max_in_flight`
+    /// are (default a quarter of `max_in_flight`, at least 1): a sole caller can use three
+    /// quarters of them, and the last quarter stays for callers under their share. A caller is its `authorization`
+    /// credential (the scheme in any case), or its address when it sends none. A call past it
+    /// is refused at once with RATE_LIMITED (`RESOURCE_EXHAUSTED`) and a RetryInfo of 1 s.
+    pub fn max_per_caller(mut self, calls: usize) -> Self {
+        self.max_per_caller = Some(calls.max(1));
+        self
+    }
+
     /// How long a connection with no call open and nothing read from the peer stays open
     /// (default 5 minutes).
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a new connection may go without starting a call (default 10 s, as the HTTP
+    /// bindings' header timeout); then it is closed, so that connections that send nothing
+    /// cannot hold the connection slots.
+    pub fn first_call_timeout(mut self, timeout: Duration) -> Self {
+        self.first_call_timeout = timeout;
+        self
+    }
+
+    /// How long a reply may wait for the peer to read it (to open its HTTP/2 window: a zero
+    /// window is a reader that does not read) while nothing else on its connection is read
+    /// (default 30 s); then the connection is closed and its replies let go. A reply is
+    /// handed to HTTP/2 64 KiB at a time, so what waits is held by the call, not by h2.
+    pub fn send_timeout(mut self, timeout: Duration) -> Self {
+        self.send_timeout = timeout;
         self
     }
 
@@ -136,8 +181,13 @@ impl<H: RequestHandler> Bridge<H> {
     /// # }
     /// ```
     pub async fn serve_grpc(&self, listener: TcpListener, limits: GrpcLimits) -> io::Result<()> {
+        let per_caller = limits
+            .max_per_caller
+            .unwrap_or(limits.max_in_flight / 4)
+            .max(1);
         let service = Admitted {
             inner: self.grpc(),
+            shares: Shares::new(limits.max_in_flight, per_caller),
             // The bridge's own limit, over every binding, when it has one.
             admission: self.admission.clone().unwrap_or_else(|| {
                 Arc::new(match limits.adaptive {
@@ -175,9 +225,9 @@ fn accepted(
         let permit = Arc::clone(&permits).acquire_owned().await.ok()?;
         loop {
             match listener.accept().await {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let connection = Connection::new(stream, permit, limits.idle_timeout);
+                    let connection = Connection::new(stream, permit, peer.ip(), &limits);
                     return Some((Ok(connection), (listener, permits)));
                 }
                 Err(error) if is_connection_error(&error) => continue,
@@ -191,23 +241,32 @@ fn accepted(
 }
 
 /// What a connection and its calls share: how many calls are open on it, and when it last
-/// had one or read anything.
+/// had one or read anything; whether a call ever started; how many replies wait for the peer
+/// to read them, and when the peer last took a piece of any reply.
 #[derive(Debug)]
 pub(crate) struct Activity {
     open: AtomicUsize,
     /// Milliseconds after `since`.
     last: AtomicU64,
     since: Instant,
+    called: AtomicBool,
+    owed: AtomicUsize,
+    /// Milliseconds after `since`.
+    taken: AtomicU64,
+    peer: IpAddr,
 }
 
 impl Activity {
-    fn touch(&self) {
-        let now = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last.store(now, Ordering::Relaxed);
+    fn millis(&self) -> u64 {
+        u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    fn idle_until(&self, timeout: Duration) -> Instant {
-        self.since + Duration::from_millis(self.last.load(Ordering::Relaxed)) + timeout
+    fn touch(&self) {
+        self.last.store(self.millis(), Ordering::Relaxed);
+    }
+
+    fn at(&self, millis: &AtomicU64) -> Instant {
+        self.since + Duration::from_millis(millis.load(Ordering::Relaxed))
     }
 }
 
@@ -222,36 +281,62 @@ pub(crate) struct ConnectionInfo(Arc<Activity>);
 pub(crate) struct Connection {
     stream: TcpStream,
     activity: Arc<Activity>,
-    idle_timeout: Duration,
+    limits: GrpcLimits,
     idle: Pin<Box<Sleep>>,
     _permit: OwnedSemaphorePermit,
 }
 
 impl Connection {
-    fn new(stream: TcpStream, permit: OwnedSemaphorePermit, idle_timeout: Duration) -> Self {
+    fn new(
+        stream: TcpStream,
+        permit: OwnedSemaphorePermit,
+        peer: IpAddr,
+        limits: &GrpcLimits,
+    ) -> Self {
         let since = Instant::now();
+        let first = limits
+            .idle_timeout
+            .min(limits.first_call_timeout)
+            .min(limits.send_timeout / 2);
         Connection {
             stream,
             activity: Arc::new(Activity {
                 open: AtomicUsize::new(0),
                 last: AtomicU64::new(0),
                 since,
+                called: AtomicBool::new(false),
+                owed: AtomicUsize::new(0),
+                taken: AtomicU64::new(0),
+                peer,
             }),
-            idle_timeout,
-            idle: Box::pin(tokio::time::sleep_until(since + idle_timeout)),
+            limits: *limits,
+            idle: Box::pin(tokio::time::sleep_until(since + first)),
             _permit: permit,
         }
     }
 
-    /// Whether the connection has been idle for its timeout; if not, the timer is set again
-    /// for when it might be.
+    /// Whether the connection is to be closed: idle for its timeout, no call started within
+    /// the first-call timeout, or replies waiting on a peer that took nothing for the send
+    /// timeout. If not, the timer is set again for when it might be.
     fn poll_idle(&mut self, cx: &mut Context<'_>) -> bool {
         while self.idle.as_mut().poll(cx).is_ready() {
-            if self.activity.open.load(Ordering::Acquire) > 0 {
-                self.activity.touch();
+            let activity = &self.activity;
+            let now = Instant::now();
+            let open = activity.open.load(Ordering::Acquire) > 0;
+            if open {
+                activity.touch();
             }
-            let until = self.activity.idle_until(self.idle_timeout);
-            if until <= Instant::now() {
+            let mut until = activity.at(&activity.last) + self.limits.idle_timeout;
+            if !activity.called.load(Ordering::Acquire) {
+                until = until.min(activity.since + self.limits.first_call_timeout);
+            }
+            if activity.owed.load(Ordering::Acquire) > 0 {
+                until = until.min(activity.at(&activity.taken) + self.limits.send_timeout);
+            } else if open {
+                // A reply may come to wait on the peer: look again within the send timeout.
+                until = until.min(now + self.limits.send_timeout / 2);
+            }
+            if until <= now {
                 return true;
             }
             self.idle.as_mut().reset(until);
@@ -328,6 +413,7 @@ impl AsyncWrite for Connection {
 #[derive(Clone)]
 struct Admitted<S> {
     inner: S,
+    shares: Arc<Shares>,
     admission: Arc<Admission>,
 }
 
@@ -356,17 +442,31 @@ where
     }
 
     fn call(&mut self, request: Request<tonic::body::Body>) -> Self::Future {
-        let mut slot = match self.admission.admit_owned() {
-            Ok(slot) => slot,
-            Err(refusal) => {
-                let reply = to_status(&refusal).into_http();
-                return Box::pin(async move { Ok(reply) });
-            }
-        };
-        let open = request
+        let activity = request
             .extensions()
             .get::<ConnectionInfo>()
-            .map(|info| Open::new(Arc::clone(&info.0)));
+            .map(|info| Arc::clone(&info.0));
+        if let Some(activity) = &activity {
+            activity.called.store(true, Ordering::Release);
+        }
+        let caller = self.shares.caller(
+            request.headers(),
+            activity.as_ref().map(|activity| activity.peer),
+        );
+        let refused = |refusal: StandardError| {
+            let reply = to_status(&refusal).into_http();
+            Box::pin(async move { Ok(reply) }) as Self::Future
+        };
+        let Some(share) = self.shares.take(caller) else {
+            return refused(StandardError::RateLimited {
+                retry_after: Some(Duration::from_secs(1)),
+            });
+        };
+        let mut slot = match self.admission.admit_owned() {
+            Ok(slot) => slot,
+            Err(refusal) => return refused(refusal),
+        };
+        let open = activity.map(Open::new);
         let reply = self.inner.call(request);
         Box::pin(async move {
             let reply = reply.await?;
@@ -374,8 +474,11 @@ where
             Ok(reply.map(|body| {
                 tonic::body::Body::new(Held {
                     body,
+                    rest: None,
+                    owed: false,
+                    _share: share,
                     _slot: slot,
-                    _open: open,
+                    open,
                 })
             }))
         })
@@ -400,11 +503,52 @@ impl Drop for Open {
     }
 }
 
-/// A reply body holding its call's slot and its place among the connection's open calls.
+/// A reply body holding its call's slot, its caller's share and its place among the
+/// connection's open calls; it hands its data on [`CHUNK`] bytes at a time, and counts as
+/// owed by the peer from handing a piece on until it is asked for the next.
 struct Held {
     body: tonic::body::Body,
+    /// What is left of a data frame larger than [`CHUNK`].
+    rest: Option<bytes::Bytes>,
+    owed: bool,
+    _share: Share,
     _slot: OwnedSlot,
-    _open: Option<Open>,
+    open: Option<Open>,
+}
+
+impl Held {
+    /// The peer took what was handed on (hyper asks for more only once it had the window).
+    fn taken(&mut self) {
+        if let Some(open) = &self.open {
+            let activity = &open.0;
+            activity.taken.store(activity.millis(), Ordering::Relaxed);
+            if std::mem::take(&mut self.owed) {
+                activity.owed.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// `data` handed on, the rest kept; owed until asked for more.
+    fn hand_on(&mut self, mut data: bytes::Bytes) -> Frame<bytes::Bytes> {
+        if data.len() > CHUNK {
+            self.rest = Some(data.split_off(CHUNK));
+        }
+        if let Some(open) = &self.open {
+            self.owed = true;
+            open.0.owed.fetch_add(1, Ordering::AcqRel);
+        }
+        Frame::data(data)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.owed
+            && let Some(open) = &self.open
+        {
+            open.0.owed.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 impl Body for Held {
@@ -415,14 +559,35 @@ impl Body for Held {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
+        let this = &mut *self;
+        this.taken();
+        if let Some(rest) = this.rest.take() {
+            return Poll::Ready(Some(Ok(this.hand_on(rest))));
+        }
+        match Pin::new(&mut this.body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => Poll::Ready(Some(Ok(this.hand_on(data)))),
+                Err(frame) => Poll::Ready(Some(Ok(frame))),
+            },
+            other => other,
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.rest.is_none() && self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        let hint = self.body.size_hint();
+        let Some(rest) = &self.rest else {
+            return hint;
+        };
+        let rest = rest.len() as u64;
+        let mut with_rest = SizeHint::new();
+        if let Some(upper) = hint.upper() {
+            with_rest.set_upper(upper.saturating_add(rest));
+        }
+        with_rest.set_lower(hint.lower().saturating_add(rest));
+        with_rest
     }
 }

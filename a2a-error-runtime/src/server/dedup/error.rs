@@ -54,19 +54,6 @@ pub enum Refusal {
     #[error("the request does not serialize, so it cannot be deduplicated")]
     #[a2a(code = INTERNAL_ERROR, retryable = false)]
     Unfingerprintable,
-    /// As much work as [`Dedup::max_detached`](super::Dedup::max_detached) allows is still
-    /// running for callers that went away: new work waits until some of it ends.
-    #[error("too much work left running by callers that went away")]
-    #[a2a(
-        code = AGENT_UNAVAILABLE,
-        reason = "DETACHED_WORK_FULL",
-        message = "Too much work in flight; retry later"
-    )]
-    Busy {
-        /// When to come back.
-        #[a2a(retry_after)]
-        retry_after: Duration,
-    },
     /// The work outran its claim and was given up (or the runtime shut down).
     #[error("the work outran its claim")]
     #[a2a(code = DEADLINE_EXCEEDED)]

@@ -10,10 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::future::{BoxFuture, ready};
 
-use super::store::{DedupStore, StoreError, outcome_record, read_record};
+use super::store::{DedupStore, StoreError, too_large};
 use crate::bounded::{BoundedMap, Change};
-use crate::wire::error::A2aError;
-use crate::wire::standard::StandardError;
 
 /// The in-process store: at most `max_entries` records and `max_bytes` of keys and records
 /// (defaults 100,000 and 64 MiB); when full, the keys first written longest ago go first.
@@ -86,17 +84,7 @@ impl MemoryStore {
         if self.weight(key, &outcome) <= self.records.max_record_bytes() {
             return outcome;
         }
-        let Some(fingerprint) = read_record(&outcome).map(|record| record.fingerprint()) else {
-            return outcome;
-        };
-        tracing::warn!(
-            bytes = outcome.len(),
-            limit = self.records.max_record_bytes(),
-            "a reply too large to remember: a retry of it gets CONTENT_TOO_LARGE"
-        );
-        let error = StandardError::ContentTooLarge.to_error_object();
-        outcome_record(fingerprint, false, |out| serde_json::to_writer(out, &error))
-            .unwrap_or(outcome)
+        too_large(outcome, self.records.max_record_bytes())
     }
 
     fn claim_now(&self, key: &str, claim: &[u8], ttl: Duration) -> Option<Bytes> {

@@ -81,7 +81,7 @@ struct Settings {
     on_store_failure: StoreFailure,
     max_detached: usize,
     /// Work running for callers that went away, shared by clones.
-    detached: Arc<std::sync::atomic::AtomicUsize>,
+    detached: Arc<detach::Detached>,
 }
 
 /// Runs work at most once per key, remembering outcomes in a [`DedupStore`] (see the module
@@ -185,12 +185,12 @@ impl<T, E> Dedup<T, E> {
         self
     }
 
-    /// How much work may run at once for callers that went away (default 1,024): past it,
-    /// new work is refused with AGENT_UNAVAILABLE (reason `DETACHED_WORK_FULL`, retry in
-    /// 1 s) until some of it ends. Work whose caller left keeps running so that its outcome
-    /// is recorded once; this bounds the memory callers who hang up at once can take (each
-    /// holds its work's future: for the SDK bridge's SendMessage about 4 KiB, so 4 MiB at
-    /// the default).
+    /// How much work may run at once for callers that went away (default 1,024). Work whose
+    /// caller left keeps running so that its outcome is recorded once; past this bound the
+    /// work left longest ago is stopped (its claim released, so a retry of it runs again) to
+    /// make room: work nobody waits for never keeps out a caller who waits. This bounds the
+    /// memory callers who hang up at once can take (each holds its work's future: for the SDK
+    /// bridge's SendMessage about 4 KiB, so 4 MiB at the default).
     pub fn max_detached(mut self, work: usize) -> Self {
         self.settings_mut().max_detached = work;
         self

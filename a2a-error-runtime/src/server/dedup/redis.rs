@@ -6,6 +6,14 @@
 //! own TTL (`PX`): a replica that dies mid-work leaves a claim that expires, and the client's
 //! retry then runs the work once more. Every command is bounded by a timeout, so a Redis that
 //! stops answering gives an error, never a hang.
+//!
+//! Outcomes are bounded in bytes, in total and per caller, as they weigh in Redis's own
+//! memory (see [`RedisStore::max_bytes`]): the finishing script counts each outcome under its
+//! caller (the scope part of its key) in the same step as it writes it, and makes room by
+//! dropping the caller's oldest outcomes, then the oldest of all. Keys beside the records,
+//! under the prefix `P`: `P#m` (each outcome's weight and caller), `P#all` and `P#s:{caller}`
+//! (outcomes by when they finished), `P#bytes` and `P#sb:{caller}` (their weights); they
+//! expire with the window, as the records do.
 
 use std::time::Duration;
 
@@ -13,7 +21,7 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use super::store::{DedupStore, StoreError};
+use super::store::{DedupStore, StoreError, too_large};
 
 /// Claims `KEYS[1]` for `ARGV[2]` ms unless it holds a record; returns the record, or nil.
 const CLAIM: &str = r#"
@@ -23,11 +31,56 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false
 "#;
 
-/// Replaces the claim `ARGV[1]` by `ARGV[2]` for `ARGV[3]` ms, if it is still there.
+/// Replaces the claim `ARGV[1]` by `ARGV[2]` for `ARGV[3]` ms, if it is still there, and
+/// counts it: prefix `ARGV[4]`, its key after the prefix `ARGV[5]`, its caller `ARGV[6]`, its
+/// weight `ARGV[7]`, the bounds in total `ARGV[8]` and per caller `ARGV[9]`. Outcomes past
+/// the window are uncounted first (up to 64 a call), then the caller's oldest and the oldest
+/// of all are dropped until the new one fits.
 const FINISH: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local P, member, s, w = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
+local ttl = tonumber(ARGV[3])
+local M, ALL, BYTES = P .. '#m', P .. '#all', P .. '#bytes'
+local S, SB = P .. '#s:' .. s, P .. '#sb:' .. s
+local function uncount(m)
+  local held = redis.call('HGET', M, m)
+  if not held then return end
+  local mw, ms = string.match(held, '^(%d+) (.*)$')
+  redis.call('HDEL', M, m)
+  redis.call('ZREM', ALL, m)
+  redis.call('DECRBY', BYTES, mw)
+  redis.call('ZREM', P .. '#s:' .. ms, m)
+  if redis.call('DECRBY', P .. '#sb:' .. ms, mw) <= 0 then redis.call('DEL', P .. '#sb:' .. ms) end
 end
+local function drop(m)
+  local record = redis.call('GET', P .. m)
+  if record and string.sub(record, 1, 1) == 'D' then redis.call('DEL', P .. m) end
+  uncount(m)
+end
+local function room(set, counter, max)
+  local n = 0
+  while tonumber(redis.call('GET', counter) or '0') + w > max and n < 4096 do
+    local oldest = redis.call('ZRANGE', set, 0, 0)
+    if not oldest[1] then break end
+    drop(oldest[1])
+    n = n + 1
+  end
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', ALL, '-inf', now - ttl, 'LIMIT', 0, 64)) do
+  uncount(m)
+end
+uncount(member)
+room(S, SB, tonumber(ARGV[9]))
+room(ALL, BYTES, tonumber(ARGV[8]))
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
+redis.call('HSET', M, member, w .. ' ' .. s)
+redis.call('ZADD', ALL, now, member)
+redis.call('INCRBY', BYTES, w)
+redis.call('ZADD', S, now, member)
+redis.call('INCRBY', SB, w)
+for _, k in ipairs({M, ALL, BYTES, S, SB}) do redis.call('PEXPIRE', k, ttl) end
 return 1
 "#;
 
@@ -51,6 +104,8 @@ pub struct RedisStore {
     client: redis::Client,
     prefix: String,
     timeout: Duration,
+    max_bytes: u64,
+    max_caller_bytes: u64,
     claim: redis::Script,
     finish: redis::Script,
     release: redis::Script,
@@ -61,13 +116,16 @@ impl std::fmt::Debug for RedisStore {
         f.debug_struct("RedisStore")
             .field("prefix", &self.prefix)
             .field("timeout", &self.timeout)
+            .field("max_bytes", &self.max_bytes)
+            .field("max_caller_bytes", &self.max_caller_bytes)
             .finish_non_exhaustive()
     }
 }
 
 impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`). Keys are prefixed `a2a-dedup:`; every
-    /// command times out after 1 s. The connection is made lazily and remade when it drops;
+    /// command times out after 1 s; outcomes are bounded to 256 MiB in total and 16 MiB a
+    /// caller ([`max_bytes`](Self::max_bytes)). The connection is made lazily and remade when it drops;
     /// call this inside the tokio runtime that will use the store (its connection task runs
     /// there).
     pub fn connect(url: &str) -> Result<Self, StoreError> {
@@ -85,6 +143,8 @@ impl RedisStore {
             client,
             prefix: "a2a-dedup:".to_owned(),
             timeout,
+            max_bytes: 256 << 20,
+            max_caller_bytes: 16 << 20,
             claim: redis::Script::new(CLAIM),
             finish: redis::Script::new(FINISH),
             release: redis::Script::new(RELEASE),
@@ -101,6 +161,33 @@ impl RedisStore {
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = limit;
         self
+    }
+
+    /// Bounds the outcomes kept to `total` bytes and each caller's (its scope, as
+    /// [`Dedup::identify`](super::Dedup::identify) reads it; every anonymous caller is one)
+    /// to `per_caller` (defaults 256 MiB and 16 MiB), as they weigh in Redis's own memory:
+    /// an outcome weighs its bytes and a quarter (the allocator's rounding), three times its
+    /// key (the indexes that count it) and 512 bytes. Past a bound the caller's outcomes that
+    /// finished longest ago go first, then everyone's; a retry of a dropped one runs again.
+    /// An outcome heavier than either bound is kept as a final CONTENT_TOO_LARGE, as the
+    /// memory store does. Claims (33 bytes each, one per request in flight) are not counted.
+    pub fn max_bytes(mut self, total: u64, per_caller: u64) -> Self {
+        self.max_bytes = total;
+        self.max_caller_bytes = per_caller;
+        self
+    }
+
+    /// What the outcomes held now weigh, in bytes (see [`max_bytes`](Self::max_bytes)).
+    pub async fn weighed_bytes(&self) -> Result<u64, StoreError> {
+        let mut connection = self.connection.clone();
+        let held: Option<u64> = self
+            .bounded(
+                redis::cmd("GET")
+                    .arg(format!("{}#bytes", self.prefix))
+                    .query_async(&mut connection),
+            )
+            .await?;
+        Ok(held.unwrap_or(0))
     }
 
     fn key(&self, key: &str) -> String {
@@ -142,6 +229,17 @@ impl RedisStore {
 
 fn store_error(error: redis::RedisError) -> StoreError {
     StoreError(error.to_string())
+}
+
+/// What an outcome at `key` weighs in Redis's memory (see [`RedisStore::max_bytes`]).
+fn weight(key: &str, outcome: &Bytes) -> u64 {
+    let bytes = outcome.len() as u64;
+    bytes + bytes / 4 + 3 * key.len() as u64 + 512
+}
+
+/// The caller part of a dedup key (`method:caller:id`), as the dedup writes it.
+fn caller(key: &str) -> &str {
+    key.split(':').nth(1).unwrap_or("")
 }
 
 /// A duration as Redis's `PX` milliseconds: at least 1 (`PX 0` is an error), saturating.
@@ -228,9 +326,25 @@ impl DedupStore for RedisStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
+            let fits =
+                |outcome: &Bytes| weight(key, outcome) <= self.max_bytes.min(self.max_caller_bytes);
+            let outcome = if fits(&outcome) {
+                outcome
+            } else {
+                too_large(outcome, self.max_bytes.min(self.max_caller_bytes))
+            };
             let mut connection = self.connection.clone();
             let mut invocation = self.finish.key(self.key(key));
-            invocation.arg(claim).arg(outcome.as_ref()).arg(millis(ttl));
+            invocation
+                .arg(claim)
+                .arg(outcome.as_ref())
+                .arg(millis(ttl))
+                .arg(&self.prefix)
+                .arg(key)
+                .arg(caller(key))
+                .arg(weight(key, &outcome))
+                .arg(self.max_bytes)
+                .arg(self.max_caller_bytes);
             let _: i64 = self
                 .bounded(invocation.invoke_async(&mut connection))
                 .await?;

@@ -115,11 +115,6 @@ where
     {
         let settings = &self.settings;
         self.check_id(id)?;
-        if settings.detached.load(std::sync::atomic::Ordering::Acquire) >= settings.max_detached {
-            return Err(DedupError::Refused(Refusal::Busy {
-                retry_after: COME_BACK,
-            }));
-        }
         let key = self.key(method, headers, id);
         let fingerprint = hash(request_bytes);
         let claim = claim_record(fingerprint, fastrand::u64(..));
@@ -201,8 +196,16 @@ where
         // it here, at every move.
         let work = Box::pin(AssertUnwindSafe(work()).catch_unwind());
         let detached = Arc::clone(&self.settings.detached);
+        let max_detached = self.settings.max_detached;
         let recorded = Detachable::new(
             async move {
+                let mut claimed = Claimed {
+                    settings,
+                    key,
+                    claim,
+                    settled: false,
+                };
+                let settings = &claimed.settings;
                 let outcome = tokio::time::timeout(settings.claim_ttl, work).await;
                 let record = match &outcome {
                     Ok(Ok(Ok(reply))) => {
@@ -217,22 +220,25 @@ where
                     // A retryable error, a panic, work that outran its claim: forgotten.
                     _ => None,
                 };
+                let (key, claim) = (&claimed.key, &claimed.claim);
                 let stored = match record {
                     Some(record) => {
                         settings
                             .store
-                            .finish(&key, &claim, record, settings.window)
+                            .finish(key, claim, record, settings.window)
                             .await
                     }
-                    None => settings.store.release(&key, &claim).await,
+                    None => settings.store.release(key, claim).await,
                 };
                 if let Err(error) = stored {
                     // The claim expires on its own; until then duplicates wait or are refused.
                     tracing::warn!(key, "could not record an outcome: {error}");
                 }
+                claimed.settled = true;
                 outcome
             },
             detached,
+            max_detached,
         );
         match recorded.await {
             Ok(Ok(outcome)) => outcome.map_err(DedupError::Failed),
@@ -257,6 +263,34 @@ where
                 tracing::warn!("dedup store unavailable, running without dedup: {error}");
                 work().await.map_err(DedupError::Failed)
             }
+        }
+    }
+}
+
+/// A claim held by running work. Work stopped before it settled (the oldest detached work,
+/// stopped to make room; a runtime shutting down) releases its claim on the way out, so that
+/// a retry runs it again at once instead of waiting out the claim.
+struct Claimed {
+    settings: Arc<super::Settings>,
+    key: String,
+    claim: Vec<u8>,
+    settled: bool,
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let settings = Arc::clone(&self.settings);
+            let (key, claim) = (
+                std::mem::take(&mut self.key),
+                std::mem::take(&mut self.claim),
+            );
+            runtime.spawn(async move {
+                let _ = settings.store.release(&key, &claim).await;
+            });
         }
     }
 }

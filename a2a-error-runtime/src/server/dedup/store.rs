@@ -100,6 +100,24 @@ where
     Some(Bytes::from(out))
 }
 
+/// The record kept in place of an outcome heavier than a store keeps (`limit` bytes): a final
+/// CONTENT_TOO_LARGE for the same request, so that a retry gets that error, truthfully,
+/// instead of running the work a second time (dropping the record would drop the claim with
+/// it). Bytes that are no record of this crate's are returned as they are.
+pub(crate) fn too_large(outcome: Bytes, limit: u64) -> Bytes {
+    use crate::wire::error::A2aError;
+    let Some(fingerprint) = read_record(&outcome).map(|record| record.fingerprint()) else {
+        return outcome;
+    };
+    tracing::warn!(
+        bytes = outcome.len(),
+        limit,
+        "a reply too large to remember: a retry of it gets CONTENT_TOO_LARGE"
+    );
+    let error = crate::wire::standard::StandardError::ContentTooLarge.to_error_object();
+    outcome_record(fingerprint, false, |out| serde_json::to_writer(out, &error)).unwrap_or(outcome)
+}
+
 /// Reads a record; `None` for bytes no store of this crate wrote.
 pub(crate) fn read_record(bytes: &Bytes) -> Option<Record> {
     let fingerprint = u64::from_str_radix(std::str::from_utf8(bytes.get(1..17)?).ok()?, 16).ok()?;
