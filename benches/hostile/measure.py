@@ -1,4 +1,4 @@
-"""Hostile peers, third round (issue 33), measured from outside: each scenario starts an
+"""Hostile peers (issues 33 and 48), measured from outside: each scenario starts an
 example binary on loopback, attacks it as the issue's report did, and reads what it cost from
 /proc (resident memory, descriptors, CPU seconds) and from its answers.
 
@@ -6,8 +6,9 @@ usage: python3 benches/hostile/measure.py EXAMPLES_DIR [SCENARIO ...]
 
 EXAMPLES_DIR holds the built examples (target/release/examples). Run it against a build of
 main before a change and after it to compare (benches/README.md has the last table). The
-gRPC scenarios need grpcio and a2a-sdk (the README's test command installs them into .venv).
-Every request goes to 127.0.0.1 only, bounded in count and time.
+gRPC scenarios need grpcio and a2a-sdk (the README's test command installs them into .venv);
+`dedup_redis` needs redis-server and redis-cli. Every request goes to 127.0.0.1 only, bounded
+in count and time.
 """
 
 import asyncio
@@ -504,6 +505,302 @@ def abandoned_dedup(calls=24_000, concurrency=400, give_up_after=0.05,
         agent.stop()
 
 
+# Fourth round (issue 48).
+
+
+class PaddedModel(http.server.BaseHTTPRequestHandler):
+    """A model provider whose every answer is valid, under the 32 MiB reply limit, and mostly a
+    long array of zeros: the shape that costs the most as a `serde_json::Value`."""
+
+    body = None
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.answer()
+
+    def do_GET(self):
+        self.answer()
+
+    def answer(self):
+        if PaddedModel.body is None:
+            PaddedModel.body = (
+                '{"choices":[{"message":{"role":"assistant","content":"answered"}}],'
+                '"result":"found","padding":[' + ",".join(["0"] * (15 * 1024 * 1024)) + "]}"
+            ).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(PaddedModel.body)))
+        self.end_headers()
+        self.wfile.write(PaddedModel.body)
+
+    def log_message(self, *args):
+        pass
+
+
+def peak_mb(process):
+    with open(f"/proc/{process.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def llm_reply():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PaddedModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    model = f"http://127.0.0.1:{server.server_address[1]}"
+    agent = Process("llm_agent", ["--model", model, "--tool", model])
+    try:
+        before = peak_mb(agent)
+        reply = rpc(agent.url, "SendMessage", message("big-1", "search:q"), timeout=60)
+        answer = "answered" if "result" in reply else reply.get("error", {}).get("code")
+        report(
+            "a model and a tool answering 30 MiB of JSON, mostly zeros (llm_agent, search:)",
+            [("answer", answer),
+             ("peak RSS before / after (MB)",
+              f"{before:.0f} / {peak_mb(agent):.0f} (+{peak_mb(agent) - before:.0f})")],
+        )
+    finally:
+        agent.stop()
+        server.shutdown()
+
+
+def redis_cli(port, *args):
+    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True,
+                          text=True, timeout=30).stdout
+
+
+def redis_used(port):
+    for line in redis_cli(port, "INFO", "memory").splitlines():
+        if line.startswith("used_memory:"):
+            return int(line.split(":")[1])
+    return 0
+
+
+def dedup_redis(calls=14, size=1_500_000):
+    redis_port = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--save", "",
+                              "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    wait_port(redis_port)
+    agent = Process("sdk_agent", ["--redis", f"redis://127.0.0.1:{redis_port}"])
+    try:
+        before = redis_used(redis_port)
+        for n in range(calls):
+            rpc(agent.url, "SendMessage", message(f"flood-{n}", "hello " + "x" * size),
+                timeout=30, headers={"authorization": "Bearer flood"})
+        grown = redis_used(redis_port) - before
+        dedup = 0
+        for key in redis_cli(redis_port, "--scan", "--pattern", "a2a-dedup:*").split():
+            usage = redis_cli(redis_port, "MEMORY", "USAGE", key).strip()
+            dedup += int(usage) if usage.isdigit() else 0
+        report(
+            f"{calls} SendMessage of {size / 1e6:.1f} MB from one caller (sdk_agent --redis)",
+            [("Redis grew (MiB)", f"{grown / 2**20:.1f}"),
+             ("under a2a-dedup: (MiB)", f"{dedup / 2**20:.1f}")],
+        )
+    finally:
+        agent.stop()
+        redis.kill()
+        redis.wait()
+
+
+def spellings():
+    agent = Process("sdk_agent", ["--rate-limit", "1"])
+    try:
+        token = "spell-1"
+        rpc(agent.url, "GetTask", {"id": "none"}, headers={"authorization": f"Bearer {token}"})
+        served = 0
+        for scheme in ["bearer ", "BEARER ", "bEaReR ", "Bearer  "]:
+            reply = rpc(agent.url, "GetTask", {"id": "none"},
+                        headers={"authorization": f"{scheme}{token}"})
+            served += reply.get("error", {}).get("code") == -32001
+        report("one credential's burst spent, then four spellings of it (sdk_agent "
+               "--rate-limit 1)", [("served", f"{served} of 4")])
+    finally:
+        agent.stop()
+
+
+def h2_frame(kind, flags, stream, payload=b""):
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def hpack_literal(name, value):
+    """A header as HPACK's literal without indexing, new name, no Huffman (short strings)."""
+    name, value = name.encode(), value.encode()
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+def zero_window_grpc(calls=200, size=1_600_000):
+    grpc_port = free_port()
+    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    wait_port(grpc_port)
+    try:
+        sent = rpc(agent.url, "SendMessage", {"message": {
+            "messageId": "big", "role": "ROLE_USER",
+            "parts": [{"text": "hello"}, {"text": "x" * size}]}}, timeout=30)
+        task = sent["result"]["task"]["id"]
+        base = agent.rss_mb()
+        sockets = []
+        for c in range(0, calls, 100):
+            s = socket.create_connection(("127.0.0.1", grpc_port))
+            # SETTINGS: INITIAL_WINDOW_SIZE (4) = 0.
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+                      + h2_frame(4, 0, 0, (4).to_bytes(2, "big") + (0).to_bytes(4, "big")))
+            body = task.encode()
+            request = bytes([0x12, len(body)]) + body  # GetTaskRequest.id (field 2)
+            grpc_body = b"\x00" + len(request).to_bytes(4, "big") + request
+            for n in range(min(100, calls - c)):
+                stream = 2 * n + 1
+                headers = (hpack_literal(":method", "POST") + hpack_literal(":scheme", "http")
+                           + hpack_literal(":path", "/lf.a2a.v1.A2AService/GetTask")
+                           + hpack_literal(":authority", "x")
+                           + hpack_literal("content-type", "application/grpc")
+                           + hpack_literal("te", "trailers"))
+                s.sendall(h2_frame(1, 4, stream, headers) + h2_frame(0, 1, stream, grpc_body))
+            sockets.append(s)
+        time.sleep(5)
+        held = agent.rss_mb()
+        opened = time.time()
+        closed = 0
+        for s in sockets:
+            s.settimeout(max(0.1, 40 - (time.time() - opened)))
+            try:
+                # Drain what the server sends (SETTINGS, headers, the first 64 KiB of a reply
+                # at most) until it closes.
+                while s.recv(65536):
+                    pass
+                closed += 1
+            except OSError:
+                pass
+        closed_in = time.time() - opened
+        time.sleep(3)
+        report(
+            f"{calls} GetTask of a {size / 1e6:.1f} MB task from readers with a zero window "
+            "(sdk_agent --grpc)",
+            [("RSS before / 5 s in / 3 s after the close (MB)",
+              f"{base:.0f} / {held:.0f} / {agent.rss_mb():.0f}"),
+             ("connections closed by the server within 40 s",
+              f"{closed} of {len(sockets)} (in {closed_in:.0f} s)")],
+        )
+        for s in sockets:
+            s.close()
+    finally:
+        agent.stop()
+
+
+def silent_grpc(connections=50, wait=15):
+    grpc_port = free_port()
+    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    wait_port(grpc_port)
+    try:
+        sockets = [socket.create_connection(("127.0.0.1", grpc_port)) for _ in range(connections)]
+        time.sleep(wait)
+        still = 0
+        for s in sockets:
+            s.setblocking(False)
+            try:
+                while True:
+                    if not s.recv(65536):
+                        break
+            except BlockingIOError:
+                still += 1
+            except OSError:
+                pass
+            s.close()
+        report(f"{connections} gRPC connections that send nothing (sdk_agent --grpc)",
+               [(f"still open after {wait} s", still)])
+    finally:
+        agent.stop()
+
+
+def sse_hog(streams=800):
+    resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+    grpc_port = free_port()
+    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    sockets = []
+    try:
+        for n in range(streams):
+            body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "SendStreamingMessage",
+                               "params": message(f"hog-{n}", "sleep:60000")}).encode()
+            try:
+                s = socket.create_connection(("127.0.0.1", agent.port), timeout=2)
+                s.sendall(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                          b"authorization: Bearer hog\r\n"
+                          + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+                sockets.append(s)
+            except OSError:
+                break
+        time.sleep(2)
+        started = time.time()
+        try:
+            rpc(agent.url, "GetTask", {"id": "none"}, timeout=5)
+            answered = f"yes, in {time.time() - started:.2f} s"
+        except Exception as error:
+            answered = f"no ({type(error).__name__})"
+        report(f"{streams} SSE streams from one caller, never read (sdk_agent --grpc)",
+               [("connections the agent holds", agent.fds()),
+                ("a new JSON-RPC caller served", answered)])
+    finally:
+        for s in sockets:
+            s.close()
+        agent.stop()
+
+
+def reset_storm(calls=2000, after=1.0):
+    import grpc
+    from a2a.types import a2a_pb2, a2a_pb2_grpc
+
+    grpc_port = free_port()
+    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    wait_port(grpc_port)
+    try:
+        async def storm():
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+
+                async def one(n):
+                    request = a2a_pb2.SendMessageRequest(message=a2a_pb2.Message(
+                        message_id=f"storm-{n}", role=a2a_pb2.ROLE_USER,
+                        parts=[a2a_pb2.Part(text="sleep:60000")]))
+                    try:
+                        # Cancelled after a second, with no deadline sent: a reset.
+                        await asyncio.wait_for(stub.SendMessage(request), after)
+                    except (grpc.aio.AioRpcError, asyncio.TimeoutError):
+                        pass
+
+                for start in range(0, calls, 500):
+                    await asyncio.gather(*(one(n) for n in range(start, start + 500)))
+
+        async def probe():
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                stub = a2a_pb2_grpc.A2AServiceStub(channel)
+                try:
+                    await stub.SendMessage(a2a_pb2.SendMessageRequest(message=a2a_pb2.Message(
+                        message_id="new", role=a2a_pb2.ROLE_USER,
+                        parts=[a2a_pb2.Part(text="hello")])), timeout=3)
+                    return "served"
+                except grpc.aio.AioRpcError as error:
+                    return f"status {error.code().value[0]} {error.details()}"
+
+        async def both():
+            await storm()
+            return await probe()
+
+        grpc_answer = asyncio.run(both())
+        try:
+            reply = rpc(agent.url, "SendMessage", message("new-rpc", "hello"), timeout=3)
+            rpc_answer = "served" if "result" in reply else reply["error"]["data"][0]["reason"]
+        except Exception as error:
+            rpc_answer = f"no answer ({type(error).__name__})"
+        report(
+            f"{calls} gRPC SendMessage sleep:60000 reset after {after:.0f} s, then new callers "
+            "(sdk_agent --grpc)",
+            [("a new gRPC caller", grpc_answer), ("a new JSON-RPC caller", rpc_answer)],
+        )
+    finally:
+        agent.stop()
+
+
 SCENARIOS = {
     "stream_huge": stream_huge,
     "grpc_streams": grpc_streams,
@@ -516,6 +813,13 @@ SCENARIOS = {
     "coordinator_fanout": coordinator_fanout,
     "abandoned_dedup": abandoned_dedup,
     "answered_dedup": answered_dedup,
+    "llm_reply": llm_reply,
+    "dedup_redis": dedup_redis,
+    "spellings": spellings,
+    "zero_window_grpc": zero_window_grpc,
+    "silent_grpc": silent_grpc,
+    "sse_hog": sse_hog,
+    "reset_storm": reset_storm,
 }
 
 if __name__ == "__main__":

@@ -246,7 +246,7 @@ async fn grpc_calls_past_the_limit_in_flight_are_shed_with_a_retry_delay() {
     use a2a_error::resilience::RetryPolicy;
     use a2a_error::{A2aError, Client, RemoteError};
     let (alive, bridge) = endless();
-    // One caller: its share is all of them.
+    // One caller: its quota is all of them.
     let limits = a2a_error::sdk::GrpcLimits::default()
         .max_in_flight(4)
         .max_per_caller(4);

@@ -408,7 +408,7 @@ async fn big_reply(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_caller_cannot_grow_the_dedups_redis_past_its_share() {
+async fn one_caller_cannot_grow_the_dedups_redis_past_its_bound() {
     let Some(redis) = Redis::start() else {
         return;
     };
@@ -445,7 +445,7 @@ async fn one_caller_cannot_grow_the_dedups_redis_past_its_share() {
     // Another caller's reply survived the flood.
     let kept = big_reply(&dedup, &alice, "kept", 1 << 20, 2).await.unwrap();
     assert_eq!(kept["run"], 1);
-    // A reply heavier than a caller's share is remembered as a final CONTENT_TOO_LARGE: its
+    // A reply heavier than a caller's bound is remembered as a final CONTENT_TOO_LARGE: its
     // retry is told so, and the work does not run twice.
     let huge = big_reply(&dedup, &alice, "huge", 7 << 20, 1).await.unwrap();
     assert_eq!(huge["run"], 1);

@@ -503,7 +503,7 @@ async fn one_caller_holding_streams_it_never_reads_leaves_room_for_the_others() 
     other.write_all(request.as_bytes()).await.unwrap();
     let (reply, closed) = read_until_close(&mut other, Duration::from_secs(10)).await;
     assert!(closed && reply.starts_with("HTTP/1.1 200"), "{reply:?}");
-    // The greedy caller's streams past its share were refused, truthfully, and closed; those
+    // The greedy caller's streams past its quota were refused, truthfully, and closed; those
     // it holds are at most three quarters of the slots.
     let mut refused = 0;
     for socket in &mut greedy {

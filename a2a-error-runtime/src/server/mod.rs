@@ -7,12 +7,12 @@ pub(crate) mod endpoint;
 pub(crate) mod log;
 mod memory;
 mod params;
+pub(crate) mod quota;
 #[cfg(feature = "sdk")]
 mod rate;
 pub mod rest;
 pub mod scope;
 pub(crate) mod serve;
-pub(crate) mod share;
 pub(crate) mod sse;
 mod task;
 mod version;

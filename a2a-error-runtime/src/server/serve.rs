@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Sleep;
 use tower::ServiceExt;
 
-use super::share::{Share, Shares};
+use super::quota::{Quota, Quotas};
 
 /// The limits of [`serve`]. Defaults: 10 s to send the request headers, 30 s to send a request
 /// body, 1024 connections at once, a quarter of them for one caller once three quarters are
@@ -83,7 +83,7 @@ impl ServeLimits {
     /// How many requests one caller may have served at once (a stream counts until it ends)
     /// once three quarters of `max_connections` are taken (default a quarter of
     /// `max_connections`, at least 1): a sole caller can use three quarters of the
-    /// connections, and the last quarter stays for callers under their share. A caller is its `Authorization` credential (the scheme in any case, as
+    /// connections, and the last quarter stays for callers under their quota. A caller is its `Authorization` credential (the scheme in any case, as
     /// [`scope::credential`](super::scope::credential) reads it), or its address when it
     /// sends none. A request past it is refused at once with RATE_LIMITED (HTTP 429,
     /// `Retry-After: 1`) and its connection closed, so that one caller holding streams it
@@ -114,7 +114,7 @@ impl ServeLimits {
 /// ```
 pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -> io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
-    let shares = Shares::new(limits.max_connections, limits.per_caller());
+    let quotas = Quotas::new(limits.max_connections, limits.per_caller());
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
@@ -136,14 +136,14 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let body_timeout = limits.body_timeout;
-        let shares = Arc::clone(&shares);
+        let quotas = Arc::clone(&quotas);
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let share = shares.take(shares.caller(request.headers(), Some(peer.ip())));
+            let quota = quotas.take(quotas.caller(request.headers(), Some(peer.ip())));
             let request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
-            let reply = share.map(|share| (share, router.clone().oneshot(request)));
+            let reply = quota.map(|quota| (quota, router.clone().oneshot(request)));
             async move {
-                let Some((share, reply)) = reply else {
-                    return Ok(over_share());
+                let Some((quota, reply)) = reply else {
+                    return Ok(over_quota());
                 };
                 // The caller's slot is held until the reply's body ends (a stream: until it
                 // is closed).
@@ -151,7 +151,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
                 Ok::<_, std::convert::Infallible>(reply.map(|body| {
                     Body::new(Holding {
                         body,
-                        _share: share,
+                        _quota: quota,
                     })
                 }))
             }
@@ -166,8 +166,8 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
     }
 }
 
-/// The reply to a request past its caller's share: RATE_LIMITED, and the connection closed.
-fn over_share() -> axum::response::Response {
+/// The reply to a request past its caller's quota: RATE_LIMITED, and the connection closed.
+fn over_quota() -> axum::response::Response {
     let refusal = crate::wire::standard::StandardError::RateLimited {
         retry_after: Some(Duration::from_secs(1)),
     };
@@ -180,11 +180,11 @@ fn over_share() -> axum::response::Response {
 }
 
 pin_project! {
-    /// A reply body holding its caller's [`Share`] until it ends or is dropped.
+    /// A reply body holding its caller's [`Quota`] until it ends or is dropped.
     struct Holding {
         #[pin]
         body: Body,
-        _share: Share,
+        _quota: Quota,
     }
 }
 

@@ -28,8 +28,8 @@ use tonic::server::NamedService;
 
 use crate::sdk::Bridge;
 use crate::server::endpoint::admission::{Admission, OwnedSlot};
+use crate::server::quota::{Quota, Quotas};
 use crate::server::serve::is_connection_error;
-use crate::server::share::{Share, Shares};
 use crate::wire::grpc::{MAX_HEADER_LIST_BYTES, to_status};
 use crate::wire::standard::StandardError;
 
@@ -73,7 +73,7 @@ impl Default for GrpcLimits {
             adaptive: None,
             idle_timeout: Duration::from_secs(300),
             first_call_timeout: Duration::from_secs(10),
-            send_timeout: Duration::from_secs(30),
+            send_timeout: Duration::from_secs(10),
             keepalive: Duration::from_secs(60),
             max_resets: 20,
         }
@@ -116,7 +116,7 @@ impl GrpcLimits {
 
     /// How many calls one caller may have in flight once three quarters of `max_in_flight`
     /// are (default a quarter of `max_in_flight`, at least 1): a sole caller can use three
-    /// quarters of them, and the last quarter stays for callers under their share. A caller is its `authorization`
+    /// quarters of them, and the last quarter stays for callers under their quota. A caller is its `authorization`
     /// credential (the scheme in any case), or its address when it sends none. A call past it
     /// is refused at once with RATE_LIMITED (`RESOURCE_EXHAUSTED`) and a RetryInfo of 1 s.
     pub fn max_per_caller(mut self, calls: usize) -> Self {
@@ -141,7 +141,7 @@ impl GrpcLimits {
 
     /// How long a reply may wait for the peer to read it (to open its HTTP/2 window: a zero
     /// window is a reader that does not read) while nothing else on its connection is read
-    /// (default 30 s); then the connection is closed and its replies let go. A reply is
+    /// (default 10 s); then the connection is closed and its replies let go. A reply is
     /// handed to HTTP/2 64 KiB at a time, so what waits is held by the call, not by h2.
     pub fn send_timeout(mut self, timeout: Duration) -> Self {
         self.send_timeout = timeout;
@@ -187,7 +187,7 @@ impl<H: RequestHandler> Bridge<H> {
             .max(1);
         let service = Admitted {
             inner: self.grpc(),
-            shares: Shares::new(limits.max_in_flight, per_caller),
+            quotas: Quotas::new(limits.max_in_flight, per_caller),
             // The bridge's own limit, over every binding, when it has one.
             admission: self.admission.clone().unwrap_or_else(|| {
                 Arc::new(match limits.adaptive {
@@ -413,7 +413,7 @@ impl AsyncWrite for Connection {
 #[derive(Clone)]
 struct Admitted<S> {
     inner: S,
-    shares: Arc<Shares>,
+    quotas: Arc<Quotas>,
     admission: Arc<Admission>,
 }
 
@@ -449,7 +449,7 @@ where
         if let Some(activity) = &activity {
             activity.called.store(true, Ordering::Release);
         }
-        let caller = self.shares.caller(
+        let caller = self.quotas.caller(
             request.headers(),
             activity.as_ref().map(|activity| activity.peer),
         );
@@ -457,14 +457,15 @@ where
             let reply = to_status(&refusal).into_http();
             Box::pin(async move { Ok(reply) }) as Self::Future
         };
-        let Some(share) = self.shares.take(caller) else {
-            return refused(StandardError::RateLimited {
-                retry_after: Some(Duration::from_secs(1)),
-            });
-        };
+        // The server's own limit first: a full server says so, whoever asks.
         let mut slot = match self.admission.admit_owned() {
             Ok(slot) => slot,
             Err(refusal) => return refused(refusal),
+        };
+        let Some(quota) = self.quotas.take(caller) else {
+            return refused(StandardError::RateLimited {
+                retry_after: Some(Duration::from_secs(1)),
+            });
         };
         let open = activity.map(Open::new);
         let reply = self.inner.call(request);
@@ -476,7 +477,7 @@ where
                     body,
                     rest: None,
                     owed: false,
-                    _share: share,
+                    _quota: quota,
                     _slot: slot,
                     open,
                 })
@@ -503,7 +504,7 @@ impl Drop for Open {
     }
 }
 
-/// A reply body holding its call's slot, its caller's share and its place among the
+/// A reply body holding its call's slot, its caller's quota and its place among the
 /// connection's open calls; it hands its data on [`CHUNK`] bytes at a time, and counts as
 /// owed by the peer from handing a piece on until it is asked for the next.
 struct Held {
@@ -511,7 +512,7 @@ struct Held {
     /// What is left of a data frame larger than [`CHUNK`].
     rest: Option<bytes::Bytes>,
     owed: bool,
-    _share: Share,
+    _quota: Quota,
     _slot: OwnedSlot,
     open: Option<Open>,
 }

@@ -1,4 +1,4 @@
-//! [`Shares`]: no caller takes more than its share of a server's slots while they are
+//! [`Quotas`]: no caller takes more than its quota of a server's slots while they are
 //! scarce.
 //!
 //! A cap on connections or calls in flight protects the process, not its callers: one caller
@@ -7,9 +7,9 @@
 //! caller, as long as it is served (a stream until it ends): the caller is its credential
 //! ([`scope::credential`](super::scope::credential): one credential however its scheme is
 //! spelled), or its address when it sends none. While fewer than three quarters of the slots
-//! are taken, nobody is refused for its share (a burst from one caller is served as before,
+//! are taken, nobody is refused for its quota (a burst from one caller is served as before,
 //! and a sole caller can use three quarters of the server); past that, a caller already
-//! holding its share is refused at once, so that the last quarter stays for the others.
+//! holding its quota is refused at once, so that the last quarter stays for the others.
 //!
 //! Memory: one entry per caller with a request being served (at most the slots), 48 bytes
 //! each.
@@ -25,14 +25,14 @@ use axum::http::header::AUTHORIZATION;
 
 /// The slots of one server, counted by caller.
 #[derive(Debug)]
-pub(crate) struct Shares {
+pub(crate) struct Quotas {
     /// Callers are kept as hashes under a key of this process's own, so that no caller can
     /// make its count another's.
     hasher: std::collections::hash_map::RandomState,
     held: Mutex<Held>,
     /// How many slots one caller may hold once three quarters are taken.
-    share: usize,
-    /// Three quarters of the slots: below it, no share is enforced.
+    quota: usize,
+    /// Three quarters of the slots: below it, no quota is enforced.
     threshold: usize,
 }
 
@@ -42,13 +42,13 @@ struct Held {
     by_caller: HashMap<u64, usize>,
 }
 
-impl Shares {
-    /// Shares of `slots` slots, `share` at most for one caller (at least 1).
-    pub(crate) fn new(slots: usize, share: usize) -> Arc<Self> {
-        Arc::new(Shares {
+impl Quotas {
+    /// Quotas of `slots` slots, `quota` at most for one caller (at least 1).
+    pub(crate) fn new(slots: usize, quota: usize) -> Arc<Self> {
+        Arc::new(Quotas {
             hasher: std::collections::hash_map::RandomState::new(),
             held: Mutex::default(),
-            share: share.max(1),
+            quota: quota.max(1),
             threshold: slots - slots / 4,
         })
     }
@@ -63,21 +63,21 @@ impl Shares {
         }
     }
 
-    /// A slot for `caller`, or `None` when it already holds its share of scarce slots.
-    pub(crate) fn take(self: &Arc<Self>, caller: u64) -> Option<Share> {
+    /// A slot for `caller`, or `None` when it already holds its quota of scarce slots.
+    pub(crate) fn take(self: &Arc<Self>, caller: u64) -> Option<Quota> {
         let mut held = self
             .held
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mine = held.by_caller.get(&caller).copied().unwrap_or(0);
-        if held.total >= self.threshold && mine >= self.share {
+        if held.total >= self.threshold && mine >= self.quota {
             crate::observe::shed();
             return None;
         }
         held.total += 1;
         *held.by_caller.entry(caller).or_insert(0) += 1;
-        Some(Share {
-            shares: Arc::clone(self),
+        Some(Quota {
+            quotas: Arc::clone(self),
             caller,
         })
     }
@@ -85,15 +85,15 @@ impl Shares {
 
 /// One slot taken by a caller, given back when dropped.
 #[derive(Debug)]
-pub(crate) struct Share {
-    shares: Arc<Shares>,
+pub(crate) struct Quota {
+    quotas: Arc<Quotas>,
     caller: u64,
 }
 
-impl Drop for Share {
+impl Drop for Quota {
     fn drop(&mut self) {
         let mut held = self
-            .shares
+            .quotas
             .held
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -112,35 +112,35 @@ mod tests {
     use super::*;
     use axum::http::HeaderValue;
 
-    fn as_caller(shares: &Shares, credential: Option<&str>) -> u64 {
+    fn as_caller(quotas: &Quotas, credential: Option<&str>) -> u64 {
         let mut headers = HeaderMap::new();
         if let Some(credential) = credential {
             headers.insert(AUTHORIZATION, HeaderValue::from_str(credential).unwrap());
         }
-        shares.caller(&headers, Some(IpAddr::from([127, 0, 0, 1])))
+        quotas.caller(&headers, Some(IpAddr::from([127, 0, 0, 1])))
     }
 
     #[test]
-    fn a_caller_past_its_share_is_refused_only_while_slots_are_scarce() {
-        let shares = Shares::new(8, 2);
-        let greedy = as_caller(&shares, Some("Bearer greedy"));
+    fn a_caller_past_its_quota_is_refused_only_while_slots_are_scarce() {
+        let quotas = Quotas::new(8, 2);
+        let greedy = as_caller(&quotas, Some("Bearer greedy"));
         // Below three quarters of the slots, a burst from one caller is served.
-        let mut held: Vec<Share> = (0..6).map(|_| shares.take(greedy).unwrap()).collect();
-        // Past that, it holds more than its share: refused.
-        assert!(shares.take(greedy).is_none());
+        let mut held: Vec<Quota> = (0..6).map(|_| quotas.take(greedy).unwrap()).collect();
+        // Past that, it holds more than its quota: refused.
+        assert!(quotas.take(greedy).is_none());
         // Another caller, anonymous or not, is served.
-        let other = as_caller(&shares, None);
-        held.push(shares.take(other).unwrap());
-        held.push(shares.take(other).unwrap());
-        assert!(shares.take(other).is_none());
-        let third = as_caller(&shares, Some("bearer  third"));
-        held.push(shares.take(third).unwrap());
+        let other = as_caller(&quotas, None);
+        held.push(quotas.take(other).unwrap());
+        held.push(quotas.take(other).unwrap());
+        assert!(quotas.take(other).is_none());
+        let third = as_caller(&quotas, Some("bearer  third"));
+        held.push(quotas.take(third).unwrap());
         // One credential, however its scheme is spelled.
-        assert_eq!(third, as_caller(&shares, Some("BEARER third")));
+        assert_eq!(third, as_caller(&quotas, Some("BEARER third")));
         // Slots given back are the caller's again once the server is calm.
         held.clear();
-        assert!(shares.take(greedy).is_some());
-        assert_eq!(shares.held.lock().unwrap().total, 0);
-        assert!(shares.held.lock().unwrap().by_caller.is_empty());
+        assert!(quotas.take(greedy).is_some());
+        assert_eq!(quotas.held.lock().unwrap().total, 0);
+        assert!(quotas.held.lock().unwrap().by_caller.is_empty());
     }
 }
