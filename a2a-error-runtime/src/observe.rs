@@ -57,6 +57,45 @@
 //! histogram on its first call and keeps the handle, so that the success path records
 //! without allocating.
 
+/// The histograms of this crate and the bucket boundaries suited to each, for an exporter
+/// that needs them (Prometheus's does: without them it exports a summary, whose quantiles
+/// cannot be added across replicas). OpenTelemetry's conventions define these durations as
+/// histograms; the boundaries follow its advice for RPC durations, reach further for calls
+/// to model providers (seconds to minutes), and count attempts one by one. The observability
+/// guide installs them in Prometheus's exporter, as the example servers do.
+pub const HISTOGRAMS: &[(&str, &[f64])] = &[
+    (SERVER_DURATION, RPC_SECONDS),
+    (CLIENT_DURATION, RPC_SECONDS),
+    (DEPENDENCY_DURATION, DEPENDENCY_SECONDS),
+    (CLIENT_ATTEMPTS, ATTEMPTS),
+    (DEPENDENCY_ATTEMPTS, ATTEMPTS),
+];
+
+/// Boundaries of an agent's request or call durations, in seconds: 5 ms to a minute.
+const RPC_SECONDS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 30.0, 60.0,
+];
+
+/// Boundaries of a dependency's call durations (a model's answer takes seconds), in seconds:
+/// 10 ms to five minutes.
+const DEPENDENCY_SECONDS: &[f64] = &[
+    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// Boundaries of attempts a call made: one by one up to the default policy's four, then wider.
+const ATTEMPTS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 10.0];
+
+/// The name of the server's duration histogram.
+const SERVER_DURATION: &str = "rpc.server.call.duration";
+/// The name of a typed client's call duration histogram.
+const CLIENT_DURATION: &str = "rpc.client.call.duration";
+/// The name of a dependency call's duration histogram.
+const DEPENDENCY_DURATION: &str = "a2a.dependency.call.duration";
+/// The name of the attempts histogram of a typed client's calls.
+const CLIENT_ATTEMPTS: &str = "a2a.client.attempts";
+/// The name of the attempts histogram of a dependency's calls.
+const DEPENDENCY_ATTEMPTS: &str = "a2a.dependency.attempts";
+
 /// The `rpc.system.name` of a call or a request served: its binding, on either side.
 #[cfg(any(feature = "axum", feature = "client"))]
 // Which of them a build makes depends on its features; all of them with `grpc`.
@@ -273,7 +312,7 @@ mod client {
         };
         let Err(error) = result else {
             metrics::histogram!(
-                "rpc.client.call.duration",
+                super::CLIENT_DURATION,
                 "rpc.system.name" => system.name(),
                 "agent" => agent.clone(),
                 "rpc.method" => method,
@@ -284,7 +323,7 @@ mod client {
         };
         let (code, reason) = error_labels(error);
         metrics::histogram!(
-            "rpc.client.call.duration",
+            super::CLIENT_DURATION,
             "rpc.system.name" => system.name(),
             "agent" => agent.clone(),
             "rpc.method" => method,
@@ -309,9 +348,9 @@ mod client {
     pub(crate) fn attempts_histogram(request: &impl Request) -> metrics::Histogram {
         let target = request.target().unwrap_or("").to_owned();
         match request.callee() {
-            Callee::Agent => metrics::histogram!("a2a.client.attempts", "agent" => target),
+            Callee::Agent => metrics::histogram!(super::CLIENT_ATTEMPTS, "agent" => target),
             Callee::Dependency => {
-                metrics::histogram!("a2a.dependency.attempts", "dependency" => target)
+                metrics::histogram!(super::DEPENDENCY_ATTEMPTS, "dependency" => target)
             }
         }
     }
@@ -396,7 +435,7 @@ mod client {
                 self.span.record("http.response.status_code", &*status);
             }
             metrics::histogram!(
-                "a2a.dependency.call.duration",
+                super::DEPENDENCY_DURATION,
                 "dependency" => self.name.clone(),
                 "outcome" => outcome
             )
@@ -680,10 +719,6 @@ pub(crate) fn shed() {
 pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason: &str) {
     kept::error(method, code, reason);
 }
-
-/// The name of the server's duration histogram.
-#[cfg(feature = "axum")]
-const SERVER_DURATION: &str = "rpc.server.call.duration";
 
 /// The series a server records (`rpc.server.call.duration`, with a failure's `error.type`
 /// and `rpc.status_code`, and `a2a.server.errors`), whose keys a request picks (its binding,

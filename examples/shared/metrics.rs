@@ -1,20 +1,27 @@
 //! `GET /metrics` of the example servers: what the library records (`rpc.server.call.duration`,
-//! `a2a.server.errors`, the clients' and breakers' series), in Prometheus's text format. Shared
-//! by `agent`, `sdk_agent`, `coordinator` and `llm_agent`.
+//! `a2a.server.errors`, the clients' and breakers' series), in Prometheus's text format, every
+//! duration a histogram. Shared by `agent`, `sdk_agent`, `coordinator` and `llm_agent`.
 
 use axum::Router;
 use axum::routing::get;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Installs the Prometheus recorder, or ends the process saying why. Install it before
 /// building clients: their breakers report their state as they are made.
 pub fn install() -> PrometheusHandle {
-    PrometheusBuilder::new()
-        .install_recorder()
-        .unwrap_or_else(|error| {
-            eprintln!("cannot install the metrics recorder: {error}");
-            std::process::exit(1);
-        })
+    // Durations as histograms (buckets the library suggests for each), so that a fleet's
+    // latency adds up across replicas (`histogram_quantile` over their `_bucket` series); a
+    // summary's quantiles would not.
+    let mut builder = PrometheusBuilder::new();
+    for (name, buckets) in a2a_error::observe::HISTOGRAMS {
+        builder = builder
+            .set_buckets_for_metric(Matcher::Full((*name).to_owned()), buckets)
+            .expect("the library's buckets are not empty");
+    }
+    builder.install_recorder().unwrap_or_else(|error| {
+        eprintln!("cannot install the metrics recorder: {error}");
+        std::process::exit(1);
+    })
 }
 
 /// `GET /metrics`: what `prometheus` has recorded.

@@ -349,6 +349,15 @@ async fn the_example_servers_expose_rpc_server_call_duration() {
     rpc(&url, send(1, "m-1", "hello")).await;
     let metrics = get_text(&format!("{url}/metrics")).await;
     assert!(series(&metrics, "SendMessage", "jsonrpc"), "{metrics}");
+    // A histogram, with the library's buckets: its buckets add up across replicas.
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line.starts_with("rpc_server_call_duration_bucket")
+                && line.contains("le=\"0.005\"")),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("quantile="), "{metrics}");
 
     let (_sdk, url, grpc) = crate::common::start_grpc_agent();
     rpc(&url, send(1, "m-1", "hello")).await;
