@@ -97,7 +97,6 @@ pub use executor::Guarded;
 #[cfg(feature = "grpc")]
 pub use grpc::{GrpcLimits, GrpcService};
 #[cfg(feature = "grpc")]
-pub(crate) use protojson::integral_doubles_as_integers;
 pub use protojson::{ProtoJson, SendReply};
 pub use serve::{Bridge, SendDedup};
 #[cfg(feature = "redis")]

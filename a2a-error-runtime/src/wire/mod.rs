@@ -19,6 +19,8 @@ pub(crate) mod headers;
 pub(crate) mod jsonrpc;
 pub(crate) mod method;
 pub(crate) mod object;
+#[cfg(feature = "sdk")]
+pub(crate) mod protojson;
 pub(crate) mod received;
 pub(crate) mod remote;
 pub(crate) mod spec;

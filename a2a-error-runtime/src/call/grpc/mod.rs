@@ -157,7 +157,7 @@ fn json<T: Serialize, E>(message: &T) -> Result<RawJson, ClientError<E>> {
         .map(|mut value| {
             // Metadata numbers are doubles in protobuf: written as the other bindings write
             // them (`-32603`, not `-32603.0`).
-            crate::sdk::integral_doubles_as_integers(&mut value);
+            crate::wire::protojson::integral_doubles_as_integers(&mut value);
             value
         })
         .and_then(|value| serde_json::to_string(&value).ok())
