@@ -11,75 +11,93 @@
 //! and a sole caller can use three quarters of the server); past that, a caller already
 //! holding its quota is refused at once, so that the last quarter stays for the others.
 //!
-//! Memory: one entry per caller with a request being served (at most the slots), 48 bytes
-//! each.
+//! Callers are counted in a fixed table of [`COUNTERS`] counters, a caller's by a hash under
+//! a key of this process's own (no caller can aim at another's counter): 16 KiB a server
+//! whatever its callers, no allocation and no lock per request (two atomic additions, and a
+//! hash of the address, or of the credential when there is one). Two callers that share a
+//! counter share a quota; with the table's 4,096 counters a given caller shares with a hog
+//! one time in 4,096, and only while slots are scarce does it matter.
 
-use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 
+/// How many counters callers are counted in.
+const COUNTERS: usize = 4096;
+
 /// The slots of one server, counted by caller.
 #[derive(Debug)]
 pub(crate) struct Quotas {
-    /// Callers are kept as hashes under a key of this process's own, so that no caller can
-    /// make its count another's.
+    /// Keys the credentials' hashes.
     hasher: std::collections::hash_map::RandomState,
-    held: Mutex<Held>,
+    /// Keys the addresses' hashes (cheaper than hashing them with `hasher`).
+    key: u64,
+    counts: Box<[AtomicU32]>,
+    total: AtomicUsize,
     /// How many slots one caller may hold once three quarters are taken.
-    quota: usize,
+    quota: u32,
     /// Three quarters of the slots: below it, no quota is enforced.
     threshold: usize,
-}
-
-#[derive(Debug, Default)]
-struct Held {
-    total: usize,
-    by_caller: HashMap<u64, usize>,
 }
 
 impl Quotas {
     /// Quotas of `slots` slots, `quota` at most for one caller (at least 1).
     pub(crate) fn new(slots: usize, quota: usize) -> Arc<Self> {
+        let hasher = std::collections::hash_map::RandomState::new();
         Arc::new(Quotas {
-            hasher: std::collections::hash_map::RandomState::new(),
-            held: Mutex::default(),
-            quota: quota.max(1),
+            key: hasher.hash_one(0x5eed_u64) | 1,
+            hasher,
+            counts: (0..COUNTERS).map(|_| AtomicU32::new(0)).collect(),
+            total: AtomicUsize::new(0),
+            quota: u32::try_from(quota.max(1)).unwrap_or(u32::MAX),
             threshold: slots - slots / 4,
         })
     }
 
-    /// The caller of a request with `headers` from `peer`.
-    pub(crate) fn caller(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> u64 {
-        match headers.get(AUTHORIZATION) {
-            Some(value) => self
+    /// The counter of the caller of a request with `headers` from `peer`.
+    pub(crate) fn caller(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> usize {
+        let hash = match (headers.get(AUTHORIZATION), peer) {
+            (Some(value), _) => self
                 .hasher
-                .hash_one((0u8, super::scope::credential(value.as_bytes()))),
-            None => self.hasher.hash_one((1u8, peer)),
-        }
+                .hash_one(super::scope::credential(value.as_bytes())),
+            (None, Some(peer)) => {
+                let bits = match peer {
+                    IpAddr::V4(v4) => u128::from(v4.to_bits()),
+                    IpAddr::V6(v6) => v6.to_bits(),
+                };
+                // A keyed multiply-and-fold: spreads addresses, and without the key no
+                // address can be chosen to land on another's counter.
+                let mixed = (bits as u64 ^ (bits >> 64) as u64 ^ self.key)
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                mixed ^ (mixed >> 29)
+            }
+            (None, None) => 0,
+        };
+        (hash % COUNTERS as u64) as usize
     }
 
     /// A slot for `caller`, or `None` when it already holds its quota of scarce slots.
-    pub(crate) fn take(self: &Arc<Self>, caller: u64) -> Option<Quota> {
-        let mut held = self
-            .held
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mine = held.by_caller.get(&caller).copied().unwrap_or(0);
-        if held.total >= self.threshold && mine >= self.quota {
+    pub(crate) fn take(self: &Arc<Self>, caller: usize) -> Option<Quota> {
+        let total = self.total.fetch_add(1, Ordering::AcqRel);
+        let mine = self.counts[caller].fetch_add(1, Ordering::AcqRel);
+        if total >= self.threshold && mine >= self.quota {
+            self.give_back(caller);
             crate::observe::shed();
             return None;
         }
-        held.total += 1;
-        *held.by_caller.entry(caller).or_insert(0) += 1;
         Some(Quota {
             quotas: Arc::clone(self),
             caller,
         })
+    }
+
+    fn give_back(&self, caller: usize) {
+        self.counts[caller].fetch_sub(1, Ordering::AcqRel);
+        self.total.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -87,23 +105,12 @@ impl Quotas {
 #[derive(Debug)]
 pub(crate) struct Quota {
     quotas: Arc<Quotas>,
-    caller: u64,
+    caller: usize,
 }
 
 impl Drop for Quota {
     fn drop(&mut self) {
-        let mut held = self
-            .quotas
-            .held
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        held.total -= 1;
-        if let Some(mine) = held.by_caller.get_mut(&self.caller) {
-            *mine -= 1;
-            if *mine == 0 {
-                held.by_caller.remove(&self.caller);
-            }
-        }
+        self.quotas.give_back(self.caller);
     }
 }
 
@@ -112,7 +119,7 @@ mod tests {
     use super::*;
     use axum::http::HeaderValue;
 
-    fn as_caller(quotas: &Quotas, credential: Option<&str>) -> u64 {
+    fn as_caller(quotas: &Quotas, credential: Option<&str>) -> usize {
         let mut headers = HeaderMap::new();
         if let Some(credential) = credential {
             headers.insert(AUTHORIZATION, HeaderValue::from_str(credential).unwrap());
@@ -120,27 +127,55 @@ mod tests {
         quotas.caller(&headers, Some(IpAddr::from([127, 0, 0, 1])))
     }
 
+    /// Quotas of 8 slots, 2 a caller, whose three callers below have counters of their own
+    /// (this process's keys could, one time in a few thousand, give two of them one).
+    fn quotas() -> (Arc<Quotas>, [usize; 3]) {
+        loop {
+            let quotas = Quotas::new(8, 2);
+            let callers = [
+                as_caller(&quotas, Some("Bearer greedy")),
+                as_caller(&quotas, None),
+                as_caller(&quotas, Some("bearer  third")),
+            ];
+            if callers[0] != callers[1] && callers[1] != callers[2] && callers[0] != callers[2] {
+                return (quotas, callers);
+            }
+        }
+    }
+
     #[test]
     fn a_caller_past_its_quota_is_refused_only_while_slots_are_scarce() {
-        let quotas = Quotas::new(8, 2);
-        let greedy = as_caller(&quotas, Some("Bearer greedy"));
+        let (quotas, [greedy, other, third]) = quotas();
         // Below three quarters of the slots, a burst from one caller is served.
         let mut held: Vec<Quota> = (0..6).map(|_| quotas.take(greedy).unwrap()).collect();
         // Past that, it holds more than its quota: refused.
         assert!(quotas.take(greedy).is_none());
-        // Another caller, anonymous or not, is served.
-        let other = as_caller(&quotas, None);
+        // Another caller, anonymous or not, is served up to its quota.
         held.push(quotas.take(other).unwrap());
         held.push(quotas.take(other).unwrap());
         assert!(quotas.take(other).is_none());
-        let third = as_caller(&quotas, Some("bearer  third"));
         held.push(quotas.take(third).unwrap());
         // One credential, however its scheme is spelled.
         assert_eq!(third, as_caller(&quotas, Some("BEARER third")));
         // Slots given back are the caller's again once the server is calm.
         held.clear();
         assert!(quotas.take(greedy).is_some());
-        assert_eq!(quotas.held.lock().unwrap().total, 0);
-        assert!(quotas.held.lock().unwrap().by_caller.is_empty());
+        assert_eq!(quotas.total.load(Ordering::Relaxed), 0);
+        assert!(
+            quotas
+                .counts
+                .iter()
+                .all(|count| count.load(Ordering::Relaxed) == 0)
+        );
+    }
+
+    #[test]
+    fn addresses_spread_over_the_counters() {
+        let quotas = Quotas::new(8, 2);
+        let counters: std::collections::HashSet<usize> = (0..=255u8)
+            .map(|last| quotas.caller(&HeaderMap::new(), Some(IpAddr::from([10, 0, 0, last]))))
+            .collect();
+        // 256 addresses in 4,096 counters: a handful may share, not many.
+        assert!(counters.len() > 240, "{}", counters.len());
     }
 }

@@ -145,9 +145,12 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
                 let Some((quota, reply)) = reply else {
                     return Ok(over_quota());
                 };
-                // The caller's slot is held until the reply's body ends (a stream: until it
-                // is closed).
                 let reply = reply.await?;
+                // A reply of known size is written at once: its slot is given back now. A
+                // stream holds it until it ends or is closed.
+                if http_body::Body::size_hint(reply.body()).exact().is_some() {
+                    return Ok(reply);
+                }
                 Ok::<_, std::convert::Infallible>(reply.map(|body| {
                     Body::new(Holding {
                         body,
