@@ -410,6 +410,15 @@ def agent_store(requests=40, parts=1000, text=3900):
         agent.stop()
 
 
+def send_json(handler, body):
+    """Answers 200 with `body` as JSON, its length declared."""
+    handler.send_response(200)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 class BigReply(http.server.BaseHTTPRequestHandler):
     """A specialist that answers every SendMessage with ~31 MiB of small objects."""
 
@@ -423,11 +432,7 @@ class BigReply(http.server.BaseHTTPRequestHandler):
                 '{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"r","role":"ROLE_AGENT","parts":['
                 + parts + ',{"text":"done"}]}}}'
             ).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(BigReply.body)))
-        self.end_headers()
-        self.wfile.write(BigReply.body)
+        send_json(self, BigReply.body)
 
     def log_message(self, *args):
         pass
@@ -527,11 +532,7 @@ class PaddedModel(http.server.BaseHTTPRequestHandler):
                 '{"choices":[{"message":{"role":"assistant","content":"answered"}}],'
                 '"result":"found","padding":[' + ",".join(["0"] * (15 * 1024 * 1024)) + "]}"
             ).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(PaddedModel.body)))
-        self.end_headers()
-        self.wfile.write(PaddedModel.body)
+        send_json(self, PaddedModel.body)
 
     def log_message(self, *args):
         pass

@@ -300,7 +300,6 @@ async fn grpc_calls_past_the_limit_in_flight_are_shed_with_a_retry_delay() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_grpc_connections_are_closed() {
-    use tokio::io::AsyncReadExt;
     let (_, bridge) = endless();
     let limits = a2a_error::sdk::GrpcLimits::default()
         .idle_timeout(Duration::from_millis(300))
@@ -313,24 +312,28 @@ async fn idle_grpc_connections_are_closed() {
         idle.push(tokio::net::TcpStream::connect(&target).await.unwrap());
     }
     for mut socket in idle {
-        let mut buf = [0u8; 1024];
-        let closed = tokio::time::timeout(Duration::from_secs(20), async {
-            loop {
-                match socket.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    // The server's preface (SETTINGS) comes first.
-                    Ok(_) => continue,
-                }
-            }
-        })
-        .await;
-        assert!(closed.is_ok(), "an idle connection stayed open");
+        assert!(
+            closed_within(&mut socket, Duration::from_secs(20)).await,
+            "an idle connection stayed open"
+        );
     }
+}
+
+/// Whether the server closes `socket` within `limit`, whatever it sends first (its preface,
+/// SETTINGS).
+async fn closed_within(socket: &mut tokio::net::TcpStream, limit: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    tokio::time::timeout(limit, async {
+        while let Ok(1..) = socket.read(&mut buf).await {}
+    })
+    .await
+    .is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_connections_that_start_no_call_are_closed() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let (_, bridge) = endless();
     // The idle timeout is long: only the first-call timeout can close these.
     let limits =
@@ -344,18 +347,8 @@ async fn grpc_connections_that_start_no_call_are_closed() {
         .await
         .unwrap();
     for socket in [&mut silent, &mut handshaken] {
-        let mut buf = [0u8; 1024];
-        let closed = tokio::time::timeout(Duration::from_secs(10), async {
-            loop {
-                match socket.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => continue,
-                }
-            }
-        })
-        .await;
         assert!(
-            closed.is_ok(),
+            closed_within(socket, Duration::from_secs(10)).await,
             "a connection that started no call stayed open"
         );
     }

@@ -426,17 +426,6 @@ async fn the_callers_trace_reaches_the_model() {
     assert_ne!(sent.parent_id(), "00f067aa0ba902b7");
 }
 
-/// The peak resident memory of process `pid` (`VmHWM`), in bytes (Linux).
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib << 10
-}
-
 /// A reply under the 32 MiB limit whose JSON is mostly numbers: the shape that costs the
 /// most when parsed into a `serde_json::Value` (17 times its size in resident memory).
 fn padded(mut head: String, bytes: usize) -> Reply {
@@ -459,7 +448,7 @@ async fn a_reply_under_the_limit_costs_its_size_not_seventeen_times_it() {
     .await;
     let tool = FaultService::start(padded(r#"{"result":"found""#.to_owned(), 30 << 20)).await;
     let (agent, url) = agent(&model.url, &["--tool", &tool.url]);
-    let before = peak_rss(agent.pid());
+    let before = agent.peak_rss();
     let reply = rpc(&url, send(2, "m-1", "search:q")).await;
     assert_eq!(text(&reply), "answered", "{reply}");
     let body: Value = serde_json::from_slice(&model.received()[0].body).unwrap();
@@ -470,7 +459,7 @@ async fn a_reply_under_the_limit_costs_its_size_not_seventeen_times_it() {
     // Two 30 MiB replies read in turn: each is held as its bytes while read and parsed, and
     // parsed into the fields the agent uses only. As `serde_json::Value` trees they grew the
     // peak by about 510 MiB.
-    let grown = peak_rss(agent.pid()).saturating_sub(before);
+    let grown = agent.peak_rss().saturating_sub(before);
     eprintln!("peak grew {} MiB", grown >> 20);
     assert!(grown <= 128 << 20, "peak grew {} MiB", grown >> 20);
 }

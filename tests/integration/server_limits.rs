@@ -309,17 +309,6 @@ async fn every_rest_failure_is_a_status_body() {
     }
 }
 
-/// The resident memory of process `pid`, in bytes (Linux).
-fn rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib << 10
-}
-
 #[tokio::test]
 async fn the_example_agents_task_store_is_bounded_in_resident_memory() {
     let (agent, url) = start_example("agent", &[]);
@@ -336,7 +325,7 @@ async fn the_example_agents_task_store_is_bounded_in_resident_memory() {
     // 160 MiB of text sent, 320 MiB with the echoes, and each reply remembered for retries:
     // 640 MiB if nothing were let go. The tasks (64 MiB) and the replies (64 MiB) are
     // bounded, and what they let go goes back to the system.
-    let resident = rss(agent.pid());
+    let resident = agent.rss();
     assert!(resident <= 320 << 20, "{} MiB resident", resident >> 20);
     // The oldest went first; the newest are kept.
     let get =

@@ -54,6 +54,27 @@ impl ExampleProcess {
     pub fn pid(&self) -> u32 {
         self.0.id()
     }
+
+    /// Its resident memory now (`VmRSS`), in bytes (Linux).
+    pub fn rss(&self) -> u64 {
+        self.status_bytes("VmRSS:")
+    }
+
+    /// Its peak resident memory so far (`VmHWM`), in bytes (Linux).
+    pub fn peak_rss(&self) -> u64 {
+        self.status_bytes("VmHWM:")
+    }
+
+    /// A `kB` field of its `/proc/PID/status`, in bytes.
+    fn status_bytes(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        kib << 10
+    }
 }
 
 impl Drop for ExampleProcess {
