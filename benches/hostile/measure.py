@@ -78,6 +78,14 @@ class Process:
         self.proc.wait()
 
 
+def grpc_agent():
+    """`sdk_agent` serving gRPC too, on a port of its own: the agent and that port."""
+    grpc_port = free_port()
+    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    wait_port(grpc_port)
+    return agent, grpc_port
+
+
 def wait_port(port, timeout=30):
     end = time.time() + timeout
     while time.time() < end:
@@ -154,9 +162,7 @@ def grpc_streams(calls=8000):
     import grpc
     from a2a.types import a2a_pb2, a2a_pb2_grpc
 
-    grpc_port = free_port()
-    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
-    wait_port(grpc_port)
+    agent, grpc_port = grpc_agent()
     try:
         base = agent.rss_mb()
 
@@ -206,9 +212,7 @@ def grpc_resets(calls=5000):
     import grpc
     from a2a.types import a2a_pb2, a2a_pb2_grpc
 
-    grpc_port = free_port()
-    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
-    wait_port(grpc_port)
+    agent, grpc_port = grpc_agent()
     try:
         base = agent.rss_mb()
 
@@ -251,9 +255,7 @@ def grpc_resets(calls=5000):
 
 def idle_grpc(connections=1100):
     resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
-    grpc_port = free_port()
-    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
-    wait_port(grpc_port)
+    agent, grpc_port = grpc_agent()
     sockets = []
     try:
         for _ in range(connections):
@@ -632,9 +634,7 @@ def hpack_literal(name, value):
 
 
 def zero_window_grpc(calls=200, size=1_600_000):
-    grpc_port = free_port()
-    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
-    wait_port(grpc_port)
+    agent, grpc_port = grpc_agent()
     try:
         sent = rpc(agent.url, "SendMessage", {"message": {
             "messageId": "big", "role": "ROLE_USER",
@@ -690,9 +690,7 @@ def zero_window_grpc(calls=200, size=1_600_000):
 
 
 def silent_grpc(connections=50, wait=15):
-    grpc_port = free_port()
-    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
-    wait_port(grpc_port)
+    agent, grpc_port = grpc_agent()
     try:
         sockets = [socket.create_connection(("127.0.0.1", grpc_port)) for _ in range(connections)]
         time.sleep(wait)
@@ -716,8 +714,7 @@ def silent_grpc(connections=50, wait=15):
 
 def sse_hog(streams=800):
     resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
-    grpc_port = free_port()
-    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
+    agent, _ = grpc_agent()
     sockets = []
     try:
         for n in range(streams):
@@ -751,9 +748,7 @@ def reset_storm(calls=2000, after=1.0):
     import grpc
     from a2a.types import a2a_pb2, a2a_pb2_grpc
 
-    grpc_port = free_port()
-    agent = Process("sdk_agent", ["--grpc", f"127.0.0.1:{grpc_port}"])
-    wait_port(grpc_port)
+    agent, grpc_port = grpc_agent()
     try:
         async def storm():
             async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
