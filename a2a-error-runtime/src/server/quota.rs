@@ -45,15 +45,17 @@ pub(crate) struct Quotas {
 }
 
 impl Quotas {
-    /// Quotas of `slots` slots, `quota` at most for one caller (at least 1).
-    pub(crate) fn new(slots: usize, quota: usize) -> Arc<Self> {
+    /// Quotas of `slots` slots, `quota` at most for one caller (at least 1; by default a
+    /// quarter of the slots).
+    pub(crate) fn new(slots: usize, quota: Option<usize>) -> Arc<Self> {
+        let quota = quota.unwrap_or(slots / 4).max(1);
         let hasher = std::collections::hash_map::RandomState::new();
         Arc::new(Quotas {
             key: hasher.hash_one(0x5eed_u64) | 1,
             hasher,
             counts: (0..COUNTERS).map(|_| AtomicU32::new(0)).collect(),
             total: AtomicUsize::new(0),
-            quota: u32::try_from(quota.max(1)).unwrap_or(u32::MAX),
+            quota: u32::try_from(quota).unwrap_or(u32::MAX),
             threshold: slots - slots / 4,
         })
     }
@@ -101,6 +103,13 @@ impl Quotas {
     }
 }
 
+/// What a caller past its quota is told, on every binding: RATE_LIMITED, back in a second.
+pub(crate) fn refusal() -> crate::wire::standard::StandardError {
+    crate::wire::standard::StandardError::RateLimited {
+        retry_after: Some(std::time::Duration::from_secs(1)),
+    }
+}
+
 /// One slot taken by a caller, given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Quota {
@@ -131,7 +140,7 @@ mod tests {
     /// (this process's keys could, one time in a few thousand, give two of them one).
     fn quotas() -> (Arc<Quotas>, [usize; 3]) {
         loop {
-            let quotas = Quotas::new(8, 2);
+            let quotas = Quotas::new(8, Some(2));
             let callers = [
                 as_caller(&quotas, Some("Bearer greedy")),
                 as_caller(&quotas, None),
@@ -171,7 +180,7 @@ mod tests {
 
     #[test]
     fn addresses_spread_over_the_counters() {
-        let quotas = Quotas::new(8, 2);
+        let quotas = Quotas::new(8, Some(2));
         let counters: std::collections::HashSet<usize> = (0..=255u8)
             .map(|last| quotas.caller(&HeaderMap::new(), Some(IpAddr::from([10, 0, 0, last]))))
             .collect();

@@ -39,7 +39,7 @@ pub struct ServeLimits {
     header_timeout: Duration,
     body_timeout: Duration,
     max_connections: usize,
-    /// `None`: a quarter of `max_connections`.
+    /// `None`: a quarter of `max_connections` (the quotas' default).
     max_per_caller: Option<usize>,
 }
 
@@ -83,7 +83,8 @@ impl ServeLimits {
     /// How many requests one caller may have served at once (a stream counts until it ends)
     /// once three quarters of `max_connections` are taken (default a quarter of
     /// `max_connections`, at least 1): a sole caller can use three quarters of the
-    /// connections, and the last quarter stays for callers under their quota. A caller is its `Authorization` credential (the scheme in any case, as
+    /// connections, and the last quarter stays for callers under their quota. A caller is
+    /// its `Authorization` credential (the scheme in any case, as
     /// [`scope::credential`](super::scope::credential) reads it), or its address when it
     /// sends none. A request past it is refused at once with RATE_LIMITED (HTTP 429,
     /// `Retry-After: 1`) and its connection closed, so that one caller holding streams it
@@ -91,12 +92,6 @@ impl ServeLimits {
     pub fn max_per_caller(mut self, requests: usize) -> Self {
         self.max_per_caller = Some(requests.max(1));
         self
-    }
-
-    fn per_caller(&self) -> usize {
-        self.max_per_caller
-            .unwrap_or(self.max_connections / 4)
-            .max(1)
     }
 }
 
@@ -114,7 +109,7 @@ impl ServeLimits {
 /// ```
 pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -> io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
-    let quotas = Quotas::new(limits.max_connections, limits.per_caller());
+    let quotas = Quotas::new(limits.max_connections, limits.max_per_caller);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
@@ -171,10 +166,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
 
 /// The reply to a request past its caller's quota: RATE_LIMITED, and the connection closed.
 fn over_quota() -> axum::response::Response {
-    let refusal = crate::wire::standard::StandardError::RateLimited {
-        retry_after: Some(Duration::from_secs(1)),
-    };
-    let mut reply = super::rest::error_response(&refusal);
+    let mut reply = super::rest::error_response(&super::quota::refusal());
     reply.headers_mut().insert(
         axum::http::header::CONNECTION,
         axum::http::HeaderValue::from_static("close"),

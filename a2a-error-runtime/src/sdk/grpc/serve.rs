@@ -45,15 +45,14 @@ const CHUNK: usize = 64 << 10;
 /// hold: at most `max_connections × max_streams` calls are open, of which at most
 /// `max_in_flight` run (each holding at most one reply of the handler's making, bounded by
 /// the task store's limit per task), a quarter of them for one caller once three quarters
-/// are taken;
-/// the rest are refused at once. A reply the peer does not read is let go after the send
+/// are taken; the rest are refused at once. A reply the peer does not read is let go after the send
 /// timeout, with its connection; a connection that sends no call is closed after 10 s.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct GrpcLimits {
     max_connections: usize,
     max_streams: u32,
     max_in_flight: usize,
-    /// `None`: a quarter of `max_in_flight`.
+    /// `None`: a quarter of `max_in_flight` (the quotas' default).
     max_per_caller: Option<usize>,
     adaptive: Option<crate::server::AdaptiveLimit>,
     idle_timeout: Duration,
@@ -116,8 +115,9 @@ impl GrpcLimits {
 
     /// How many calls one caller may have in flight once three quarters of `max_in_flight`
     /// are (default a quarter of `max_in_flight`, at least 1): a sole caller can use three
-    /// quarters of them, and the last quarter stays for callers under their quota. A caller is its `authorization`
-    /// credential (the scheme in any case), or its address when it sends none. A call past it
+    /// quarters of them, and the last quarter stays for callers under their quota. A caller
+    /// is its `authorization` credential (the scheme in any case), or its address when it
+    /// sends none. A call past it
     /// is refused at once with RATE_LIMITED (`RESOURCE_EXHAUSTED`) and a RetryInfo of 1 s.
     pub fn max_per_caller(mut self, calls: usize) -> Self {
         self.max_per_caller = Some(calls.max(1));
@@ -181,13 +181,9 @@ impl<H: RequestHandler> Bridge<H> {
     /// # }
     /// ```
     pub async fn serve_grpc(&self, listener: TcpListener, limits: GrpcLimits) -> io::Result<()> {
-        let per_caller = limits
-            .max_per_caller
-            .unwrap_or(limits.max_in_flight / 4)
-            .max(1);
         let service = Admitted {
             inner: self.grpc(),
-            quotas: Quotas::new(limits.max_in_flight, per_caller),
+            quotas: Quotas::new(limits.max_in_flight, limits.max_per_caller),
             // The bridge's own limit, over every binding, when it has one.
             admission: self.admission.clone().unwrap_or_else(|| {
                 Arc::new(match limits.adaptive {
@@ -463,9 +459,7 @@ where
             Err(refusal) => return refused(refusal),
         };
         let Some(quota) = self.quotas.take(caller) else {
-            return refused(StandardError::RateLimited {
-                retry_after: Some(Duration::from_secs(1)),
-            });
+            return refused(crate::server::quota::refusal());
         };
         let open = activity.map(Open::new);
         let reply = self.inner.call(request);

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use super::run::caller_of;
 use super::store::{DedupStore, StoreError, too_large};
 
 /// Claims `KEYS[1]` for `ARGV[2]` ms unless it holds a record; returns the record, or nil.
@@ -237,11 +238,6 @@ fn weight(key: &str, outcome: &Bytes) -> u64 {
     bytes + bytes / 4 + 3 * key.len() as u64 + 512
 }
 
-/// The caller part of a dedup key (`method:caller:id`), as the dedup writes it.
-fn caller(key: &str) -> &str {
-    key.split(':').nth(1).unwrap_or("")
-}
-
 /// A duration as Redis's `PX` milliseconds: at least 1 (`PX 0` is an error), saturating.
 pub(crate) fn millis(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
@@ -326,12 +322,14 @@ impl DedupStore for RedisStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let fits =
-                |outcome: &Bytes| weight(key, outcome) <= self.max_bytes.min(self.max_caller_bytes);
-            let outcome = if fits(&outcome) {
+            let limit = self.max_bytes.min(self.max_caller_bytes);
+            let mut weighs = weight(key, &outcome);
+            let outcome = if weighs <= limit {
                 outcome
             } else {
-                too_large(outcome, self.max_bytes.min(self.max_caller_bytes))
+                let kept = too_large(outcome, limit);
+                weighs = weight(key, &kept);
+                kept
             };
             let mut connection = self.connection.clone();
             let mut invocation = self.finish.key(self.key(key));
@@ -341,8 +339,8 @@ impl DedupStore for RedisStore {
                 .arg(millis(ttl))
                 .arg(&self.prefix)
                 .arg(key)
-                .arg(caller(key))
-                .arg(weight(key, &outcome))
+                .arg(caller_of(key))
+                .arg(weighs)
                 .arg(self.max_bytes)
                 .arg(self.max_caller_bytes);
             let _: i64 = self

@@ -68,7 +68,20 @@ where
         key.push_str(id);
         key
     }
+}
 
+/// The caller part of a store key as [`Dedup::key`] writes it (`method:caller:id`): what a
+/// store bounds each caller by.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(super) fn caller_of(key: &str) -> &str {
+    key.split(':').nth(1).unwrap_or("")
+}
+
+impl<T, E> Dedup<T, E>
+where
+    T: Serialize + DeserializeOwned + Send + 'static,
+    E: A2aError + Send + Sync + 'static,
+{
     /// Runs `work(request)` for `method` at most once per (caller, `id`), and returns its
     /// outcome or the remembered one. `request` is what makes two uses of one id the same
     /// request (the message; its JSON is hashed) and is handed to the work when it runs;
