@@ -26,8 +26,9 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 
-/// How many counters callers are counted in.
-const COUNTERS: usize = 4096;
+/// How many counters callers are counted in: `2^COUNTER_BITS`.
+const COUNTERS: usize = 1 << COUNTER_BITS;
+const COUNTER_BITS: u32 = 12;
 
 /// The slots of one server, counted by caller.
 #[derive(Debug)]
@@ -71,15 +72,15 @@ impl Quotas {
                     IpAddr::V4(v4) => u128::from(v4.to_bits()),
                     IpAddr::V6(v6) => v6.to_bits(),
                 };
-                // A keyed multiply-and-fold: spreads addresses, and without the key no
-                // address can be chosen to land on another's counter.
-                let mixed = (bits as u64 ^ (bits >> 64) as u64 ^ self.key)
-                    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                mixed ^ (mixed >> 29)
+                // Keyed: without the key no address can be chosen to land on another's
+                // counter.
+                bits as u64 ^ (bits >> 64) as u64 ^ self.key
             }
             (None, None) => 0,
         };
-        (hash % COUNTERS as u64) as usize
+        // Fibonacci hashing: the product's top bits, which every bit of the hash moves
+        // (neighbouring addresses land far apart).
+        (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - COUNTER_BITS)) as usize
     }
 
     /// A slot for `caller`, or `None` when it already holds its quota of scarce slots.
