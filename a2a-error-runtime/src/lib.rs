@@ -15,6 +15,9 @@ pub mod server;
 pub mod bounded;
 
 #[cfg(feature = "client")]
+mod http;
+
+#[cfg(feature = "client")]
 mod call;
 
 #[cfg(feature = "client")]
@@ -68,9 +71,11 @@ pub use wire::text::Shown;
 pub use wire::view::ErrorView;
 
 #[cfg(feature = "client")]
-pub use client::builder::{BuildError, ClientBuilder};
+pub use client::builder::ClientBuilder;
 #[cfg(feature = "client")]
 pub use client::typed::Client;
+#[cfg(feature = "client")]
+pub use http::BuildError;
 
 #[cfg(any(feature = "axum", feature = "client"))]
 pub use deadline::with_deadline;

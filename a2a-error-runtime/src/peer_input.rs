@@ -46,7 +46,7 @@ fn sse(data: &[u8]) {
     let split = data
         .first()
         .map_or(0, |&b| usize::from(b) % (data.len() + 1));
-    let mut parser = crate::call::sse::Parser::new(4096);
+    let mut parser = crate::http::sse::Parser::new(4096);
     for piece in [&data[..split], &data[split..]] {
         let mut rest = piece;
         while !rest.is_empty() {
@@ -145,7 +145,7 @@ pub(crate) fn decode_everything(body: &[u8]) {
             use_error(&error);
         }
     }
-    let event = crate::call::sse::Event {
+    let event = crate::http::sse::Event {
         event: b"error".to_vec(),
         data: body.to_vec(),
     };

@@ -168,8 +168,8 @@ impl Request for Call {
     fn operation(&self) -> &str {
         self.method()
     }
-    fn callee(&self) -> super::request::Callee {
-        super::request::Callee::Agent
+    fn callee(&self) -> crate::observe::Callee {
+        crate::observe::Callee::Agent
     }
 }
 

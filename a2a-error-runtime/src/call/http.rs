@@ -11,7 +11,8 @@ use tokio::time::Instant;
 
 use super::error::{ClientError, ResponseHead, Timeout};
 use super::flow::{Call, EventStream, RawJson, Reply};
-use super::sse::{self, SseError};
+use crate::http::body::{self, BodyError};
+use crate::http::sse::{self, SseError};
 
 pub use crate::wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 
@@ -207,35 +208,26 @@ pub(crate) fn is_event_stream(http: &ResponseHead) -> bool {
 /// Reads the whole body, at most `limit` bytes; a connection that breaks while reading is a
 /// transport failure.
 pub(crate) async fn read_body<E>(
-    mut response: reqwest::Response,
+    response: reqwest::Response,
     http: &ResponseHead,
     limit: usize,
 ) -> Result<Bytes, ClientError<E>> {
-    let too_large = || ClientError::ReplyTooLarge {
-        limit,
-        http: Some(Box::new(http.clone())),
-    };
-    let declared = response.content_length();
-    if declared.is_some_and(|length| length > limit as u64) {
-        return Err(too_large());
-    }
-    // The declared length only sizes the buffer; what arrives is counted as it comes.
-    let capacity = declared.map_or(0, |length| length as usize);
-    let mut body = Vec::with_capacity(capacity);
-    while let Some(chunk) = response.chunk().await.map_err(read_error)? {
-        if chunk.len() > limit - body.len() {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(Bytes::from(body))
+    body::read(response, limit)
+        .await
+        .map_err(|error| match error {
+            BodyError::TooLarge { limit } => ClientError::ReplyTooLarge {
+                limit,
+                http: Some(Box::new(http.clone())),
+            },
+            other => read_error(other),
+        })
 }
 
-fn read_error<E>(error: reqwest::Error) -> ClientError<E> {
-    if error.is_timeout() {
-        ClientError::Timeout(Timeout::Attempt)
-    } else {
-        ClientError::Transport(Box::new(error))
+fn read_error<E>(error: BodyError) -> ClientError<E> {
+    match error {
+        BodyError::Timeout => ClientError::Timeout(Timeout::Attempt),
+        BodyError::Broken(error) => ClientError::Transport(Box::new(error)),
+        BodyError::TooLarge { limit } => ClientError::ReplyTooLarge { limit, http: None },
     }
 }
 
@@ -260,7 +252,7 @@ where
     let body = Box::pin(response.bytes_stream());
     let events = sse::Events::new(body, limit).map(move |event| match event {
         Ok(event) => decode(event),
-        Err(SseError::Transport(error)) => Err(read_error(error)),
+        Err(SseError::Transport(error)) => Err(read_error(body::broken(error))),
         Err(SseError::TooLarge) => Err(ClientError::ReplyTooLarge { limit, http: None }),
     });
     first_event(Box::pin(events), limits, deadline).await

@@ -17,7 +17,6 @@ mod http;
 pub(crate) mod jsonrpc;
 mod request;
 pub(crate) mod rest;
-pub(crate) mod sse;
 mod transport;
 
 pub use classify::{Classify, FromLayer, Outcome};
@@ -27,7 +26,8 @@ pub use error::{BoxError, ClientError, ErrorReply, ResponseHead, Timeout};
 #[cfg(test)]
 pub(crate) use flow::ReplyFuture;
 pub use flow::{Call, EventStream, RawJson, Reply};
+pub(crate) use http::DEFAULT_VERSION;
 pub use http::ReplyLimits;
-pub(crate) use http::{DEFAULT_VERSION, read_body};
-pub use request::{Callee, Request, TimeLimit};
+pub(crate) use request::observed;
+pub use request::{Request, TimeLimit};
 pub use transport::Transport;

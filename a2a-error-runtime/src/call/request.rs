@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::deadline::earliest;
+use crate::observe::Callee;
 
 /// What the resilience layers read of a request: its time limit, which travels down the
 /// stack (a total timeout sets it, a retry never waits past it, an attempt timeout never
@@ -41,15 +42,6 @@ pub trait Request: Clone {
     fn callee(&self) -> Callee {
         Callee::Dependency
     }
-}
-
-/// What kind of callee a request goes to.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Callee {
-    /// Another A2A agent.
-    Agent,
-    /// Anything else an agent calls: a model provider, a tool, a database.
-    Dependency,
 }
 
 /// How long a request may take: a deadline, and a time budget whose clock has not started
@@ -110,5 +102,14 @@ impl TimeLimit {
             .deadline
             .map(|deadline| deadline.saturating_duration_since(Instant::now()));
         earliest(left, self.budget)
+    }
+}
+
+/// What metrics and logs name of `request`: its callee's kind and name, its operation.
+pub(crate) fn observed(request: &impl Request) -> crate::observe::Target<'_> {
+    crate::observe::Target {
+        callee: request.callee(),
+        name: request.target(),
+        operation: request.operation(),
     }
 }

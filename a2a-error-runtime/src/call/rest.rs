@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use super::error::{ClientError, ResponseHead};
 use super::flow::{Call, RawJson, Reply};
 use super::http::{self, Http};
-use super::sse::Event;
+use crate::http::sse::Event;
 use crate::wire::code;
 use crate::wire::error::FromErrorObject;
 use crate::wire::method::{self, Verb};

@@ -8,9 +8,9 @@
 pub(crate) mod builder;
 pub(crate) mod typed;
 
-pub(crate) use builder::check_tls;
+pub use builder::AgentSettings;
 
 pub use crate::call::{
-    BoxError, Call, Callee, Classify, ClientError, Downstream, ErrorReply, EventStream, FromLayer,
-    Outcome, RawJson, Reply, ReplyLimits, Request, ResponseHead, TimeLimit, Timeout, Transport,
+    BoxError, Call, Classify, ClientError, Downstream, ErrorReply, EventStream, FromLayer, Outcome,
+    RawJson, Reply, ReplyLimits, Request, ResponseHead, TimeLimit, Timeout, Transport,
 };

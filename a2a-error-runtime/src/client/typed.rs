@@ -13,7 +13,6 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::builder::{ClientBuilder, Dial};
 use crate::call::{Call, ClientError, Downstream, EventStream, Reply, Timeout};
 use crate::observe::System;
 use crate::resilience::breaker::CircuitBreaker;
@@ -22,7 +21,7 @@ use crate::wire::method;
 use crate::wire::remote::RemoteError;
 
 /// A client of one agent: calls go through the stack it was built with (by default a total
-/// timeout, retries and an attempt timeout over an HTTP transport; see [`ClientBuilder`]) and
+/// timeout, retries and an attempt timeout over an HTTP transport; see [`ClientBuilder`](crate::ClientBuilder)) and
 /// end in a typed result or a [`ClientError<E>`].
 ///
 /// Cloning is cheap and clones share the connection pool and the retry budget.
@@ -55,7 +54,7 @@ impl<E> std::fmt::Debug for Client<E> {
 
 impl<E> Client<E> {
     /// The agent's name: in metrics, logs, breaker registries and the `downstreamAgent` of
-    /// errors passed on ([`ClientBuilder::name`]; by default the URL's host and port).
+    /// errors passed on ([`ClientBuilder::name`](crate::ClientBuilder::name); by default the URL's host and port).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -75,33 +74,6 @@ impl<E> Client<E>
 where
     E: A2aError + FromErrorObject + Send + 'static,
 {
-    /// A builder for an agent's JSON-RPC interface at `url`.
-    pub fn jsonrpc(url: impl Into<String>) -> ClientBuilder<E> {
-        ClientBuilder::new(url.into(), Dial::JsonRpc)
-    }
-
-    /// A builder for an agent's HTTP+JSON interface at base URL `url`.
-    pub fn rest(url: impl Into<String>) -> ClientBuilder<E> {
-        ClientBuilder::new(url.into(), Dial::Rest)
-    }
-
-    /// A builder for an agent's gRPC service (`lf.a2a.v1.A2AService`) at `url`
-    /// (`http://host:port`, or `host:port` as gRPC targets and agent cards often spell it):
-    /// the same stack and the same errors as over HTTP, the status's
-    /// ErrorInfo, RetryInfo and BadRequest read as the other bindings' details.
-    /// [`http_client`](ClientBuilder::http_client) and
-    /// [`max_redirects`](ClientBuilder::max_redirects) do not apply.
-    #[cfg(feature = "grpc")]
-    pub fn grpc(url: impl Into<String>) -> ClientBuilder<E> {
-        let url = url.into();
-        let url = if url.contains("://") {
-            url
-        } else {
-            format!("http://{url}")
-        };
-        ClientBuilder::new(url, Dial::Grpc)
-    }
-
     /// A client over any stack: a [`Transport`](crate::call::Transport), or one under layers of
     /// [`resilience`](crate::resilience) or your own.
     pub fn from_service<S>(service: S) -> Self
@@ -150,7 +122,7 @@ where
                 return Err(ClientError::Timeout(Timeout::Total));
             }
         }
-        let span = crate::observe::client_span(self.system, &self.name, &call);
+        let span = crate::observe::client_span(self.system, &self.name, call.method(), call.id());
         // The trace being served goes on from this call's span (or a trace starts here).
         let call = call.with_trace(&crate::trace::for_call(&span));
         let method = call.method_name();
@@ -166,7 +138,7 @@ where
             &self.name,
             method,
             started.elapsed(),
-            &result,
+            result.as_ref().err().map(error_labels),
             &span,
         );
         result
@@ -243,4 +215,18 @@ fn invalid_params<E>(error: serde_json::Error) -> ClientError<E> {
     ClientError::InvalidCall {
         detail: format!("params do not serialize: {error}"),
     }
+}
+
+/// The code and reason (`error.type`) a client error is known by in metrics and spans. A
+/// local failure's reason is one of the client's own, a closed set by construction; a peer's
+/// code and reason go through the closed sets of labels.
+fn error_labels<E: A2aError + 'static>(
+    error: &ClientError<E>,
+) -> (metrics::SharedString, metrics::SharedString) {
+    let hop = error.first_hop(None);
+    let reason = match error.remote() {
+        Some(_) => crate::observe::reason_label(&hop.reason),
+        None => metrics::SharedString::const_str(error.local_reason()),
+    };
+    (crate::observe::code_label(hop.code), reason)
 }

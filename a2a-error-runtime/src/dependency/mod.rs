@@ -10,15 +10,20 @@
 //! - [`Failure`]: what such a call ends in (the callee's error, or a layer's);
 //!   [`DependencyFailed`] passes it on to this agent's caller as this agent's own error.
 
+// Named for the type it holds, so that `Dependency` is found where its name says.
+#[allow(clippy::module_inception)]
+mod dependency;
 mod failure;
 mod http;
-pub(crate) mod op;
+mod op;
 mod passed_on;
+mod record;
 
+pub use dependency::{Dependency, DependencyBuilder, DependencyService, OpCall, OpSettings};
 pub use failure::Failure;
 pub use http::{
     EXCERPT_BYTES, HttpCall, HttpDependency, HttpDependencyBuilder, HttpError, HttpFailure,
-    HttpReply, MAX_VALUE_BYTES, StatusFailure,
+    HttpReply, HttpServiceSettings, MAX_VALUE_BYTES, StatusFailure,
 };
-pub use op::{Dependency, DependencyBuilder, Guarded, Op, OpCall};
+pub use op::Op;
 pub use passed_on::DependencyFailed;

@@ -236,7 +236,7 @@ where
     if !config.budget.withdraw() {
         return first.await;
     }
-    crate::observe::hedge(&call, delay);
+    crate::observe::hedge(crate::call::observed(&call), delay);
     let mut hedge = std::pin::pin!(second.oneshot(call));
     let result = match future::select(first.as_mut(), hedge.as_mut()).await {
         Either::Left((Ok(reply), _)) | Either::Right((Ok(reply), _)) => Ok(reply),

@@ -21,6 +21,7 @@
 //! [classified](crate::call::Classify): the one reading of a failure every layer consults.
 
 pub mod breaker;
+mod builder;
 mod bulkhead;
 mod clock;
 mod fallback;
@@ -30,6 +31,7 @@ pub(crate) mod retry;
 mod stack;
 mod timeout;
 
+pub use builder::{CalleeSettings, OverHttp, Repeatable, StackBuilder};
 pub use bulkhead::{Bulkhead, BulkheadLayer, BulkheadService};
 pub use clock::{Clock, Random, SystemClock, ThreadRandom};
 pub use fallback::{Answered, DEGRADED_KEY, Fallback, FallbackError, StepError};
@@ -38,7 +40,6 @@ pub use hedge::{Hedge, HedgeConfig, HedgeDelay, HedgeLayer};
 pub use retry::{
     Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,
 };
-pub(crate) use stack::BreakerSource;
 pub use stack::Stack;
 pub use timeout::{
     AttemptTimeout, AttemptTimeoutLayer, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,

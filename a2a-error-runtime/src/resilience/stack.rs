@@ -55,6 +55,20 @@ impl<F> std::fmt::Debug for Stack<F> {
     }
 }
 
+impl<F> Clone for Stack<F> {
+    /// The same settings; the clones share the breaker, the bulkhead and the retry budget.
+    fn clone(&self) -> Self {
+        Stack {
+            total_timeout: self.total_timeout,
+            retry: self.retry.clone(),
+            hedge: self.hedge.clone(),
+            breaker: self.breaker.clone(),
+            bulkhead: self.bulkhead.clone(),
+            attempt_timeout: self.attempt_timeout,
+        }
+    }
+}
+
 impl<F> Default for Stack<F> {
     /// The defaults of every client: a total timeout of 90 s, the default retry policy, no
     /// hedging, no breaker (each client names its own), the default bulkhead, and an attempt

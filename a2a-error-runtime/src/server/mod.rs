@@ -2,6 +2,7 @@
 //! responses, SSE streams that end in an error event, task-level failures, and a dedup cache
 //! that makes client retries of `SendMessage` safe.
 
+mod body;
 mod dedup;
 pub(crate) mod endpoint;
 pub(crate) mod log;

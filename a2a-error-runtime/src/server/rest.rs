@@ -250,7 +250,7 @@ where
         }
         let bytes = match bytes::Bytes::from_request(request, state).await {
             Ok(bytes) => bytes,
-            Err(rejection) if super::serve::is_body_timeout(&rejection) => {
+            Err(rejection) if super::body::is_body_timeout(&rejection) => {
                 return Err(Rejection::new(
                     StatusCode::REQUEST_TIMEOUT,
                     StandardError::DeadlineExceeded,

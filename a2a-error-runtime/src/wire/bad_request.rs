@@ -96,7 +96,7 @@ impl A2aError for BadRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorObject;
+    use crate::wire::object::ErrorObject;
     use serde_json::json;
 
     #[test]

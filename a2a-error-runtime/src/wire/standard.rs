@@ -183,7 +183,9 @@ impl StandardError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{A2aError as _, Catalog, FromErrorObject, code};
+    use crate::wire::code;
+    use crate::wire::error::{A2aError as _, FromErrorObject};
+    use crate::wire::spec::Catalog;
 
     #[test]
     fn covers_the_whole_table_with_table_values() {

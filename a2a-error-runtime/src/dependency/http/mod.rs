@@ -6,7 +6,6 @@ mod error;
 mod transport;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName};
 use serde::Serialize;
@@ -17,11 +16,11 @@ pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
 use transport::HttpService;
 
-use crate::BuildError;
 use crate::dependency::Failure;
-use crate::resilience::breaker::{BreakerRegistry, CircuitBreaker};
+use crate::http::{BuildError, HttpSettings, parse_url};
+use crate::resilience::breaker::CircuitBreaker;
 use crate::resilience::{
-    BreakerSource, Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, RetrySafety, Stack,
+    CalleeSettings, HedgeConfig, HedgeDelay, OverHttp, Repeatable, StackBuilder,
 };
 
 /// A client of one HTTP service the agent depends on: a model provider, a tool, any JSON API.
@@ -71,22 +70,16 @@ impl HttpDependency {
         name: impl Into<Arc<str>>,
         base_url: impl Into<String>,
     ) -> HttpDependencyBuilder {
-        HttpDependencyBuilder {
+        let service = HttpServiceSettings {
             name: name.into(),
             base_url: base_url.into(),
-            stack: Stack {
-                hedge: None,
-                ..Stack::default()
-            },
-            breaker: BreakerSource::Own,
-            connect_timeout: Duration::from_secs(10),
+            http: HttpSettings::default(),
             max_reply: 32 << 20,
-            http: None,
             headers: HeaderMap::new(),
             deadline_header: None,
             idempotency_header: HeaderName::from_static("idempotency-key"),
-            repeatable: false,
-        }
+        };
+        StackBuilder::new(service, false)
     }
 
     /// A builder for a model provider (an OpenAI- or Anthropic-style API) named `name` at
@@ -116,7 +109,7 @@ impl HttpDependency {
             Err(_) => None,
         };
         let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
-        crate::dependency::op::send_http(
+        super::record::send_http(
             &self.name,
             self.service.clone(),
             call,
@@ -145,166 +138,86 @@ impl HttpDependency {
 /// attempt timeout of 30 s, a connect timeout of 10 s, the default retry policy (4 attempts,
 /// full-jitter backoff from 250 ms, the service's delays up to 5 minutes, a retry budget), a
 /// breaker of its own with the default configuration, the default bulkhead, replies of at
-/// most 32 MiB, no redirects followed.
-pub struct HttpDependencyBuilder {
+/// most 32 MiB, no redirects followed. The layers' setters are [`StackBuilder`]'s, the same
+/// for every kind of callee; this page's are the service's own.
+pub type HttpDependencyBuilder = StackBuilder<HttpServiceSettings>;
+
+/// What an [`HttpDependencyBuilder`] adds to the stack: the service's name and base URL, and
+/// what its transport sends and reads.
+#[derive(Debug)]
+pub struct HttpServiceSettings {
     name: Arc<str>,
     base_url: String,
-    stack: Stack<HttpError>,
-    breaker: BreakerSource,
-    connect_timeout: Duration,
+    http: HttpSettings,
     max_reply: usize,
-    http: Option<reqwest::Client>,
     headers: HeaderMap,
     deadline_header: Option<HeaderName>,
     idempotency_header: HeaderName,
-    repeatable: bool,
 }
 
-impl std::fmt::Debug for HttpDependencyBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpDependencyBuilder")
-            .field("name", &self.name)
-            .field("base_url", &self.base_url)
-            .field("stack", &self.stack)
-            .finish_non_exhaustive()
+impl CalleeSettings for HttpServiceSettings {
+    type Error = HttpError;
+
+    /// GET and HEAD calls.
+    fn hedge(&self, delay: HedgeDelay) -> HedgeConfig {
+        HedgeConfig::new(delay).methods(["GET", "HEAD"])
+    }
+
+    fn http(&mut self) -> Option<&mut HttpSettings> {
+        Some(&mut self.http)
     }
 }
+
+impl OverHttp for HttpServiceSettings {}
+
+/// POST and PATCH calls are repeated after an ambiguous failure only when the service or the
+/// call says so (default: no, but yes for [`HttpDependency::model`]).
+impl Repeatable for HttpServiceSettings {}
 
 impl HttpDependencyBuilder {
-    /// The limit of the whole call, retries and waits included (`None`: no limit).
-    pub fn total_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
-        self.stack.total_timeout = limit.into();
-        self
-    }
-
-    /// The limit of each attempt (`None`: no limit); it fires as
-    /// [`Timeout::Attempt`](crate::call::Timeout::Attempt), which is retried when the call
-    /// may be repeated.
-    pub fn attempt_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
-        self.stack.attempt_timeout = limit.into();
-        self
-    }
-
-    /// The limit for setting up a connection (default 10 s).
-    pub fn connect_timeout(mut self, limit: Duration) -> Self {
-        self.connect_timeout = limit;
-        self
-    }
-
-    /// The retry policy ([`RetryPolicy::none`] turns retries off).
-    pub fn retry(mut self, policy: RetryPolicy<HttpError>) -> Self {
-        self.stack.retry = policy;
-        self
-    }
-
-    /// Whether calls whose method is not idempotent (POST, PATCH) may be repeated after a
-    /// failure that leaves open whether they ran (default: no, but yes for
-    /// [`HttpDependency::model`]). A call may say otherwise ([`HttpCall::repeatable`]).
-    pub fn repeatable(mut self, repeatable: bool) -> Self {
-        self.repeatable = repeatable;
-        self
-    }
-
-    /// Takes the circuit breaker from `registry`, by the dependency's name.
-    pub fn breakers(mut self, registry: &BreakerRegistry) -> Self {
-        self.breaker = BreakerSource::Registry(registry.clone());
-        self
-    }
-
-    /// No circuit breaker.
-    pub fn without_breaker(mut self) -> Self {
-        self.breaker = BreakerSource::Off;
-        self
-    }
-
-    /// The bulkhead (default: one of its own, [`Bulkhead::default`]).
-    pub fn bulkhead(mut self, bulkhead: Bulkhead) -> Self {
-        self.stack.bulkhead = Some(bulkhead);
-        self
-    }
-
-    /// No bulkhead.
-    pub fn without_bulkhead(mut self) -> Self {
-        self.stack.bulkhead = None;
-        self
-    }
-
-    /// Hedges slow GET and HEAD calls after `delay`, the first success winning.
-    pub fn hedge(mut self, delay: HedgeDelay) -> Self {
-        self.stack.hedge = Some(HedgeConfig::new(delay).methods(["GET", "HEAD"]));
-        self
-    }
-
     /// The largest reply read, in bytes (default 32 MiB); a larger one fails as
     /// [`HttpFailure::TooLarge`] and is read no further.
     pub fn max_reply_bytes(mut self, bytes: usize) -> Self {
-        self.max_reply = bytes;
+        self.callee.max_reply = bytes;
         self
     }
 
     /// Headers sent with every call (credentials, an API version).
     pub fn headers(mut self, headers: HeaderMap) -> Self {
-        self.headers = headers;
+        self.callee.headers = headers;
         self
     }
 
     /// Sends what is left of the call's deadline, in milliseconds, in header `name` (for a
     /// service that reads one, such as another agent's `A2A-Deadline-Ms`). Off by default.
     pub fn deadline_header(mut self, name: HeaderName) -> Self {
-        self.deadline_header = Some(name);
+        self.callee.deadline_header = Some(name);
         self
     }
 
     /// The header an idempotency key travels in (default `Idempotency-Key`).
     pub fn idempotency_header(mut self, name: HeaderName) -> Self {
-        self.idempotency_header = name;
-        self
-    }
-
-    /// Uses `client` (its pool, TLS roots, proxies, redirect policy) instead of building one.
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = Some(client);
+        self.callee.idempotency_header = name;
         self
     }
 
     /// Builds the client.
     pub fn build(self) -> Result<HttpDependency, BuildError> {
-        let url = reqwest::Url::parse(&self.base_url).map_err(|error| BuildError::InvalidUrl {
-            url: self.base_url.clone(),
-            reason: error.to_string(),
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(BuildError::InvalidUrl {
-                url: self.base_url,
-                reason: "the scheme must be http or https".into(),
-            });
-        }
-        crate::client::check_tls(&url, &self.base_url, self.http.is_some())?;
-        let http = match self.http {
-            Some(http) => http,
-            None => reqwest::Client::builder()
-                .connect_timeout(self.connect_timeout)
-                .pool_max_idle_per_host(64)
-                .redirect(reqwest::redirect::Policy::none())
-                .build()?,
-        };
-        let breaker = self.breaker.breaker(&self.name);
-        let mut stack = self.stack;
-        if self.repeatable {
-            stack.retry = stack.retry.other_methods(RetrySafety::Safe);
-        }
-        stack.breaker = breaker.clone();
+        let url = parse_url(&self.callee.base_url)?;
+        self.callee.http.check_tls(&url)?;
+        let name = self.callee.name.clone();
+        let (stack, breaker, settings) = self.finish(&name);
         let service = HttpService {
-            http,
-            base: self.base_url.trim_end_matches('/').into(),
-            max_reply: self.max_reply,
-            headers: self.headers,
-            deadline_header: self.deadline_header,
-            idempotency_header: self.idempotency_header,
+            http: settings.http.client()?,
+            base: settings.base_url.trim_end_matches('/').into(),
+            max_reply: settings.max_reply,
+            headers: settings.headers,
+            deadline_header: settings.deadline_header,
+            idempotency_header: settings.idempotency_header,
         };
         Ok(HttpDependency {
             service: BoxCloneSyncService::new(stack.service(service)),
-            name: self.name,
+            name,
             breaker,
         })
     }

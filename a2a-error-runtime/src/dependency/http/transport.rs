@@ -11,9 +11,9 @@ use tower::Service;
 
 use super::call::{HttpCall, HttpReply};
 use super::error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
-use crate::call::{ClientError, Request, Timeout};
+use crate::call::{Request, Timeout};
 use crate::dependency::Failure;
-use crate::wire::remote::RemoteError;
+use crate::http::body::{self, BodyError};
 
 /// Sends an [`HttpCall`] once to a base URL, reading at most `max_reply` bytes of a reply.
 #[derive(Clone, Debug)]
@@ -76,44 +76,27 @@ impl HttpService {
             request = request.body(body.clone());
         }
         let response = request.send().await.map_err(send_error)?;
-        let head = crate::call::ResponseHead {
-            status: response.status().as_u16(),
-            headers: response.headers().clone(),
-        };
-        if head.is_success() {
-            let body = crate::call::read_body::<RemoteError>(response, &head, self.max_reply)
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        if response.status().is_success() {
+            let body = body::read(response, self.max_reply)
                 .await
                 .map_err(read_error)?;
             return Ok(HttpReply {
-                status: head.status,
-                headers: head.headers,
+                status,
+                headers,
                 body,
             });
         }
         // An error reply: its head decides; a few bytes of its body are kept for logs.
-        let excerpt = excerpt(response).await;
+        let excerpt = body::excerpt(response, EXCERPT_BYTES).await;
         Err(Failure::Failed(HttpFailure::Status(StatusFailure::read(
-            head.status,
-            &head.headers,
+            status,
+            &headers,
             &excerpt,
             SystemTime::now(),
         ))))
     }
-}
-
-/// The first [`EXCERPT_BYTES`] of a body, reading no further.
-async fn excerpt(mut response: reqwest::Response) -> Vec<u8> {
-    let mut kept = Vec::new();
-    while kept.len() < EXCERPT_BYTES {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                let room = EXCERPT_BYTES - kept.len();
-                kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            }
-            _ => break,
-        }
-    }
-    kept
 }
 
 fn send_error(error: reqwest::Error) -> HttpError {
@@ -133,14 +116,12 @@ fn send_error(error: reqwest::Error) -> HttpError {
     }
 }
 
-fn read_error(error: ClientError<RemoteError>) -> HttpError {
+fn read_error(error: BodyError) -> HttpError {
     match error {
-        ClientError::ReplyTooLarge { limit, .. } => {
-            Failure::Failed(HttpFailure::TooLarge { limit })
-        }
-        ClientError::Timeout(timeout) => Failure::Timeout(timeout),
-        other => Failure::Failed(HttpFailure::Transport {
-            detail: other.to_string(),
+        BodyError::TooLarge { limit } => Failure::Failed(HttpFailure::TooLarge { limit }),
+        BodyError::Timeout => Failure::Timeout(Timeout::Attempt),
+        BodyError::Broken(error) => Failure::Failed(HttpFailure::Transport {
+            detail: error.to_string(),
         }),
     }
 }

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use pin_project_lite::pin_project;
 use tower::Service;
 
-use super::service::Retrying;
+use super::retrying::Retrying;
 use crate::call::{Classify, Request};
 
 type Boxed<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;

@@ -4,6 +4,7 @@ mod backoff;
 mod budget;
 mod future;
 mod policy;
+mod retrying;
 mod service;
 
 pub use backoff::{Backoff, Jitter};

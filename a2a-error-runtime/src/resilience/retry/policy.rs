@@ -291,7 +291,7 @@ impl<F: Classify> RetryPolicy<F> {
         if self.budget.withdraw() {
             Some(wait)
         } else {
-            crate::observe::retry_budget_exhausted(request);
+            crate::observe::retry_budget_exhausted(crate::call::observed(request));
             None
         }
     }

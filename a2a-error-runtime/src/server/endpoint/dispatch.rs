@@ -137,7 +137,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         match read {
             Ok(Ok(collected)) => Ok(collected.to_bytes()),
             Ok(Err(error)) if error.is::<LengthLimitError>() => Err(self.too_large()),
-            Ok(Err(error)) if crate::server::serve::is_body_timeout(&*error) => {
+            Ok(Err(error)) if crate::server::body::is_body_timeout(&*error) => {
                 Err(self.slow_body())
             }
             Err(_) => Err(self.slow_body()),

@@ -1,6 +1,7 @@
-//! Reading a `text/event-stream` body: the WHATWG "interpreting an event stream" algorithm,
-//! for what A2A sends in it (`data` and `event`; `id` and `retry` are read and dropped, since
-//! an A2A client resumes with `SubscribeToTask`, not `Last-Event-ID`).
+//! Reading a `text/event-stream` body, whoever sends it (an agent, a model provider, an MCP
+//! server): the WHATWG "interpreting an event stream" algorithm, keeping `data` and `event`
+//! (`id` and `retry` are read and dropped: no caller of this crate resumes with
+//! `Last-Event-ID`; an A2A client resumes with `SubscribeToTask`).
 //!
 //! Written here rather than taken from a crate. eventsource-stream 0.2.3 (what this client
 //! used) panics on a byte order mark, copies the rest of its buffer for every line (quadratic:
@@ -25,8 +26,8 @@ use futures_util::Stream;
 /// The bytes parsed in one poll before the stream yields to the runtime.
 pub(crate) const POLL_BUDGET: usize = 64 << 10;
 
-/// The longest event type kept: A2A only ever names `error`; a longer name is cut (and so
-/// names no type this client knows).
+/// The longest event type kept: the types callers match (A2A's `error`, a provider's
+/// `message_delta`) are short; a longer name is cut (and so names no type a caller knows).
 const MAX_EVENT_TYPE: usize = 32;
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];

@@ -1,0 +1,335 @@
+//! What a call (to an agent or a dependency) records, from plain values: the caller reads
+//! its own types and passes what is named here.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics::SharedString;
+
+use super::Callee;
+
+/// The span of a call through the typed client (`a2a.client.call`, at `DEBUG`): an
+/// OpenTelemetry client span named after the method.
+pub(crate) fn client_span(
+    system: super::System,
+    agent: &str,
+    method: &str,
+    request_id: u64,
+) -> tracing::Span {
+    tracing::debug_span!(
+        "a2a.client.call",
+        otel.name = method,
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        rpc.system.name = system.name(),
+        rpc.method = method,
+        server.address = agent,
+        rpc.jsonrpc.request_id = request_id,
+        rpc.status_code = tracing::field::Empty,
+        error.r#type = tracing::field::Empty,
+    )
+}
+
+/// The span of an attempt after the first (`a2a.client.attempt`, at `DEBUG`), the
+/// `resend`-th resend of its call.
+pub(crate) fn attempt_span(resend: u32) -> tracing::Span {
+    tracing::debug_span!("a2a.client.attempt", http.request.resend_count = resend)
+}
+
+/// A call through the typed client ended, answered or `failed` with a code and reason (as
+/// labels: a peer's went through the closed sets of [`super::labels`]).
+pub(crate) fn call_ended(
+    system: super::System,
+    agent: &Arc<str>,
+    method: Cow<'static, str>,
+    elapsed: Duration,
+    failed: Option<(SharedString, SharedString)>,
+    span: &tracing::Span,
+) {
+    let method = match method {
+        Cow::Borrowed(name) => SharedString::const_str(name),
+        Cow::Owned(name) => super::method_label(&name),
+    };
+    let Some((code, reason)) = failed else {
+        metrics::histogram!(
+            super::CLIENT_DURATION,
+            "rpc.system.name" => system.name(),
+            "agent" => agent.clone(),
+            "rpc.method" => method,
+            "outcome" => "ok"
+        )
+        .record(elapsed.as_secs_f64());
+        return;
+    };
+    metrics::histogram!(
+        super::CLIENT_DURATION,
+        "rpc.system.name" => system.name(),
+        "agent" => agent.clone(),
+        "rpc.method" => method,
+        "outcome" => "error",
+        "rpc.status_code" => code.clone(),
+        "error.type" => reason.clone()
+    )
+    .record(elapsed.as_secs_f64());
+    span.record("otel.status_code", "error");
+    span.record("rpc.status_code", &*code);
+    span.record("error.type", &*reason);
+    metrics::counter!(
+        "a2a.client.errors",
+        "agent" => agent.clone(),
+        "rpc.status_code" => code,
+        "error.type" => reason
+    )
+    .increment(1);
+}
+
+/// Who a call goes to, as its metrics and logs name it.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Target<'a> {
+    /// An agent or a dependency: which series.
+    pub(crate) callee: Callee,
+    /// The callee's name.
+    pub(crate) name: Option<&'a str>,
+    /// The method or operation.
+    pub(crate) operation: &'a str,
+}
+
+/// The histogram of attempts per call to `target`'s callee, kept by a retry service.
+pub(crate) fn attempts_histogram(target: Target<'_>) -> metrics::Histogram {
+    let callee = target.callee;
+    let target = target.name.unwrap_or("").to_owned();
+    match callee {
+        Callee::Agent => metrics::histogram!(super::CLIENT_ATTEMPTS, "agent" => target),
+        Callee::Dependency => {
+            metrics::histogram!(super::DEPENDENCY_ATTEMPTS, "dependency" => target)
+        }
+    }
+}
+
+/// A failure's `reason` as an `error.type` label: one of the layers' and transports' own
+/// reasons, else through the closed set of [`super::labels`].
+pub(crate) fn failure_label(reason: &str) -> SharedString {
+    match LOCAL_REASONS.iter().find(|known| **known == reason) {
+        Some(known) => SharedString::const_str(known),
+        None => super::reason_label(reason),
+    }
+}
+
+/// The reasons of failures that are not a peer's error reply: a closed set.
+const LOCAL_REASONS: &[&str] = &[
+    "UNREACHABLE",
+    "CONNECTION_LOST",
+    "TIMEOUT",
+    "CIRCUIT_OPEN",
+    "BULKHEAD_FULL",
+    "INVALID_AGENT_RESPONSE",
+    "REPLY_TOO_LARGE",
+    "INVALID_CALL",
+    "DOWNSTREAM_FAILED",
+    "HTTP_STATUS",
+    "INVALID_RESPONSE",
+    "FAILED",
+];
+
+/// A call to a dependency (not an agent) under way: its span, and what is recorded when it
+/// ends.
+pub(crate) struct DependencyCall {
+    name: SharedString,
+    started: std::time::Instant,
+    span: tracing::Span,
+}
+
+impl DependencyCall {
+    /// A call to the dependency `name` starts; `protocol` is `http` for HTTP dependencies.
+    pub(crate) fn start(name: &Arc<str>, operation: &str, protocol: Option<&'static str>) -> Self {
+        let span = tracing::debug_span!(
+            "a2a.dependency.call",
+            otel.name = operation,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            dependency = &**name,
+            operation = operation,
+            network.protocol.name = protocol,
+            http.response.status_code = tracing::field::Empty,
+            error.r#type = tracing::field::Empty,
+        );
+        DependencyCall {
+            name: SharedString::from(Arc::clone(name)),
+            started: std::time::Instant::now(),
+            span,
+        }
+    }
+
+    /// The call's span.
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// The call ended, failed with the reason `failure` or not; `status` is the HTTP status
+    /// of its last reply.
+    pub(crate) fn ended(self, failure: Option<&str>, status: Option<u16>) {
+        let error = failure;
+        let outcome = if error.is_some() { "error" } else { "ok" };
+        let reason = match error {
+            Some(reason) => failure_label(reason),
+            None => SharedString::const_str(""),
+        };
+        let status = status_label(status);
+        if error.is_some() {
+            self.span.record("otel.status_code", "error");
+            self.span.record("error.type", &*reason);
+        }
+        if !status.is_empty() {
+            self.span.record("http.response.status_code", &*status);
+        }
+        metrics::histogram!(
+            super::DEPENDENCY_DURATION,
+            "dependency" => self.name.clone(),
+            "outcome" => outcome
+        )
+        .record(self.started.elapsed().as_secs_f64());
+        metrics::counter!(
+            "a2a.dependency.calls",
+            "dependency" => self.name,
+            "outcome" => outcome,
+            "error.type" => reason,
+            "http.response.status_code" => status
+        )
+        .increment(1);
+    }
+}
+
+/// An HTTP status as a label value: 100 to 599 (a closed set), else `other`; empty when
+/// there was no reply.
+fn status_label(status: Option<u16>) -> SharedString {
+    static STATUSES: std::sync::LazyLock<Vec<SharedString>> = std::sync::LazyLock::new(|| {
+        (100..600u16)
+            .map(|status| SharedString::from(status.to_string()))
+            .collect()
+    });
+    match status {
+        None => SharedString::const_str(""),
+        Some(status @ 100..=599) => STATUSES[usize::from(status - 100)].clone(),
+        Some(_) => SharedString::const_str("other"),
+    }
+}
+
+/// A step of a fallback chain `answered`, `failed` or was `skipped`.
+pub(crate) fn fallback_step(step: Cow<'static, str>, outcome: &'static str) {
+    metrics::counter!("a2a.fallback.steps", "step" => step, "outcome" => outcome).increment(1);
+}
+
+/// A degraded answer was given; `source` is `fallback` or `fan_out`.
+pub(crate) fn degraded(source: &'static str) {
+    metrics::counter!("a2a.degraded", "source" => source).increment(1);
+}
+
+/// A slow call to `target` is hedged after `delay`.
+pub(crate) fn hedge(target: Target<'_>, delay: Duration) {
+    let operation = target.operation;
+    let target = target.name;
+    tracing::info!(
+        agent = target,
+        rpc.method = operation,
+        delay_ms = delay.as_millis() as u64,
+        "hedging a slow call"
+    );
+    metrics::counter!(
+        "a2a.hedges",
+        "agent" => target.unwrap_or("").to_owned(),
+        "rpc.method" => super::method_label(operation)
+    )
+    .increment(1);
+}
+
+/// A circuit breaker of `agent` (an agent's or a dependency's name) was made, or its state
+/// is now the one `gauge` stands for.
+pub(crate) fn breaker_state(agent: &str, gauge: f64) {
+    metrics::gauge!("a2a.breaker.state", "agent" => agent.to_owned()).set(gauge);
+}
+
+/// A breaker refused a call: its circuit is open.
+pub(crate) fn breaker_rejected(agent: &str) {
+    metrics::counter!("a2a.breaker.rejections", "agent" => agent.to_owned()).increment(1);
+}
+
+/// A breaker went `from` one state `to` another (whose gauge value is `gauge`).
+pub(crate) fn breaker_transition(agent: &str, from: &'static str, to: &'static str, gauge: f64) {
+    breaker_state(agent, gauge);
+    metrics::counter!(
+        "a2a.breaker.transitions",
+        "agent" => agent.to_owned(),
+        "from" => from,
+        "to" => to
+    )
+    .increment(1);
+}
+
+/// A retry the policy would have made was refused by the retry budget: the callee is
+/// failing for enough callers that retries would only add load.
+pub(crate) fn retry_budget_exhausted(target: Target<'_>) {
+    let callee = target.callee;
+    let target = target.name.unwrap_or("").to_owned();
+    tracing::debug!(target = %target, "retry budget exhausted: not retried");
+    match callee {
+        Callee::Agent => {
+            metrics::counter!("a2a.retry.budget_exhausted", "agent" => target).increment(1)
+        }
+        Callee::Dependency => {
+            metrics::counter!("a2a.retry.budget_exhausted", "dependency" => target).increment(1)
+        }
+    }
+}
+
+/// A retry of a call to `target`, after a failure with `reason`, is about to wait `delay`;
+/// `source` says whose delay it is (`retry-after` or `backoff`).
+pub(crate) fn retry(
+    target: Target<'_>,
+    attempt: u32,
+    reason: &str,
+    delay: Duration,
+    source: &'static str,
+) {
+    let reason = failure_label(reason);
+    let callee = target.callee;
+    let operation = target.operation;
+    let target = target.name;
+    let delay_ms = delay.as_millis() as u64;
+    match callee {
+        Callee::Agent => tracing::info!(
+            agent = target,
+            rpc.method = operation,
+            http.request.resend_count = attempt,
+            error.r#type = &*reason,
+            delay_ms,
+            delay.source = source,
+            "retrying"
+        ),
+        Callee::Dependency => tracing::info!(
+            dependency = target,
+            operation,
+            http.request.resend_count = attempt,
+            error.r#type = &*reason,
+            delay_ms,
+            delay.source = source,
+            "retrying"
+        ),
+    }
+    let target = target.unwrap_or("").to_owned();
+    match callee {
+        Callee::Agent => metrics::counter!(
+            "a2a.client.retries",
+            "agent" => target,
+            "rpc.method" => super::method_label(operation),
+            "error.type" => reason
+        )
+        .increment(1),
+        Callee::Dependency => metrics::counter!(
+            "a2a.dependency.retries",
+            "dependency" => target,
+            "error.type" => reason
+        )
+        .increment(1),
+    }
+}

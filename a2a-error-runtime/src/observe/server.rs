@@ -1,0 +1,256 @@
+//! What a server records of the requests it serves.
+
+use super::kept;
+use super::{System, code_label, reason_label};
+
+/// A request to a server was answered (a stream: opened) after `elapsed`, or failed with
+/// `failed` (its A2A code and reason); `method` is a registered method's name, or `None`
+/// (`other`). A failure's series carries `error.type` and `rpc.status_code` too.
+pub(crate) fn request_served(
+    system: System,
+    method: Option<&std::sync::Arc<str>>,
+    failed: Option<(i32, &str)>,
+    elapsed: std::time::Duration,
+) {
+    match failed {
+        Some((code, reason)) => kept::failed(system, method, code, reason, elapsed),
+        None => kept::answered(system, method, elapsed),
+    }
+}
+
+/// A request to one of the A2A methods (`method`, a 1.0 name; `None`: not one) was answered by
+/// the SDK bridge's REST routes or gRPC service, as [`request_served`] records the JSON-RPC
+/// endpoint's; a failure is recorded on its `span` too.
+#[cfg(feature = "sdk")]
+pub(crate) fn a2a_request_served(
+    system: System,
+    method: Option<&'static str>,
+    span: &tracing::Span,
+    failed: Option<(i32, &str)>,
+    elapsed: std::time::Duration,
+) {
+    // The names as the keys' caches know them: one `Arc` a method.
+    static NAMES: std::sync::LazyLock<Vec<std::sync::Arc<str>>> = std::sync::LazyLock::new(|| {
+        crate::wire::method::METHODS
+            .iter()
+            .map(|method| std::sync::Arc::from(method.name))
+            .collect()
+    });
+    if let Some((code, reason)) = failed {
+        server_failed(span, code, reason);
+    }
+    let known = method.and_then(|name| NAMES.iter().find(|known| &***known == name));
+    request_served(system, known, failed, elapsed);
+}
+
+/// The A2A code and `error.type` of an error response, carried in its extensions to the layer
+/// that ends the request's span.
+#[derive(Clone, Debug)]
+pub(crate) struct FailedWith(i32, metrics::SharedString);
+
+impl FailedWith {
+    /// A response failed with `code` and `reason`.
+    pub(crate) fn new(code: i32, reason: &str) -> Self {
+        FailedWith(code, reason_label(reason))
+    }
+
+    /// The code and reason.
+    #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
+    pub(crate) fn parts(&self) -> (i32, &str) {
+        (self.0, &self.1)
+    }
+}
+
+/// The span of a request served by `system`'s endpoint (`a2a.server.call`, at `DEBUG`, as
+/// tower-http's are, so that a log filter at `INFO` makes none), for `method`: a registered
+/// or A2A method's name, else `other`. OpenTelemetry sees it as a server span named after the
+/// method.
+pub(crate) fn server_span(system: System, method: &str) -> tracing::Span {
+    tracing::debug_span!(
+        "a2a.server.call",
+        otel.name = method,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        rpc.system.name = system.name(),
+        rpc.method = method,
+        rpc.status_code = tracing::field::Empty,
+        error.r#type = tracing::field::Empty,
+    )
+}
+
+/// The request `span` serves failed with the A2A `code` (`rpc.status_code`, on every binding)
+/// and `reason` (`error.type`).
+pub(crate) fn server_failed(span: &tracing::Span, code: i32, reason: &str) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("otel.status_code", "error");
+    span.record("rpc.status_code", &*code_label(code));
+    span.record("error.type", &*reason_label(reason));
+}
+
+/// A request was refused at its caller's rate limit.
+#[cfg(feature = "sdk")]
+pub(crate) fn rate_limited() {
+    metrics::counter!("a2a.server.rate_limited").increment(1);
+}
+
+/// A shared task whose lease lapsed was ended FAILED by this replica.
+#[cfg(all(feature = "sdk", feature = "redis"))]
+pub(crate) fn task_abandoned() {
+    metrics::counter!("a2a.tasks.abandoned").increment(1);
+}
+
+/// This replica stopped an execution whose task's lease it lost.
+#[cfg(all(feature = "sdk", feature = "redis"))]
+pub(crate) fn lease_lost() {
+    metrics::counter!("a2a.tasks.leases_lost").increment(1);
+}
+
+/// A request was refused by an endpoint at its concurrency limit (shed).
+pub(crate) fn shed() {
+    metrics::counter!("a2a.server.shed").increment(1);
+}
+
+/// An error reply a server sent; `method` is a registered method's name or `None`.
+pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason: &str) {
+    kept::error(method, code, reason);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    /// The server error counts in `recorder`, as (method, code, reason, count).
+    fn counts(recorder: &DebuggingRecorder) -> Vec<(String, String, String, u64)> {
+        let mut counts: Vec<_> = recorder
+            .snapshotter()
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter_map(|(key, _, _, value)| {
+                let key = key.key();
+                let DebugValue::Counter(count) = value else {
+                    return None;
+                };
+                let label = |name: &str| {
+                    key.labels()
+                        .find(|label| label.key() == name)
+                        .map(|label| label.value().to_owned())
+                        .unwrap_or_default()
+                };
+                (key.name() == "a2a.server.errors").then(|| {
+                    (
+                        label("rpc.method"),
+                        label("rpc.status_code"),
+                        label("error.type"),
+                        count,
+                    )
+                })
+            })
+            .collect();
+        counts.sort();
+        counts
+    }
+
+    #[test]
+    fn server_error_keys_are_made_once_and_every_recorder_gets_its_counts() {
+        let get: Arc<str> = Arc::from("GetTask");
+        let first = DebuggingRecorder::new();
+        metrics::with_local_recorder(&first, || {
+            super::super::error_sent(Some(&get), -32001, "TASK_NOT_FOUND");
+            super::super::error_sent(Some(&get), -32001, "TASK_NOT_FOUND");
+            super::super::error_sent(None, -32601, "METHOD_NOT_FOUND");
+        });
+        let found = |method: &str, code: &str, reason: &str, n| {
+            (method.to_owned(), code.to_owned(), reason.to_owned(), n)
+        };
+        assert_eq!(
+            counts(&first),
+            [
+                found("GetTask", "-32001", "TASK_NOT_FOUND", 2),
+                found("other", "-32601", "METHOD_NOT_FOUND", 1)
+            ]
+        );
+        // Another recorder, the keys already made: its counts are its own.
+        let second = DebuggingRecorder::new();
+        metrics::with_local_recorder(&second, || {
+            super::super::error_sent(Some(&get), -32001, "TASK_NOT_FOUND");
+            // Past the keys a thread keeps: still counted, under the bounded labels.
+            for i in 0..200 {
+                super::super::error_sent(Some(&get), -32099, &format!("PEER_REASON_{i}"));
+            }
+        });
+        let counts = counts(&second);
+        assert!(counts.contains(&found("GetTask", "-32001", "TASK_NOT_FOUND", 1)));
+        let all: u64 = counts.iter().map(|(.., n)| n).sum();
+        assert_eq!(all, 201);
+        assert!(counts.iter().any(|(_, _, reason, _)| reason == "OTHER"));
+        // The first recorder again, after the second: the thread's handle, the second's, is
+        // replaced by one of the first's (a snapshot takes what was counted since the last).
+        metrics::with_local_recorder(&first, || {
+            super::super::error_sent(Some(&get), -32001, "TASK_NOT_FOUND");
+        });
+        assert!(counts_of_first_include(&first, 1));
+    }
+
+    fn counts_of_first_include(recorder: &DebuggingRecorder, n: u64) -> bool {
+        counts(recorder).iter().any(|(method, _, reason, count)| {
+            method == "GetTask" && reason == "TASK_NOT_FOUND" && *count == n
+        })
+    }
+
+    /// The durations of `method` in `recorder`, answered and failed.
+    fn durations(recorder: &DebuggingRecorder, method: &str) -> (usize, usize) {
+        let mut found = (0, 0);
+        for (key, _, _, value) in recorder.snapshotter().snapshot().into_vec() {
+            let key = key.key();
+            let label = |name: &str| {
+                key.labels()
+                    .find(|label| label.key() == name)
+                    .map(|label| label.value().to_owned())
+            };
+            if key.name() != "rpc.server.call.duration"
+                || label("rpc.method").as_deref() != Some(method)
+            {
+                continue;
+            }
+            let DebugValue::Histogram(samples) = value else {
+                continue;
+            };
+            match label("outcome").as_deref() {
+                Some("ok") => found.0 += samples.len(),
+                _ => found.1 += samples.len(),
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn server_durations_reach_whichever_recorder_is_current() {
+        let name: Arc<str> = Arc::from("SendMessage");
+
+        let time = std::time::Duration::from_millis(3);
+        let record = |ok: bool| {
+            let failed = (!ok).then_some((-32603, "INTERNAL_ERROR"));
+            super::super::request_served(super::super::System::JsonRpc, Some(&name), failed, time)
+        };
+        // Handles made with no recorder at all (the no-op one) are not the next recorder's.
+        record(true);
+        let first = DebuggingRecorder::new();
+        metrics::with_local_recorder(&first, || {
+            record(true);
+            record(true);
+            record(false);
+        });
+        assert_eq!(durations(&first, "SendMessage"), (2, 1));
+        let second = DebuggingRecorder::new();
+        metrics::with_local_recorder(&second, || record(true));
+        assert_eq!(durations(&second, "SendMessage"), (1, 0));
+        // Back to the first: a snapshot takes what was recorded since the last.
+        metrics::with_local_recorder(&first, || record(false));
+        assert_eq!(durations(&first, "SendMessage"), (0, 1));
+    }
+}
