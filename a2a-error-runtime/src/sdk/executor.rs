@@ -16,13 +16,11 @@ use a2a::{
 use a2a_server::{AgentExecutor, ExecutorContext, TaskStore};
 use futures_util::stream::BoxStream;
 use futures_util::{FutureExt, StreamExt};
-use serde_json::Value;
 use tokio::time::Instant;
 
+use super::failed::{failed_status_of, failed_task_status};
 use super::link::{self, LINK_PARAM, Watch};
-use crate::server::failed_status;
 use crate::wire::error::A2aError;
-use crate::wire::remote::RemoteError;
 use crate::wire::standard::StandardError;
 
 /// The key of the event metadata in which a failure after the first event carries its
@@ -309,31 +307,6 @@ impl Run {
             tracing::warn!(code = store.code, "could not end a failed task");
         }
     }
-}
-
-/// The status of a task that failed with `public` (the error as the caller is told it):
-/// FAILED, with the public message and the metadata of [`failed_status`].
-pub(super) fn failed_task_status(public: &RemoteError) -> TaskStatus {
-    let status = failed_status(public);
-    let metadata: Option<HashMap<String, Value>> =
-        serde_json::from_value(status["message"]["metadata"].clone()).ok();
-    let mut message = Message::new(Role::Agent, vec![Part::text(public.public_message())]);
-    message.metadata = metadata;
-    TaskStatus {
-        state: TaskState::Failed,
-        message: Some(message),
-        timestamp: None,
-    }
-}
-
-/// [`failed_task_status`] of task `task` in context `context`, its message naming them.
-pub(super) fn failed_status_of(public: &RemoteError, task: &str, context: &str) -> TaskStatus {
-    let mut status = failed_task_status(public);
-    if let Some(message) = &mut status.message {
-        message.task_id = Some(task.to_owned());
-        message.context_id = Some(context.to_owned());
-    }
-    status
 }
 
 /// The deadline the bridge's endpoint put in the service params, if any.

@@ -79,11 +79,14 @@
 
 mod error;
 mod executor;
+mod failed;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod link;
+mod listing;
 mod owners;
 mod protojson;
+mod scope_key;
 mod scoped;
 mod serve;
 #[cfg(feature = "redis")]

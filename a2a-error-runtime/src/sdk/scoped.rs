@@ -139,7 +139,7 @@ impl<H: RequestHandler> Scoped<H> {
         scope: ScopeKey,
         params: &ServiceParams,
         req: &ListTasksRequest,
-        page: &mut super::store::KeysetPage<'_>,
+        page: &mut super::listing::KeysetPage<'_>,
     ) -> Result<(), A2AError> {
         for id in owners.tasks(scope, None) {
             let get = GetTaskRequest {
@@ -246,7 +246,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         let scope = scope_of(params);
         // The SDK's own page sizes (50 when none is asked, 100 at most).
         let page_size = a2a_server::pagination::resolve_page_size(req.page_size);
-        let mut page = super::store::KeysetPage::new(&req, page_size);
+        let mut page = super::listing::KeysetPage::new(&req, page_size);
         match &self.owners {
             Ownership::Local(owners) => {
                 self.offer_own(owners, scope, params, &req, &mut page)

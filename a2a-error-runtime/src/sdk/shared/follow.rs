@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 
 use super::{MAX_FOLLOWERS_PER_SCOPE, RedisTaskStore, unavailable};
-use crate::sdk::owners::ScopeKey;
+use crate::sdk::scope_key::ScopeKey;
 
 type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
 

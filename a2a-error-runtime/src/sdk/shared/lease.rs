@@ -221,8 +221,7 @@ impl RedisTaskStore {
             }
             // The cause: TASK_ABANDONED, as the caller that waited on the execution is told.
             let public = RemoteError::from_object(SharedTaskError::Abandoned.to_error_object());
-            task.status =
-                crate::sdk::executor::failed_status_of(&public, &task.id, &task.context_id);
+            task.status = crate::sdk::failed::failed_status_of(&public, &task.id, &task.context_id);
             task.status.timestamp = Some(chrono::Utc::now());
             match self.write(&task, Mode::Reap, Some(version)).await? {
                 Written::Version(_) => {

@@ -46,7 +46,7 @@ use a2a::{A2AError, ListTasksRequest, ListTasksResponse, Task, TaskState};
 use a2a_server::TaskStore;
 use a2a_server::task_store::TaskVersion;
 
-use super::owners::ScopeKey;
+use super::scope_key::ScopeKey;
 use crate::server::RedisStore;
 use crate::server::redis_millis as millis;
 use crate::wire::standard::StandardError;
@@ -487,7 +487,7 @@ impl RedisTaskStore {
     pub(super) async fn list_scope(
         &self,
         scope: ScopeKey,
-        page: &mut super::store::KeysetPage<'_>,
+        page: &mut super::listing::KeysetPage<'_>,
     ) -> Result<(), A2AError> {
         let mut ids = self.ids(&format!("s:{}", scope_hex(scope))).await?;
         ids.sort_unstable();
@@ -612,11 +612,11 @@ impl TaskStore for RedisTaskStore {
     async fn list(&self, req: &ListTasksRequest) -> Result<ListTasksResponse, A2AError> {
         let mut ids = self.ids("all").await?;
         ids.sort_unstable();
-        let page = super::store::OffsetPage::of(req, ids.len())?;
+        let page = super::listing::OffsetPage::of(req, ids.len())?;
         let mut tasks = self.read_batch(&ids[page.start..page.end]).await?;
-        tasks.retain(|task| super::store::listed(req, task));
+        tasks.retain(|task| super::listing::listed(req, task));
         for task in &mut tasks {
-            super::store::keep_history(task, req.history_length);
+            super::listing::keep_history(task, req.history_length);
         }
         Ok(page.reply(tasks))
     }

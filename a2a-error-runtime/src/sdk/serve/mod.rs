@@ -1,0 +1,294 @@
+//! [`Bridge`]: an SDK `RequestHandler` served by this crate's endpoint with its guarantees
+//! (see the [module documentation](super)), one file a part: the builder (here), the calls of
+//! the handler every binding makes (`calls`), JSON-RPC (`jsonrpc`), HTTP+JSON (`rest`, its
+//! routes read from the method table) and the REST admission (`admission`). gRPC is
+//! `sdk/grpc/`.
+
+mod admission;
+mod calls;
+mod jsonrpc;
+mod rest;
+
+#[cfg(feature = "grpc")]
+pub(crate) use calls::Events;
+
+use crate::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::AgentCard;
+use a2a_server::{RequestHandler, ServiceParams};
+use axum::Router;
+use axum::http::HeaderMap;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::sdk::executor::{DEADLINE_PARAM, epoch};
+use crate::sdk::link::{LINK_PARAM, Link};
+use crate::sdk::owners::{DEFAULT_MAX_TASKS, Owners, Ownership, key_of};
+use crate::sdk::protojson::SendReply;
+use crate::sdk::scoped::{SCOPE_PARAM, Scoped};
+use crate::sdk::streams::Streams;
+use crate::server::Dedup;
+use crate::server::endpoint::admission::Admission;
+use crate::server::scope::{self, Scope};
+use crate::wire::remote::RemoteError;
+
+/// The dedup of SendMessage through the bridge: its replies are the SDK's, remembered as
+/// their A2A JSON.
+pub type SendDedup = Dedup<SendReply, RemoteError>;
+
+/// An SDK `RequestHandler` (the SDK's `DefaultRequestHandler` with your `AgentExecutor`,
+/// guarded by [`Guarded`](crate::sdk::Guarded), and your `TaskStore`) served by this crate:
+/// JSON-RPC 2.0 at `POST /` through [`JsonRpc`], HTTP+JSON at the A2A 1.0 routes, and the
+/// agent card at `/.well-known/agent-card.json`.
+///
+/// ```no_run
+/// # use a2a_error_runtime as a2a_error;
+/// # async fn run(handler: a2a_server::DefaultRequestHandler, card: a2a::AgentCard) {
+/// use a2a_error::sdk::Bridge;
+/// use a2a_error::server::{Dedup, ServeLimits, serve};
+///
+/// let router = Bridge::new(handler)
+///     .card(card)
+///     .dedup(Dedup::in_memory())
+///     .router();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
+/// serve(listener, router, ServeLimits::default()).await.unwrap();
+/// # }
+/// ```
+pub struct Bridge<H> {
+    pub(super) handler: Arc<Scoped<H>>,
+    /// The streams run, for a dedup's retried streams (see `Streams`).
+    streams: Arc<Streams>,
+    scope: Scope,
+    dedup: Option<SendDedup>,
+    /// Whether the dedup was given the bridge's scope (it had no `identify` of its own).
+    dedup_by_scope: bool,
+    card: Option<Arc<Value>>,
+    pub(super) timeout: Option<Duration>,
+    /// The limit on requests running at once, over every binding.
+    pub(super) admission: Option<Arc<Admission>>,
+}
+
+impl<H> Clone for Bridge<H> {
+    fn clone(&self) -> Self {
+        Bridge {
+            handler: Arc::clone(&self.handler),
+            streams: Arc::clone(&self.streams),
+            scope: Arc::clone(&self.scope),
+            dedup: self.dedup.clone(),
+            dedup_by_scope: self.dedup_by_scope,
+            card: self.card.clone(),
+            timeout: self.timeout,
+            admission: self.admission.clone(),
+        }
+    }
+}
+
+impl<H: RequestHandler> Bridge<H> {
+    /// Serves `handler`, with no dedup, no card and no handler timeout (the caller's
+    /// `A2A-Deadline-Ms` still holds).
+    pub fn new(handler: H) -> Self {
+        Bridge::from_arc(Arc::new(handler))
+    }
+
+    /// Serves a handler shared with other code.
+    pub fn from_arc(handler: Arc<H>) -> Self {
+        Bridge {
+            handler: Arc::new(Scoped {
+                inner: handler,
+                owners: Ownership::Local(Arc::new(Owners::new(DEFAULT_MAX_TASKS))),
+                rate: None,
+            }),
+            streams: Arc::new(Streams::new()),
+            scope: Arc::new(scope::authorization),
+            dedup: None,
+            dedup_by_scope: false,
+            card: None,
+            timeout: None,
+            admission: None,
+        }
+    }
+
+    /// At most `requests` run at once, over JSON-RPC, HTTP+JSON and gRPC together (default:
+    /// no limit but gRPC's `GrpcLimits::max_in_flight`): one past it is answered at once
+    /// with AGENT_UNAVAILABLE and a RetryInfo (`Retry-After`) of about one request's recent
+    /// time, as `JsonRpc::max_concurrent` does.
+    pub fn max_concurrent(mut self, requests: usize) -> Self {
+        self.admission = Some(Arc::new(Admission::new(requests)));
+        self
+    }
+
+    /// As [`max_concurrent`](Self::max_concurrent), with a limit that follows the requests'
+    /// measured time (see [`AdaptiveLimit`](crate::server::AdaptiveLimit)).
+    pub fn adaptive_concurrency(mut self, limit: crate::server::AdaptiveLimit) -> Self {
+        self.admission = Some(Arc::new(Admission::adaptive(limit)));
+        self
+    }
+
+    /// Makes SendMessage safe to retry: the same messageId from the same caller runs the
+    /// handler once, on any replica sharing the store, over any binding; a reply is replayed
+    /// to a retry over another binding. A dedup without an
+    /// [`identify`](Dedup::identify) of its own is given the bridge's [`scope`](Self::scope).
+    pub fn dedup(mut self, dedup: SendDedup) -> Self {
+        self.dedup_by_scope = !dedup.identifies();
+        self.dedup = Some(if self.dedup_by_scope {
+            dedup.identify_by(Arc::clone(&self.scope))
+        } else {
+            dedup
+        });
+        self
+    }
+
+    /// How a caller's scope is read from a request (default
+    /// [`scope::authorization`]: the `Authorization` header's bytes, the `authorization`
+    /// metadata over gRPC). A task belongs to the scope of the caller it was created for:
+    /// GetTask, ListTasks, CancelTask, SubscribeToTask, the push configs and a SendMessage
+    /// that continues it serve it to that scope only, and to any other it does not exist
+    /// (TASK_NOT_FOUND). Requests without a credential share one anonymous scope.
+    pub fn scope(
+        mut self,
+        scope: impl Fn(&HeaderMap) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.scope = Arc::new(scope);
+        if self.dedup_by_scope
+            && let Some(dedup) = self.dedup.take()
+        {
+            self.dedup = Some(dedup.identify_by(Arc::clone(&self.scope)));
+        }
+        self
+    }
+
+    /// How many tasks' owners the bridge remembers (default 100,000, about 200 bytes each):
+    /// past it, the tasks recorded first are served to no one. Keep it at least the number
+    /// of tasks the task store holds.
+    pub fn max_owned_tasks(self, tasks: usize) -> Self {
+        self.rescoped(|scoped| scoped.owners = Ownership::Local(Arc::new(Owners::new(tasks))))
+    }
+
+    /// Limits each caller (by its [`scope`](Self::scope)) to `limiter`'s rate, over every
+    /// binding: a request over it is refused with RATE_LIMITED and the exact time until the
+    /// caller's next one is allowed (RetryInfo, `Retry-After`). The agent card is not limited.
+    pub fn rate_limit(self, limiter: crate::server::RateLimiter) -> Self {
+        self.rescoped(|scoped| scoped.rate = Some(limiter))
+    }
+
+    /// Keeps which task is whose in `tasks`, the handler's shared task store (the same
+    /// store, or a clone), instead of in this process: every replica on that Redis then
+    /// serves a task to its owner, whichever replica created it, and a SubscribeToTask that
+    /// reaches a replica not running the task follows it through the store. Each task is
+    /// written with its owner, in one step, when the handler creates it (so
+    /// [`max_owned_tasks`](Self::max_owned_tasks) no longer applies; the store's own bounds
+    /// do).
+    #[cfg(feature = "redis")]
+    pub fn shared_tasks(self, tasks: crate::sdk::RedisTaskStore) -> Self {
+        self.rescoped(|scoped| scoped.owners = Ownership::Shared(tasks))
+    }
+
+    /// The bridge with its [`Scoped`] handler changed by `change` (the SDK handler shared).
+    fn rescoped(mut self, change: impl FnOnce(&mut Scoped<H>)) -> Self {
+        let mut scoped = (*self.handler).clone();
+        change(&mut scoped);
+        self.handler = Arc::new(scoped);
+        self
+    }
+
+    /// The SDK's service params of a request: its headers (as the SDK's routers pass them),
+    /// the caller's scope for [`Scoped`], and the request's deadline for
+    /// [`Guarded`](crate::sdk::Guarded), which runs in a task of the handler's own where the
+    /// task-local deadline does not reach.
+    pub(crate) fn service_params(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+    ) -> ServiceParams {
+        let mut params = service_params(headers, deadline);
+        let scope = key_of((self.scope)(headers).as_deref());
+        params.insert(SCOPE_PARAM.to_owned(), vec![format!("{scope:x}")]);
+        params
+    }
+
+    /// The agent card served at `/.well-known/agent-card.json`.
+    pub fn card(mut self, card: AgentCard) -> Self {
+        self.card = a2a_pb::protojson_conv::to_value(&card).ok().map(Arc::new);
+        self
+    }
+
+    /// How long a handler may run before the call fails with DEADLINE_EXCEEDED (default: no
+    /// limit but the caller's `A2A-Deadline-Ms`). It bounds a stream's wait for its first
+    /// event, not the stream.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// JSON-RPC at `POST /`, HTTP+JSON and the card, on one router (the JSON-RPC endpoint, the
+    /// REST routes and the gRPC service each record `rpc.server.call.duration` by the A2A
+    /// method and outcome).
+    pub fn router(&self) -> Router {
+        Router::new()
+            .merge(self.json_rpc().into_router())
+            .merge(self.rest_router())
+    }
+
+    /// The end of a unary request's work: the caller's deadline or the bridge's timeout,
+    /// whichever comes first. The executor is given it, so that work the bridge stopped
+    /// waiting for ends too.
+    pub(crate) fn end(&self, deadline: Option<Instant>) -> Option<Instant> {
+        let own = self
+            .timeout
+            .and_then(|timeout| Instant::now().checked_add(timeout));
+        crate::deadline::earliest(own, deadline)
+    }
+}
+
+/// A request's headers and deadline as service params; the params only the bridge sets are
+/// removed from what the caller sent (see [`Bridge::service_params`]).
+fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServiceParams {
+    let mut params: ServiceParams = HashMap::with_capacity(headers.keys_len() + 1);
+    for (name, value) in headers {
+        if let Ok(value) = value.to_str() {
+            params
+                .entry(name.as_str().to_owned())
+                .or_default()
+                .push(value.to_owned());
+        }
+    }
+    // Only the endpoint says what the deadline, the link and the scope are, and which span of
+    // the trace the executor's calls descend from (this request's, not the caller's).
+    params.remove(DEADLINE_PARAM);
+    params.remove(LINK_PARAM);
+    params.remove(SCOPE_PARAM);
+    let trace = crate::trace::current()
+        .unwrap_or_else(|| crate::trace::served(headers, &tracing::Span::none()));
+    params.insert(TRACEPARENT_HEADER.to_owned(), vec![trace.traceparent()]);
+    match trace.tracestate() {
+        Some(state) => {
+            params.insert(TRACESTATE_HEADER.to_owned(), vec![state.to_owned()]);
+        }
+        None => {
+            params.remove(TRACESTATE_HEADER);
+        }
+    }
+    if let Some(deadline) = deadline {
+        let micros = deadline.saturating_duration_since(epoch()).as_micros();
+        params.insert(DEADLINE_PARAM.to_owned(), vec![micros.to_string()]);
+    }
+    params
+}
+
+impl<H: RequestHandler> Bridge<H> {
+    /// The service params of a request whose execution is tied to `link`.
+    fn linked_params(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+        link: &Link,
+    ) -> ServiceParams {
+        let mut params = self.service_params(headers, deadline);
+        params.insert(LINK_PARAM.to_owned(), vec![link.param()]);
+        params
+    }
+}
