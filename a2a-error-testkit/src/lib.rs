@@ -30,4 +30,4 @@ pub use answer::{Answer, ErrorAnswer};
 pub use chaos::{Chaos, ChaosLayer};
 pub use port::{closed_url, free_port};
 pub use redis::RedisServer;
-pub use service::{FaultService, Reply, Request};
+pub use service::{FaultService, HttpAnswer, HttpReceived};

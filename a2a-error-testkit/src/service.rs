@@ -11,9 +11,9 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-/// One scripted reply of a [`FaultService`]: a status, headers, a body, and a delay before it.
+/// One scripted answer of a [`FaultService`] (as [`Answer`](crate::Answer) is a [`FaultAgent`](crate::FaultAgent)'s): a status, headers, a body, and a delay before it.
 #[derive(Clone, Debug)]
-pub struct Reply {
+pub struct HttpAnswer {
     /// The status.
     pub status: u16,
     /// Headers (`retry-after`, `retry-after-ms`, `x-should-retry`, …).
@@ -24,18 +24,18 @@ pub struct Reply {
     pub delay: Duration,
 }
 
-impl Reply {
+impl HttpAnswer {
     /// A chat completion whose content is `text`.
-    pub fn completion(text: &str) -> Reply {
-        Reply::json(
+    pub fn completion(text: &str) -> HttpAnswer {
+        HttpAnswer::json(
             200,
             json!({"choices": [{"message": {"role": "assistant", "content": text}}]}),
         )
     }
 
     /// `status` with a JSON body.
-    pub fn json(status: u16, body: Value) -> Reply {
-        Reply {
+    pub fn json(status: u16, body: Value) -> HttpAnswer {
+        HttpAnswer {
             status,
             headers: vec![("content-type", "application/json".into())],
             body: body.to_string().into_bytes(),
@@ -45,29 +45,30 @@ impl Reply {
 
     /// `status` with a body that names the provider's internals (which must never reach the
     /// agent's caller).
-    pub fn status(status: u16) -> Reply {
-        Reply::json(
+    pub fn status(status: u16) -> HttpAnswer {
+        HttpAnswer::json(
             status,
             json!({"error": {"message": "provider-internal-secret at /srv/llm"}}),
         )
     }
 
     /// Adds a header.
-    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> HttpAnswer {
         self.headers.push((name, value.into()));
         self
     }
 
     /// Waits `delay` before answering.
-    pub fn after(mut self, delay: Duration) -> Reply {
+    pub fn after(mut self, delay: Duration) -> HttpAnswer {
         self.delay = delay;
         self
     }
 }
 
-/// One request as the fault service received it.
+/// One request as the fault service received it (as [`Received`](crate::Received) is one a
+/// [`FaultAgent`](crate::FaultAgent) received).
 #[derive(Clone, Debug)]
-pub struct Request {
+pub struct HttpReceived {
     /// The HTTP method.
     pub method: String,
     /// The path and query.
@@ -82,9 +83,9 @@ pub struct Request {
 
 #[derive(Default)]
 struct Script {
-    answers: VecDeque<Reply>,
-    otherwise: Option<Reply>,
-    received: Vec<Request>,
+    answers: VecDeque<HttpAnswer>,
+    otherwise: Option<HttpAnswer>,
+    received: Vec<HttpReceived>,
     dropped: Vec<Instant>,
 }
 
@@ -94,10 +95,10 @@ struct Script {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// use a2a_error_testkit::{FaultService, Reply};
+/// use a2a_error_testkit::{FaultService, HttpAnswer};
 ///
-/// let model = FaultService::start(Reply::completion("hello")).await;
-/// model.script([Reply::status(429).header("retry-after", "1")]);
+/// let model = FaultService::start(HttpAnswer::completion("hello")).await;
+/// model.script([HttpAnswer::status(429).header("retry-after", "1")]);
 /// // … point the HttpDependency under test at model.url …
 /// assert!(model.received().is_empty());
 /// # }
@@ -119,7 +120,7 @@ impl std::fmt::Debug for FaultService {
 
 impl FaultService {
     /// Starts one on loopback; it answers `otherwise` once the scripted replies are spent.
-    pub async fn start(otherwise: Reply) -> FaultService {
+    pub async fn start(otherwise: HttpAnswer) -> FaultService {
         let script = Arc::new(Mutex::new(Script {
             otherwise: Some(otherwise),
             ..Script::default()
@@ -134,12 +135,12 @@ impl FaultService {
     }
 
     /// Answers the next requests with `replies`, in order.
-    pub fn script(&self, answers: impl IntoIterator<Item = Reply>) {
+    pub fn script(&self, answers: impl IntoIterator<Item = HttpAnswer>) {
         self.script.lock().unwrap().answers.extend(answers);
     }
 
     /// Every request received, in order.
-    pub fn received(&self) -> Vec<Request> {
+    pub fn received(&self) -> Vec<HttpReceived> {
         self.script.lock().unwrap().received.clone()
     }
 
@@ -170,7 +171,7 @@ async fn answer(
         .unwrap_or_default();
     let answer = {
         let mut script = script.lock().unwrap();
-        script.received.push(Request {
+        script.received.push(HttpReceived {
             method: parts.method.to_string(),
             path_and_query: parts
                 .uri

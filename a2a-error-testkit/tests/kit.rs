@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use a2a_error::client::{ClientError, Timeout};
 use a2a_error::resilience::RetryPolicy;
 use a2a_error::{Client, HasKind, StandardError, StandardErrorKind};
-use a2a_error_testkit::{Answer, ChaosLayer, FaultAgent, FaultService, Reply};
+use a2a_error_testkit::{Answer, ChaosLayer, FaultAgent, FaultService, HttpAnswer};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tower::{Layer, Service, ServiceExt};
@@ -177,8 +177,8 @@ async fn resets_black_holes_trickles_and_garbage_end_as_their_errors() {
 
 #[tokio::test]
 async fn an_http_dependency_meets_the_fault_service() {
-    let model = FaultService::start(Reply::completion("hello")).await;
-    model.script([Reply::status(503).header("retry-after-ms", "100")]);
+    let model = FaultService::start(HttpAnswer::completion("hello")).await;
+    model.script([HttpAnswer::status(503).header("retry-after-ms", "100")]);
     let dependency = a2a_error::dependency::HttpDependency::model("model", &model.url)
         .build()
         .unwrap();

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::common::ExampleProcess;
 use crate::common::requests::{rpc, rpc_with, send};
-use a2a_error_testkit::{FaultService, Reply, closed_url};
+use a2a_error_testkit::{FaultService, HttpAnswer, closed_url};
 use serde_json::{Value, json};
 
 /// Starts the agent on a port of its own choosing (`--addr 127.0.0.1:0`), read from the line
@@ -91,8 +91,8 @@ fn assert_clean(reply: &Value, providers: &[&FaultService]) {
 
 #[tokio::test]
 async fn a_rate_limited_model_is_retried_after_its_delay_and_asked_exactly() {
-    let primary = FaultService::start(Reply::completion("hello back")).await;
-    primary.script([Reply::status(429).header("retry-after", "1")]);
+    let primary = FaultService::start(HttpAnswer::completion("hello back")).await;
+    primary.script([HttpAnswer::status(429).header("retry-after", "1")]);
     let (_agent, url) = agent(&primary.url, &[]);
     let started = Instant::now();
     let reply = rpc(&url, send(1, "m-1", "hello")).await;
@@ -117,7 +117,7 @@ async fn a_rate_limited_model_is_retried_after_its_delay_and_asked_exactly() {
 
 #[tokio::test]
 async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
-    let primary = FaultService::start(Reply::completion("ok")).await;
+    let primary = FaultService::start(HttpAnswer::completion("ok")).await;
     let (_agent, url) = agent(&primary.url, &[]);
     // An HTTP date three seconds ahead (to the second, as dates are), read here as an instant:
     // the retry must not come before it, however long anything here took.
@@ -129,9 +129,9 @@ async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
             .duration_since(SystemTime::now())
             .unwrap_or_default();
     primary.script([
-        Reply::status(503).header("retry-after", text_date),
+        HttpAnswer::status(503).header("retry-after", text_date),
         // Both sent: the milliseconds win over the 30 seconds.
-        Reply::status(503)
+        HttpAnswer::status(503)
             .header("retry-after", "30")
             .header("retry-after-ms", "300"),
     ]);
@@ -159,14 +159,15 @@ async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
 
 #[tokio::test]
 async fn x_should_retry_overrides_the_status_either_way() {
-    let primary = FaultService::start(Reply::completion("retried")).await;
-    primary.script([Reply::status(400).header("x-should-retry", "true")]);
+    let primary = FaultService::start(HttpAnswer::completion("retried")).await;
+    primary.script([HttpAnswer::status(400).header("x-should-retry", "true")]);
     let (_agent, url) = agent(&primary.url, &[]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "retried", "{reply}");
     assert_eq!(primary.received().len(), 2);
 
-    let refusing = FaultService::start(Reply::status(503).header("x-should-retry", "false")).await;
+    let refusing =
+        FaultService::start(HttpAnswer::status(503).header("x-should-retry", "false")).await;
     let (_agent, url) = agent(&refusing.url, &[]);
     let reply = rpc(&url, send(2, "m-2", "hi")).await;
     assert_eq!(
@@ -180,8 +181,8 @@ async fn x_should_retry_overrides_the_status_either_way() {
 
 #[tokio::test]
 async fn a_slow_attempt_is_cut_by_the_attempt_timeout_and_retried() {
-    let primary = FaultService::start(Reply::completion("second try")).await;
-    primary.script([Reply::completion("too slow").after(Duration::from_secs(30))]);
+    let primary = FaultService::start(HttpAnswer::completion("second try")).await;
+    primary.script([HttpAnswer::completion("too slow").after(Duration::from_secs(30))]);
     let (_agent, url) = agent(&primary.url, &["--attempt-timeout-ms", "300"]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "second try", "{reply}");
@@ -194,8 +195,8 @@ async fn a_slow_attempt_is_cut_by_the_attempt_timeout_and_retried() {
 
 #[tokio::test]
 async fn an_overloaded_529_is_retried() {
-    let primary = FaultService::start(Reply::completion("after 529")).await;
-    primary.script([Reply::status(529), Reply::status(529)]);
+    let primary = FaultService::start(HttpAnswer::completion("after 529")).await;
+    primary.script([HttpAnswer::status(529), HttpAnswer::status(529)]);
     let (_agent, url) = agent(&primary.url, &[]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "after 529", "{reply}");
@@ -205,8 +206,9 @@ async fn an_overloaded_529_is_retried() {
 #[tokio::test]
 async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_running() {
     let primary =
-        FaultService::start(Reply::completion("too late").after(Duration::from_secs(60))).await;
-    let fallback = FaultService::start(Reply::completion("from the fallback")).await;
+        FaultService::start(HttpAnswer::completion("too late").after(Duration::from_secs(60)))
+            .await;
+    let fallback = FaultService::start(HttpAnswer::completion("from the fallback")).await;
     let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
     let started = Instant::now();
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "4000"), send(1, "m-1", "hi")).await;
@@ -230,7 +232,7 @@ async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_r
 
     // Nothing answers in time: DEADLINE_EXCEEDED, by the deadline, and nothing left running.
     let slow_fallback =
-        FaultService::start(Reply::completion("late").after(Duration::from_secs(60))).await;
+        FaultService::start(HttpAnswer::completion("late").after(Duration::from_secs(60))).await;
     let (_agent, url) = agent(&primary.url, &["--fallback-model", &slow_fallback.url]);
     let started = Instant::now();
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "1500"), send(2, "m-2", "hi")).await;
@@ -251,7 +253,7 @@ async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_r
 
 #[tokio::test]
 async fn a_down_primary_hands_over_to_the_fallback_marked_degraded() {
-    let fallback = FaultService::start(Reply::completion("fallback here")).await;
+    let fallback = FaultService::start(HttpAnswer::completion("fallback here")).await;
     let (_agent, url) = agent(&closed_url(), &["--fallback-model", &fallback.url]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "fallback here", "{reply}");
@@ -265,8 +267,8 @@ async fn a_down_primary_hands_over_to_the_fallback_marked_degraded() {
 #[tokio::test]
 async fn a_refusing_primary_is_rejected_and_not_handed_to_the_fallback() {
     for status in [400, 401, 403, 404, 422] {
-        let primary = FaultService::start(Reply::status(status)).await;
-        let fallback = FaultService::start(Reply::completion("never")).await;
+        let primary = FaultService::start(HttpAnswer::status(status)).await;
+        let fallback = FaultService::start(HttpAnswer::completion("never")).await;
         let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
         let reply = rpc(&url, send(1, "m-1", "hi")).await;
         assert_eq!(reason(&reply), "MODEL_REJECTED", "{status}: {reply}");
@@ -285,8 +287,8 @@ async fn a_refusing_primary_is_rejected_and_not_handed_to_the_fallback() {
 
 #[tokio::test]
 async fn the_tool_is_asked_first_and_its_failure_degrades_the_answer() {
-    let model = FaultService::start(Reply::completion("answered")).await;
-    let tool = FaultService::start(Reply::json(200, json!({"result": "42 results"}))).await;
+    let model = FaultService::start(HttpAnswer::completion("answered")).await;
+    let tool = FaultService::start(HttpAnswer::json(200, json!({"result": "42 results"}))).await;
     let (_agent, url) = agent(&model.url, &["--tool", &tool.url]);
     let reply = rpc(&url, send(1, "m-1", "search:rust a2a&more")).await;
     assert_eq!(text(&reply), "answered", "{reply}");
@@ -313,8 +315,8 @@ async fn the_tool_is_asked_first_and_its_failure_degrades_the_answer() {
 
 #[tokio::test]
 async fn the_tools_circuit_opens_and_the_agent_still_answers() {
-    let model = FaultService::start(Reply::completion("answered")).await;
-    let tool = FaultService::start(Reply::status(500)).await;
+    let model = FaultService::start(HttpAnswer::completion("answered")).await;
+    let tool = FaultService::start(HttpAnswer::status(500)).await;
     let (_agent, url) = agent(&model.url, &["--tool", &tool.url]);
     for i in 0..3 {
         let reply = rpc(&url, send(i, &format!("m-{i}"), "search:q")).await;
@@ -333,7 +335,7 @@ async fn the_tools_circuit_opens_and_the_agent_still_answers() {
 
 #[tokio::test]
 async fn everything_down_is_model_unavailable_with_the_soonest_delay() {
-    let primary = FaultService::start(Reply::status(429).header("retry-after", "120")).await;
+    let primary = FaultService::start(HttpAnswer::status(429).header("retry-after", "120")).await;
     let (_agent, url) = agent(&primary.url, &["--fallback-model", &closed_url()]);
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "5000"), send(1, "m-1", "hi")).await;
     assert_eq!(reason(&reply), "MODEL_UNAVAILABLE", "{reply}");
@@ -361,8 +363,8 @@ async fn everything_down_is_model_unavailable_with_the_soonest_delay() {
 #[tokio::test]
 async fn a_reply_over_the_limit_is_the_models_failure() {
     let huge = "x".repeat((32 << 20) + 1024);
-    let primary = FaultService::start(Reply::completion(&huge)).await;
-    let fallback = FaultService::start(Reply::completion("small")).await;
+    let primary = FaultService::start(HttpAnswer::completion(&huge)).await;
+    let fallback = FaultService::start(HttpAnswer::completion("small")).await;
     let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "small", "{reply}");
@@ -375,10 +377,10 @@ async fn a_reply_over_the_limit_is_the_models_failure() {
 
 #[tokio::test]
 async fn metrics_have_series_per_dependency() {
-    let primary = FaultService::start(Reply::completion("ok")).await;
-    primary.script([Reply::status(503)]);
-    let fallback = FaultService::start(Reply::completion("ok")).await;
-    let tool = FaultService::start(Reply::json(200, json!({"result": "r"}))).await;
+    let primary = FaultService::start(HttpAnswer::completion("ok")).await;
+    primary.script([HttpAnswer::status(503)]);
+    let fallback = FaultService::start(HttpAnswer::completion("ok")).await;
+    let tool = FaultService::start(HttpAnswer::json(200, json!({"result": "r"}))).await;
     let (_agent, url) = agent(
         &primary.url,
         &[
@@ -412,7 +414,7 @@ async fn metrics_have_series_per_dependency() {
 #[tokio::test]
 async fn the_callers_trace_reaches_the_model() {
     const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-    let model = FaultService::start(Reply::completion("hello")).await;
+    let model = FaultService::start(HttpAnswer::completion("hello")).await;
     let (_agent, url) = agent(&model.url, &[]);
     let reply = rpc_with(&url, ("traceparent", PARENT), send(1, "m-1", "hi")).await;
     assert!(reply.get("result").is_some(), "{reply}");
@@ -428,13 +430,13 @@ async fn the_callers_trace_reaches_the_model() {
 
 /// A reply under the 32 MiB limit whose JSON is mostly numbers: the shape that costs the
 /// most when parsed into a `serde_json::Value` (17 times its size in resident memory).
-fn padded(mut head: String, bytes: usize) -> Reply {
+fn padded(mut head: String, bytes: usize) -> HttpAnswer {
     head.push_str(",\"padding\":[0");
     while head.len() < bytes {
         head.push_str(",0");
     }
     head.push_str("]}");
-    let mut reply = Reply::json(200, json!({}));
+    let mut reply = HttpAnswer::json(200, json!({}));
     reply.body = head.into_bytes();
     reply
 }

@@ -22,7 +22,7 @@
 //! - **Over gRPC** (feature `grpc`, [`Bridge::grpc`]): the same handler served as the A2A 1.0
 //!   service `lf.a2a.v1.A2AService`, with the same guarantees, and
 //!   `TransportFactory::grpc()` for the card's `GRPC` interfaces.
-//! - **Calling** ([`Transport`], [`TransportFactory`]): the SDK client's `Transport` backed by
+//! - **Calling** ([`StackTransport`], [`TransportFactory`]): the SDK client's `Transport` backed by
 //!   the typed [`Client`](crate::Client): timeouts, retries with a budget and `Retry-After`,
 //!   breaker, hedging, the deadline header, safe repeats and reply limits; what our
 //!   [`ClientError`] knew is recovered from the `A2AError` with [`client_error`].
@@ -105,7 +105,7 @@ pub use serve::{Bridge, SendDedup};
 #[cfg(feature = "redis")]
 pub use shared::{RedisPushConfigs, RedisTaskStore};
 pub use store::MemoryTaskStore;
-pub use transport::{Transport, TransportFactory};
+pub use transport::{StackTransport, TransportFactory};
 
 // For the links of the module documentation.
 #[allow(unused_imports)]

@@ -1,4 +1,4 @@
-//! [`Transport`] and [`TransportFactory`]: the SDK client's `Transport` backed by this crate's
+//! [`StackTransport`] and [`TransportFactory`]: the SDK client's `Transport` backed by this crate's
 //! [`Client`] and its layers.
 
 use std::borrow::Cow;
@@ -42,22 +42,22 @@ use crate::{Client, ClientBuilder};
 /// use a2a_error::{Client, sdk};
 ///
 /// let client = Client::jsonrpc("http://127.0.0.1:8080/").build().unwrap();
-/// let sdk_client = A2AClient::new(sdk::Transport::new(client));
+/// let sdk_client = A2AClient::new(sdk::StackTransport::new(client));
 /// let task = sdk_client
 ///     .get_task(&a2a::GetTaskRequest { id: "t1".into(), history_length: None, tenant: None })
 ///     .await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct Transport {
+pub struct StackTransport {
     client: Client<RemoteError>,
 }
 
-impl Transport {
+impl StackTransport {
     /// The transport over `client` (built with [`Client::jsonrpc`] or [`Client::rest`] and
     /// whatever layers you chose).
     pub fn new(client: Client<RemoteError>) -> Self {
-        Transport { client }
+        StackTransport { client }
     }
 
     /// The client underneath (its breaker, its name).
@@ -147,7 +147,7 @@ fn malformed(detail: &str) -> A2AError {
 }
 
 #[async_trait::async_trait]
-impl a2a_client::Transport for Transport {
+impl a2a_client::Transport for StackTransport {
     async fn send_message(
         &self,
         params: &ServiceParams,
@@ -253,7 +253,7 @@ impl a2a_client::Transport for Transport {
 type Configure =
     Arc<dyn Fn(ClientBuilder<RemoteError>) -> ClientBuilder<RemoteError> + Send + Sync>;
 
-/// The SDK's `TransportFactory` for [`Transport`]: register it with the SDK's
+/// The SDK's `TransportFactory` for [`StackTransport`]: register it with the SDK's
 /// `A2AClientFactory` (it replaces the SDK's own factory for its binding) and keep your
 /// `A2AClient` code. Each transport it creates is a [`Client`] for the interface's URL,
 /// configured by your closure.
@@ -351,6 +351,6 @@ impl a2a_client::TransportFactory for TransportFactory {
                 detail: format!("the client could not be built: {error}"),
             })
         })?;
-        Ok(Box::new(Transport::new(client)))
+        Ok(Box::new(StackTransport::new(client)))
     }
 }
