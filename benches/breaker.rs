@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use a2a_error::client::Outcome;
-use a2a_error::resilience::FanOut;
+use a2a_error::client::FanOut;
+use a2a_error::resilience::Outcome;
 use a2a_error::resilience::breaker::{BreakerConfig, CircuitBreaker};
 use a2a_error::{Client, RemoteError};
 use criterion::{Criterion, criterion_group, criterion_main};

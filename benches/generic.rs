@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use a2a_error::RetryHint;
-use a2a_error::client::Classify;
 use a2a_error::dependency::{Failure, Op};
+use a2a_error::resilience::Classify;
 use a2a_error::resilience::breaker::{BreakerConfig, CircuitBreaker};
 use a2a_error::resilience::{Bulkhead, RetryPolicy, Stack};
 use criterion::{Criterion, criterion_group, criterion_main};

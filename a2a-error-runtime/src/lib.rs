@@ -18,9 +18,6 @@ pub mod bounded;
 mod http;
 
 #[cfg(feature = "client")]
-mod call;
-
-#[cfg(feature = "client")]
 pub mod resilience;
 
 #[cfg(feature = "client")]

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::call::{Call, ClientError, ResponseHead};
+use crate::client::{Call, ClientError, ResponseHead};
 use crate::resilience::retry::RetryPolicy;
 use crate::wire::error::A2aError;
 use crate::wire::remote::RemoteError;
@@ -54,7 +54,7 @@ fn sse(data: &[u8]) {
                 Ok((used, event)) => {
                     if let Some(event) = event
                         && let Err(error) =
-                            crate::call::rest::decode_event::<StandardError>(&event, &reply(200))
+                            crate::client::rest::decode_event::<StandardError>(&event, &reply(200))
                     {
                         use_error(&error);
                     }
@@ -87,7 +87,7 @@ fn grpc(data: &[u8]) {
         );
         headers.insert("grpc-status-details-bin", value.clone());
         headers.insert(crate::wire::grpc::PUSHBACK_HEADER, value);
-        crate::call::grpc::guard::sanitize(&mut headers);
+        crate::client::grpc::guard::sanitize(&mut headers);
         if let Some(status) = tonic::Status::from_header_map(&headers) {
             let _ = crate::wire::grpc::remote(&status).retry_hint();
         }
@@ -138,10 +138,10 @@ pub(crate) fn decode_everything(body: &[u8]) {
     let _ = jsonrpc::parse(body, 100);
     for status in [200, 400, 429, 503] {
         let http = reply(status);
-        if let Err(error) = crate::call::jsonrpc::decode::<StandardError>(body, 7, &http) {
+        if let Err(error) = crate::client::jsonrpc::decode::<StandardError>(body, 7, &http) {
             use_error(&error);
         }
-        if let Err(error) = crate::call::rest::decode::<StandardError>(body, http.clone()) {
+        if let Err(error) = crate::client::rest::decode::<StandardError>(body, http.clone()) {
             use_error(&error);
         }
     }
@@ -149,7 +149,7 @@ pub(crate) fn decode_everything(body: &[u8]) {
         event: b"error".to_vec(),
         data: body.to_vec(),
     };
-    if let Err(error) = crate::call::rest::decode_event::<StandardError>(&event, &reply(200)) {
+    if let Err(error) = crate::client::rest::decode_event::<StandardError>(&event, &reply(200)) {
         use_error(&error);
     }
     if let Ok(object) = serde_json::from_slice::<crate::ErrorObject>(body) {

@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use a2a_error::client::{ClientError, Timeout};
+use a2a_error::client::ClientError;
 use a2a_error::resilience::RetryPolicy;
+use a2a_error::resilience::Timeout;
 use a2a_error::{Client, HasKind, StandardError, StandardErrorKind};
 use a2a_error_testkit::{Answer, ChaosLayer, FaultAgent, FaultService, HttpAnswer};
 use futures_util::StreamExt;

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_error::client::{FanOut, FanOutError};
 use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
-use a2a_error::resilience::{FanOut, FanOutError};
 use a2a_error::server::rest::{self, Json};
 use a2a_error::server::{JsonRpc, RequestContext};
 use a2a_error::{A2aError, BuildError, Client, StandardError};

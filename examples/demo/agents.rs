@@ -6,8 +6,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use a2a_error::client::{ClientError, FanOut, FanOutError};
 use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig, BreakerRegistry};
-use a2a_error::resilience::{Fallback, FanOut, FanOutError, RetryPolicy};
+use a2a_error::resilience::{Fallback, RetryPolicy};
 use a2a_error::server::{JsonRpc, RequestContext, ServeLimits, serve};
 use a2a_error::{A2aError, Client, StandardError};
 use axum::extract::State;
@@ -198,7 +199,7 @@ struct Planner {
 
 /// The retry policy of every client in the demo: the defaults, with a shorter first delay so
 /// that the run is quick to watch.
-pub fn retry_policy() -> RetryPolicy {
+pub fn retry_policy() -> RetryPolicy<ClientError> {
     RetryPolicy::new().base_delay(Duration::from_millis(120))
 }
 

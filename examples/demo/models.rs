@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use a2a_error::client::Classify;
 use a2a_error::dependency::{HttpCall, HttpDependency, HttpError};
+use a2a_error::resilience::Classify;
 use a2a_error::resilience::breaker::BreakerRegistry;
 use a2a_error::resilience::{Fallback, RetryPolicy};
 use axum::extract::State;

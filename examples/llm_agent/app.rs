@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{A2AError, AgentCard, Message, Part, Role, StreamResponse};
-use a2a_error::client::Classify;
 use a2a_error::dependency::{DependencyFailed, HttpCall, HttpDependency, HttpError, HttpFailure};
+use a2a_error::resilience::Classify;
 use a2a_error::resilience::{Answered, DEGRADED_KEY, Fallback};
 use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson};
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};

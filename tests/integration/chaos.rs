@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use a2a_error::client::{ClientError, Timeout};
+use a2a_error::client::ClientError;
+use a2a_error::resilience::Timeout;
 use a2a_error::resilience::breaker::{BreakDuration, BreakerConfig, BreakerRegistry};
 use a2a_error::resilience::{Jitter, RetryBudget, RetryPolicy};
 use a2a_error::server::{Dedup, DedupError, JsonRpc, MemoryStore, RequestContext};

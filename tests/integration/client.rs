@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::serve;
 use a2a_error::Client;
-use a2a_error::client::{ClientError, Timeout};
+use a2a_error::client::ClientError;
+use a2a_error::resilience::Timeout;
 use a2a_error::resilience::{Jitter, RetryPolicy};
 use a2a_error::{A2aError, RemoteError, StandardError};
 use a2a_error_testkit::{Answer, FaultAgent};

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
-use a2a_error::client::{Classify, Timeout};
 use a2a_error::dependency::Dependency;
 use a2a_error::dependency::{
     DependencyFailed, Failure, HttpCall, HttpDependency, HttpError, HttpFailure,
 };
 use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
 use a2a_error::resilience::{Bulkhead, Fallback, RetryPolicy};
+use a2a_error::resilience::{Classify, Timeout};
 use a2a_error::{A2aError, RetryHint};
 use a2a_error_testkit::{FaultService, HttpAnswer};
 use serde_json::{Value, json};

@@ -691,7 +691,7 @@ fn client_errors_name_the_kind_whether_or_not_the_variant_was_rebuilt() {
         None,
     );
     assert_eq!(foreign.kind(), None);
-    let local = ClientError::<ShopError>::Timeout(a2a_error::client::Timeout::Attempt);
+    let local = ClientError::<ShopError>::Timeout(a2a_error::resilience::Timeout::Attempt);
     assert_eq!(local.kind(), None);
 }
 
@@ -706,7 +706,8 @@ enum CoordinatorError {
 
 #[test]
 fn local_failures_passed_on_take_the_wrapping_domain() {
-    use a2a_error::client::{ClientError, Timeout};
+    use a2a_error::client::ClientError;
+    use a2a_error::resilience::Timeout;
     let err = CoordinatorError::Downstream(ClientError::Timeout(Timeout::Attempt));
     assert_eq!(err.code(), code::DEADLINE_EXCEEDED);
     assert_eq!(err.domain(), "coordinator.example");
@@ -744,7 +745,8 @@ enum PlannerError {
 
 #[test]
 fn downstream_variants_pass_the_chain_on_and_decode_only_downstream_failures() {
-    use a2a_error::client::{ClientError, Downstream, Timeout};
+    use a2a_error::client::{ClientError, Downstream};
+    use a2a_error::resilience::Timeout;
     let err = PlannerError::Specialist(Downstream::new(
         "search",
         ClientError::from_object(

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use a2a_error::Client;
-use a2a_error::client::{ClientError, ReplyLimits, Timeout};
+use a2a_error::client::{ClientError, ReplyLimits};
+use a2a_error::resilience::Timeout;
 use a2a_error::resilience::{RetryPolicy, RetrySafety};
 use a2a_error::{A2aError, RemoteError};
 use futures_util::StreamExt;
@@ -144,7 +145,7 @@ fn message(text: &str) -> Value {
     json!({"message": {"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]}})
 }
 
-fn client(url: &str, policy: RetryPolicy) -> Client {
+fn client(url: &str, policy: RetryPolicy<ClientError>) -> Client {
     Client::jsonrpc(url).retry(policy).build().unwrap()
 }
 

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use crate::common::serve;
+use a2a_error::client::FanOut;
+use a2a_error::resilience::Fallback;
 use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
-use a2a_error::resilience::{Fallback, FanOut};
 use a2a_error::{Client, RemoteError};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::{Value, json};

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a_error::Client;
-use a2a_error::client::{Call, ClientError, Reply, ResponseHead, Timeout};
+use a2a_error::client::{Call, ClientError, Reply, ResponseHead};
+use a2a_error::resilience::Timeout;
 use a2a_error::resilience::{
     AttemptTimeoutLayer, Budget, Clock, Jitter, Random, Retry, RetryLayer, RetryPolicy,
     RetrySafety, TotalTimeoutLayer, TpsBudget,
@@ -154,7 +155,7 @@ fn unavailable() -> ClientError {
 /// (attempt that failed, delay before the next), in order.
 type Retries = Arc<Mutex<Vec<(u32, Duration)>>>;
 
-fn policy(seed: u64) -> (RetryPolicy, Retries) {
+fn policy(seed: u64) -> (RetryPolicy<ClientError>, Retries) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let hook = seen.clone();
     let policy = RetryPolicy::new()
@@ -170,14 +171,18 @@ fn policy(seed: u64) -> (RetryPolicy, Retries) {
     (policy, seen)
 }
 
-async fn run(script: &Script, policy: RetryPolicy, call: Call) -> Result<Reply, ClientError> {
+async fn run(
+    script: &Script,
+    policy: RetryPolicy<ClientError>,
+    call: Call,
+) -> Result<Reply, ClientError> {
     Retry::new(script.transport(), policy).oneshot(call).await
 }
 
 /// The typed client's stack: total timeout → retry → attempt timeout → the script.
 async fn run_stack(
     script: &Script,
-    policy: RetryPolicy,
+    policy: RetryPolicy<ClientError>,
     attempt: Duration,
     total: Duration,
     call: Call,

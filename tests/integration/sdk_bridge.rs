@@ -12,8 +12,9 @@ use a2a::{
     StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_client::{A2AClient, A2AClientFactory};
-use a2a_error::client::{ClientError, Timeout};
+use a2a_error::client::ClientError;
 use a2a_error::resilience::RetryPolicy;
+use a2a_error::resilience::Timeout;
 use a2a_error::sdk::{self, Bridge, MemoryTaskStore, TransportFactory};
 use a2a_error::{A2aError, HasKind, RemoteError, RetryHint, StandardError};
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
@@ -52,7 +53,7 @@ fn request(text: &str) -> SendMessageRequest {
     }
 }
 
-fn quick_retries() -> RetryPolicy {
+fn quick_retries() -> RetryPolicy<ClientError> {
     RetryPolicy::default()
         .base_delay(Duration::from_millis(5))
         .max_delay(Duration::from_millis(20))

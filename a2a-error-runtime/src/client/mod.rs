@@ -1,16 +1,36 @@
-//! The client side: what a call is ([`Call`]) and what it ends in ([`Reply`],
-//! [`ClientError`]), what every layer reads of any request ([`Request`]) and of any failure
-//! ([`Classify`]), and the [`Transport`]s (floor 1, in `call/`); and the typed
-//! [`Client`](crate::Client) with its [`ClientBuilder`](crate::ClientBuilder) (floor 3, in
-//! this folder), which stacks the resilience layers over a transport. Those two are used from
-//! the crate's root.
+//! The agent as a callee: what a call is ([`Call`]) and what it ends in ([`Reply`],
+//! [`ClientError`]), the [`Transport`] that sends a call once over one binding within
+//! [`ReplyLimits`], the typed [`Client`](crate::Client) over the stack its
+//! [`ClientBuilder`](crate::ClientBuilder) builds, passing a failure on ([`Downstream`]), and
+//! fan-out across agents ([`FanOut`]). What every layer reads of any request and any failure
+//! ([`Request`](crate::resilience::Request), [`Classify`](crate::resilience::Classify)) is the
+//! resilience floor's.
+//!
+//! The transports know nothing of retries or breakers: those are layers of
+//! [`resilience`](crate::resilience) stacked over a transport.
 
 pub(crate) mod builder;
+mod classify;
+mod downstream;
+mod error;
+mod fan_out;
+mod flow;
+#[cfg(feature = "grpc")]
+pub(crate) mod grpc;
+mod http;
+pub(crate) mod jsonrpc;
+pub(crate) mod rest;
+mod transport;
 pub(crate) mod typed;
 
 pub use builder::AgentSettings;
-
-pub use crate::call::{
-    BoxError, Call, Classify, ClientError, Downstream, ErrorReply, EventStream, FromLayer, Outcome,
-    RawJson, Reply, ReplyLimits, Request, ResponseHead, TimeLimit, Timeout, Transport,
-};
+pub(crate) use downstream::CHAIN_BYTES;
+pub use downstream::Downstream;
+pub use error::{BoxError, ClientError, ErrorReply, ResponseHead};
+pub use fan_out::{Branches, FanOut, FanOutError, FanOutResult, Settle};
+#[cfg(test)]
+pub(crate) use flow::ReplyFuture;
+pub use flow::{Call, EventStream, RawJson, Reply};
+pub(crate) use http::DEFAULT_VERSION;
+pub use http::ReplyLimits;
+pub use transport::Transport;

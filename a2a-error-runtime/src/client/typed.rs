@@ -13,8 +13,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::call::{Call, ClientError, Downstream, EventStream, Reply, Timeout};
+use crate::client::{Call, ClientError, Downstream, EventStream, Reply};
 use crate::observe::System;
+use crate::resilience::Timeout;
 use crate::resilience::breaker::CircuitBreaker;
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::method;
@@ -74,7 +75,7 @@ impl<E> Client<E>
 where
     E: A2aError + FromErrorObject + Send + 'static,
 {
-    /// A client over any stack: a [`Transport`](crate::call::Transport), or one under layers of
+    /// A client over any stack: a [`Transport`](crate::client::Transport), or one under layers of
     /// [`resilience`](crate::resilience) or your own.
     pub fn from_service<S>(service: S) -> Self
     where

@@ -15,7 +15,7 @@ use tower::util::BoxCloneSyncService;
 use super::failure::Failure;
 use super::op::{Op, RunClosure, Unwrap};
 use super::record::send;
-use crate::call::Classify;
+use crate::resilience::Classify;
 use crate::resilience::breaker::CircuitBreaker;
 use crate::resilience::{CalleeSettings, HedgeConfig, HedgeDelay, Repeatable, Stack, StackBuilder};
 
@@ -35,7 +35,7 @@ use crate::resilience::{CalleeSettings, HedgeConfig, HedgeDelay, Repeatable, Sta
 /// # use a2a_error_runtime as a2a_error;
 /// use std::time::SystemTime;
 /// use a2a_error::RetryHint;
-/// use a2a_error::client::Classify;
+/// use a2a_error::resilience::Classify;
 /// use a2a_error::dependency::{Dependency, Failure};
 ///
 /// /// The database's own error: a busy database may be asked again.

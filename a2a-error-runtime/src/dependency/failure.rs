@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::call::{Classify, FromLayer, Outcome, Timeout};
+use crate::resilience::{Classify, FromLayer, Outcome, Timeout};
 use crate::wire::error::RetryHint;
 
 /// A call through the resilience layers failed: the callee's own error, or one of the layers'

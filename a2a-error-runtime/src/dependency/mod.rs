@@ -6,7 +6,7 @@
 //! - [`HttpDependency`]: a client for a service over HTTP, classifying statuses as the
 //!   official model-provider SDKs do.
 //! - [`Dependency`]: any call, an async closure or a `tower::Service`, whose error is
-//!   [classified](crate::call::Classify).
+//!   [classified](crate::resilience::Classify).
 //! - [`Failure`]: what such a call ends in (the callee's error, or a layer's);
 //!   [`DependencyFailed`] passes it on to this agent's caller as this agent's own error.
 

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tower::Service;
 
 use super::failure::Failure;
-use crate::call::{Request, TimeLimit};
+use crate::resilience::{Request, TimeLimit};
 
 /// One request to a dependency through the layers: the caller's value `T` (a request, a
 /// closure), with what the layers read of it (its time limit, the dependency's name, the

@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::SystemTime;
 
-use crate::call::{Classify, Outcome};
 use crate::resilience::FallbackError;
+use crate::resilience::{Classify, Outcome};
 use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, RetryHint};
 use crate::wire::standard::StandardError;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tower::{Service, ServiceExt};
 use tracing::Instrument;
 
-use crate::call::{Classify, FromLayer, Request, Timeout};
+use crate::resilience::{Classify, FromLayer, Request, Timeout};
 
 /// Sends `op` through `stack` within the inherited deadline, and records the call.
 pub(super) async fn send<S, R, T, E>(name: &Arc<str>, stack: S, op: R) -> Result<T, E>

@@ -5,7 +5,7 @@
 //! `ulimit -n` of 1024 the process ran out of descriptors, so calls to healthy agents failed
 //! too. With it, each agent gets at most [`max_concurrent`](Bulkhead::new) connections'
 //! worth of attempts; past that a bounded queue waits (within the call's deadline), and past
-//! the queue a call fails at once with [`ClientError::BulkheadFull`](crate::call::ClientError::BulkheadFull)
+//! the queue a call fails at once with `ClientError::BulkheadFull` (for an agent; `FromLayer::bulkhead_full` for any error)
 //! (or the error type's [`FromLayer::bulkhead_full`]), which the breaker does
 //! not count against the agent and the retry layer does not repeat.
 
@@ -16,9 +16,7 @@ use std::task::{Context, Poll};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service, ServiceExt};
 
-#[cfg(test)]
-use crate::call::{Call, ClientError, Reply, ReplyFuture};
-use crate::call::{FromLayer, Request, TimeLimit, Timeout};
+use crate::resilience::{FromLayer, Request, TimeLimit, Timeout};
 
 /// The calls in flight to one agent, and those waiting. Clones share the limit: give one
 /// bulkhead to every client of the same agent.
@@ -175,6 +173,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::{Call, ClientError, Reply, ReplyFuture};
     use std::time::Duration;
 
     use crate::wire::remote::RemoteError;
@@ -225,7 +224,7 @@ mod tests {
         // The fourth finds the queue full and fails at once, as nothing the agent did.
         let error = service.clone().call(call()).await.unwrap_err();
         assert!(matches!(error, ClientError::BulkheadFull), "{error:?}");
-        assert_eq!(error.health(), crate::call::Outcome::Ignored);
+        assert_eq!(error.health(), crate::resilience::Outcome::Ignored);
         assert!(!error.may_have_run());
         // A waiting call with a deadline gives up at the deadline.
         let deadline = tokio::time::Instant::now() + Duration::from_millis(100);

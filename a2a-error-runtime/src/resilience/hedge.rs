@@ -12,9 +12,9 @@ use tokio::time::Instant;
 use tower::retry::budget::Budget;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::call::{Classify, Request};
 use crate::resilience::RetryBudget;
 use crate::resilience::bulkhead::BoxFuture;
+use crate::resilience::{Classify, Request};
 use crate::wire::method;
 
 /// When the hedge is sent.
@@ -236,7 +236,7 @@ where
     if !config.budget.withdraw() {
         return first.await;
     }
-    crate::observe::hedge(crate::call::observed(&call), delay);
+    crate::observe::hedge(crate::resilience::observed(&call), delay);
     let mut hedge = std::pin::pin!(second.oneshot(call));
     let result = match future::select(first.as_mut(), hedge.as_mut()).await {
         Either::Left((Ok(reply), _)) | Either::Right((Ok(reply), _)) => Ok(reply),
@@ -263,7 +263,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::call::{Call, ClientError, Reply, Timeout};
+    use crate::client::{Call, ClientError, Reply};
+    use crate::resilience::Timeout;
     use crate::wire::error::A2aError;
 
     struct SetOnDrop(Arc<AtomicUsize>);

@@ -13,7 +13,7 @@ use super::{
     AttemptTimeoutLayer, Bulkhead, BulkheadLayer, HedgeConfig, HedgeLayer, RetryLayer, RetryPolicy,
     TotalTimeoutLayer,
 };
-use crate::call::{Classify, FromLayer, Request};
+use crate::resilience::{Classify, FromLayer, Request};
 
 /// The layers of a client, stacked as
 ///

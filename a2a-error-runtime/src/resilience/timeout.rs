@@ -12,7 +12,7 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
 
-use crate::call::{FromLayer, Request, TimeLimit, Timeout};
+use super::{FromLayer, Request, TimeLimit};
 
 /// Bounds a whole call, retries and waits included, by a time budget that starts at its first
 /// send. The budget goes down with the [`Request`] (an A2A `Call`, an HTTP dependency's call,
@@ -204,6 +204,45 @@ where
                 Poll::Pending => Poll::Pending,
             },
             None => Poll::Pending,
+        }
+    }
+}
+
+/// Which timeout fired.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Timeout {
+    /// The TCP (and TLS) connection was not up in time; the request was never sent.
+    Connect,
+    /// One attempt took longer than its limit; the peer may still be working on it.
+    Attempt,
+    /// The whole call, retries included, ran out of time.
+    Total,
+    /// A stream went silent for longer than its idle limit between two events.
+    Idle,
+}
+
+impl Timeout {
+    /// The limit that fires first: `limit` (which fires as itself) or the call's `deadline`
+    /// (which fires as [`Timeout::Total`] and wins a tie). `None` when there is neither.
+    pub(crate) fn first(
+        limit: Option<(tokio::time::Instant, Timeout)>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<(tokio::time::Instant, Timeout)> {
+        let at = crate::deadline::earliest(limit.map(|(at, _)| at), deadline)?;
+        // The call's deadline wins a tie: it fires as `Total`.
+        let fired = match limit {
+            Some((_, fired)) if deadline != Some(at) => fired,
+            _ => Timeout::Total,
+        };
+        Some((at, fired))
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Timeout::Connect => "connect",
+            Timeout::Attempt => "attempt",
+            Timeout::Total => "total",
+            Timeout::Idle => "stream idle",
         }
     }
 }

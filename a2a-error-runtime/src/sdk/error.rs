@@ -11,7 +11,8 @@ use std::time::Duration;
 use a2a::{A2AError, TypedDetail};
 use serde_json::{Map, Value, json};
 
-use crate::call::{ClientError, Downstream, ResponseHead, Timeout};
+use crate::client::{ClientError, Downstream, ResponseHead};
+use crate::resilience::Timeout;
 use crate::wire::code;
 use crate::wire::encode::ERROR_INFO_TYPE;
 use crate::wire::error::{A2aError, FromErrorObject};
@@ -236,7 +237,8 @@ fn timeout_name(which: Timeout) -> &'static str {
 /// ```no_run
 /// # use a2a_error_runtime as a2a_error;
 /// # fn f(err: a2a::A2AError) {
-/// use a2a_error::client::{ClientError, Timeout};
+/// use a2a_error::client::ClientError;
+/// use a2a_error::resilience::Timeout;
 /// match a2a_error::sdk::client_error::<a2a_error::RemoteError>(&err) {
 ///     Some(ClientError::Timeout(Timeout::Attempt)) => { /* the peer may still be working */ }
 ///     Some(other) => println!("HTTP status {:?}", other.reply_status()),

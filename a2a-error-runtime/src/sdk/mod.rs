@@ -109,4 +109,4 @@ pub use transport::{StackTransport, TransportFactory};
 
 // For the links of the module documentation.
 #[allow(unused_imports)]
-use crate::call::ClientError;
+use crate::client::ClientError;

@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::error::from_client_failure;
-use crate::call::{Call, ClientError, Reply};
+use crate::client::{Call, ClientError, Reply};
 use crate::wire::method;
 use crate::wire::remote::RemoteError;
 use crate::{Client, ClientBuilder};

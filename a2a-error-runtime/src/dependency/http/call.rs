@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::error::{HttpError, HttpFailure};
-use crate::call::{Request, TimeLimit};
 use crate::dependency::Failure;
+use crate::resilience::{Request, TimeLimit};
 
 /// One request to an HTTP dependency: a method, a path under the dependency's base URL,
 /// headers and a body, fixed when it is made, so every attempt sends the same bytes (and the

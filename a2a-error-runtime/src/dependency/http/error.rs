@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use crate::call::{Classify, Outcome};
 use crate::dependency::Failure;
+use crate::resilience::{Classify, Outcome};
 use crate::wire::error::RetryHint;
 
 /// What a call to an HTTP dependency ends in: its own [`HttpFailure`], or a layer's (a

@@ -11,9 +11,9 @@ use tower::Service;
 
 use super::call::{HttpCall, HttpReply};
 use super::error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
-use crate::call::{Request, Timeout};
 use crate::dependency::Failure;
 use crate::http::body::{self, BodyError};
+use crate::resilience::{Request, Timeout};
 
 /// Sends an [`HttpCall`] once to a base URL, reading at most `max_reply` bytes of a reply.
 #[derive(Clone, Debug)]

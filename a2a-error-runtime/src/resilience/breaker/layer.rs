@@ -8,7 +8,7 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::{CircuitBreaker, Permit};
-use crate::call::{Classify, FromLayer, Outcome};
+use crate::resilience::{Classify, FromLayer, Outcome};
 
 /// Guards the service it wraps with a [`CircuitBreaker`]: an open circuit fails calls at once
 /// with the error type's [`FromLayer::circuit_open`] (`ClientError::CircuitOpen` for calls to

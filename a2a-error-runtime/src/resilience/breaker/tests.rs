@@ -5,7 +5,8 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use super::*;
-use crate::call::{Call, ClientError, Reply, Timeout};
+use crate::client::{Call, ClientError, Reply};
+use crate::resilience::Timeout;
 use crate::wire::code;
 use crate::wire::error::A2aError;
 use crate::wire::object::ErrorObject;

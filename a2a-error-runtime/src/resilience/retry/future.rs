@@ -10,7 +10,7 @@ use pin_project_lite::pin_project;
 use tower::Service;
 
 use super::retrying::Retrying;
-use crate::call::{Classify, Request};
+use crate::resilience::{Classify, Request};
 
 type Boxed<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 

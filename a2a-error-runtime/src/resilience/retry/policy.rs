@@ -10,10 +10,9 @@ use tower::retry::budget::Budget;
 
 use super::RetryBudget;
 use super::backoff::{Backoff, Jitter};
-use crate::call::{Classify, ClientError, Request};
 use crate::resilience::clock::{Clock, Random, SystemClock, ThreadRandom};
+use crate::resilience::{Classify, Request};
 use crate::wire::method;
-use crate::wire::remote::RemoteError;
 
 /// Whether a method may be sent again after a failure that leaves open whether the peer ran it
 /// (a lost reply, an attempt timeout, a 502 from a proxy).
@@ -42,7 +41,7 @@ const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 /// by every clone of the policy; the server's requested delay (`Retry-After`, RetryInfo,
 /// legacy `retryAfter`) wins over the computed one, up to 5 minutes
 /// ([`max_server_delay`](Self::max_server_delay)).
-pub struct RetryPolicy<F = ClientError<RemoteError>> {
+pub struct RetryPolicy<F> {
     max_attempts: u32,
     backoff: Backoff,
     max_server_delay: Duration,
@@ -291,7 +290,7 @@ impl<F: Classify> RetryPolicy<F> {
         if self.budget.withdraw() {
             Some(wait)
         } else {
-            crate::observe::retry_budget_exhausted(crate::call::observed(request));
+            crate::observe::retry_budget_exhausted(crate::resilience::observed(request));
             None
         }
     }

@@ -8,7 +8,7 @@ use tower::{Service, ServiceExt};
 use tracing::Instrument;
 
 use super::policy::RetryPolicy;
-use crate::call::{Classify, Request};
+use crate::resilience::{Classify, Request};
 
 /// What the clones of one `Retry` and their calls share, behind one reference count.
 pub(super) struct Shared<E> {
@@ -75,7 +75,7 @@ where
             };
             policy.notify(attempt, &error, wait.delay);
             crate::observe::retry(
-                crate::call::observed(&request),
+                crate::resilience::observed(&request),
                 attempt,
                 error.failure_reason(),
                 wait.delay,

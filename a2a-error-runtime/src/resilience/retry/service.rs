@@ -9,8 +9,7 @@ use tower::{Layer, Service};
 use super::future::RetryFuture;
 use super::policy::RetryPolicy;
 use super::retrying::{Retrying, Shared};
-use crate::call::{Classify, ClientError, Request};
-use crate::wire::remote::RemoteError;
+use crate::resilience::{Classify, Request};
 
 /// Retries calls on the service it wraps, by a [`RetryPolicy`] over the service's error type
 /// `E` (read through its [`Classify`] impl), whatever the request (an A2A call, an HTTP
@@ -19,7 +18,7 @@ use crate::wire::remote::RemoteError;
 /// by the caller): a wait that would end past it is not started. Bound each attempt with an
 /// [`AttemptTimeout`](crate::resilience::AttemptTimeout) below it. Clones share the policy and
 /// so its retry budget.
-pub struct Retry<S, E = ClientError<RemoteError>> {
+pub struct Retry<S, E> {
     inner: S,
     shared: Arc<Shared<E>>,
 }
@@ -63,7 +62,7 @@ impl<S, E> Retry<S, E> {
 }
 
 /// The `tower::Layer` that builds [`Retry`].
-pub struct RetryLayer<E = ClientError<RemoteError>> {
+pub struct RetryLayer<E> {
     policy: Arc<RetryPolicy<E>>,
 }
 
@@ -119,9 +118,9 @@ where
 
     fn call(&mut self, request: R) -> Self::Future {
         self.shared.policy.deposit();
-        self.shared
-            .attempts
-            .get_or_init(|| crate::observe::attempts_histogram(crate::call::observed(&request)));
+        self.shared.attempts.get_or_init(|| {
+            crate::observe::attempts_histogram(crate::resilience::observed(&request))
+        });
         // The service that was polled ready makes the first attempt; the clone stays here.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);

@@ -9,10 +9,11 @@ use futures_util::{Stream, StreamExt, stream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use tokio::time::Instant;
 
-use super::error::{ClientError, ResponseHead, Timeout};
+use super::error::{ClientError, ResponseHead};
 use super::flow::{Call, EventStream, RawJson, Reply};
 use crate::http::body::{self, BodyError};
 use crate::http::sse::{self, SseError};
+use crate::resilience::Timeout;
 
 pub use crate::wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::error::ClientError;
-use super::request::{Request, TimeLimit};
+use crate::resilience::{Request, TimeLimit};
 use crate::wire::remote::RemoteError;
 
 /// One A2A call: a method, its params as JSON bytes and a JSON-RPC id, fixed when the call is

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use a2a_error_codes::{CodeRow, PROJECT_DOMAIN};
 
-use crate::call::error::ClientError;
+use crate::client::error::ClientError;
 use crate::wire::chain::{self, Hop};
 use crate::wire::code::{self, SPEC_DOMAIN, row};
 use crate::wire::data::DataSink;
@@ -15,10 +15,10 @@ impl<E> ClientError<E> {
     /// The table row a local failure is passed on as. A bare status passes on only as a
     /// refusal for load (which the caller may retry just the same); a downstream 404 or 401 is
     /// not the caller's missing task or missing credentials.
-    pub(in crate::call) fn local_row(&self) -> &'static CodeRow {
+    pub(in crate::client) fn local_row(&self) -> &'static CodeRow {
         let code = match self {
             ClientError::Timeout(_) => code::DEADLINE_EXCEEDED,
-            ClientError::Status(http) => match crate::call::classify::status_row(http).code {
+            ClientError::Status(http) => match crate::client::classify::status_row(http).code {
                 code @ (code::RATE_LIMITED | code::AGENT_UNAVAILABLE) => code,
                 _ => code::DOWNSTREAM_FAILED,
             },
@@ -208,8 +208,8 @@ fn encoded_len(value: &serde_json::Value, legacy: bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::call::Timeout;
-    use crate::call::error::tests::status;
+    use crate::client::error::tests::status;
+    use crate::resilience::Timeout;
     use crate::wire::object::{ErrorObject, WireProfile};
     use crate::wire::remote::RemoteError;
     use std::time::Duration;
@@ -240,7 +240,7 @@ mod tests {
 
     /// A received error of agent `b` that names `c` below it.
     fn from_b() -> ClientError {
-        let below = crate::call::Downstream::new(
+        let below = crate::client::Downstream::new(
             "c",
             ClientError::<RemoteError>::from_object(
                 RemoteError::new(code::AGENT_UNAVAILABLE, "c is down: /srv/secret")
@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn a_received_error_is_translated_with_its_chain() {
-        let err = crate::call::Downstream::new("b", from_b());
+        let err = crate::client::Downstream::new("b", from_b());
         let object = err.to_error_object();
         assert_eq!(object.code, code::DOWNSTREAM_FAILED);
         assert_eq!(object.message, "Downstream agent failed");
@@ -309,7 +309,7 @@ mod tests {
                 "metadata": {"downstreamChain": serde_json::to_string(&hops).unwrap(), "big": long}}]
         }))
         .unwrap();
-        let err = crate::call::Downstream::new(
+        let err = crate::client::Downstream::new(
             long.as_str(),
             ClientError::<RemoteError>::from_object(object, None),
         );
@@ -345,7 +345,7 @@ mod tests {
         let err: ClientError = ClientError::CircuitOpen {
             retry_after: Duration::from_secs(3),
         };
-        let object = crate::call::Downstream::new("b", err).to_error_object();
+        let object = crate::client::Downstream::new("b", err).to_error_object();
         assert_eq!(object.code, code::AGENT_UNAVAILABLE);
         assert_eq!(object.retry_after(), Some(Duration::from_secs(3)));
         assert_eq!(

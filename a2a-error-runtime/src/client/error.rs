@@ -1,6 +1,7 @@
 //! `ClientError`: everything a call to another agent can end in, with the facts a caller acts
 //! on (HTTP status, headers, retry delay) on the error itself, not in a cause chain.
 
+use crate::resilience::Timeout;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
@@ -42,45 +43,6 @@ pub struct ErrorReply {
     pub error: RemoteError,
     /// The HTTP reply it came in (absent for an SSE error event).
     pub http: Option<ResponseHead>,
-}
-
-/// Which timeout fired.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Timeout {
-    /// The TCP (and TLS) connection was not up in time; the request was never sent.
-    Connect,
-    /// One attempt took longer than its limit; the peer may still be working on it.
-    Attempt,
-    /// The whole call, retries included, ran out of time.
-    Total,
-    /// A stream went silent for longer than its idle limit between two events.
-    Idle,
-}
-
-impl Timeout {
-    /// The limit that fires first: `limit` (which fires as itself) or the call's `deadline`
-    /// (which fires as [`Timeout::Total`] and wins a tie). `None` when there is neither.
-    pub(crate) fn first(
-        limit: Option<(tokio::time::Instant, Timeout)>,
-        deadline: Option<tokio::time::Instant>,
-    ) -> Option<(tokio::time::Instant, Timeout)> {
-        let at = crate::deadline::earliest(limit.map(|(at, _)| at), deadline)?;
-        // The call's deadline wins a tie: it fires as `Total`.
-        let fired = match limit {
-            Some((_, fired)) if deadline != Some(at) => fired,
-            _ => Timeout::Total,
-        };
-        Some((at, fired))
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Timeout::Connect => "connect",
-            Timeout::Attempt => "attempt",
-            Timeout::Total => "total",
-            Timeout::Idle => "stream idle",
-        }
-    }
 }
 
 /// Everything a call to another agent can end in.
@@ -329,7 +291,7 @@ pub(super) mod tests {
     use reqwest::header::HeaderValue;
 
     /// A bare HTTP reply with `code` and, when given, a `Retry-After` header.
-    pub(in crate::call) fn status(code: u16, retry_after: Option<&'static str>) -> ClientError {
+    pub(in crate::client) fn status(code: u16, retry_after: Option<&'static str>) -> ClientError {
         let mut headers = HeaderMap::new();
         if let Some(value) = retry_after {
             headers.insert(RETRY_AFTER, HeaderValue::from_static(value));

@@ -8,8 +8,8 @@ use reqwest::header::HeaderValue;
 use super::error::ClientError;
 use super::flow::{Call, Reply, ReplyFuture};
 use super::http::{self, Http, ReplyLimits};
-use super::request::Request as _;
 use super::{jsonrpc, rest};
+use crate::resilience::Request as _;
 use crate::wire::error::FromErrorObject;
 use crate::wire::remote::RemoteError;
 

@@ -13,9 +13,9 @@ use futures_util::stream::FuturesUnordered;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use super::fallback::{Answered, FallbackError};
-use crate::call::CHAIN_BYTES;
-use crate::call::{ClientError, Downstream};
+use crate::client::CHAIN_BYTES;
+use crate::client::{ClientError, Downstream};
+use crate::resilience::{Answered, FallbackError};
 use crate::wire::code::{self, CodeRow};
 use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, RetryHint};
@@ -351,7 +351,7 @@ impl<E> FanOutError<E> {
             && self.failed.iter().all(|failure| {
                 matches!(
                     failure.error(),
-                    ClientError::Timeout(crate::call::Timeout::Total)
+                    ClientError::Timeout(crate::resilience::Timeout::Total)
                 )
             })
     }
@@ -484,8 +484,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::call::Timeout;
     use crate::resilience::Fallback;
+    use crate::resilience::Timeout;
 
     #[tokio::test(start_paused = true)]
     async fn calls_of_different_types_mix_and_a_fallback_answer_is_degraded() {

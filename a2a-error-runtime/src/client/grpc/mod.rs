@@ -20,9 +20,10 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::error::{ClientError, Timeout};
+use super::error::ClientError;
 use super::flow::{Call, RawJson, Reply};
 use super::http::{self, ReplyLimits};
+use crate::resilience::Timeout;
 use crate::wire::error::FromErrorObject;
 use crate::wire::grpc::{MAX_HEADER_LIST_BYTES, object_for};
 use crate::wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
