@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use a2a::{Task, TaskState, TaskStatus};
-use a2a_error::sdk::RedisTaskStore;
+use a2a::{A2AError, Task, TaskState, TaskStatus};
+use a2a_error::sdk::{OwnedTaskStore, Owner, RedisTaskStore};
 use a2a_error::server::RedisStore;
 use a2a_server::TaskStore;
 use serde_json::{Value, json};
@@ -775,4 +775,116 @@ async fn a_follower_that_loses_its_subscription_reads_at_a_steady_pace() {
         rest.push_str(&String::from_utf8_lossy(&chunk));
     }
     assert!(rest.contains("TASK_STATE_COMPLETED"), "{rest}");
+}
+
+/// A task store of a user's own (the SDK's kind of store, here in memory) that keeps each
+/// task's owner beside it, as `OwnedTaskStore` asks: written at `create` from
+/// `creating_owner()`, read by `owns` and `list_owned`.
+#[derive(Clone)]
+struct OwnersBeside {
+    tasks: a2a_error::sdk::MemoryTaskStore,
+    owners: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, Owner>>>,
+}
+
+impl OwnersBeside {
+    fn new() -> Self {
+        OwnersBeside {
+            tasks: a2a_error::sdk::MemoryTaskStore::new(16 << 20),
+            owners: Default::default(),
+        }
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Owner>> {
+        self.owners.lock().unwrap()
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskStore for OwnersBeside {
+    async fn create(&self, task: Task) -> Result<a2a_server::task_store::TaskVersion, A2AError> {
+        if let Some(owner) = a2a_error::sdk::creating_owner() {
+            self.owners().insert(task.id.clone(), owner);
+        }
+        self.tasks.create(task).await
+    }
+    async fn update(&self, task: Task) -> Result<a2a_server::task_store::TaskVersion, A2AError> {
+        self.tasks.update(task).await
+    }
+    async fn get(&self, task_id: &str) -> Result<Option<Task>, A2AError> {
+        self.tasks.get(task_id).await
+    }
+    async fn list(&self, req: &a2a::ListTasksRequest) -> Result<a2a::ListTasksResponse, A2AError> {
+        self.tasks.list(req).await
+    }
+    async fn begin_cancel(&self, task_id: &str) -> Result<Task, A2AError> {
+        self.tasks.begin_cancel(task_id).await
+    }
+}
+
+#[async_trait::async_trait]
+impl OwnedTaskStore for OwnersBeside {
+    async fn owns(&self, owner: Owner, task: &str) -> Result<bool, A2AError> {
+        Ok(self.owners().get(task) == Some(&owner))
+    }
+    async fn list_owned(
+        &self,
+        owner: Owner,
+        request: &a2a::ListTasksRequest,
+        page_size: usize,
+    ) -> Result<a2a::ListTasksResponse, A2AError> {
+        let ids: Vec<String> = (self.owners().iter())
+            .filter(|(_, whose)| **whose == owner)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut tasks = Vec::new();
+        for id in ids {
+            tasks.extend(self.tasks.get(&id).await?);
+        }
+        Ok(a2a_error::sdk::owned_page(request, page_size, tasks))
+    }
+}
+
+/// A store of the user's own plugs in where the Redis store does: two replicas sharing it
+/// serve each task to its owner only, whichever replica created it; ListTasks lists the
+/// caller's own; anyone else is told TASK_NOT_FOUND.
+#[tokio::test]
+async fn a_store_of_the_users_own_keeps_each_task_to_its_owner_on_every_replica() {
+    let store = OwnersBeside::new();
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let executor = a2a_error::sdk::Guarded::new(Completes, std::sync::Arc::new(store.clone()));
+        let handler = a2a_server::DefaultRequestHandler::new(executor, store.clone());
+        let bridge = a2a_error::sdk::Bridge::new(handler).shared_tasks(store.clone());
+        urls.push(crate::common::serve(bridge.router()).await);
+    }
+    let (first, second) = (&urls[0], &urls[1]);
+    let task = start_task(first, ALICE, "mine").await;
+    let id = task["id"].as_str().expect("a task").to_owned();
+    // The other replica knows whose it is: from the store, not from its own memory.
+    let read = get_task(second, ALICE, &id).await;
+    assert_eq!(read["result"]["id"], id.as_str(), "{read}");
+    let listed = call(second, ALICE, "ListTasks", json!({})).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|task| task["id"].as_str())
+        .collect();
+    assert_eq!(ids, [id.as_str()], "{listed}");
+    for url in [first, second] {
+        let read = get_task(url, BOB, &id).await;
+        assert_eq!(read["error"]["code"], -32001, "{read}");
+        let listed = call(url, BOB, "ListTasks", json!({})).await;
+        // An empty list is left out of protobuf's JSON.
+        let tasks = &listed["result"]["tasks"];
+        assert!(listed["result"].is_object(), "{listed}");
+        assert!(tasks.as_array().is_none_or(Vec::is_empty), "{listed}");
+    }
+    // A task made outside a caller's request (no owner written) is no one's.
+    let mut stray = task.clone();
+    stray["id"] = json!("stray-task");
+    let stray: a2a_error::sdk::ProtoJson<Task> = serde_json::from_value(stray).unwrap();
+    store.tasks.create(stray.0).await.unwrap();
+    let read = get_task(second, ALICE, "stray-task").await;
+    assert_eq!(read["error"]["code"], -32001, "{read}");
 }

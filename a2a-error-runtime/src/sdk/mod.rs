@@ -84,6 +84,7 @@ mod failed;
 mod grpc;
 mod link;
 mod listing;
+mod owned;
 mod owners;
 mod protojson;
 mod scope_key;
@@ -99,6 +100,7 @@ pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote,
 pub use executor::Guarded;
 #[cfg(feature = "grpc")]
 pub use grpc::{GrpcLimits, GrpcService};
+pub use owned::{OwnedTaskStore, Owner, creating_owner, owned_page};
 #[cfg(feature = "grpc")]
 pub use protojson::{ProtoJson, SendReply};
 pub use serve::{Bridge, SendDedup};

@@ -23,8 +23,7 @@ pub(crate) enum Ownership {
     /// This process's index.
     Local(Arc<Owners>),
     /// The shared store's.
-    #[cfg(feature = "redis")]
-    Shared(super::shared::RedisTaskStore),
+    Shared(Arc<dyn super::owned::OwnedTaskStore>),
 }
 
 impl Ownership {
@@ -32,8 +31,7 @@ impl Ownership {
     pub(crate) async fn owns(&self, scope: ScopeKey, task: &str) -> Result<bool, a2a::A2AError> {
         match self {
             Ownership::Local(owners) => Ok(owners.owns(scope, task)),
-            #[cfg(feature = "redis")]
-            Ownership::Shared(store) => store.owns(scope, task).await,
+            Ownership::Shared(store) => store.owns(super::owned::Owner(scope), task).await,
         }
     }
 
@@ -42,7 +40,6 @@ impl Ownership {
     pub(crate) fn record(&self, scope: ScopeKey, task: &str) {
         match self {
             Ownership::Local(owners) => owners.record(scope, task),
-            #[cfg(feature = "redis")]
             Ownership::Shared(_) => {}
         }
     }

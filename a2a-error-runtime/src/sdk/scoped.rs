@@ -14,6 +14,7 @@ use a2a_server::{RequestHandler, ServiceParams};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 
+use super::owned::Owner;
 use super::owners::{Ownership, ScopeKey};
 
 /// The service param that carries the caller's scope key (hex) from the bridge to
@@ -119,12 +120,8 @@ impl<H> Scoped<H> {
     /// caller's scope, which the store writes as the owner of the tasks it creates.
     async fn creating<T>(&self, params: &ServiceParams, call: impl Future<Output = T>) -> T {
         match &self.owners {
-            #[cfg(feature = "redis")]
-            Ownership::Shared(_) => super::shared::CREATOR.scope(scope_of(params), call).await,
-            _ => {
-                let _ = params;
-                call.await
-            }
+            Ownership::Shared(_) => super::owned::creating(Owner(scope_of(params)), call).await,
+            Ownership::Local(_) => call.await,
         }
     }
 }
@@ -246,16 +243,15 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         let scope = scope_of(params);
         // The SDK's own page sizes (50 when none is asked, 100 at most).
         let page_size = a2a_server::pagination::resolve_page_size(req.page_size);
-        let mut page = super::listing::KeysetPage::new(&req, page_size);
         match &self.owners {
             Ownership::Local(owners) => {
+                let mut page = super::listing::KeysetPage::new(&req, page_size);
                 self.offer_own(owners, scope, params, &req, &mut page)
                     .await?;
+                Ok(page.reply())
             }
-            #[cfg(feature = "redis")]
-            Ownership::Shared(store) => store.list_scope(scope, &mut page).await?,
+            Ownership::Shared(store) => store.list_owned(Owner(scope), &req, page_size).await,
         }
-        Ok(page.reply())
     }
 
     async fn cancel_task(
@@ -275,17 +271,19 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         self.admit_to(params, &req.id).await?;
         match &self.owners {
             // A task running on another replica is followed through the store.
-            #[cfg(feature = "redis")]
             Ownership::Shared(store) => {
                 let id = req.id.clone();
                 match self.inner.subscribe_to_task(params, req).await {
                     Err(error) if error.code == a2a::error_code::TASK_NOT_FOUND => {
-                        super::shared::follow(store, scope_of(params), &id).await
+                        match store.follow(Owner(scope_of(params)), &id).await {
+                            Some(followed) => followed,
+                            None => Err(error),
+                        }
                     }
                     other => other,
                 }
             }
-            _ => self.inner.subscribe_to_task(params, req).await,
+            Ownership::Local(_) => self.inner.subscribe_to_task(params, req).await,
         }
     }
 

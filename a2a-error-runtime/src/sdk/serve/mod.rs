@@ -176,15 +176,15 @@ impl<H: RequestHandler> Bridge<H> {
     }
 
     /// Keeps which task is whose in `tasks`, the handler's shared task store (the same
-    /// store, or a clone), instead of in this process: every replica on that Redis then
-    /// serves a task to its owner, whichever replica created it, and a SubscribeToTask that
-    /// reaches a replica not running the task follows it through the store. Each task is
-    /// written with its owner, in one step, when the handler creates it (so
-    /// [`max_owned_tasks`](Self::max_owned_tasks) no longer applies; the store's own bounds
-    /// do).
-    #[cfg(feature = "redis")]
-    pub fn shared_tasks(self, tasks: crate::sdk::RedisTaskStore) -> Self {
-        self.rescoped(|scoped| scoped.owners = Ownership::Shared(tasks))
+    /// store, or a clone: a [`RedisTaskStore`](crate::sdk::RedisTaskStore), or any
+    /// [`OwnedTaskStore`](crate::sdk::OwnedTaskStore) of your own), instead of in this
+    /// process: every replica sharing it then serves a task to its owner, whichever replica
+    /// created it, and a SubscribeToTask that reaches a replica not running the task follows
+    /// it through the store (when the store can). Each task is written with its owner, in one
+    /// step, when the handler creates it (so [`max_owned_tasks`](Self::max_owned_tasks) no
+    /// longer applies; the store's own bounds do).
+    pub fn shared_tasks(self, tasks: impl crate::sdk::OwnedTaskStore) -> Self {
+        self.rescoped(|scoped| scoped.owners = Ownership::Shared(Arc::new(tasks)))
     }
 
     /// The bridge with its [`Scoped`] handler changed by `change` (the SDK handler shared).

@@ -251,12 +251,6 @@ fn too_large() -> A2AError {
     crate::sdk::to_sdk(&StandardError::ContentTooLarge)
 }
 
-tokio::task_local! {
-    /// The scope of the caller whose request is creating tasks: the bridge sets it around
-    /// the handler's SendMessage, so that a task is created with its owner in one step.
-    pub(crate) static CREATOR: ScopeKey;
-}
-
 impl RedisTaskStore {
     /// Tasks in the Redis of `store` (its connection, its timeout), under the key prefix
     /// `a2a-task:`. Call inside the tokio runtime that will use it: the reaper of lapsed
@@ -557,8 +551,8 @@ impl TaskStore for RedisTaskStore {
     async fn create(&self, task: Task) -> Result<TaskVersion, A2AError> {
         self.start_reaper();
         let (json, weight) = self.encode(&task)?;
-        let scope = CREATOR
-            .try_with(|scope| scope_hex(*scope))
+        let scope = crate::sdk::creating_owner()
+            .map(crate::sdk::Owner::to_hex)
             .unwrap_or_default();
         let [max, max_scope, ttl] = self.bounds();
         let created: i64 = self
@@ -641,5 +635,37 @@ impl TaskStore for RedisTaskStore {
             }
         }
         Err(unavailable())
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::sdk::OwnedTaskStore for RedisTaskStore {
+    async fn owns(&self, owner: crate::sdk::Owner, task: &str) -> Result<bool, A2AError> {
+        RedisTaskStore::owns(self, owner.0, task).await
+    }
+
+    async fn list_owned(
+        &self,
+        owner: crate::sdk::Owner,
+        request: &ListTasksRequest,
+        page_size: usize,
+    ) -> Result<ListTasksResponse, A2AError> {
+        let mut page = super::listing::KeysetPage::new(request, page_size);
+        self.list_scope(owner.0, &mut page).await?;
+        Ok(page.reply())
+    }
+
+    /// Follows the task through the store's channel of its events (see `follow`'s bounds).
+    async fn follow(
+        &self,
+        owner: crate::sdk::Owner,
+        task: &str,
+    ) -> Option<
+        Result<
+            futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, A2AError>>,
+            A2AError,
+        >,
+    > {
+        Some(follow(self, owner.0, task).await)
     }
 }
