@@ -42,7 +42,7 @@ pub(crate) struct Script {
     in_order: VecDeque<Answer>,
     otherwise: Option<Answer>,
     pub(crate) received: Vec<Received>,
-    pub(crate) dropped: usize,
+    pub(crate) dropped: Vec<Instant>,
 }
 
 impl Script {
@@ -151,9 +151,9 @@ impl FaultAgent {
         self.lock().received.clone()
     }
 
-    /// How many calls were dropped before they were answered (their caller went away).
-    pub fn dropped(&self) -> usize {
-        self.lock().dropped
+    /// When each call dropped before it was answered (its caller went away) was dropped.
+    pub fn dropped(&self) -> Vec<Instant> {
+        self.lock().dropped.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Script> {
@@ -167,7 +167,11 @@ pub(crate) struct Unanswered(pub(crate) Arc<Mutex<Script>>, pub(crate) bool);
 impl Drop for Unanswered {
     fn drop(&mut self) {
         if !self.1 {
-            self.0.lock().unwrap_or_else(|e| e.into_inner()).dropped += 1;
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .dropped
+                .push(Instant::now());
         }
     }
 }

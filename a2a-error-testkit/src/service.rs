@@ -83,14 +83,16 @@ pub struct HttpReceived {
 
 #[derive(Default)]
 struct Script {
+    by_path: std::collections::HashMap<String, VecDeque<HttpAnswer>>,
     answers: VecDeque<HttpAnswer>,
     otherwise: Option<HttpAnswer>,
     received: Vec<HttpReceived>,
     dropped: Vec<Instant>,
 }
 
-/// An HTTP service on 127.0.0.1 that answers every request from a script: in order, then a
-/// default. For the dependencies an agent calls: a model provider (statuses, `Retry-After`,
+/// An HTTP service on 127.0.0.1 that answers every request from a script: per path
+/// ([`on`](Self::on)), then in order ([`then`](Self::then)), then a default; the same verbs
+/// as [`FaultAgent`](crate::FaultAgent)'s. For the dependencies an agent calls: a model provider (statuses, `Retry-After`,
 /// `retry-after-ms`, `x-should-retry`, delays), a tool.
 ///
 /// ```
@@ -98,15 +100,14 @@ struct Script {
 /// use a2a_error_testkit::{FaultService, HttpAnswer};
 ///
 /// let model = FaultService::start(HttpAnswer::completion("hello")).await;
-/// model.script([HttpAnswer::status(429).header("retry-after", "1")]);
-/// // … point the HttpDependency under test at model.url …
+/// model.then([HttpAnswer::status(429).header("retry-after", "1")]);
+/// // … point the HttpDependency under test at model.url() …
 /// assert!(model.received().is_empty());
 /// # }
 /// ```
 #[derive(Clone)]
 pub struct FaultService {
-    /// Its base URL (`http://127.0.0.1:PORT`).
-    pub url: String,
+    url: String,
     script: Arc<Mutex<Script>>,
 }
 
@@ -134,8 +135,22 @@ impl FaultService {
         FaultService { url, script }
     }
 
-    /// Answers the next requests with `replies`, in order.
-    pub fn script(&self, answers: impl IntoIterator<Item = HttpAnswer>) {
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Answers the next requests to `path` (without the query: `/v1/chat/completions`) with
+    /// `answers`, in order, before anything else.
+    pub fn on(&self, path: &str, answers: impl IntoIterator<Item = HttpAnswer>) {
+        (self.script.lock().unwrap().by_path)
+            .entry(path.to_owned())
+            .or_default()
+            .extend(answers);
+    }
+
+    /// Answers the next requests, whatever their path, with `answers`, in order.
+    pub fn then(&self, answers: impl IntoIterator<Item = HttpAnswer>) {
         self.script.lock().unwrap().answers.extend(answers);
     }
 
@@ -182,7 +197,8 @@ async fn answer(
             body,
             at: Instant::now(),
         });
-        match script.answers.pop_front() {
+        let by_path = (script.by_path.get_mut(parts.uri.path())).and_then(VecDeque::pop_front);
+        match by_path.or_else(|| script.answers.pop_front()) {
             Some(answer) => answer,
             None => script.otherwise.clone().unwrap(),
         }

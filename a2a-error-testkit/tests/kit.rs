@@ -141,7 +141,7 @@ async fn resets_black_holes_trickles_and_garbage_end_as_their_errors() {
         "{error:?}"
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(agent.dropped(), 4);
+    assert_eq!(agent.dropped().len(), 4);
     // Malformed bytes are the agent's failure, not retried.
     let client = fresh();
     let before = agent.received().len();
@@ -179,8 +179,8 @@ async fn resets_black_holes_trickles_and_garbage_end_as_their_errors() {
 #[tokio::test]
 async fn an_http_dependency_meets_the_fault_service() {
     let model = FaultService::start(HttpAnswer::completion("hello")).await;
-    model.script([HttpAnswer::status(503).header("retry-after-ms", "100")]);
-    let dependency = a2a_error::dependency::HttpDependency::model("model", &model.url)
+    model.then([HttpAnswer::status(503).header("retry-after-ms", "100")]);
+    let dependency = a2a_error::dependency::HttpDependency::model("model", model.url())
         .build()
         .unwrap();
     let reply: Value = dependency
@@ -225,4 +225,30 @@ async fn chaos_is_seeded_and_off_unless_enabled() {
     let started = Instant::now();
     slow.ready().await.unwrap().call(1).await.unwrap();
     assert!(started.elapsed() >= Duration::from_millis(45));
+}
+
+/// The fault service answers per path first, then in order, then its default, as the fault
+/// agent answers per method, then in order.
+#[tokio::test]
+async fn the_fault_service_answers_per_path_then_in_order_then_its_default() {
+    let tool = FaultService::start(HttpAnswer::json(200, json!({"from": "default"}))).await;
+    tool.on("/search", [HttpAnswer::json(200, json!({"from": "search"}))]);
+    tool.then([HttpAnswer::json(200, json!({"from": "in order"}))]);
+    let get = |path: &'static str| {
+        let url = format!("{}{path}", tool.url());
+        async move {
+            let reply = reqwest::get(url).await.unwrap();
+            reply.json::<Value>().await.unwrap()["from"].clone()
+        }
+    };
+    assert_eq!(get("/other").await, "in order");
+    assert_eq!(get("/search?q=1").await, "search");
+    assert_eq!(get("/search").await, "default");
+    let paths: Vec<String> = tool
+        .received()
+        .into_iter()
+        .map(|request| request.path_and_query)
+        .collect();
+    assert_eq!(paths, ["/other", "/search?q=1", "/search"]);
+    assert!(tool.dropped().is_empty());
 }

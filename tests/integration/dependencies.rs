@@ -272,13 +272,13 @@ fn a_failure_passed_on_is_the_agents_own_error_with_the_soonest_delay() {
 #[tokio::test]
 async fn an_http_dependency_keeps_one_idempotency_key_and_repeats_only_what_may_be() {
     let service = FaultService::start(HttpAnswer::json(200, json!({"ok": true}))).await;
-    let plain = HttpDependency::builder("orders", &service.url)
+    let plain = HttpDependency::builder("orders", service.url())
         .retry(RetryPolicy::default().base_delay(Duration::from_millis(5)))
         .deadline_header(axum::http::HeaderName::from_static("a2a-deadline-ms"))
         .build()
         .unwrap();
     // A POST that may have run (502) is not repeated without a key…
-    service.script([HttpAnswer::status(502)]);
+    service.then([HttpAnswer::status(502)]);
     let error = plain
         .send(HttpCall::post("/orders").json(&json!({"n": 1})).unwrap())
         .await
@@ -290,7 +290,7 @@ async fn an_http_dependency_keeps_one_idempotency_key_and_repeats_only_what_may_
     assert!(!status.excerpt.is_empty());
     assert_eq!(service.received().len(), 1);
     // …and is with one, the same key on every attempt.
-    service.script([HttpAnswer::status(502), HttpAnswer::status(503)]);
+    service.then([HttpAnswer::status(502), HttpAnswer::status(503)]);
     let reply = plain
         .send(
             HttpCall::post("/orders")
@@ -322,7 +322,7 @@ async fn an_http_dependency_keeps_one_idempotency_key_and_repeats_only_what_may_
         .collect();
     assert!(left[0] <= 20_000 && left[2] <= left[0], "{left:?}");
     // A GET may be repeated.
-    service.script([HttpAnswer::status(500)]);
+    service.then([HttpAnswer::status(500)]);
     plain.get_json::<Value>("/orders/1").await.unwrap();
 }
 
@@ -330,7 +330,7 @@ async fn an_http_dependency_keeps_one_idempotency_key_and_repeats_only_what_may_
 async fn a_reply_over_the_limit_is_read_no_further() {
     let service =
         FaultService::start(HttpAnswer::json(200, json!({"big": "x".repeat(4096)}))).await;
-    let small = HttpDependency::builder("small", &service.url)
+    let small = HttpDependency::builder("small", service.url())
         .max_reply_bytes(1024)
         .build()
         .unwrap();

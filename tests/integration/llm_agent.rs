@@ -81,7 +81,7 @@ fn assert_clean(reply: &Value, providers: &[&FaultService]) {
         assert!(!text.contains(word), "{word} on the wire: {text}");
     }
     for provider in providers {
-        let host = provider.url.trim_start_matches("http://");
+        let host = provider.url().trim_start_matches("http://");
         assert!(
             !text.contains(host),
             "a provider's address on the wire: {text}"
@@ -92,8 +92,8 @@ fn assert_clean(reply: &Value, providers: &[&FaultService]) {
 #[tokio::test]
 async fn a_rate_limited_model_is_retried_after_its_delay_and_asked_exactly() {
     let primary = FaultService::start(HttpAnswer::completion("hello back")).await;
-    primary.script([HttpAnswer::status(429).header("retry-after", "1")]);
-    let (_agent, url) = agent(&primary.url, &[]);
+    primary.then([HttpAnswer::status(429).header("retry-after", "1")]);
+    let (_agent, url) = agent(primary.url(), &[]);
     let started = Instant::now();
     let reply = rpc(&url, send(1, "m-1", "hello")).await;
     assert_eq!(text(&reply), "hello back", "{reply}");
@@ -118,7 +118,7 @@ async fn a_rate_limited_model_is_retried_after_its_delay_and_asked_exactly() {
 #[tokio::test]
 async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
     let primary = FaultService::start(HttpAnswer::completion("ok")).await;
-    let (_agent, url) = agent(&primary.url, &[]);
+    let (_agent, url) = agent(primary.url(), &[]);
     // An HTTP date three seconds ahead (to the second, as dates are), read here as an instant:
     // the retry must not come before it, however long anything here took.
     let date = SystemTime::now() + Duration::from_secs(3);
@@ -128,7 +128,7 @@ async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
             .unwrap()
             .duration_since(SystemTime::now())
             .unwrap_or_default();
-    primary.script([
+    primary.then([
         HttpAnswer::status(503).header("retry-after", text_date),
         // Both sent: the milliseconds win over the 30 seconds.
         HttpAnswer::status(503)
@@ -160,15 +160,15 @@ async fn both_delay_forms_are_honoured_and_retry_after_ms_wins() {
 #[tokio::test]
 async fn x_should_retry_overrides_the_status_either_way() {
     let primary = FaultService::start(HttpAnswer::completion("retried")).await;
-    primary.script([HttpAnswer::status(400).header("x-should-retry", "true")]);
-    let (_agent, url) = agent(&primary.url, &[]);
+    primary.then([HttpAnswer::status(400).header("x-should-retry", "true")]);
+    let (_agent, url) = agent(primary.url(), &[]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "retried", "{reply}");
     assert_eq!(primary.received().len(), 2);
 
     let refusing =
         FaultService::start(HttpAnswer::status(503).header("x-should-retry", "false")).await;
-    let (_agent, url) = agent(&refusing.url, &[]);
+    let (_agent, url) = agent(refusing.url(), &[]);
     let reply = rpc(&url, send(2, "m-2", "hi")).await;
     assert_eq!(
         refusing.received().len(),
@@ -182,8 +182,8 @@ async fn x_should_retry_overrides_the_status_either_way() {
 #[tokio::test]
 async fn a_slow_attempt_is_cut_by_the_attempt_timeout_and_retried() {
     let primary = FaultService::start(HttpAnswer::completion("second try")).await;
-    primary.script([HttpAnswer::completion("too slow").after(Duration::from_secs(30))]);
-    let (_agent, url) = agent(&primary.url, &["--attempt-timeout-ms", "300"]);
+    primary.then([HttpAnswer::completion("too slow").after(Duration::from_secs(30))]);
+    let (_agent, url) = agent(primary.url(), &["--attempt-timeout-ms", "300"]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "second try", "{reply}");
     let received = primary.received();
@@ -196,8 +196,8 @@ async fn a_slow_attempt_is_cut_by_the_attempt_timeout_and_retried() {
 #[tokio::test]
 async fn an_overloaded_529_is_retried() {
     let primary = FaultService::start(HttpAnswer::completion("after 529")).await;
-    primary.script([HttpAnswer::status(529), HttpAnswer::status(529)]);
-    let (_agent, url) = agent(&primary.url, &[]);
+    primary.then([HttpAnswer::status(529), HttpAnswer::status(529)]);
+    let (_agent, url) = agent(primary.url(), &[]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "after 529", "{reply}");
     assert_eq!(primary.received().len(), 3);
@@ -209,7 +209,7 @@ async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_r
         FaultService::start(HttpAnswer::completion("too late").after(Duration::from_secs(60)))
             .await;
     let fallback = FaultService::start(HttpAnswer::completion("from the fallback")).await;
-    let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
+    let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
     let started = Instant::now();
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "4000"), send(1, "m-1", "hi")).await;
     let elapsed = started.elapsed();
@@ -233,7 +233,7 @@ async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_r
     // Nothing answers in time: DEADLINE_EXCEEDED, by the deadline, and nothing left running.
     let slow_fallback =
         FaultService::start(HttpAnswer::completion("late").after(Duration::from_secs(60))).await;
-    let (_agent, url) = agent(&primary.url, &["--fallback-model", &slow_fallback.url]);
+    let (_agent, url) = agent(primary.url(), &["--fallback-model", slow_fallback.url()]);
     let started = Instant::now();
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "1500"), send(2, "m-2", "hi")).await;
     // By the deadline, counted by the agent from when the request reached it; the margin is
@@ -254,7 +254,7 @@ async fn a_slow_primary_hands_over_within_the_callers_deadline_and_is_not_left_r
 #[tokio::test]
 async fn a_down_primary_hands_over_to_the_fallback_marked_degraded() {
     let fallback = FaultService::start(HttpAnswer::completion("fallback here")).await;
-    let (_agent, url) = agent(&closed_url(), &["--fallback-model", &fallback.url]);
+    let (_agent, url) = agent(&closed_url(), &["--fallback-model", fallback.url()]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "fallback here", "{reply}");
     assert_eq!(
@@ -269,7 +269,7 @@ async fn a_refusing_primary_is_rejected_and_not_handed_to_the_fallback() {
     for status in [400, 401, 403, 404, 422] {
         let primary = FaultService::start(HttpAnswer::status(status)).await;
         let fallback = FaultService::start(HttpAnswer::completion("never")).await;
-        let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
+        let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
         let reply = rpc(&url, send(1, "m-1", "hi")).await;
         assert_eq!(reason(&reply), "MODEL_REJECTED", "{status}: {reply}");
         // Not retryable: the code's own default, so no `retryable` entry overrides it.
@@ -289,7 +289,7 @@ async fn a_refusing_primary_is_rejected_and_not_handed_to_the_fallback() {
 async fn the_tool_is_asked_first_and_its_failure_degrades_the_answer() {
     let model = FaultService::start(HttpAnswer::completion("answered")).await;
     let tool = FaultService::start(HttpAnswer::json(200, json!({"result": "42 results"}))).await;
-    let (_agent, url) = agent(&model.url, &["--tool", &tool.url]);
+    let (_agent, url) = agent(model.url(), &["--tool", tool.url()]);
     let reply = rpc(&url, send(1, "m-1", "search:rust a2a&more")).await;
     assert_eq!(text(&reply), "answered", "{reply}");
     assert!(degraded(&reply).is_null(), "{reply}");
@@ -302,7 +302,7 @@ async fn the_tool_is_asked_first_and_its_failure_degrades_the_answer() {
         "tool: 42 results\nuser: search:rust a2a&more"
     );
 
-    let (_agent, url) = agent(&model.url, &["--tool", &closed_url()]);
+    let (_agent, url) = agent(model.url(), &["--tool", &closed_url()]);
     let reply = rpc(&url, send(2, "m-2", "search:q")).await;
     assert_eq!(text(&reply), "answered", "{reply}");
     assert_eq!(degraded(&reply)["tool"], "unavailable", "{reply}");
@@ -317,7 +317,7 @@ async fn the_tool_is_asked_first_and_its_failure_degrades_the_answer() {
 async fn the_tools_circuit_opens_and_the_agent_still_answers() {
     let model = FaultService::start(HttpAnswer::completion("answered")).await;
     let tool = FaultService::start(HttpAnswer::status(500)).await;
-    let (_agent, url) = agent(&model.url, &["--tool", &tool.url]);
+    let (_agent, url) = agent(model.url(), &["--tool", tool.url()]);
     for i in 0..3 {
         let reply = rpc(&url, send(i, &format!("m-{i}"), "search:q")).await;
         assert_eq!(text(&reply), "answered", "{reply}");
@@ -336,7 +336,7 @@ async fn the_tools_circuit_opens_and_the_agent_still_answers() {
 #[tokio::test]
 async fn everything_down_is_model_unavailable_with_the_soonest_delay() {
     let primary = FaultService::start(HttpAnswer::status(429).header("retry-after", "120")).await;
-    let (_agent, url) = agent(&primary.url, &["--fallback-model", &closed_url()]);
+    let (_agent, url) = agent(primary.url(), &["--fallback-model", &closed_url()]);
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "5000"), send(1, "m-1", "hi")).await;
     assert_eq!(reason(&reply), "MODEL_UNAVAILABLE", "{reply}");
     assert_eq!(retry_delay(&reply), Some("120s"), "{reply}");
@@ -365,7 +365,7 @@ async fn a_reply_over_the_limit_is_the_models_failure() {
     let huge = "x".repeat((32 << 20) + 1024);
     let primary = FaultService::start(HttpAnswer::completion(&huge)).await;
     let fallback = FaultService::start(HttpAnswer::completion("small")).await;
-    let (_agent, url) = agent(&primary.url, &["--fallback-model", &fallback.url]);
+    let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
     let reply = rpc(&url, send(1, "m-1", "hi")).await;
     assert_eq!(text(&reply), "small", "{reply}");
     assert_eq!(
@@ -378,16 +378,16 @@ async fn a_reply_over_the_limit_is_the_models_failure() {
 #[tokio::test]
 async fn metrics_have_series_per_dependency() {
     let primary = FaultService::start(HttpAnswer::completion("ok")).await;
-    primary.script([HttpAnswer::status(503)]);
+    primary.then([HttpAnswer::status(503)]);
     let fallback = FaultService::start(HttpAnswer::completion("ok")).await;
     let tool = FaultService::start(HttpAnswer::json(200, json!({"result": "r"}))).await;
     let (_agent, url) = agent(
-        &primary.url,
+        primary.url(),
         &[
             "--fallback-model",
-            &fallback.url,
+            fallback.url(),
             "--tool",
-            &tool.url,
+            tool.url(),
             "--attempt-timeout-ms",
             "5000",
         ],
@@ -415,7 +415,7 @@ async fn metrics_have_series_per_dependency() {
 async fn the_callers_trace_reaches_the_model() {
     const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let model = FaultService::start(HttpAnswer::completion("hello")).await;
-    let (_agent, url) = agent(&model.url, &[]);
+    let (_agent, url) = agent(model.url(), &[]);
     let reply = rpc_with(&url, ("traceparent", PARENT), send(1, "m-1", "hi")).await;
     assert!(reply.get("result").is_some(), "{reply}");
     let received = model.received();
@@ -449,7 +449,7 @@ async fn a_reply_under_the_limit_costs_its_size_not_seventeen_times_it() {
     ))
     .await;
     let tool = FaultService::start(padded(r#"{"result":"found""#.to_owned(), 30 << 20)).await;
-    let (agent, url) = agent(&model.url, &["--tool", &tool.url]);
+    let (agent, url) = agent(model.url(), &["--tool", tool.url()]);
     let before = agent.peak_rss();
     let reply = rpc(&url, send(2, "m-1", "search:q")).await;
     assert_eq!(text(&reply), "answered", "{reply}");
