@@ -1,6 +1,5 @@
 //! `FaultAgent`: an A2A agent on loopback that answers every call from a script.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,51 +13,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::answer::{Answer, ErrorAnswer};
-
-/// One call as the fault agent received it.
-#[derive(Clone, Debug)]
-pub struct Received {
-    /// `"jsonrpc"`, `"rest"` or `"grpc"`.
-    pub binding: &'static str,
-    /// The A2A method (its 1.0 name), when the call named one the agent knows.
-    pub method: Option<String>,
-    /// The request's headers.
-    pub headers: HeaderMap,
-    /// What the caller's `A2A-Deadline-Ms` said was left, if it sent one.
-    pub deadline: Option<Duration>,
-    /// The message's `messageId`, for SendMessage and SendStreamingMessage.
-    pub message_id: Option<String>,
-    /// The W3C `traceparent` header, if the caller sent one.
-    pub traceparent: Option<String>,
-    /// The body.
-    pub body: Bytes,
-    /// When it arrived.
-    pub at: Instant,
-}
-
-#[derive(Default)]
-pub(crate) struct Script {
-    by_method: HashMap<String, VecDeque<Answer>>,
-    in_order: VecDeque<Answer>,
-    otherwise: Option<Answer>,
-    pub(crate) received: Vec<Received>,
-    pub(crate) dropped: Vec<Instant>,
-}
-
-impl Script {
-    pub(crate) fn next(&mut self, method: Option<&str>) -> Answer {
-        if let Some(answer) = method
-            .and_then(|method| self.by_method.get_mut(method))
-            .and_then(VecDeque::pop_front)
-        {
-            return answer;
-        }
-        self.in_order
-            .pop_front()
-            .or_else(|| self.otherwise.clone())
-            .unwrap_or_else(|| Answer::Result(json!({})))
-    }
-}
+use crate::script::{Received, Script, Unanswered};
 
 /// An A2A agent on 127.0.0.1 that answers each call from a script the test writes: per
 /// method, or in the order the calls come, else a default. It speaks JSON-RPC (`POST /`) and
@@ -158,21 +113,6 @@ impl FaultAgent {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Script> {
         self.script.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Counts a call dropped before its answer was sent.
-pub(crate) struct Unanswered(pub(crate) Arc<Mutex<Script>>, pub(crate) bool);
-
-impl Drop for Unanswered {
-    fn drop(&mut self) {
-        if !self.1 {
-            self.0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .dropped
-                .push(Instant::now());
-        }
     }
 }
 

@@ -13,8 +13,8 @@ use prost::Message;
 use serde_json::Value;
 use tonic::{Request, Response, Status};
 
-use crate::agent::{Received, Script, Unanswered};
 use crate::answer::Answer;
+use crate::script::{Received, Script, Unanswered};
 
 type Events = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
 

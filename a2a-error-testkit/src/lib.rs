@@ -23,11 +23,13 @@ mod chaos;
 mod grpc;
 mod port;
 mod redis;
+mod script;
 mod service;
 
-pub use agent::{FaultAgent, Received};
+pub use agent::FaultAgent;
 pub use answer::{Answer, ErrorAnswer};
 pub use chaos::{Chaos, ChaosLayer};
 pub use port::{closed_url, free_port};
 pub use redis::RedisServer;
+pub use script::Received;
 pub use service::{FaultService, HttpAnswer, HttpReceived};

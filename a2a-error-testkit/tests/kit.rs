@@ -232,7 +232,10 @@ async fn chaos_is_seeded_and_off_unless_enabled() {
 #[tokio::test]
 async fn the_fault_service_answers_per_path_then_in_order_then_its_default() {
     let tool = FaultService::start(HttpAnswer::json(200, json!({"from": "default"}))).await;
-    tool.on("/search", [HttpAnswer::json(200, json!({"from": "search"}))]);
+    tool.on(
+        "/search",
+        [HttpAnswer::json(200, json!({"from": "search"}))],
+    );
     tool.then([HttpAnswer::json(200, json!({"from": "in order"}))]);
     let get = |path: &'static str| {
         let url = format!("{}{path}", tool.url());

@@ -67,7 +67,8 @@ struct Status {
 /// The received reason, domain and details are all kept by `RemoteError`; only the code is
 /// inferred.
 fn code_for<E: FromErrorObject>(object: &ErrorObject, status: u16, grpc: Option<&str>) -> i32 {
-    code::code_for_reason::<E>(object).unwrap_or_else(|| code::code_for_http(status, grpc))
+    crate::wire::error::code_for_reason::<E>(object)
+        .unwrap_or_else(|| code::code_for_http(status, grpc))
 }
 
 /// Reads a REST error body into an error object; `None` when it is not a `google.rpc.Status`.

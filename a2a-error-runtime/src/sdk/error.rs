@@ -93,7 +93,7 @@ pub fn decode<E: FromErrorObject>(err: &A2AError) -> Option<E> {
 /// of `E` with that reason, when the code says nothing of its own.
 fn with_code_from_reason<E: FromErrorObject>(mut object: ErrorObject) -> ErrorObject {
     let generic = object.code == code::INTERNAL_ERROR || code::lookup(object.code).is_none();
-    if generic && let Some(code) = code::code_for_reason::<E>(&object) {
+    if generic && let Some(code) = crate::wire::error::code_for_reason::<E>(&object) {
         object.code = code;
     }
     object

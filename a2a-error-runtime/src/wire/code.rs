@@ -69,16 +69,6 @@ pub(crate) fn row(code: i32) -> &'static CodeRow {
     lookup(code).unwrap_or(INTERNAL)
 }
 
-/// The code of a received error's ErrorInfo reason: the code `E` gives it, else the table
-/// row's. The HTTP+JSON and gRPC bindings carry only the reason, so a client rebuilds the
-/// code from it; `None` when neither knows the reason (the binding's status then decides).
-pub(crate) fn code_for_reason<E: super::error::FromErrorObject>(
-    object: &super::object::ErrorObject,
-) -> Option<i32> {
-    let reason = object.reason()?;
-    E::code_for_reason(reason).or_else(|| a2a_error_codes::by_reason(reason).map(|row| row.code))
-}
-
 /// The reason a code's own errors carry (`"TASK_NOT_FOUND"`), if the table knows the code.
 pub(crate) fn default_reason(code: i32) -> Option<&'static str> {
     lookup(code).map(|row| row.reason)

@@ -153,3 +153,11 @@ pub trait FromErrorObject: Sized {
         None
     }
 }
+
+/// The code of a received error's ErrorInfo reason: the code `E` gives it, else the table
+/// row's. The HTTP+JSON and gRPC bindings carry only the reason, so a client rebuilds the
+/// code from it; `None` when neither knows the reason (the binding's status then decides).
+pub(crate) fn code_for_reason<E: FromErrorObject>(object: &ErrorObject) -> Option<i32> {
+    let reason = object.reason()?;
+    E::code_for_reason(reason).or_else(|| a2a_error_codes::by_reason(reason).map(|row| row.code))
+}

@@ -228,8 +228,8 @@ pub(crate) fn object_for<E: FromErrorObject>(status: &tonic::Status) -> ErrorObj
     // Through the bounded reader: the details are a peer's.
     let mut object: ErrorObject =
         serde_json::from_value(text).unwrap_or_else(|_| ErrorObject::new(0, status.message()));
-    object.code =
-        code::code_for_reason::<E>(&object).unwrap_or_else(|| code_for_status(status.code()));
+    object.code = crate::wire::error::code_for_reason::<E>(&object)
+        .unwrap_or_else(|| code_for_status(status.code()));
     object
 }
 

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use serde::de::{DeserializeOwned, DeserializeSeed};
+use serde::de::DeserializeSeed;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -240,15 +240,6 @@ impl ErrorObject {
             Some(info) => info.get("metadata")?.as_object(),
             None => self.legacy_data(),
         }
-    }
-
-    /// Decodes data field `key` into `T`.
-    ///
-    /// ErrorInfo metadata is a string map, so a string is tried as `T` first and then as the
-    /// JSON text of a `T` (`"7"` → `7u32`). An absent key decodes like `null`, so `Option`
-    /// fields come back `None`. Returns `None` when the value does not fit `T`.
-    pub fn data_field<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
-        crate::wire::received::ReceivedError::data_value(self, key).read()
     }
 
     /// The retry delay the peer asked for: `google.rpc.RetryInfo` `retryDelay` (`"10s"`, or a

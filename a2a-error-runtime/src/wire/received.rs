@@ -10,8 +10,11 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
+use serde::de::Visitor;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::fmt;
 
 use crate::wire::object::ErrorObject;
 
@@ -53,7 +56,7 @@ impl DataValue<'_> {
             DataValue::Raw(raw) => serde_json::from_str(raw.get()).ok().or_else(|| {
                 // A string's own text, escapes undone, read as the JSON of a `T` (a value that
                 // is not a string does not read as `Text`).
-                let text: crate::wire::view::Text<'_> = serde_json::from_str(raw.get()).ok()?;
+                let text: Text<'_> = serde_json::from_str(raw.get()).ok()?;
                 serde_json::from_str(&text.0).ok()
             }),
         }
@@ -82,5 +85,43 @@ impl ReceivedError for ErrorObject {
 
     fn to_object(&self) -> Cow<'_, ErrorObject> {
         Cow::Borrowed(self)
+    }
+}
+
+/// Read here, beside [`ReceivedError`], which both received forms implement.
+impl ErrorObject {
+    /// Decodes data field `key` into `T`.
+    ///
+    /// ErrorInfo metadata is a string map, so a string is tried as `T` first and then as the
+    /// JSON text of a `T` (`"7"` → `7u32`). An absent key decodes like `null`, so `Option`
+    /// fields come back `None`. Returns `None` when the value does not fit `T`.
+    pub fn data_field<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        ReceivedError::data_value(self, key).read()
+    }
+}
+
+/// A JSON string, borrowed from the text unless it has escapes.
+#[derive(Default)]
+pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor(std::marker::PhantomData))
     }
 }

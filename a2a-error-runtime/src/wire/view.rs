@@ -20,7 +20,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::wire::object::{self, ErrorObject};
-use crate::wire::received::{DataValue, ReceivedError};
+use crate::wire::received::{DataValue, ReceivedError, Text};
 
 /// A received JSON-RPC error object, viewed in the text it came in.
 ///
@@ -169,32 +169,6 @@ struct Top<'a> {
     message: Text<'a>,
     #[serde(default, borrow)]
     data: Scan<'a>,
-}
-
-/// A JSON string, borrowed from the text unless it has escapes.
-#[derive(Default)]
-pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
-            type Value = Text<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(TextVisitor(std::marker::PhantomData))
-    }
 }
 
 /// What `data` holds for the mirror: the first ErrorInfo and the first RetryInfo of a details
