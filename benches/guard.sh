@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The regression guard: this working tree against an earlier revision, side by side in one
+# run, so that a change to a request path is judged against the code it replaces rather than
+# against numbers from another day (on a shared 2-core machine the same build moves by a
+# fifth from one run to the next).
+#
+# Builds REV in a worktree of its own (release, its own target directory) and the working
+# tree, then serves, each pinned to CPU 0 with the load generator on CPU 1 (wrk -t1 -c8):
+#   agent          examples/agent                      (REV and now)
+#   bridge         examples/sdk_agent, through the bridge (REV and now)
+#   axum-baseline  the hand-written axum handler        (the floor of the error path)
+#   sdk-routers    examples/sdk_agent --sdk-routers     (the official SDK's own agent)
+# on the error path (GetTask of an unknown task) and the success path (SendMessage echo, a
+# new messageId each time), in ROUNDS interleaved rounds of SECONDS each (the order of the
+# servers rotates from round to round). It prints, for each comparison, the median ratio
+# and its spread across rounds, and a verdict: "faster" or "slower" when every round is more
+# than 3 % so, "level" when every round is within 3 %, else "too wide to conclude". Then, unless
+# --no-callgrind, user-space instructions and simulated L1 misses per request under
+# callgrind for the same servers, which do not move with the machine's load.
+#
+# Usage: benches/guard.sh REV [ROUNDS] [SECONDS] [--no-callgrind]   (defaults: 4 rounds of 4 s)
+# Installs wrk and valgrind (Debian packages) when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REV=${1:?usage: benches/guard.sh REV [ROUNDS] [SECONDS] [--no-callgrind]}
+ROUNDS=${2:-4}
+SECONDS_PER_RUN=${3:-4}
+CALLGRIND=yes
+[ "${4:-}" = "--no-callgrind" ] && CALLGRIND=no
+WORK=target/guard
+BASE=$WORK/base
+mkdir -p "$WORK"
+for tool in wrk valgrind; do
+  command -v $tool >/dev/null || apt-get install -y -q $tool >/dev/null \
+    || (apt-get update -q >/dev/null && apt-get install -y -q $tool >/dev/null)
+done
+source benches/sdk/serve.sh
+
+# REV, in a worktree of its own, built with its own target directory.
+SHA=$(git rev-parse --verify "$REV^{commit}")
+if [ ! -d "$BASE" ] || [ "$(git -C "$BASE" rev-parse HEAD 2>/dev/null)" != "$SHA" ]; then
+  git worktree remove --force "$BASE" 2>/dev/null || rm -rf "$BASE"
+  git worktree prune
+  git worktree add --detach "$BASE" "$SHA" >/dev/null
+fi
+(cd "$BASE" && CARGO_TARGET_DIR="$PWD/../base-target" cargo build -q --release --example agent --example sdk_agent)
+cargo build -q --release --example agent --example sdk_agent
+cargo build -q --release -p a2a-error-benches --bin bench-baseline-axum
+OLD=$WORK/base-target/release/examples
+NEW=target/release/examples
+
+# name port command...
+SERVERS=(
+  "agent@rev 9501 $OLD/agent --addr 127.0.0.1:9501"
+  "agent 9502 $NEW/agent --addr 127.0.0.1:9502"
+  "axum-baseline 9503 target/release/bench-baseline-axum 127.0.0.1:9503"
+  "bridge@rev 9504 $OLD/sdk_agent --addr 127.0.0.1:9504"
+  "bridge 9505 $NEW/sdk_agent --addr 127.0.0.1:9505"
+  "sdk-routers 9506 $NEW/sdk_agent --sdk-routers --addr 127.0.0.1:9506"
+)
+for server in "${SERVERS[@]}"; do
+  read -r name port command <<<"$server"
+  # shellcheck disable=SC2086
+  start "$name" "$port" $command
+done
+
+RESULTS=$WORK/rates.txt
+: >"$RESULTS"
+for round in $(seq "$ROUNDS"); do
+  for path in error success; do
+    count=${#SERVERS[@]}
+    for i in $(seq 0 $((count - 1))); do
+      # The order rotates, so that no server always runs first (or last) in a round.
+      read -r name port _ <<<"${SERVERS[$(((i + round) % count))]}"
+      [ "$path" = success ] && [ "$name" = axum-baseline ] && continue
+      load "$path" "$name" "$port" "$SECONDS_PER_RUN" "$round" >>"$RESULTS"
+    done
+  done
+done
+stop_all
+
+python3 - "$RESULTS" "$REV" <<'PY'
+import sys, statistics, collections
+rows = collections.defaultdict(dict)  # (path, name) -> {round: rps}
+wrong = collections.Counter()
+for line in open(sys.argv[1]):
+    path, name, rnd, rps, bad = line.split()
+    rows[(path, name)][rnd] = float(rps)
+    wrong[(path, name)] += int(bad)
+rev = sys.argv[2]
+print(f"\nthis tree against {rev}: req/s, median of each server's rounds (wrk -t1 -c8)\n")
+print("| path | server | req/s | wrong replies |")
+print("|---|---|---|---|")
+for (path, name), by_round in sorted(rows.items()):
+    print(f"| {path} | {name} | {statistics.median(by_round.values()):,.0f} | {wrong[(path, name)]} |")
+print("\n| path | comparison | median | rounds | verdict |")
+print("|---|---|---|---|---|")
+pairs = [("agent", "agent@rev"), ("bridge", "bridge@rev"), ("agent@rev", "axum-baseline"),
+         ("agent", "axum-baseline"), ("agent", "sdk-routers"), ("bridge@rev", "sdk-routers"),
+         ("bridge", "sdk-routers")]
+for path in ("error", "success"):
+    for a, b in pairs:
+        if (path, a) not in rows or (path, b) not in rows:
+            continue
+        ratios = sorted(rows[(path, a)][r] / rows[(path, b)][r]
+                        for r in rows[(path, a)] if r in rows[(path, b)])
+        low, high, mid = ratios[0], ratios[-1], statistics.median(ratios)
+        if low > 1.03:
+            verdict = "faster"
+        elif high < 0.97:
+            verdict = "slower"
+        elif low >= 0.97 and high <= 1.03:
+            verdict = "level"
+        else:
+            verdict = "too wide to conclude"
+        print(f"| {path} | {a} vs {b} | {mid:.2f}× | {low:.2f}–{high:.2f}× | {verdict} |")
+PY
+
+[ "$CALLGRIND" = yes ] || exit 0
+: >"$WORK/callgrind.txt"
+A=127.0.0.1:9509
+for server in "agent@rev $OLD/agent --addr $A" "agent $NEW/agent --addr $A" \
+    "axum-baseline target/release/bench-baseline-axum $A" "bridge@rev $OLD/sdk_agent --addr $A" \
+    "bridge $NEW/sdk_agent --addr $A" "sdk-routers $NEW/sdk_agent --sdk-routers --addr $A"; do
+  read -r name command <<<"$server"
+  for path in error success; do
+    [ "$path" = success ] && [ "$name" = axum-baseline ] && continue
+    # shellcheck disable=SC2086
+    instructions "$path" "$name" 9509 3 $command >>"$WORK/callgrind.txt"
+  done
+done
+python3 - "$WORK/callgrind.txt" "$REV" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    path, name, n, ir, misses = line.split()
+    rows[(path, name)] = (int(ir) / int(n), int(misses) / int(n))
+rev = sys.argv[2]
+print(f"\ncallgrind, per request: user-space instructions and simulated L1 misses ({rev} as @rev)\n")
+print("| path | server | instructions | vs @rev | L1 misses | vs @rev |")
+print("|---|---|---|---|---|---|")
+for (path, name), (ir, miss) in sorted(rows.items()):
+    old = rows.get((path, name + "@rev"))
+    vs = f"{ir / old[0]:.3f}×" if old else ""
+    vs_miss = f"{miss / old[1]:.3f}×" if old else ""
+    print(f"| {path} | {name} | {ir:,.0f} | {vs} | {miss:,.0f} | {vs_miss} |")
+PY
