@@ -22,6 +22,11 @@ pub struct HttpAnswer {
     pub body: Vec<u8>,
     /// How long to wait before answering.
     pub delay: Duration,
+    /// A streamed body instead of `body`: each chunk sent after its pause, then the end (or,
+    /// when `stall` is set, nothing more while the connection stays open).
+    pub chunks: Vec<(Duration, Vec<u8>)>,
+    /// Whether a streamed body stalls after its chunks instead of ending.
+    pub stall: bool,
 }
 
 impl HttpAnswer {
@@ -40,7 +45,72 @@ impl HttpAnswer {
             headers: vec![("content-type", "application/json".into())],
             body: body.to_string().into_bytes(),
             delay: Duration::ZERO,
+            chunks: Vec::new(),
+            stall: false,
         }
+    }
+
+    /// A 200 `text/event-stream` reply of `events` (each the lines of one event, without its
+    /// blank line), sent one by one as the connection allows.
+    pub fn events<I, S>(events: I) -> HttpAnswer
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut answer = HttpAnswer::json(200, Value::Null);
+        answer.headers = vec![("content-type", "text/event-stream".into())];
+        answer.body = Vec::new();
+        answer.chunks = events
+            .into_iter()
+            .map(|event| {
+                (
+                    Duration::ZERO,
+                    format!("{}\n\n", event.as_ref()).into_bytes(),
+                )
+            })
+            .collect();
+        answer
+    }
+
+    /// An OpenAI-style chat completion streamed as one `data:` event a delta of `deltas`
+    /// (after a first event with the role only), then a usage event and `data: [DONE]`.
+    pub fn completion_stream(deltas: &[&str]) -> HttpAnswer {
+        let mut events = vec![
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+                .to_string(),
+        ];
+        events.extend(deltas.iter().map(|delta| {
+            json!({"choices": [{"index": 0, "delta": {"content": delta}}]}).to_string()
+        }));
+        events.push(
+            json!({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": deltas.len()}})
+                .to_string(),
+        );
+        events.push("[DONE]".into());
+        HttpAnswer::events(events.iter().map(|data| format!("data: {data}")))
+    }
+
+    /// The streamed reply cut after its first `events` events: the connection closes with
+    /// no end.
+    pub fn cut_after(mut self, events: usize) -> HttpAnswer {
+        self.chunks.truncate(events);
+        self
+    }
+
+    /// The streamed reply stalls after its first `events` events: nothing more is sent and
+    /// the connection stays open.
+    pub fn stall_after(mut self, events: usize) -> HttpAnswer {
+        self.chunks.truncate(events);
+        self.stall = true;
+        self
+    }
+
+    /// Waits `pause` before the streamed reply's event number `event` (from 0).
+    pub fn pause_before(mut self, event: usize, pause: Duration) -> HttpAnswer {
+        if let Some((wait, _)) = self.chunks.get_mut(event) {
+            *wait = pause;
+        }
+        self
     }
 
     /// `status` with a body that names the provider's internals (which must never reach the
@@ -168,6 +238,13 @@ impl FaultService {
 /// Records a request dropped before its answer was given.
 struct OnDrop(Arc<Mutex<Script>>, bool);
 
+impl OnDrop {
+    /// The answer was given whole: nothing was dropped.
+    fn answered(&mut self) {
+        self.1 = true;
+    }
+}
+
 impl Drop for OnDrop {
     fn drop(&mut self) {
         if !self.1 {
@@ -205,8 +282,35 @@ async fn answer(
     };
     let mut guard = OnDrop(script, false);
     tokio::time::sleep(answer.delay).await;
-    guard.1 = true;
-    let mut response = (StatusCode::from_u16(answer.status).unwrap(), answer.body).into_response();
+    let status = StatusCode::from_u16(answer.status).unwrap();
+    let mut response = if answer.chunks.is_empty() && !answer.stall {
+        guard.answered();
+        (status, answer.body).into_response()
+    } else {
+        // The guard goes with the body: a caller that closes the stream drops it.
+        let chunks = answer.chunks;
+        let stall = answer.stall;
+        let body = futures_util::stream::unfold(
+            (chunks.into_iter(), guard, stall),
+            |(mut chunks, mut guard, stall)| async move {
+                match chunks.next() {
+                    Some((pause, chunk)) => {
+                        tokio::time::sleep(pause).await;
+                        Some((
+                            Ok::<_, std::io::Error>(Bytes::from(chunk)),
+                            (chunks, guard, stall),
+                        ))
+                    }
+                    None if stall => std::future::pending().await,
+                    None => {
+                        guard.answered();
+                        None
+                    }
+                }
+            },
+        );
+        (status, axum::body::Body::from_stream(body)).into_response()
+    };
     for (name, value) in answer.headers {
         response.headers_mut().insert(
             HeaderName::from_static(name),

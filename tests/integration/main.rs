@@ -33,4 +33,5 @@ mod sdk_agent;
 mod sdk_bridge;
 mod server;
 mod server_limits;
+mod streams;
 mod tls;

@@ -22,8 +22,9 @@ mod record;
 pub use dependency::{Dependency, DependencyBuilder, DependencyService, OpCall, OpSettings};
 pub use failure::Failure;
 pub use http::{
-    EXCERPT_BYTES, HttpCall, HttpDependency, HttpDependencyBuilder, HttpError, HttpFailure,
-    HttpReply, HttpServiceSettings, MAX_VALUE_BYTES, StatusFailure,
+    AnthropicMessages, AnyEvent, EXCERPT_BYTES, HttpCall, HttpDependency, HttpDependencyBuilder,
+    HttpError, HttpFailure, HttpReply, HttpServiceSettings, HttpStream, InBand, Interruption,
+    MAX_VALUE_BYTES, OpenAiChat, Read, StatusFailure, StreamEvent, StreamFormat, StreamInterrupted,
 };
 pub use op::Op;
 pub use passed_on::DependencyFailed;

@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
+use super::stream::InBand;
 use crate::dependency::Failure;
 use crate::resilience::{Classify, Outcome};
 use crate::wire::error::RetryHint;
@@ -44,6 +45,9 @@ pub enum HttpFailure {
         /// What was wrong, for logs.
         detail: String,
     },
+    /// A streamed reply carried an error before its first content event (`{"error": …}`,
+    /// `event: error`): retried when its type is one a retry may help.
+    InBand(InBand),
 }
 
 /// A reply whose status is not 2xx, with what it said about retrying.
@@ -69,8 +73,12 @@ pub const EXCERPT_BYTES: usize = 256;
 const MAX_DELAY: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl StatusFailure {
-    /// Reads a non-2xx reply's head and the start of its body.
-    pub(super) fn read(status: u16, headers: &HeaderMap, body: &[u8], now: SystemTime) -> Self {
+    /// Reads a non-2xx reply's head (its status, `retry-after-ms`, `Retry-After` in seconds
+    /// or as an HTTP date, `x-should-retry`) and the start of its body, as this crate reads
+    /// every HTTP dependency's: for a transport of your own (a provider's SDK, a websocket),
+    /// so that its failures are classified as this crate's are
+    /// (`HttpFailure::Status(StatusFailure::read(…))`).
+    pub fn read(status: u16, headers: &HeaderMap, body: &[u8], now: SystemTime) -> Self {
         let retry_after_ms = headers
             .get("retry-after-ms")
             .and_then(|value| value.to_str().ok())
@@ -113,8 +121,10 @@ impl Classify for HttpFailure {
                 Some(delay) => RetryHint::After(delay),
                 None => RetryHint::Backoff,
             },
+            HttpFailure::InBand(error) if error.retryable => RetryHint::Backoff,
             // The same service would send the same oversized or unreadable reply again.
-            HttpFailure::Status(_)
+            HttpFailure::InBand(_)
+            | HttpFailure::Status(_)
             | HttpFailure::TooLarge { .. }
             | HttpFailure::Malformed { .. }
             | HttpFailure::Invalid { .. } => RetryHint::Never,
@@ -139,6 +149,8 @@ impl Classify for HttpFailure {
                 _ => Outcome::Success,
             },
             HttpFailure::Invalid { .. } => Outcome::Ignored,
+            HttpFailure::InBand(error) if error.kind == "rate_limit_error" => Outcome::RateLimited,
+            HttpFailure::InBand(error) if !error.retryable => Outcome::Success,
             _ => Outcome::Failure,
         }
     }
@@ -150,6 +162,7 @@ impl Classify for HttpFailure {
             HttpFailure::TooLarge { .. } => "REPLY_TOO_LARGE",
             HttpFailure::Malformed { .. } => "INVALID_RESPONSE",
             HttpFailure::Invalid { .. } => "INVALID_CALL",
+            HttpFailure::InBand(error) => error.reason(),
             HttpFailure::Status(status) => match status.status {
                 429 => "RATE_LIMITED",
                 408 => "HTTP_TIMEOUT",
@@ -180,6 +193,7 @@ impl fmt::Display for HttpFailure {
             HttpFailure::TooLarge { limit } => write!(f, "reply larger than {limit} bytes"),
             HttpFailure::Malformed { detail } => write!(f, "malformed reply: {detail}"),
             HttpFailure::Invalid { detail } => write!(f, "invalid request: {detail}"),
+            HttpFailure::InBand(error) => write!(f, "in-band error {}", error.kind),
         }
     }
 }

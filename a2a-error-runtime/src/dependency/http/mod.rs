@@ -3,6 +3,7 @@
 
 mod call;
 mod error;
+mod stream;
 mod transport;
 
 use std::sync::Arc;
@@ -14,6 +15,11 @@ use tower::util::BoxCloneSyncService;
 
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
+pub use stream::{
+    AnthropicMessages, AnyEvent, HttpStream, InBand, Interruption, OpenAiChat, Read, StreamEvent,
+    StreamFormat, StreamInterrupted,
+};
+use stream::{StreamService, StreamSettings};
 use transport::HttpService;
 
 use crate::dependency::Failure;
@@ -48,6 +54,7 @@ use crate::resilience::{
 #[derive(Clone)]
 pub struct HttpDependency {
     service: BoxCloneSyncService<HttpCall, HttpReply, HttpError>,
+    events: BoxCloneSyncService<HttpCall, HttpStream, HttpError>,
     name: Arc<str>,
     breaker: Option<CircuitBreaker>,
 }
@@ -74,6 +81,12 @@ impl HttpDependency {
             name: name.into(),
             base_url: base_url.into(),
             http: HttpSettings::default(),
+            stream: StreamSettings {
+                first_event: Some(std::time::Duration::from_secs(10)),
+                idle: Some(std::time::Duration::from_secs(30)),
+                max_event: 1 << 20,
+                format: std::sync::Arc::new(AnyEvent),
+            },
             max_reply: 32 << 20,
             headers: HeaderMap::new(),
             deadline_header: None,
@@ -87,7 +100,9 @@ impl HttpDependency {
     /// providers' official SDKs repeat them (a completion asked for twice costs tokens, not
     /// correctness).
     pub fn model(name: impl Into<Arc<str>>, base_url: impl Into<String>) -> HttpDependencyBuilder {
-        HttpDependency::builder(name, base_url).repeatable(true)
+        HttpDependency::builder(name, base_url)
+            .repeatable(true)
+            .stream_format(OpenAiChat)
     }
 
     /// The dependency's name.
@@ -119,6 +134,31 @@ impl HttpDependency {
         .await
     }
 
+    /// Sends `call` for a streamed reply (`Accept: text/event-stream`) through the same
+    /// layers as [`send`](Self::send), sharing its breaker, bulkhead and retry budget: the
+    /// stream is open once its first content event has arrived (see [`StreamFormat`]).
+    /// Before that, a failing status, a lost connection, an in-band error, an oversized event
+    /// or no content within the first-event timeout fail the attempt, retried as a whole
+    /// reply's failures are. After it, the stream is yours: a failure ends it with a
+    /// [`StreamInterrupted`] (never retried, counted against the breaker). Bounded by the
+    /// idle timeout between events (anything received counts, comment lines too), one
+    /// event's size, the whole reply's size, and the call's deadline (the total timeout and
+    /// the caller's), which bounds the whole stream; the attempt timeout does not apply.
+    /// Dropping the stream closes the connection.
+    pub async fn stream(&self, call: HttpCall) -> Result<HttpStream, HttpError> {
+        let call = call.with_target(self.name.clone());
+        let status_of = |result: &Result<HttpStream, HttpError>| match result {
+            Ok(_) => Some(200),
+            Err(Failure::Failed(HttpFailure::Status(status))) => Some(status.status),
+            Err(_) => None,
+        };
+        let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
+        let opened =
+            super::record::send_http(&self.name, self.events.clone(), call, with_trace, status_of)
+                .await?;
+        Ok(opened.reporting(self.breaker.clone()))
+    }
+
     /// POSTs `body` as JSON to `path` and reads the reply as `T`.
     pub async fn post_json<B, T>(&self, path: &str, body: &B) -> Result<T, HttpError>
     where
@@ -144,15 +184,25 @@ pub type HttpDependencyBuilder = StackBuilder<HttpServiceSettings>;
 
 /// What an [`HttpDependencyBuilder`] adds to the stack: the service's name and base URL, and
 /// what its transport sends and reads.
-#[derive(Debug)]
 pub struct HttpServiceSettings {
     name: Arc<str>,
     base_url: String,
     http: HttpSettings,
+    stream: StreamSettings,
     max_reply: usize,
     headers: HeaderMap,
     deadline_header: Option<HeaderName>,
     idempotency_header: HeaderName,
+}
+
+impl std::fmt::Debug for HttpServiceSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServiceSettings")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("max_reply", &self.max_reply)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CalleeSettings for HttpServiceSettings {
@@ -179,6 +229,37 @@ impl HttpDependencyBuilder {
     /// [`HttpFailure::TooLarge`] and is read no further.
     pub fn max_reply_bytes(mut self, bytes: usize) -> Self {
         self.callee.max_reply = bytes;
+        self
+    }
+
+    /// The longest wait for a streamed reply's first content event, from the attempt's
+    /// request (default 10 s; `None`: only the deadline): past it the attempt fails as
+    /// [`Timeout::Attempt`](crate::resilience::Timeout::Attempt) and is retried.
+    pub fn first_event_timeout(mut self, limit: impl Into<Option<std::time::Duration>>) -> Self {
+        self.callee.stream.first_event = limit.into();
+        self
+    }
+
+    /// The longest silence in a streamed reply once it is open (default 30 s; `None`: only
+    /// the deadline): anything received (an event, a comment line) resets it. Past it the
+    /// stream ends with [`Interruption::Idle`].
+    pub fn idle_timeout(mut self, limit: impl Into<Option<std::time::Duration>>) -> Self {
+        self.callee.stream.idle = limit.into();
+        self
+    }
+
+    /// The largest event of a streamed reply, in bytes (default 1 MiB): its data and any
+    /// unfinished line. The whole stream is bounded by
+    /// [`max_reply_bytes`](Self::max_reply_bytes).
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.callee.stream.max_event = bytes;
+        self
+    }
+
+    /// How the events of a streamed reply are read (default [`AnyEvent`];
+    /// [`OpenAiChat`] for [`HttpDependency::model`]).
+    pub fn stream_format(mut self, format: impl StreamFormat) -> Self {
+        self.callee.stream.format = std::sync::Arc::new(format);
         self
     }
 
@@ -215,7 +296,16 @@ impl HttpDependencyBuilder {
             deadline_header: settings.deadline_header,
             idempotency_header: settings.idempotency_header,
         };
+        // The same layers, sharing the breaker, the bulkhead and the budget; a stream's
+        // attempt is bounded by its first-event and idle timeouts, not the attempt timeout.
+        let mut stream_stack = stack.clone();
+        stream_stack.attempt_timeout = None;
+        let events = StreamService {
+            http: service.clone(),
+            settings: settings.stream,
+        };
         Ok(HttpDependency {
+            events: BoxCloneSyncService::new(stream_stack.service(events)),
             service: BoxCloneSyncService::new(stack.service(service)),
             name,
             breaker,

@@ -53,6 +53,27 @@ impl Service<HttpCall> for HttpService {
 
 impl HttpService {
     async fn exchange(self, call: HttpCall) -> Result<HttpReply, HttpError> {
+        let response = self.open(&call, None).await?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = body::read(response, self.max_reply)
+            .await
+            .map_err(read_error)?;
+        Ok(HttpReply {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// Sends `call` (with `accept`, when given) and reads the reply's head: a 2xx reply's
+    /// response, its body unread, or the failure a non-2xx one is (a few bytes of its body
+    /// kept for logs).
+    pub(super) async fn open(
+        &self,
+        call: &HttpCall,
+        accept: Option<HeaderValue>,
+    ) -> Result<reqwest::Response, HttpError> {
         let fixed = call.fixed();
         let url = format!("{}{}", self.base, fixed.path);
         let url = reqwest::Url::parse(&url).map_err(|error| {
@@ -65,6 +86,9 @@ impl HttpService {
             .request(fixed.method.clone(), url)
             .headers(self.headers.clone())
             .headers(fixed.headers.clone());
+        if let Some(accept) = accept {
+            request = request.header(reqwest::header::ACCEPT, accept);
+        }
         if let Some(key) = &fixed.idempotency_key {
             request = request.header(self.idempotency_header.clone(), key.clone());
         }
@@ -76,19 +100,11 @@ impl HttpService {
             request = request.body(body.clone());
         }
         let response = request.send().await.map_err(send_error)?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        if response.status().is_success() {
-            let body = body::read(response, self.max_reply)
-                .await
-                .map_err(read_error)?;
-            return Ok(HttpReply {
-                status,
-                headers,
-                body,
-            });
-        }
-        // An error reply: its head decides; a few bytes of its body are kept for logs.
         let excerpt = body::excerpt(response, EXCERPT_BYTES).await;
         Err(Failure::Failed(HttpFailure::Status(StatusFailure::read(
             status,
@@ -116,7 +132,7 @@ fn send_error(error: reqwest::Error) -> HttpError {
     }
 }
 
-fn read_error(error: BodyError) -> HttpError {
+pub(super) fn read_error(error: BodyError) -> HttpError {
     match error {
         BodyError::TooLarge { limit } => Failure::Failed(HttpFailure::TooLarge { limit }),
         BodyError::Timeout => Failure::Timeout(Timeout::Attempt),

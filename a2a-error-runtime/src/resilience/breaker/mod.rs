@@ -305,6 +305,12 @@ impl CircuitBreaker {
         Ok(result)
     }
 
+    /// Counts `outcome` for a call whose permit was already reported: a stream that opened
+    /// (a success then) and failed later, which says the callee is not healthy after all.
+    pub(crate) fn record_late(&self, outcome: Outcome) {
+        self.core.record(outcome, false);
+    }
+
     /// Opens the circuit by hand until [`close`](Self::close) (maintenance, a bad deploy).
     pub fn isolate(&self) {
         self.core.transition(State::Isolated, None);

@@ -1,0 +1,503 @@
+//! Streamed replies (server-sent events) of an HTTP dependency: a model's answer as it is
+//! generated. The stack owns the *opening* of a stream: a failing status, a lost connection,
+//! an in-band error event, an oversized event and the time to the first content event, all
+//! before the first content event, fail the attempt, which the layers retry (with the
+//! service's delay, the budget, the breaker) exactly as a whole reply's. From the first
+//! content event on the stream is the caller's: a failure ends it with a
+//! [`StreamInterrupted`] that says how much was delivered, is never retried, and still counts
+//! against the dependency's breaker.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::stream::{self, BoxStream};
+use futures_util::{Stream, StreamExt};
+use reqwest::header::HeaderValue;
+use tokio::time::Instant;
+
+use super::error::{HttpError, HttpFailure};
+use super::transport::HttpService;
+use crate::dependency::Failure;
+use crate::http::sse::{self, Events, SseError};
+use crate::resilience::breaker::CircuitBreaker;
+use crate::resilience::{Outcome, Request, Timeout};
+
+/// One event of a streamed reply.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamEvent {
+    /// The `event` field (empty for a plain `message`).
+    pub event: String,
+    /// The `data` lines, joined by LF.
+    pub data: String,
+}
+
+/// What a [`StreamFormat`] makes of one event.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Read {
+    /// Content for the caller (a token, a chunk of an answer).
+    Content,
+    /// Nothing for the caller (a role, usage only, a keep-alive).
+    Skip,
+    /// The end of the answer (`data: [DONE]`, `message_stop`).
+    Done,
+    /// An error the service sent inside the stream.
+    Error(InBand),
+}
+
+/// An error a service sent inside a stream (`{"error": {...}}`, `event: error`), by its type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InBand {
+    /// The error's type as the service named it (`overloaded_error`, `rate_limit_error`, …),
+    /// cut to 64 characters of letters, digits, `_`, `-` and `.`; `unknown` when it named none.
+    pub kind: String,
+    /// Whether another try may help: overloaded, rate limited, a server or API error, a
+    /// timeout; not a refusal (an invalid request, authentication, permission, not found).
+    pub retryable: bool,
+}
+
+impl InBand {
+    /// An in-band error of type `kind`, classified as the providers' SDKs and agent
+    /// frameworks classify it: `overloaded_error`, `rate_limit_error`, `api_error`,
+    /// `server_error` and `timeout` are retryable; `invalid_request_error`,
+    /// `authentication_error`, `permission_error` and `not_found_error` are refusals; a type
+    /// nobody lists is retryable (the service failed, the request did not).
+    pub fn of(kind: &str) -> InBand {
+        let kind: String = kind
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            .take(64)
+            .collect();
+        let kind = if kind.is_empty() {
+            "unknown".to_owned()
+        } else {
+            kind
+        };
+        let retryable = !matches!(
+            kind.as_str(),
+            "invalid_request_error"
+                | "authentication_error"
+                | "permission_error"
+                | "not_found_error"
+                | "invalid_request"
+                | "request_too_large"
+        );
+        InBand { kind, retryable }
+    }
+
+    /// What it is called in metrics and logs (`error.type`).
+    pub(super) fn reason(&self) -> &'static str {
+        match self.kind.as_str() {
+            "overloaded_error" => "OVERLOADED",
+            "rate_limit_error" | "rate_limit_exceeded" => "RATE_LIMITED",
+            "api_error" | "server_error" => "SERVER_ERROR",
+            "timeout" | "timeout_error" => "HTTP_TIMEOUT",
+            "authentication_error" | "permission_error" => "AUTH_FAILED",
+            "not_found_error" => "NOT_FOUND",
+            "invalid_request_error" | "invalid_request" | "request_too_large" => "INVALID_REQUEST",
+            _ => "IN_BAND_ERROR",
+        }
+    }
+}
+
+/// How the events of a stream are read: which carry content, which end it, which are errors.
+/// [`OpenAiChat`] (the default of [`HttpDependency::model`](super::HttpDependency::model)) and
+/// [`AnthropicMessages`] are provided; another provider's is a few lines:
+///
+/// ```
+/// # use a2a_error_runtime as a2a_error;
+/// use a2a_error::dependency::{InBand, Read, StreamEvent, StreamFormat};
+///
+/// /// A provider that sends `event: token` lines, then `event: end`, or `event: failure`.
+/// struct Tokens;
+///
+/// impl StreamFormat for Tokens {
+///     fn read(&self, event: &StreamEvent) -> Read {
+///         match event.event.as_str() {
+///             "token" => Read::Content,
+///             "end" => Read::Done,
+///             "failure" => Read::Error(InBand::of(&event.data)),
+///             _ => Read::Skip,
+///         }
+///     }
+/// }
+/// ```
+pub trait StreamFormat: Send + Sync + 'static {
+    /// What `event` is.
+    fn read(&self, event: &StreamEvent) -> Read;
+}
+
+/// OpenAI's chat completions stream (and every provider that copies it): content is a
+/// non-empty `choices[0].delta.content`; `data: [DONE]` ends the stream; a `data:` object
+/// with a top-level `error` is an in-band error (its `type`, else its `code`). Anthropic's
+/// `event: error` is read too.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenAiChat;
+
+impl StreamFormat for OpenAiChat {
+    fn read(&self, event: &StreamEvent) -> Read {
+        if event.data.trim() == "[DONE]" {
+            return Read::Done;
+        }
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&event.data) else {
+            return Read::Skip;
+        };
+        if let Some(error) = in_band_error(&event.event, &value) {
+            return Read::Error(error);
+        }
+        match value["choices"][0]["delta"]["content"].as_str() {
+            Some(text) if !text.is_empty() => Read::Content,
+            _ => Read::Skip,
+        }
+    }
+}
+
+/// Anthropic's messages stream: content is a `content_block_delta` (its `delta.text` or
+/// `delta.partial_json`); `message_stop` ends the stream; `event: error` is an in-band error
+/// (`{"type":"error","error":{"type":"overloaded_error",…}}`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnthropicMessages;
+
+impl StreamFormat for AnthropicMessages {
+    fn read(&self, event: &StreamEvent) -> Read {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&event.data) else {
+            return Read::Skip;
+        };
+        if let Some(error) = in_band_error(&event.event, &value) {
+            return Read::Error(error);
+        }
+        let kind = value["type"].as_str().unwrap_or(&event.event);
+        match kind {
+            "message_stop" => Read::Done,
+            "content_block_delta" => Read::Content,
+            _ => Read::Skip,
+        }
+    }
+}
+
+/// Any event is content, `event: error` an in-band error: for a service whose stream this
+/// crate does not know (the default of [`HttpDependency::builder`](super::HttpDependency::builder)).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnyEvent;
+
+impl StreamFormat for AnyEvent {
+    fn read(&self, event: &StreamEvent) -> Read {
+        if event.event == "error" {
+            let value = serde_json::from_str::<serde_json::Value>(&event.data).unwrap_or_default();
+            return Read::Error(in_band_error("error", &value).unwrap_or(InBand::of("")));
+        }
+        Read::Content
+    }
+}
+
+/// The in-band error of an event, OpenAI's (a top-level `error` object) or Anthropic's
+/// (`event: error`, or `"type": "error"`).
+fn in_band_error(event: &str, value: &serde_json::Value) -> Option<InBand> {
+    let error = value.get("error")?;
+    if !(error.is_object() || event == "error" || value["type"] == "error") {
+        return None;
+    }
+    let kind = error["type"]
+        .as_str()
+        .or_else(|| error["code"].as_str())
+        .unwrap_or("");
+    Some(InBand::of(kind))
+}
+
+/// How a stream that had delivered content ended in failure.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Interruption {
+    /// The connection closed (or broke) before the end of the answer.
+    Closed,
+    /// Nothing (no event, no comment line) arrived within the idle timeout.
+    Idle,
+    /// The call's deadline (the caller's, or the total timeout) passed.
+    Deadline,
+    /// The service sent an error inside the stream.
+    InBand(InBand),
+    /// One event, or the whole stream, grew past its limit.
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+}
+
+/// A stream that failed after it had delivered content: never retried (the caller holds what
+/// was delivered), counted against the dependency's breaker.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("the stream stopped after {delivered} events: {cause:?}")]
+pub struct StreamInterrupted {
+    /// How many content events had been delivered.
+    pub delivered: usize,
+    /// Why it stopped.
+    pub cause: Interruption,
+}
+
+/// The events of a streamed reply, opened: the content events, in order, then its end; or a
+/// [`StreamInterrupted`] as its last item. Dropping it closes the connection at once.
+pub struct HttpStream {
+    events: BoxStream<'static, Result<StreamEvent, StreamInterrupted>>,
+}
+
+impl std::fmt::Debug for HttpStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpStream").finish_non_exhaustive()
+    }
+}
+
+impl Stream for HttpStream {
+    type Item = Result<StreamEvent, StreamInterrupted>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.events.poll_next_unpin(cx)
+    }
+}
+
+impl HttpStream {
+    /// The stream, reporting a failure after it opened to `breaker`.
+    pub(super) fn reporting(self, breaker: Option<CircuitBreaker>) -> HttpStream {
+        let Some(breaker) = breaker else {
+            return self;
+        };
+        let events = self.events.inspect(move |item| {
+            if let Err(interrupted) = item {
+                let outcome = match &interrupted.cause {
+                    Interruption::InBand(error) if error.kind == "rate_limit_error" => {
+                        Outcome::RateLimited
+                    }
+                    Interruption::InBand(error) if !error.retryable => Outcome::Success,
+                    Interruption::Deadline => Outcome::DeadlineCut,
+                    _ => Outcome::Failure,
+                };
+                breaker.record_late(outcome);
+            }
+        });
+        HttpStream {
+            events: events.boxed(),
+        }
+    }
+}
+
+/// The limits of a dependency's streams.
+#[derive(Clone)]
+pub(super) struct StreamSettings {
+    pub(super) first_event: Option<Duration>,
+    pub(super) idle: Option<Duration>,
+    pub(super) max_event: usize,
+    pub(super) format: Arc<dyn StreamFormat>,
+}
+
+/// A failure of the body below the parser.
+#[derive(Debug)]
+enum BodyFault {
+    Broken,
+    Idle,
+    Deadline,
+    TooLong(usize),
+}
+
+/// What opens a stream, at the bottom of the dependency's stream stack: one attempt.
+#[derive(Clone)]
+pub(super) struct StreamService {
+    pub(super) http: HttpService,
+    pub(super) settings: StreamSettings,
+}
+
+impl tower::Service<super::HttpCall> for StreamService {
+    type Response = HttpStream;
+    type Error = HttpError;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpStream, HttpError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: super::HttpCall) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { this.open(call).await })
+    }
+}
+
+impl StreamService {
+    async fn open(self, call: super::HttpCall) -> Result<HttpStream, HttpError> {
+        let now = Instant::now();
+        let deadline = call.time_limit().deadline_from(now);
+        let first_by = self
+            .settings
+            .first_event
+            .and_then(|limit| now.checked_add(limit));
+        let (open_by, fired) =
+            match Timeout::first(first_by.map(|at| (at, Timeout::Attempt)), deadline) {
+                Some((at, fired)) => (Some(at), fired),
+                None => (None, Timeout::Total),
+            };
+        let accept = HeaderValue::from_static("text/event-stream");
+        let response = within(open_by, fired, self.http.open(&call, Some(accept))).await?;
+        let body = bounded_body(response, self.http.max_reply, self.settings.idle, deadline);
+        let mut events = Events::new(body, self.settings.max_event);
+        let format = self.settings.format.clone();
+        // Before the first content event, every failure is the attempt's.
+        let first = loop {
+            let next = within(open_by, fired, async { Ok(events.next().await) }).await?;
+            let event = match next {
+                None => return Err(lost("the stream closed before its first content event")),
+                Some(Err(SseError::TooLarge)) => {
+                    return Err(Failure::Failed(HttpFailure::TooLarge {
+                        limit: self.settings.max_event,
+                    }));
+                }
+                Some(Err(SseError::Transport(fault))) => return Err(open_fault(fault, fired)),
+                Some(Ok(event)) => event_of(event),
+            };
+            match format.read(&event) {
+                Read::Content => break Some(event),
+                Read::Skip => {}
+                // An answer with no content: the stream ends at once.
+                Read::Done => break None,
+                Read::Error(error) => return Err(Failure::Failed(HttpFailure::InBand(error))),
+            }
+        };
+        let max_event = self.settings.max_event;
+        let rest = match first {
+            None => stream::empty().boxed(),
+            Some(first) => {
+                let state = (events, format, 1usize, false);
+                let rest = stream::unfold(
+                    state,
+                    move |(mut events, format, delivered, over)| async move {
+                        if over {
+                            return None;
+                        }
+                        loop {
+                            let stop = |cause| {
+                                let failed = StreamInterrupted { delivered, cause };
+                                Some((
+                                    Err(failed),
+                                    (events_placeholder(), format.clone(), delivered, true),
+                                ))
+                            };
+                            let event = match events.next().await {
+                                None => return stop(Interruption::Closed),
+                                Some(Err(SseError::TooLarge)) => {
+                                    return stop(Interruption::TooLarge { limit: max_event });
+                                }
+                                Some(Err(SseError::Transport(fault))) => {
+                                    return stop(match fault {
+                                        BodyFault::Broken => Interruption::Closed,
+                                        BodyFault::Idle => Interruption::Idle,
+                                        BodyFault::Deadline => Interruption::Deadline,
+                                        BodyFault::TooLong(limit) => {
+                                            Interruption::TooLarge { limit }
+                                        }
+                                    });
+                                }
+                                Some(Ok(event)) => event_of(event),
+                            };
+                            match format.read(&event) {
+                                Read::Content => {
+                                    return Some((
+                                        Ok(event),
+                                        (events, format, delivered + 1, false),
+                                    ));
+                                }
+                                Read::Skip => {}
+                                Read::Done => return None,
+                                Read::Error(error) => return stop(Interruption::InBand(error)),
+                            }
+                        }
+                    },
+                );
+                stream::once(async move { Ok(first) }).chain(rest).boxed()
+            }
+        };
+        Ok(HttpStream { events: rest })
+    }
+}
+
+/// The parser of a stream that has ended, standing in for one that was dropped so that its
+/// connection closes as soon as the stream fails.
+fn events_placeholder() -> Events<BoxStream<'static, Result<Bytes, BodyFault>>> {
+    Events::new(stream::empty().boxed(), 0)
+}
+
+/// `future`, failed as `fired` once `by` passes.
+async fn within<T>(
+    by: Option<Instant>,
+    fired: Timeout,
+    future: impl Future<Output = Result<T, HttpError>>,
+) -> Result<T, HttpError> {
+    match by {
+        None => future.await,
+        Some(by) => tokio::time::timeout_at(by, future)
+            .await
+            .unwrap_or(Err(Failure::Timeout(fired))),
+    }
+}
+
+fn lost(detail: &str) -> HttpError {
+    Failure::Failed(HttpFailure::Transport {
+        detail: detail.to_owned(),
+    })
+}
+
+/// A fault of the body before the first content event, as the attempt's failure.
+fn open_fault(fault: BodyFault, fired: Timeout) -> HttpError {
+    match fault {
+        BodyFault::Broken => lost("the stream broke before its first content event"),
+        // The idle limit is longer than the time to the first event, or the attempt's own
+        // limit would have fired first; either way the attempt took too long.
+        BodyFault::Idle => Failure::Timeout(fired),
+        BodyFault::Deadline => Failure::Timeout(Timeout::Total),
+        BodyFault::TooLong(limit) => Failure::Failed(HttpFailure::TooLarge { limit }),
+    }
+}
+
+fn event_of(event: sse::Event) -> StreamEvent {
+    StreamEvent {
+        event: String::from_utf8_lossy(&event.event).into_owned(),
+        data: String::from_utf8_lossy(&event.data).into_owned(),
+    }
+}
+
+/// The body's chunks, each wait bounded by the idle limit and the deadline, the whole at most
+/// `max` bytes as received; ended after the first fault.
+fn bounded_body(
+    response: reqwest::Response,
+    max: usize,
+    idle: Option<Duration>,
+    deadline: Option<Instant>,
+) -> BoxStream<'static, Result<Bytes, BodyFault>> {
+    let body = response.bytes_stream().boxed();
+    stream::unfold(Some((body, 0usize)), move |state| async move {
+        let (mut body, received) = state?;
+        let idle_end = idle.and_then(|idle| Instant::now().checked_add(idle));
+        let end = Timeout::first(idle_end.map(|at| (at, Timeout::Idle)), deadline);
+        let next = match end {
+            None => body.next().await,
+            Some((end, fired)) => match tokio::time::timeout_at(end, body.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    let fault = match fired {
+                        Timeout::Idle => BodyFault::Idle,
+                        _ => BodyFault::Deadline,
+                    };
+                    return Some((Err(fault), None));
+                }
+            },
+        };
+        match next? {
+            Err(_) => Some((Err(BodyFault::Broken), None)),
+            Ok(chunk) if chunk.len() > max - received.min(max) => {
+                Some((Err(BodyFault::TooLong(max)), None))
+            }
+            Ok(chunk) => {
+                let received = received + chunk.len();
+                Some((Ok(chunk), Some((body, received))))
+            }
+        }
+    })
+    .boxed()
+}
