@@ -161,3 +161,19 @@ pub(crate) fn decode_everything(body: &[u8]) {
         );
     }
 }
+
+/// The events of `body` through this crate's SSE parser alone, each at most `max_event`
+/// bytes: what a streamed dependency call reads, without its layers, for the benchmark that
+/// compares the two (`benches/stream.rs`).
+#[doc(hidden)]
+pub fn sse_events<S, E>(
+    body: S,
+    max_event: usize,
+) -> impl futures_util::Stream<Item = Result<Vec<u8>, ()>>
+where
+    S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+{
+    use futures_util::StreamExt;
+    crate::http::sse::Events::new(body, max_event)
+        .map(|event| event.map(|e| e.data).map_err(|_| ()))
+}

@@ -127,6 +127,13 @@ impl InBand {
 pub trait StreamFormat: Send + Sync + 'static {
     /// What `event` is.
     fn read(&self, event: &StreamEvent) -> Read;
+
+    /// Whether an answer ends with an event read as [`Read::Done`], so that a stream closed
+    /// without one was cut (default: yes). When not, the end of the body is the end of the
+    /// answer.
+    fn ends_with_done(&self) -> bool {
+        true
+    }
 }
 
 /// OpenAI's chat completions stream (and every provider that copies it): content is a
@@ -141,16 +148,72 @@ impl StreamFormat for OpenAiChat {
         if event.data.trim() == "[DONE]" {
             return Read::Done;
         }
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(&event.data) else {
+        // Read in place: only what decides, nothing of the rest kept.
+        let Ok(chunk) = serde_json::from_str::<ChatChunk<'_>>(&event.data) else {
             return Read::Skip;
         };
-        if let Some(error) = in_band_error(&event.event, &value) {
+        if let Some(error) = chunk.error
+            && let Some(error) = in_band_error(&event.event, &chunk.kind, error)
+        {
             return Read::Error(error);
         }
-        match value["choices"][0]["delta"]["content"].as_str() {
+        match chunk.choices.0.and_then(|choice| choice.delta?.content) {
             Some(text) if !text.is_empty() => Read::Content,
             _ => Read::Skip,
         }
+    }
+}
+
+/// What [`OpenAiChat`] reads of an event's JSON, borrowed from it.
+#[derive(serde::Deserialize)]
+struct ChatChunk<'a> {
+    #[serde(default, borrow)]
+    choices: FirstOf<ChatChoice<'a>>,
+    #[serde(default, borrow)]
+    error: Option<&'a serde_json::value::RawValue>,
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChatChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<ChatDelta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ChatDelta<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The first element of a JSON array, the rest skipped unread.
+struct FirstOf<T>(Option<T>);
+
+impl<T> Default for FirstOf<T> {
+    fn default() -> Self {
+        FirstOf(None)
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for FirstOf<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = FirstOf<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<FirstOf<T>, A::Error> {
+                let first = seq.next_element()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(FirstOf(first))
+            }
+        }
+        deserializer.deserialize_seq(Visit(std::marker::PhantomData))
     }
 }
 
@@ -162,13 +225,15 @@ pub struct AnthropicMessages;
 
 impl StreamFormat for AnthropicMessages {
     fn read(&self, event: &StreamEvent) -> Read {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(&event.data) else {
+        let Ok(chunk) = serde_json::from_str::<ChatChunk<'_>>(&event.data) else {
             return Read::Skip;
         };
-        if let Some(error) = in_band_error(&event.event, &value) {
+        if let Some(error) = chunk.error
+            && let Some(error) = in_band_error(&event.event, &chunk.kind, error)
+        {
             return Read::Error(error);
         }
-        let kind = value["type"].as_str().unwrap_or(&event.event);
+        let kind = chunk.kind.as_deref().unwrap_or(&event.event);
         match kind {
             "message_stop" => Read::Done,
             "content_block_delta" => Read::Content,
@@ -177,33 +242,53 @@ impl StreamFormat for AnthropicMessages {
     }
 }
 
-/// Any event is content, `event: error` an in-band error: for a service whose stream this
-/// crate does not know (the default of [`HttpDependency::builder`](super::HttpDependency::builder)).
+/// Any event is content, `event: error` an in-band error, and the end of the body the end of
+/// the answer: for a service whose stream this crate does not know (the default of [`HttpDependency::builder`](super::HttpDependency::builder)).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AnyEvent;
 
 impl StreamFormat for AnyEvent {
+    fn ends_with_done(&self) -> bool {
+        false
+    }
+
     fn read(&self, event: &StreamEvent) -> Read {
         if event.event == "error" {
-            let value = serde_json::from_str::<serde_json::Value>(&event.data).unwrap_or_default();
-            return Read::Error(in_band_error("error", &value).unwrap_or(InBand::of("")));
+            let chunk = serde_json::from_str::<ChatChunk<'_>>(&event.data).ok();
+            let error = chunk.and_then(|chunk| {
+                let error = chunk.error?;
+                in_band_error("error", &chunk.kind, error)
+            });
+            return Read::Error(error.unwrap_or(InBand::of("")));
         }
         Read::Content
     }
 }
 
-/// The in-band error of an event, OpenAI's (a top-level `error` object) or Anthropic's
-/// (`event: error`, or `"type": "error"`).
-fn in_band_error(event: &str, value: &serde_json::Value) -> Option<InBand> {
-    let error = value.get("error")?;
-    if !(error.is_object() || event == "error" || value["type"] == "error") {
-        return None;
+/// The in-band error of an event whose JSON has an `error` member: OpenAI's (an object), or
+/// Anthropic's (`event: error`, or `"type": "error"`); its `type`, else its `code`.
+fn in_band_error(
+    event: &str,
+    kind: &Option<std::borrow::Cow<'_, str>>,
+    error: &serde_json::value::RawValue,
+) -> Option<InBand> {
+    #[derive(serde::Deserialize)]
+    struct ErrorBody<'a> {
+        #[serde(default, borrow, rename = "type")]
+        kind: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default)]
+        code: Option<serde_json::Value>,
     }
-    let kind = error["type"]
-        .as_str()
-        .or_else(|| error["code"].as_str())
-        .unwrap_or("");
-    Some(InBand::of(kind))
+    let body = serde_json::from_str::<ErrorBody<'_>>(error.get());
+    let marked = event == "error" || kind.as_deref() == Some("error");
+    let body = match body {
+        Ok(body) => body,
+        // Not an object: an error only when the event says so.
+        Err(_) if marked => return Some(InBand::of("")),
+        Err(_) => return None,
+    };
+    let code = body.code.as_ref().and_then(serde_json::Value::as_str);
+    Some(InBand::of(body.kind.as_deref().or(code).unwrap_or("")))
 }
 
 /// How a stream that had delivered content ended in failure.
@@ -380,6 +465,7 @@ impl StreamService {
                                 ))
                             };
                             let event = match events.next().await {
+                                None if !format.ends_with_done() => return None,
                                 None => return stop(Interruption::Closed),
                                 Some(Err(SseError::TooLarge)) => {
                                     return stop(Interruption::TooLarge { limit: max_event });
@@ -456,9 +542,14 @@ fn open_fault(fault: BodyFault, fired: Timeout) -> HttpError {
 }
 
 fn event_of(event: sse::Event) -> StreamEvent {
+    // UTF-8, as SSE is: taken as it is, copied only when it is not valid.
+    let text = |bytes: Vec<u8>| {
+        String::from_utf8(bytes)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+    };
     StreamEvent {
-        event: String::from_utf8_lossy(&event.event).into_owned(),
-        data: String::from_utf8_lossy(&event.data).into_owned(),
+        event: text(event.event),
+        data: text(event.data),
     }
 }
 
@@ -500,4 +591,100 @@ fn bounded_body(
         }
     })
     .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(event: &str, data: &str) -> StreamEvent {
+        StreamEvent {
+            event: event.into(),
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn openai_events_are_read_by_their_delta() {
+        let read = |data: &str| OpenAiChat.read(&event("", data));
+        assert_eq!(
+            read(r#"{"choices":[{"delta":{"content":"Hi"}}]}"#),
+            Read::Content
+        );
+        assert_eq!(
+            read(r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#),
+            Read::Skip
+        );
+        assert_eq!(
+            read(r#"{"choices":[],"usage":{"prompt_tokens":3}}"#),
+            Read::Skip
+        );
+        assert_eq!(read(" [DONE]"), Read::Done);
+        assert_eq!(read("not json"), Read::Skip);
+        assert_eq!(
+            read(r#"{"error":{"type":"server_error","message":"/srv secret"}}"#),
+            Read::Error(InBand::of("server_error"))
+        );
+        assert_eq!(
+            read(r#"{"error":{"code":"rate_limit_exceeded"}}"#),
+            Read::Error(InBand::of("rate_limit_exceeded"))
+        );
+        assert_eq!(read(r#"{"error":null,"choices":[]}"#), Read::Skip);
+    }
+
+    #[test]
+    fn anthropic_events_are_read_by_their_type() {
+        let read = |name: &str, data: &str| AnthropicMessages.read(&event(name, data));
+        let delta =
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#;
+        assert_eq!(read("content_block_delta", delta), Read::Content);
+        assert_eq!(
+            read("message_start", r#"{"type":"message_start"}"#),
+            Read::Skip
+        );
+        assert_eq!(
+            read("message_stop", r#"{"type":"message_stop"}"#),
+            Read::Done
+        );
+        let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"x"}}"#;
+        assert_eq!(
+            read("error", overloaded),
+            Read::Error(InBand::of("overloaded_error"))
+        );
+    }
+
+    #[test]
+    fn in_band_errors_are_classified_and_their_names_bounded() {
+        for retried in [
+            "overloaded_error",
+            "rate_limit_error",
+            "api_error",
+            "server_error",
+            "timeout",
+        ] {
+            assert!(InBand::of(retried).retryable, "{retried}");
+        }
+        for refused in [
+            "invalid_request_error",
+            "authentication_error",
+            "permission_error",
+            "not_found_error",
+        ] {
+            assert!(!InBand::of(refused).retryable, "{refused}");
+        }
+        let hostile = InBand::of(&format!("x\n{}", "y".repeat(500)));
+        assert_eq!(hostile.kind.len(), 64);
+        assert!(
+            hostile
+                .kind
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        );
+        assert_eq!(InBand::of("").kind, "unknown");
+        assert_eq!(
+            AnyEvent.read(&event("error", "oops")),
+            Read::Error(InBand::of(""))
+        );
+        assert_eq!(AnyEvent.read(&event("", "anything")), Read::Content);
+    }
 }
