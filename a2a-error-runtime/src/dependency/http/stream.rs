@@ -321,15 +321,26 @@ pub struct StreamInterrupted {
     pub cause: Interruption,
 }
 
+/// The parser over a streamed reply's bounded body.
+type Body = Events<BoxStream<'static, Result<Bytes, BodyFault>>>;
+
 /// The events of a streamed reply, opened: the content events, in order, then its end; or a
 /// [`StreamInterrupted`] as its last item. Dropping it closes the connection at once.
 pub struct HttpStream {
-    events: BoxStream<'static, Result<StreamEvent, StreamInterrupted>>,
+    first: Option<StreamEvent>,
+    /// `None` once the stream has ended (its connection dropped with it).
+    events: Option<Body>,
+    format: Arc<dyn StreamFormat>,
+    max_event: usize,
+    delivered: usize,
+    breaker: Option<CircuitBreaker>,
 }
 
 impl std::fmt::Debug for HttpStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpStream").finish_non_exhaustive()
+        f.debug_struct("HttpStream")
+            .field("delivered", &self.delivered)
+            .finish_non_exhaustive()
     }
 }
 
@@ -337,32 +348,77 @@ impl Stream for HttpStream {
     type Item = Result<StreamEvent, StreamInterrupted>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.events.poll_next_unpin(cx)
+        let this = &mut *self;
+        if let Some(first) = this.first.take() {
+            this.delivered += 1;
+            return Poll::Ready(Some(Ok(first)));
+        }
+        loop {
+            let Some(events) = this.events.as_mut() else {
+                return Poll::Ready(None);
+            };
+            let event = match std::task::ready!(events.poll_next_unpin(cx)) {
+                None if !this.format.ends_with_done() => return Poll::Ready(this.end()),
+                None => return Poll::Ready(this.fail(Interruption::Closed)),
+                Some(Err(SseError::TooLarge)) => {
+                    let limit = this.max_event;
+                    return Poll::Ready(this.fail(Interruption::TooLarge { limit }));
+                }
+                Some(Err(SseError::Transport(fault))) => {
+                    let cause = match fault {
+                        BodyFault::Broken => Interruption::Closed,
+                        BodyFault::Idle => Interruption::Idle,
+                        BodyFault::Deadline => Interruption::Deadline,
+                        BodyFault::TooLong(limit) => Interruption::TooLarge { limit },
+                    };
+                    return Poll::Ready(this.fail(cause));
+                }
+                Some(Ok(event)) => event_of(event),
+            };
+            match this.format.read(&event) {
+                Read::Content => {
+                    this.delivered += 1;
+                    return Poll::Ready(Some(Ok(event)));
+                }
+                Read::Skip => {}
+                Read::Done => return Poll::Ready(this.end()),
+                Read::Error(error) => return Poll::Ready(this.fail(Interruption::InBand(error))),
+            }
+        }
     }
 }
 
 impl HttpStream {
     /// The stream, reporting a failure after it opened to `breaker`.
-    pub(super) fn reporting(self, breaker: Option<CircuitBreaker>) -> HttpStream {
-        let Some(breaker) = breaker else {
-            return self;
-        };
-        let events = self.events.inspect(move |item| {
-            if let Err(interrupted) = item {
-                let outcome = match &interrupted.cause {
-                    Interruption::InBand(error) if error.kind == "rate_limit_error" => {
-                        Outcome::RateLimited
-                    }
-                    Interruption::InBand(error) if !error.retryable => Outcome::Success,
-                    Interruption::Deadline => Outcome::DeadlineCut,
-                    _ => Outcome::Failure,
-                };
-                breaker.record_late(outcome);
-            }
-        });
-        HttpStream {
-            events: events.boxed(),
+    pub(super) fn reporting(mut self, breaker: Option<CircuitBreaker>) -> HttpStream {
+        self.breaker = breaker;
+        self
+    }
+
+    /// The answer ended: the connection goes.
+    fn end(&mut self) -> Option<Result<StreamEvent, StreamInterrupted>> {
+        self.events = None;
+        None
+    }
+
+    /// The stream failed for `cause`: the connection goes, the breaker hears of it.
+    fn fail(&mut self, cause: Interruption) -> Option<Result<StreamEvent, StreamInterrupted>> {
+        self.events = None;
+        if let Some(breaker) = &self.breaker {
+            let outcome = match &cause {
+                Interruption::InBand(error) if error.kind == "rate_limit_error" => {
+                    Outcome::RateLimited
+                }
+                Interruption::InBand(error) if !error.retryable => Outcome::Success,
+                Interruption::Deadline => Outcome::DeadlineCut,
+                _ => Outcome::Failure,
+            };
+            breaker.record_late(outcome);
         }
+        Some(Err(StreamInterrupted {
+            delivered: self.delivered,
+            cause,
+        }))
     }
 }
 
@@ -445,68 +501,16 @@ impl StreamService {
                 Read::Error(error) => return Err(Failure::Failed(HttpFailure::InBand(error))),
             }
         };
-        let max_event = self.settings.max_event;
-        let rest = match first {
-            None => stream::empty().boxed(),
-            Some(first) => {
-                let state = (events, format, 1usize, false);
-                let rest = stream::unfold(
-                    state,
-                    move |(mut events, format, delivered, over)| async move {
-                        if over {
-                            return None;
-                        }
-                        loop {
-                            let stop = |cause| {
-                                let failed = StreamInterrupted { delivered, cause };
-                                Some((
-                                    Err(failed),
-                                    (events_placeholder(), format.clone(), delivered, true),
-                                ))
-                            };
-                            let event = match events.next().await {
-                                None if !format.ends_with_done() => return None,
-                                None => return stop(Interruption::Closed),
-                                Some(Err(SseError::TooLarge)) => {
-                                    return stop(Interruption::TooLarge { limit: max_event });
-                                }
-                                Some(Err(SseError::Transport(fault))) => {
-                                    return stop(match fault {
-                                        BodyFault::Broken => Interruption::Closed,
-                                        BodyFault::Idle => Interruption::Idle,
-                                        BodyFault::Deadline => Interruption::Deadline,
-                                        BodyFault::TooLong(limit) => {
-                                            Interruption::TooLarge { limit }
-                                        }
-                                    });
-                                }
-                                Some(Ok(event)) => event_of(event),
-                            };
-                            match format.read(&event) {
-                                Read::Content => {
-                                    return Some((
-                                        Ok(event),
-                                        (events, format, delivered + 1, false),
-                                    ));
-                                }
-                                Read::Skip => {}
-                                Read::Done => return None,
-                                Read::Error(error) => return stop(Interruption::InBand(error)),
-                            }
-                        }
-                    },
-                );
-                stream::once(async move { Ok(first) }).chain(rest).boxed()
-            }
-        };
-        Ok(HttpStream { events: rest })
+        let ended = first.is_none();
+        Ok(HttpStream {
+            first,
+            events: (!ended).then_some(events),
+            format,
+            max_event: self.settings.max_event,
+            delivered: 0,
+            breaker: None,
+        })
     }
-}
-
-/// The parser of a stream that has ended, standing in for one that was dropped so that its
-/// connection closes as soon as the stream fails.
-fn events_placeholder() -> Events<BoxStream<'static, Result<Bytes, BodyFault>>> {
-    Events::new(stream::empty().boxed(), 0)
 }
 
 /// `future`, failed as `fired` once `by` passes.
