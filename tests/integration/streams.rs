@@ -93,13 +93,16 @@ async fn a_first_token_too_late_fails_the_attempt_and_is_retried() {
     assert_eq!(drain(stream).await.0, ["on time"]);
     assert_eq!(provider.received().len(), 2);
     // The late attempt's connection was closed when the attempt gave up on it.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    closed_within(&provider, Duration::from_secs(5), "the late attempt").await;
+}
+
+/// Waits until `provider` saw a request dropped unfinished (its connection closed), at most
+/// `limit`: generous, so that a busy machine does not fail it.
+async fn closed_within(provider: &FaultService, limit: Duration, what: &str) {
+    let deadline = Instant::now() + limit;
     while provider.dropped().is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the late attempt was never closed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(Instant::now() < deadline, "{what} was never closed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -170,15 +173,7 @@ async fn dropping_the_stream_closes_the_providers_connection() {
     let mut stream = model(&provider).stream(ask()).await.unwrap();
     assert!(stream.next().await.unwrap().is_ok());
     drop(stream);
-    let dropped_at = Instant::now();
-    let deadline = dropped_at + Duration::from_secs(1);
-    while provider.dropped().is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the connection outlived the stream"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    closed_within(&provider, Duration::from_secs(3), "the stream's connection").await;
 }
 
 #[tokio::test]
