@@ -97,7 +97,7 @@ pub struct EncodedCache([OnceLock<Encoded>; 2]);
 struct Encoded {
     bytes: Box<[u8]>,
     /// Where the data fields go, and as what; `None` when the encoder has no place for them.
-    data: Option<(usize, crate::wire::encode::DataAt)>,
+    data: Option<(usize, crate::wire::error::DataAt)>,
 }
 
 impl EncodedCache {
@@ -139,7 +139,7 @@ impl EncodedCache {
         slot.get_or_init(|| {
             let mut bytes = Vec::with_capacity(192);
             let mut data = None;
-            crate::wire::encode::write_error_object_around(err, profile, &mut bytes, |out, at| {
+            crate::wire::error::write_error_object_around(err, profile, &mut bytes, |out, at| {
                 data = Some((out.len(), at));
             });
             Encoded {
@@ -152,7 +152,7 @@ impl EncodedCache {
 
 /// The encoder, for variants that are not cached.
 pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, out: &mut Vec<u8>) {
-    crate::wire::encode::write_error_object(err, profile, out);
+    crate::wire::error::write_error_object(err, profile, out);
 }
 
 /// The default gRPC status name of `err`, for the coded variants of an enum that also has

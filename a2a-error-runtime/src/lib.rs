@@ -52,8 +52,8 @@ pub use wire::bad_request::{BadRequest, FieldViolation};
 pub use wire::chain::Hop;
 pub use wire::code;
 pub use wire::data::DataSink;
-pub use wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
 pub use wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
+pub use wire::error::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
 #[cfg(feature = "grpc")]
 pub use wire::grpc;
 pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};

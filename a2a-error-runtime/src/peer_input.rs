@@ -125,7 +125,7 @@ fn use_error(error: &ClientError<StandardError>) {
         }
     }
     let mut out = Vec::new();
-    crate::wire::encode::write_rest_status(
+    crate::wire::error::write_rest_status(
         error,
         502,
         crate::wire::code::StatusMapping::V1_0_0,

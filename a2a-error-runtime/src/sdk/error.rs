@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::client::{ClientError, Downstream, ResponseHead};
 use crate::resilience::Timeout;
 use crate::wire::code;
-use crate::wire::encode::ERROR_INFO_TYPE;
+use crate::wire::error::ERROR_INFO_TYPE;
 use crate::wire::error::{A2aError, FromErrorObject};
 use crate::wire::object::ErrorObject;
 use crate::wire::remote::RemoteError;

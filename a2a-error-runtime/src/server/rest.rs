@@ -18,7 +18,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use super::version::Versions;
 use crate::wire::code::StatusMapping;
-use crate::wire::encode;
+use crate::wire::error as encode;
 use crate::wire::error::A2aError;
 use crate::wire::standard::StandardError;
 

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream, StreamExt};
 use serde::Serialize;
 
-use crate::wire::encode;
+use crate::wire::error as encode;
 use crate::wire::error::A2aError;
 use crate::wire::jsonrpc::{self, Id};
 use crate::wire::object::WireProfile;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::wire::code::{INVALID_PARAMS, SPEC_DOMAIN};
 use crate::wire::data::write_str;
-use crate::wire::encode::BAD_REQUEST_TYPE;
+use crate::wire::error::BAD_REQUEST_TYPE;
 use crate::wire::error::{A2aError, Category, RetryHint};
 
 /// One invalid field: its path in the request (`message.parts[0].text`) and what is wrong.

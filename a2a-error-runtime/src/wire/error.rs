@@ -1,12 +1,16 @@
-//! The `A2aError` trait and the small types it speaks in.
+//! The `A2aError` trait, the small types it speaks in, and the one encoder that its provided
+//! `to_error_object` and `write_error_object` are: an `A2aError` → JSON-RPC error object
+//! bytes, in either wire profile. Everything that puts an error on the wire ends here
+//! (directly, or through the per-variant cache the derive keeps for variants whose bytes never
+//! change apart from their data fields), so there is a single place that decides the shape.
+//! The trait and its encoder read each other, so they share this file.
 
 use std::borrow::Cow;
 use std::time::Duration;
 
 pub use a2a_error_codes::Category;
 
-use crate::wire::data::DataSink;
-use crate::wire::encode;
+use crate::wire::data::{DataSink, write_str};
 use crate::wire::object::{ErrorObject, WireProfile};
 use crate::wire::received::ReceivedError;
 
@@ -108,12 +112,12 @@ pub trait A2aError: std::error::Error {
 
     /// The JSON-RPC error object in the given wire profile.
     fn to_error_object_with(&self, profile: WireProfile) -> ErrorObject {
-        encode::to_error_object(self, profile)
+        to_error_object(self, profile)
     }
 
     /// Appends the JSON-RPC error object, as JSON, to `out`. The fast path of servers.
     fn write_error_object(&self, profile: WireProfile, out: &mut Vec<u8>) {
-        encode::write_error_object(self, profile, out);
+        write_error_object(self, profile, out);
     }
 }
 
@@ -160,4 +164,240 @@ pub trait FromErrorObject: Sized {
 pub(crate) fn code_for_reason<E: FromErrorObject>(object: &ErrorObject) -> Option<i32> {
     let reason = object.reason()?;
     E::code_for_reason(reason).or_else(|| a2a_error_codes::by_reason(reason).map(|row| row.code))
+}
+
+// The one encoder.
+
+/// `@type` of a `google.rpc.ErrorInfo` detail.
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+/// `@type` of a `google.rpc.RetryInfo` detail.
+pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+/// `@type` of a `google.rpc.BadRequest` detail.
+pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
+
+/// Appends `err` as a JSON-RPC error object (`{"code":…,"message":…,"data":…}`) to `out`.
+pub(crate) fn write_error_object<E: A2aError + ?Sized>(
+    err: &E,
+    profile: WireProfile,
+    out: &mut Vec<u8>,
+) {
+    write_error_object_around(err, profile, out, |out, at| {
+        err.write_data(&mut at.sink(out));
+    });
+}
+
+/// Where an error's data fields go in its encoding: what [`DataSink`] writes them there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum DataAt {
+    /// The first members of ErrorInfo `metadata`.
+    Metadata,
+    /// ErrorInfo `metadata` members after the retry marker.
+    MetadataAfter,
+    /// Members of the legacy `data` object, after its fixed members.
+    Members,
+}
+
+impl DataAt {
+    /// The sink that writes data fields at this place.
+    pub(crate) fn sink(self, out: &mut Vec<u8>) -> DataSink<'_> {
+        match self {
+            DataAt::Metadata => DataSink::metadata(out),
+            DataAt::MetadataAfter => DataSink::metadata_after(out),
+            DataAt::Members => DataSink::members(out),
+        }
+    }
+}
+
+/// [`write_error_object`], with the data fields written by `data` at the place it is told. The
+/// derive's cache encodes a variant once with no data, then writes each error as the bytes
+/// around that place and its own fields in between (`__private::EncodedCache`).
+pub(crate) fn write_error_object_around<E: A2aError + ?Sized>(
+    err: &E,
+    profile: WireProfile,
+    out: &mut Vec<u8>,
+    data: impl FnOnce(&mut Vec<u8>, DataAt),
+) {
+    out.extend_from_slice(b"{\"code\":");
+    write_int(out, err.code());
+    out.extend_from_slice(b",\"message\":");
+    write_str(out, &err.public_message());
+    let retry = err.retry_hint();
+    match profile {
+        WireProfile::A2a => {
+            out.extend_from_slice(b",\"data\":");
+            write_details_around(err, out, data);
+            out.push(b'}');
+        }
+        WireProfile::Legacy => {
+            out.extend_from_slice(b",\"data\":{\"reason\":");
+            write_str(out, err.reason());
+            out.extend_from_slice(b",\"domain\":");
+            write_str(out, err.domain());
+            out.extend_from_slice(if retry.is_retryable() {
+                b",\"retryable\":true"
+            } else {
+                b",\"retryable\":false"
+            });
+            if let RetryHint::After(delay) = retry {
+                out.extend_from_slice(b",\"retryAfter\":");
+                write_seconds(out, delay);
+            }
+            data(out, DataAt::Members);
+            out.extend_from_slice(b"}}");
+        }
+    }
+}
+
+/// The error object model of `err`, read back from the bytes `err.write_error_object` writes,
+/// so the model and the wire can never disagree.
+pub(crate) fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile) -> ErrorObject {
+    let mut bytes = Vec::with_capacity(256);
+    err.write_error_object(profile, &mut bytes);
+    serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorObject::fallback())
+}
+
+/// Appends the A2A 1.0 typed details of `err`: `[{ErrorInfo}]`, plus `{RetryInfo}` when a
+/// delay is known. This is `error.data` in JSON-RPC and `error.details` in REST.
+pub(crate) fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
+    write_details_around(err, out, |out, at| err.write_data(&mut at.sink(out)));
+}
+
+fn write_details_around<E: A2aError + ?Sized>(
+    err: &E,
+    out: &mut Vec<u8>,
+    data: impl FnOnce(&mut Vec<u8>, DataAt),
+) {
+    out.extend_from_slice(b"[{\"@type\":\"");
+    out.extend_from_slice(ERROR_INFO_TYPE.as_bytes());
+    out.extend_from_slice(b"\",\"reason\":");
+    write_str(out, err.reason());
+    out.extend_from_slice(b",\"domain\":");
+    write_str(out, err.domain());
+    out.extend_from_slice(b",\"metadata\":{");
+    let hint = err.retry_hint();
+    match retry_marker(err.code(), hint) {
+        Some(retryable) => {
+            out.extend_from_slice(if retryable {
+                b"\"retryable\":\"true\""
+            } else {
+                b"\"retryable\":\"false\""
+            });
+            data(out, DataAt::MetadataAfter);
+        }
+        None => data(out, DataAt::Metadata),
+    }
+    out.extend_from_slice(b"}}");
+    if let RetryHint::After(delay) = hint {
+        out.extend_from_slice(b",{\"@type\":\"");
+        out.extend_from_slice(RETRY_INFO_TYPE.as_bytes());
+        out.extend_from_slice(b"\",\"retryDelay\":\"");
+        write_proto_duration(out, delay);
+        out.extend_from_slice(b"\"}");
+    }
+    err.write_extra_details(out);
+    out.push(b']');
+}
+
+/// The `retryable` ErrorInfo metadata entry an error needs: present only when its advice
+/// differs from what a peer infers from the code alone (the table's default retry; unknown
+/// codes are not retried) and no RetryInfo already says "retry". So a sanitized panic, -32603
+/// whose table default is to retry, carries `"retryable":"false"`, and a peer that reads it
+/// does not repeat the call. The name is reserved: no data field may use it.
+fn retry_marker(code: i32, hint: RetryHint) -> Option<bool> {
+    if hint.delay().is_some() {
+        return None;
+    }
+    let by_default = crate::wire::code::lookup(code)
+        .is_some_and(|row| row.retry == crate::wire::code::DefaultRetry::Backoff);
+    (hint.is_retryable() != by_default).then_some(hint.is_retryable())
+}
+
+/// Appends the REST binding's `google.rpc.Status` body:
+/// `{"error":{"code":HTTP,"status":GRPC,"message":…,"details":[…]}}`, with the gRPC status
+/// name of `mapping`.
+pub(crate) fn write_rest_status<E: A2aError + ?Sized>(
+    err: &E,
+    http_status: u16,
+    mapping: crate::wire::code::StatusMapping,
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(b"{\"error\":{\"code\":");
+    let _ = serde_json::to_writer(&mut *out, &http_status);
+    out.extend_from_slice(b",\"status\":");
+    write_str(out, grpc_status_name(err, http_status, mapping));
+    out.extend_from_slice(b",\"message\":");
+    write_str(out, &err.public_message());
+    out.extend_from_slice(b",\"details\":");
+    write_details(err, out);
+    out.extend_from_slice(b"}}");
+}
+
+/// The gRPC status name of `err` sent with HTTP status `http_status` under `mapping`: the
+/// error's own name when nothing is remapped (so a transparent variant or a received error
+/// keeps its own), else the mapping's. Both the REST body and the gRPC status say this.
+pub(crate) fn grpc_status_name<E: A2aError + ?Sized>(
+    err: &E,
+    http_status: u16,
+    mapping: crate::wire::code::StatusMapping,
+) -> &'static str {
+    match mapping {
+        crate::wire::code::StatusMapping::V1_0_1 if http_status == err.http_status() => {
+            err.grpc_status()
+        }
+        _ => mapping.grpc_status(err.code(), http_status),
+    }
+}
+
+fn write_int(out: &mut Vec<u8>, value: i32) {
+    // Writing an integer into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &value);
+}
+
+/// Protobuf `Duration` JSON: seconds with an `s` suffix and 0, 3, 6 or 9 fractional digits.
+fn write_proto_duration(out: &mut Vec<u8>, delay: Duration) {
+    let _ = serde_json::to_writer(&mut *out, &delay.as_secs());
+    let nanos = delay.subsec_nanos();
+    if nanos != 0 {
+        let (value, width) = if nanos.is_multiple_of(1_000_000) {
+            (nanos / 1_000_000, 3)
+        } else if nanos.is_multiple_of(1_000) {
+            (nanos / 1_000, 6)
+        } else {
+            (nanos, 9)
+        };
+        out.extend_from_slice(format!(".{value:0width$}").as_bytes());
+    }
+    out.push(b's');
+}
+
+/// Legacy `retryAfter`: whole seconds as an integer, else a fractional number.
+fn write_seconds(out: &mut Vec<u8>, delay: Duration) {
+    if delay.subsec_nanos() == 0 {
+        let _ = serde_json::to_writer(&mut *out, &delay.as_secs());
+    } else {
+        let _ = serde_json::to_writer(&mut *out, &delay.as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod encode_tests {
+    use super::*;
+
+    fn format_proto_duration(delay: Duration) -> String {
+        let mut out = Vec::new();
+        write_proto_duration(&mut out, delay);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn proto_durations_use_0_3_6_or_9_digits() {
+        assert_eq!(format_proto_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(format_proto_duration(Duration::from_millis(1500)), "1.500s");
+        assert_eq!(format_proto_duration(Duration::from_micros(1)), "0.000001s");
+        assert_eq!(
+            format_proto_duration(Duration::from_nanos(5)),
+            "0.000000005s"
+        );
+        assert_eq!(format_proto_duration(Duration::ZERO), "0s");
+    }
 }

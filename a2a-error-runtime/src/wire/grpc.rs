@@ -33,8 +33,8 @@ use serde_json::{Map, Value, json};
 use tonic_types::pb;
 
 use crate::wire::code::{self, StatusMapping};
-use crate::wire::encode::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE, grpc_status_name};
 use crate::wire::error::{A2aError, FromErrorObject};
+use crate::wire::error::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE, grpc_status_name};
 use crate::wire::object::{ErrorObject, detail_type, parse_proto_duration};
 use crate::wire::remote::RemoteError;
 

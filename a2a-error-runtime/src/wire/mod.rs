@@ -11,7 +11,6 @@ pub(crate) mod bad_request;
 pub(crate) mod chain;
 pub mod code;
 pub(crate) mod data;
-pub(crate) mod encode;
 pub(crate) mod error;
 #[cfg(feature = "grpc")]
 pub mod grpc;

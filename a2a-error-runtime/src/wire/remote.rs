@@ -243,7 +243,7 @@ impl A2aError for RemoteError {
             // Serializing a Value-backed struct into a Vec cannot fail.
             let _ = serde_json::to_writer(&mut *out, &self.object);
         } else {
-            crate::wire::encode::write_error_object(self, profile, out);
+            crate::wire::error::write_error_object(self, profile, out);
         }
     }
 
@@ -251,7 +251,7 @@ impl A2aError for RemoteError {
         if self.received {
             return self.object.clone();
         }
-        crate::wire::encode::to_error_object(self, profile)
+        crate::wire::error::to_error_object(self, profile)
     }
 }
 
@@ -299,7 +299,7 @@ mod tests {
              "fieldViolations": [{"field": "message.role", "description": "unknown value"}]}]});
         let remote = RemoteError::from_object(serde_json::from_value(wire).unwrap());
         let mut body = Vec::new();
-        crate::wire::encode::write_rest_status(
+        crate::wire::error::write_rest_status(
             &remote,
             400,
             crate::wire::code::StatusMapping::V1_0_1,

@@ -5,7 +5,6 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use super::stream::InBand;
 use crate::dependency::Failure;
 use crate::resilience::{Classify, Outcome};
 use crate::wire::error::RetryHint;
@@ -110,6 +109,61 @@ impl StatusFailure {
     pub fn is_retryable(&self) -> bool {
         self.should_retry
             .unwrap_or(matches!(self.status, 408 | 409 | 429) || self.status >= 500)
+    }
+}
+
+/// An error a service sent inside a stream (`{"error": {...}}`, `event: error`), by its type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InBand {
+    /// The error's type as the service named it (`overloaded_error`, `rate_limit_error`, …),
+    /// cut to 64 characters of letters, digits, `_`, `-` and `.`; `unknown` when it named none.
+    pub kind: String,
+    /// Whether another try may help: overloaded, rate limited, a server or API error, a
+    /// timeout; not a refusal (an invalid request, authentication, permission, not found).
+    pub retryable: bool,
+}
+
+impl InBand {
+    /// An in-band error of type `kind`, classified as the providers' SDKs and agent
+    /// frameworks classify it: `overloaded_error`, `rate_limit_error`, `api_error`,
+    /// `server_error` and `timeout` are retryable; `invalid_request_error`,
+    /// `authentication_error`, `permission_error` and `not_found_error` are refusals; a type
+    /// nobody lists is retryable (the service failed, the request did not).
+    pub fn of(kind: &str) -> InBand {
+        let kind: String = kind
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            .take(64)
+            .collect();
+        let kind = if kind.is_empty() {
+            "unknown".to_owned()
+        } else {
+            kind
+        };
+        let retryable = !matches!(
+            kind.as_str(),
+            "invalid_request_error"
+                | "authentication_error"
+                | "permission_error"
+                | "not_found_error"
+                | "invalid_request"
+                | "request_too_large"
+        );
+        InBand { kind, retryable }
+    }
+
+    /// What it is called in metrics and logs (`error.type`).
+    pub(super) fn reason(&self) -> &'static str {
+        match self.kind.as_str() {
+            "overloaded_error" => "OVERLOADED",
+            "rate_limit_error" | "rate_limit_exceeded" => "RATE_LIMITED",
+            "api_error" | "server_error" => "SERVER_ERROR",
+            "timeout" | "timeout_error" => "HTTP_TIMEOUT",
+            "authentication_error" | "permission_error" => "AUTH_FAILED",
+            "not_found_error" => "NOT_FOUND",
+            "invalid_request_error" | "invalid_request" | "request_too_large" => "INVALID_REQUEST",
+            _ => "IN_BAND_ERROR",
+        }
     }
 }
 

@@ -14,9 +14,9 @@ use serde::de::DeserializeOwned;
 use tower::util::BoxCloneSyncService;
 
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
-pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
+pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, StatusFailure};
 pub use stream::{
-    AnthropicMessages, AnyEvent, HttpStream, InBand, Interruption, OpenAiChat, Read, StreamEvent,
+    AnthropicMessages, AnyEvent, HttpStream, Interruption, OpenAiChat, Read, StreamEvent,
     StreamFormat, StreamInterrupted,
 };
 use stream::{StreamService, StreamSettings};

@@ -18,7 +18,7 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header::HeaderValue;
 use tokio::time::Instant;
 
-use super::error::{HttpError, HttpFailure};
+use super::error::{HttpError, HttpFailure, InBand};
 use super::transport::HttpService;
 use crate::dependency::Failure;
 use crate::http::sse::{self, Events, SseError};
@@ -45,61 +45,6 @@ pub enum Read {
     Done,
     /// An error the service sent inside the stream.
     Error(InBand),
-}
-
-/// An error a service sent inside a stream (`{"error": {...}}`, `event: error`), by its type.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InBand {
-    /// The error's type as the service named it (`overloaded_error`, `rate_limit_error`, …),
-    /// cut to 64 characters of letters, digits, `_`, `-` and `.`; `unknown` when it named none.
-    pub kind: String,
-    /// Whether another try may help: overloaded, rate limited, a server or API error, a
-    /// timeout; not a refusal (an invalid request, authentication, permission, not found).
-    pub retryable: bool,
-}
-
-impl InBand {
-    /// An in-band error of type `kind`, classified as the providers' SDKs and agent
-    /// frameworks classify it: `overloaded_error`, `rate_limit_error`, `api_error`,
-    /// `server_error` and `timeout` are retryable; `invalid_request_error`,
-    /// `authentication_error`, `permission_error` and `not_found_error` are refusals; a type
-    /// nobody lists is retryable (the service failed, the request did not).
-    pub fn of(kind: &str) -> InBand {
-        let kind: String = kind
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-            .take(64)
-            .collect();
-        let kind = if kind.is_empty() {
-            "unknown".to_owned()
-        } else {
-            kind
-        };
-        let retryable = !matches!(
-            kind.as_str(),
-            "invalid_request_error"
-                | "authentication_error"
-                | "permission_error"
-                | "not_found_error"
-                | "invalid_request"
-                | "request_too_large"
-        );
-        InBand { kind, retryable }
-    }
-
-    /// What it is called in metrics and logs (`error.type`).
-    pub(super) fn reason(&self) -> &'static str {
-        match self.kind.as_str() {
-            "overloaded_error" => "OVERLOADED",
-            "rate_limit_error" | "rate_limit_exceeded" => "RATE_LIMITED",
-            "api_error" | "server_error" => "SERVER_ERROR",
-            "timeout" | "timeout_error" => "HTTP_TIMEOUT",
-            "authentication_error" | "permission_error" => "AUTH_FAILED",
-            "not_found_error" => "NOT_FOUND",
-            "invalid_request_error" | "invalid_request" | "request_too_large" => "INVALID_REQUEST",
-            _ => "IN_BAND_ERROR",
-        }
-    }
 }
 
 /// How the events of a stream are read: which carry content, which end it, which are errors.
