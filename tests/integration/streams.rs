@@ -223,3 +223,65 @@ async fn a_fallback_over_streams_takes_the_next_model_only_before_content() {
     assert_eq!(drain(answered.value).await.0, ["from", " backup"]);
     assert_eq!(primary.received().len(), 3);
 }
+
+/// A model's stream records OpenTelemetry's GenAI series under its configured name: the
+/// call's duration, its time to the first chunk, and the tokens the provider reported by type.
+#[test]
+fn a_models_stream_records_the_gen_ai_series() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let provider =
+                FaultService::start(HttpAnswer::completion_stream(&["a", "b", "c"])).await;
+            let stream = model(&provider).stream(ask()).await.unwrap();
+            assert_eq!(drain(stream).await.0, ["a", "b", "c"]);
+        })
+    });
+    let snapshot = snapshotter.snapshot().into_vec();
+    let values = |name: &str, labels: &[(&str, &str)]| -> Vec<f64> {
+        snapshot
+            .iter()
+            .filter(|(key, _, _, _)| {
+                let key = key.key();
+                key.name() == name
+                    && labels.iter().all(|(label, value)| {
+                        key.labels()
+                            .any(|l| l.key() == *label && l.value() == *value)
+                    })
+            })
+            .flat_map(|(_, _, _, value)| match value {
+                DebugValue::Histogram(values) => values.iter().map(|v| v.into_inner()).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    };
+    let primary = ("dependency", "primary");
+    assert_eq!(
+        values(
+            "gen_ai.client.token.usage",
+            &[primary, ("gen_ai.token.type", "input")]
+        ),
+        [7.0]
+    );
+    assert_eq!(
+        values(
+            "gen_ai.client.token.usage",
+            &[primary, ("gen_ai.token.type", "output")]
+        ),
+        [3.0]
+    );
+    assert_eq!(
+        values("gen_ai.client.operation.duration", &[primary]).len(),
+        1
+    );
+    let first = values("gen_ai.client.operation.time_to_first_chunk", &[primary]);
+    let whole = values("gen_ai.client.operation.duration", &[primary]);
+    assert_eq!(first.len(), 1);
+    assert!(first[0] <= whole[0], "{first:?} {whole:?}");
+}

@@ -130,6 +130,8 @@ const LOCAL_REASONS: &[&str] = &[
     "HTTP_STATUS",
     "INVALID_RESPONSE",
     "FAILED",
+    "STREAM_INTERRUPTED",
+    "CANCELLED",
 ];
 
 /// A call to a dependency (not an agent) under way: its span, and what is recorded when it
@@ -331,5 +333,53 @@ pub(crate) fn retry(
             "error.type" => reason
         )
         .increment(1),
+    }
+}
+
+/// A model call to `dependency` (a configured name: a closed set) ended after `elapsed`, failed
+/// with the reason `failure` or not; a streamed one's first chunk came after `first_chunk`;
+/// the provider counted `input` and `output` tokens. OpenTelemetry's GenAI series
+/// (`gen_ai.operation.name` is `chat`).
+pub(crate) fn model_call(
+    dependency: &Arc<str>,
+    elapsed: Duration,
+    first_chunk: Option<Duration>,
+    (input, output): (Option<u64>, Option<u64>),
+    failure: Option<&str>,
+) {
+    let name = SharedString::from(Arc::clone(dependency));
+    match failure {
+        None => metrics::histogram!(
+            super::GEN_AI_DURATION,
+            "dependency" => name.clone(),
+            "gen_ai.operation.name" => "chat"
+        )
+        .record(elapsed.as_secs_f64()),
+        Some(reason) => metrics::histogram!(
+            super::GEN_AI_DURATION,
+            "dependency" => name.clone(),
+            "gen_ai.operation.name" => "chat",
+            "error.type" => failure_label(reason)
+        )
+        .record(elapsed.as_secs_f64()),
+    }
+    if let Some(first) = first_chunk {
+        metrics::histogram!(
+            super::GEN_AI_FIRST_CHUNK,
+            "dependency" => name.clone(),
+            "gen_ai.operation.name" => "chat"
+        )
+        .record(first.as_secs_f64());
+    }
+    for (kind, tokens) in [("input", input), ("output", output)] {
+        if let Some(tokens) = tokens {
+            metrics::histogram!(
+                super::GEN_AI_TOKENS,
+                "dependency" => name.clone(),
+                "gen_ai.operation.name" => "chat",
+                "gen_ai.token.type" => kind
+            )
+            .record(tokens as f64);
+        }
     }
 }

@@ -26,6 +26,9 @@
 //! | `a2a.dependency.call.duration` | histogram, seconds | `dependency`, `outcome` |
 //! | `a2a.dependency.attempts` | histogram | `dependency` |
 //! | `a2a.dependency.retries` | counter | `dependency`, `error.type` |
+//! | `gen_ai.client.operation.duration` | histogram, seconds: a model's streamed call (`HttpDependency::model`), from the call to the stream's end, retries included | `dependency`, `gen_ai.operation.name` (`chat`); failed: `error.type` (`STREAM_INTERRUPTED`, `CANCELLED`) |
+//! | `gen_ai.client.operation.time_to_first_chunk` | histogram, seconds: from the call to its stream's first content event | `dependency`, `gen_ai.operation.name` |
+//! | `gen_ai.client.token.usage` | histogram, tokens: what the provider's `usage` reported | `dependency`, `gen_ai.operation.name`, `gen_ai.token.type` (`input`, `output`) |
 //!
 //! `error.type` is the error's reason (`AGENT_UNAVAILABLE`, `UNREACHABLE`, …). A dependency's
 //! breaker reports under the `a2a.breaker.*` series with the dependency's name as `agent`.
@@ -69,6 +72,20 @@ pub const HISTOGRAMS: &[(&str, &[f64])] = &[
     (DEPENDENCY_DURATION, DEPENDENCY_SECONDS),
     (CLIENT_ATTEMPTS, ATTEMPTS),
     (DEPENDENCY_ATTEMPTS, ATTEMPTS),
+    (GEN_AI_DURATION, DEPENDENCY_SECONDS),
+    (GEN_AI_FIRST_CHUNK, FIRST_CHUNK_SECONDS),
+    (GEN_AI_TOKENS, TOKENS),
+];
+
+/// Boundaries of a streamed answer's time to its first chunk, in seconds: 10 ms to a minute.
+const FIRST_CHUNK_SECONDS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 30.0, 60.0,
+];
+
+/// Boundaries of a call's token counts, as OpenTelemetry's GenAI conventions advise.
+const TOKENS: &[f64] = &[
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
+    16777216.0, 67108864.0,
 ];
 
 /// Boundaries of an agent's request or call durations, in seconds: 5 ms to a minute.
@@ -89,6 +106,13 @@ const ATTEMPTS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 10.0];
 const SERVER_DURATION: &str = "rpc.server.call.duration";
 /// The name of a typed client's call duration histogram.
 const CLIENT_DURATION: &str = "rpc.client.call.duration";
+/// OpenTelemetry's GenAI conventions (status "Development": a rename is one edit here): a
+/// model call's duration, its streamed answer's time to the first chunk, and its tokens by
+/// `gen_ai.token.type`.
+const GEN_AI_DURATION: &str = "gen_ai.client.operation.duration";
+const GEN_AI_FIRST_CHUNK: &str = "gen_ai.client.operation.time_to_first_chunk";
+const GEN_AI_TOKENS: &str = "gen_ai.client.token.usage";
+
 /// The name of a dependency call's duration histogram.
 const DEPENDENCY_DURATION: &str = "a2a.dependency.call.duration";
 /// The name of the attempts histogram of a typed client's calls.

@@ -55,6 +55,8 @@ use crate::resilience::{
 pub struct HttpDependency {
     service: BoxCloneSyncService<HttpCall, HttpReply, HttpError>,
     events: BoxCloneSyncService<HttpCall, HttpStream, HttpError>,
+    /// A model (made by [`HttpDependency::model`]): its streams record the GenAI series.
+    model: bool,
     name: Arc<str>,
     breaker: Option<CircuitBreaker>,
 }
@@ -86,6 +88,7 @@ impl HttpDependency {
                 idle: Some(std::time::Duration::from_secs(30)),
                 max_event: 1 << 20,
                 format: std::sync::Arc::new(AnyEvent),
+                model: false,
             },
             max_reply: 32 << 20,
             headers: HeaderMap::new(),
@@ -100,9 +103,11 @@ impl HttpDependency {
     /// providers' official SDKs repeat them (a completion asked for twice costs tokens, not
     /// correctness).
     pub fn model(name: impl Into<Arc<str>>, base_url: impl Into<String>) -> HttpDependencyBuilder {
-        HttpDependency::builder(name, base_url)
+        let mut builder = HttpDependency::builder(name, base_url)
             .repeatable(true)
-            .stream_format(OpenAiChat)
+            .stream_format(OpenAiChat);
+        builder.callee.stream.model = true;
+        builder
     }
 
     /// The dependency's name.
@@ -146,6 +151,7 @@ impl HttpDependency {
     /// the caller's), which bounds the whole stream; the attempt timeout does not apply.
     /// Dropping the stream closes the connection.
     pub async fn stream(&self, call: HttpCall) -> Result<HttpStream, HttpError> {
+        let started = tokio::time::Instant::now();
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpStream, HttpError>| match result {
             Ok(_) => Some(200),
@@ -156,7 +162,8 @@ impl HttpDependency {
         let opened =
             super::record::send_http(&self.name, self.events.clone(), call, with_trace, status_of)
                 .await?;
-        Ok(opened.reporting(self.breaker.clone()))
+        let model = self.model.then(|| self.name.clone());
+        Ok(opened.reporting(self.breaker.clone(), model, started))
     }
 
     /// POSTs `body` as JSON to `path` and reads the reply as `T`.
@@ -300,11 +307,13 @@ impl HttpDependencyBuilder {
         // attempt is bounded by its first-event and idle timeouts, not the attempt timeout.
         let mut stream_stack = stack.clone();
         stream_stack.attempt_timeout = None;
+        let model = settings.stream.model;
         let events = StreamService {
             http: service.clone(),
             settings: settings.stream,
         };
         Ok(HttpDependency {
+            model,
             events: BoxCloneSyncService::new(stream_stack.service(events)),
             service: BoxCloneSyncService::new(stack.service(service)),
             name,

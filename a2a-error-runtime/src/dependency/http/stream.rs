@@ -79,6 +79,14 @@ pub trait StreamFormat: Send + Sync + 'static {
     fn ends_with_done(&self) -> bool {
         true
     }
+
+    /// The tokens `event` reports the call used, as (input, output), when it reports them
+    /// (OpenAI's last chunk with `stream_options.include_usage`, Anthropic's `message_start`
+    /// and `message_delta`); the last report of each counts. Default: none.
+    fn usage(&self, event: &StreamEvent) -> (Option<u64>, Option<u64>) {
+        let _ = event;
+        (None, None)
+    }
 }
 
 /// OpenAI's chat completions stream (and every provider that copies it): content is a
@@ -89,6 +97,10 @@ pub trait StreamFormat: Send + Sync + 'static {
 pub struct OpenAiChat;
 
 impl StreamFormat for OpenAiChat {
+    fn usage(&self, event: &StreamEvent) -> (Option<u64>, Option<u64>) {
+        usage_of(event)
+    }
+
     fn read(&self, event: &StreamEvent) -> Read {
         if event.data.trim() == "[DONE]" {
             return Read::Done;
@@ -107,6 +119,42 @@ impl StreamFormat for OpenAiChat {
             _ => Read::Skip,
         }
     }
+}
+
+/// The token counts an event reports: OpenAI's `usage` (`prompt_tokens`,
+/// `completion_tokens`), Anthropic's (`input_tokens`, `output_tokens`, at the top or in
+/// `message`). Only events that name a usage are read.
+fn usage_of(event: &StreamEvent) -> (Option<u64>, Option<u64>) {
+    #[derive(serde::Deserialize, Default)]
+    struct Usage {
+        #[serde(default, alias = "input_tokens")]
+        prompt_tokens: Option<u64>,
+        #[serde(default, alias = "output_tokens")]
+        completion_tokens: Option<u64>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message {
+        #[serde(default)]
+        usage: Option<Usage>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Reported {
+        #[serde(default)]
+        usage: Option<Usage>,
+        #[serde(default)]
+        message: Option<Message>,
+    }
+    if !event.data.contains("usage") {
+        return (None, None);
+    }
+    let Ok(reported) = serde_json::from_str::<Reported>(&event.data) else {
+        return (None, None);
+    };
+    let usage = reported
+        .usage
+        .or_else(|| reported.message.and_then(|message| message.usage))
+        .unwrap_or_default();
+    (usage.prompt_tokens, usage.completion_tokens)
 }
 
 /// What [`OpenAiChat`] reads of an event's JSON, borrowed from it.
@@ -169,6 +217,10 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for FirstOf<T> {
 pub struct AnthropicMessages;
 
 impl StreamFormat for AnthropicMessages {
+    fn usage(&self, event: &StreamEvent) -> (Option<u64>, Option<u64>) {
+        usage_of(event)
+    }
+
     fn read(&self, event: &StreamEvent) -> Read {
         let Ok(chunk) = serde_json::from_str::<ChatChunk<'_>>(&event.data) else {
             return Read::Skip;
@@ -279,6 +331,17 @@ pub struct HttpStream {
     max_event: usize,
     delivered: usize,
     breaker: Option<CircuitBreaker>,
+    /// The tokens reported so far, (input, output).
+    usage: (Option<u64>, Option<u64>),
+    /// What the call's GenAI series need, for a model's stream; taken when recorded.
+    gen_ai: Option<GenAi>,
+}
+
+/// A model call's GenAI series, recorded once its stream ends (or is dropped).
+struct GenAi {
+    dependency: Arc<str>,
+    started: Instant,
+    first_chunk: Duration,
 }
 
 impl std::fmt::Debug for HttpStream {
@@ -300,9 +363,12 @@ impl Stream for HttpStream {
         }
         loop {
             let Some(events) = this.events.as_mut() else {
+                // An answer without content ends here (after a failure, this records nothing).
+                this.record(None);
                 return Poll::Ready(None);
             };
             let event = match std::task::ready!(events.poll_next_unpin(cx)) {
+                Some(Ok(event)) => event_of(event),
                 None if !this.format.ends_with_done() => return Poll::Ready(this.end()),
                 None => return Poll::Ready(this.fail(Interruption::Closed)),
                 Some(Err(SseError::TooLarge)) => {
@@ -318,8 +384,9 @@ impl Stream for HttpStream {
                     };
                     return Poll::Ready(this.fail(cause));
                 }
-                Some(Ok(event)) => event_of(event),
             };
+            let (input, output) = this.format.usage(&event);
+            this.usage = (input.or(this.usage.0), output.or(this.usage.1));
             match this.format.read(&event) {
                 Read::Content => {
                     this.delivered += 1;
@@ -333,22 +400,58 @@ impl Stream for HttpStream {
     }
 }
 
+impl Drop for HttpStream {
+    fn drop(&mut self) {
+        // The caller stopped reading: the call ended there.
+        self.record(Some("CANCELLED"));
+    }
+}
+
 impl HttpStream {
-    /// The stream, reporting a failure after it opened to `breaker`.
-    pub(super) fn reporting(mut self, breaker: Option<CircuitBreaker>) -> HttpStream {
+    /// The stream, reporting a failure after it opened to `breaker`, and (for a model)
+    /// recording the call's GenAI series under `dependency` when it ends: the call began at
+    /// `started`.
+    pub(super) fn reporting(
+        mut self,
+        breaker: Option<CircuitBreaker>,
+        dependency: Option<Arc<str>>,
+        started: Instant,
+    ) -> HttpStream {
         self.breaker = breaker;
+        self.gen_ai = dependency.map(|dependency| GenAi {
+            dependency,
+            started,
+            first_chunk: started.elapsed(),
+        });
         self
     }
 
     /// The answer ended: the connection goes.
     fn end(&mut self) -> Option<Result<StreamEvent, StreamInterrupted>> {
         self.events = None;
+        self.record(None);
         None
+    }
+
+    /// Records the call's GenAI series, once.
+    fn record(&mut self, failure: Option<&str>) {
+        if let Some(gen_ai) = self.gen_ai.take() {
+            let first_chunk =
+                (self.delivered > 0 || self.first.is_some()).then_some(gen_ai.first_chunk);
+            crate::observe::model_call(
+                &gen_ai.dependency,
+                gen_ai.started.elapsed(),
+                first_chunk,
+                self.usage,
+                failure,
+            );
+        }
     }
 
     /// The stream failed for `cause`: the connection goes, the breaker hears of it.
     fn fail(&mut self, cause: Interruption) -> Option<Result<StreamEvent, StreamInterrupted>> {
         self.events = None;
+        self.record(Some("STREAM_INTERRUPTED"));
         if let Some(breaker) = &self.breaker {
             let outcome = match &cause {
                 Interruption::InBand(error) if error.kind == "rate_limit_error" => {
@@ -374,6 +477,8 @@ pub(super) struct StreamSettings {
     pub(super) idle: Option<Duration>,
     pub(super) max_event: usize,
     pub(super) format: Arc<dyn StreamFormat>,
+    /// A model's streams record OpenTelemetry's GenAI series.
+    pub(super) model: bool,
 }
 
 /// A failure of the body below the parser.
@@ -454,6 +559,8 @@ impl StreamService {
             max_event: self.settings.max_event,
             delivered: 0,
             breaker: None,
+            usage: (None, None),
+            gen_ai: None,
         })
     }
 }
