@@ -93,7 +93,8 @@ fn gauge(
     }
 }
 
-fn samples(
+/// The recorded values of histogram `name` whose labels include every pair of `labels`.
+pub(crate) fn samples(
     snapshot: &[(metrics_util::CompositeKey, DebugValue)],
     name: &str,
     labels: &[(&str, &str)],

@@ -232,7 +232,7 @@ async fn a_fallback_over_streams_takes_the_next_model_only_before_content() {
 /// call's duration, its time to the first chunk, and the tokens the provider reported by type.
 #[test]
 fn a_models_stream_records_the_gen_ai_series() {
-    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    use metrics_util::debugging::DebuggingRecorder;
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -247,24 +247,11 @@ fn a_models_stream_records_the_gen_ai_series() {
             assert_eq!(drain(stream).await.0, ["a", "b", "c"]);
         })
     });
-    let snapshot = snapshotter.snapshot().into_vec();
-    let values = |name: &str, labels: &[(&str, &str)]| -> Vec<f64> {
-        snapshot
-            .iter()
-            .filter(|(key, _, _, _)| {
-                let key = key.key();
-                key.name() == name
-                    && labels.iter().all(|(label, value)| {
-                        key.labels()
-                            .any(|l| l.key() == *label && l.value() == *value)
-                    })
-            })
-            .flat_map(|(_, _, _, value)| match value {
-                DebugValue::Histogram(values) => values.iter().map(|v| v.into_inner()).collect(),
-                _ => Vec::new(),
-            })
-            .collect()
-    };
+    let snapshot: Vec<_> = (snapshotter.snapshot().into_vec().into_iter())
+        .map(|(key, _, _, value)| (key, value))
+        .collect();
+    let values =
+        |name: &str, labels: &[(&str, &str)]| crate::metrics::samples(&snapshot, name, labels);
     let primary = ("dependency", "primary");
     assert_eq!(
         values(

@@ -88,8 +88,8 @@ impl HttpDependency {
                 idle: Some(std::time::Duration::from_secs(30)),
                 max_event: 1 << 20,
                 format: std::sync::Arc::new(AnyEvent),
-                model: false,
             },
+            model: false,
             max_reply: 32 << 20,
             headers: HeaderMap::new(),
             deadline_header: None,
@@ -106,7 +106,7 @@ impl HttpDependency {
         let mut builder = HttpDependency::builder(name, base_url)
             .repeatable(true)
             .stream_format(OpenAiChat);
-        builder.callee.stream.model = true;
+        builder.callee.model = true;
         builder
     }
 
@@ -125,8 +125,7 @@ impl HttpDependency {
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpReply, HttpError>| match result {
             Ok(reply) => Some(reply.status),
-            Err(Failure::Failed(HttpFailure::Status(status))) => Some(status.status),
-            Err(_) => None,
+            Err(error) => failed_status(error),
         };
         let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
         super::record::send_http(
@@ -155,8 +154,7 @@ impl HttpDependency {
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpStream, HttpError>| match result {
             Ok(_) => Some(200),
-            Err(Failure::Failed(HttpFailure::Status(status))) => Some(status.status),
-            Err(_) => None,
+            Err(error) => failed_status(error),
         };
         let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
         let opened =
@@ -181,6 +179,15 @@ impl HttpDependency {
     }
 }
 
+/// The status of the reply a failed call ended on, if it ended on one (for its span and
+/// metrics).
+fn failed_status(error: &HttpError) -> Option<u16> {
+    match error {
+        Failure::Failed(HttpFailure::Status(status)) => Some(status.status),
+        _ => None,
+    }
+}
+
 /// Builds an [`HttpDependency`]. Defaults as the A2A client's: a total timeout of 90 s, an
 /// attempt timeout of 30 s, a connect timeout of 10 s, the default retry policy (4 attempts,
 /// full-jitter backoff from 250 ms, the service's delays up to 5 minutes, a retry budget), a
@@ -196,6 +203,8 @@ pub struct HttpServiceSettings {
     base_url: String,
     http: HttpSettings,
     stream: StreamSettings,
+    /// A model (made by [`HttpDependency::model`]): its streams record the GenAI series.
+    model: bool,
     max_reply: usize,
     headers: HeaderMap,
     deadline_header: Option<HeaderName>,
@@ -307,13 +316,12 @@ impl HttpDependencyBuilder {
         // attempt is bounded by its first-event and idle timeouts, not the attempt timeout.
         let mut stream_stack = stack.clone();
         stream_stack.attempt_timeout = None;
-        let model = settings.stream.model;
         let events = StreamService {
             http: service.clone(),
             settings: settings.stream,
         };
         Ok(HttpDependency {
-            model,
+            model: settings.model,
             events: BoxCloneSyncService::new(stream_stack.service(events)),
             service: BoxCloneSyncService::new(stack.service(service)),
             name,

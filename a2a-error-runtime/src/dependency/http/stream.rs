@@ -477,8 +477,6 @@ pub(super) struct StreamSettings {
     pub(super) idle: Option<Duration>,
     pub(super) max_event: usize,
     pub(super) format: Arc<dyn StreamFormat>,
-    /// A model's streams record OpenTelemetry's GenAI series.
-    pub(super) model: bool,
 }
 
 /// A failure of the body below the parser.
