@@ -13,7 +13,7 @@ use super::error::{ClientError, ResponseHead};
 use super::flow::{Call, EventStream, RawJson, Reply};
 use crate::http::body::{self, BodyError};
 use crate::http::sse::{self, SseError};
-use crate::resilience::Timeout;
+use crate::resilience::{Timeout, within_time};
 
 pub use crate::wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
 
@@ -272,7 +272,12 @@ where
     E: Send + 'static,
     S: Stream<Item = Result<RawJson, ClientError<E>>> + Send + Unpin + 'static,
 {
-    let mut events = Box::pin(bounded_in_time(events, limits.idle_timeout, deadline));
+    let mut events = Box::pin(within_time(
+        events,
+        limits.idle_timeout,
+        deadline,
+        ClientError::Timeout,
+    ));
     let first = match events.next().await {
         None => return Ok(Reply::Stream(EventStream::new(stream::empty()))),
         Some(Err(error)) => return Err(error),
@@ -281,32 +286,6 @@ where
     Ok(Reply::Stream(EventStream::new(
         stream::once(ready(Ok(first))).chain(events),
     )))
-}
-
-/// `events` with each wait bounded by the idle timeout and the deadline, ended after the first
-/// error (a timeout included).
-fn bounded_in_time<E, S>(
-    events: S,
-    idle: Option<Duration>,
-    deadline: Option<Instant>,
-) -> impl Stream<Item = Result<RawJson, ClientError<E>>> + Send
-where
-    S: Stream<Item = Result<RawJson, ClientError<E>>> + Send + Unpin,
-{
-    stream::unfold(Some(events), move |events| async move {
-        let mut events = events?;
-        let idle_end = idle.and_then(|idle| Instant::now().checked_add(idle));
-        let end = Timeout::first(idle_end.map(|at| (at, Timeout::Idle)), deadline);
-        let item = match end {
-            None => events.next().await?,
-            Some((end, fired)) => match tokio::time::timeout_at(end, events.next()).await {
-                Ok(item) => item?,
-                Err(_) => Err(ClientError::Timeout(fired)),
-            },
-        };
-        let rest = item.is_ok().then_some(events);
-        Some((item, rest))
-    })
 }
 
 /// A reply that is not what the binding promises: a non-2xx one is reported by its status

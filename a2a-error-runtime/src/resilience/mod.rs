@@ -45,6 +45,7 @@ pub use retry::{
     Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,
 };
 pub use stack::Stack;
+pub(crate) use timeout::within_time;
 pub use timeout::{
     AttemptTimeout, AttemptTimeoutLayer, Timeout, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,
 };

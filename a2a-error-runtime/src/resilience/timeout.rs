@@ -208,6 +208,42 @@ where
     }
 }
 
+/// `items` with each wait for the next bounded by `idle` (from the item before, or from now
+/// for the first) and by `deadline`: past either, one item `timed_out(fired)` (fired is
+/// [`Timeout::Idle`] or [`Timeout::Total`]), and the stream ends; it ends after its first
+/// error too. The one timer of every stream this crate reads (an agent's events, a
+/// dependency's body).
+pub(crate) fn within_time<S, T, E>(
+    items: S,
+    idle: Option<Duration>,
+    deadline: Option<Instant>,
+    timed_out: impl Fn(Timeout) -> E + Send + Clone,
+) -> impl futures_util::Stream<Item = Result<T, E>> + Send
+where
+    S: futures_util::Stream<Item = Result<T, E>> + Send + Unpin,
+    T: Send,
+    E: Send,
+{
+    use futures_util::StreamExt;
+    futures_util::stream::unfold(Some(items), move |items| {
+        let timed_out = timed_out.clone();
+        async move {
+            let mut items = items?;
+            let idle_end = idle.and_then(|idle| Instant::now().checked_add(idle));
+            let end = Timeout::first(idle_end.map(|at| (at, Timeout::Idle)), deadline);
+            let item = match end {
+                None => items.next().await?,
+                Some((end, fired)) => match tokio::time::timeout_at(end, items.next()).await {
+                    Ok(item) => item?,
+                    Err(_) => Err(timed_out(fired)),
+                },
+            };
+            let rest = item.is_ok().then_some(items);
+            Some((item, rest))
+        }
+    })
+}
+
 /// Which timeout fired.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Timeout {

@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::stream::{self, BoxStream};
+use futures_util::stream::BoxStream;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::HeaderValue;
 use tokio::time::Instant;
@@ -23,7 +23,7 @@ use super::transport::HttpService;
 use crate::dependency::Failure;
 use crate::http::sse::{self, Events, SseError};
 use crate::resilience::breaker::CircuitBreaker;
-use crate::resilience::{Outcome, Request, Timeout};
+use crate::resilience::{Outcome, Request, Timeout, within_time};
 
 /// One event of a streamed reply.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -615,36 +615,28 @@ fn bounded_body(
     idle: Option<Duration>,
     deadline: Option<Instant>,
 ) -> BoxStream<'static, Result<Bytes, BodyFault>> {
-    let body = response.bytes_stream().boxed();
-    stream::unfold(Some((body, 0usize)), move |state| async move {
-        let (mut body, received) = state?;
-        let idle_end = idle.and_then(|idle| Instant::now().checked_add(idle));
-        let end = Timeout::first(idle_end.map(|at| (at, Timeout::Idle)), deadline);
-        let next = match end {
-            None => body.next().await,
-            Some((end, fired)) => match tokio::time::timeout_at(end, body.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    let fault = match fired {
-                        Timeout::Idle => BodyFault::Idle,
-                        _ => BodyFault::Deadline,
-                    };
-                    return Some((Err(fault), None));
-                }
-            },
-        };
-        match next? {
-            Err(_) => Some((Err(BodyFault::Broken), None)),
-            Ok(chunk) if chunk.len() > max - received.min(max) => {
-                Some((Err(BodyFault::TooLong(max)), None))
-            }
-            Ok(chunk) => {
-                let received = received + chunk.len();
-                Some((Ok(chunk), Some((body, received))))
-            }
-        }
-    })
-    .boxed()
+    let body = response
+        .bytes_stream()
+        .map(|chunk| chunk.map_err(|_| BodyFault::Broken));
+    let timed_out = |fired| match fired {
+        Timeout::Idle => BodyFault::Idle,
+        _ => BodyFault::Deadline,
+    };
+    let timed = within_time(body, idle, deadline, timed_out);
+    // Counted as received: the chunk that passes the bound is the last item.
+    timed
+        .scan(Some(0usize), move |received, chunk| {
+            let Some(seen) = *received else {
+                return std::future::ready(None);
+            };
+            let item = match chunk {
+                Ok(chunk) if chunk.len() > max - seen.min(max) => Err(BodyFault::TooLong(max)),
+                other => other,
+            };
+            *received = item.as_ref().ok().map(|chunk| seen + chunk.len());
+            std::future::ready(Some(item))
+        })
+        .boxed()
 }
 
 #[cfg(test)]
