@@ -118,7 +118,7 @@ pub enum Origin {
     JsonRpc,
     /// The A2A specification (-32001..-32009).
     A2a,
-    /// This project (-32050..-32057); the domain is the application's.
+    /// This project (-32050..=-32062); the domain is the application's.
     Project,
 }
 
@@ -231,6 +231,10 @@ pub const MODEL_REJECTED: i32 = -32059;
 pub const DEPENDENCY_UNAVAILABLE: i32 = -32060;
 /// A dependency the agent calls refused its request (this project).
 pub const DEPENDENCY_REJECTED: i32 = -32061;
+/// A model's streamed answer stopped after part of it had been delivered (the connection
+/// closed, the model went silent, or it sent an error mid-stream): what was delivered stands;
+/// asking again starts a new answer (this project).
+pub const MODEL_STREAM_INTERRUPTED: i32 = -32062;
 
 macro_rules! rows {
     ($( $name:ident: $reason:literal, $message:literal, $http:literal $grpc:literal,
@@ -307,6 +311,8 @@ rows! {
         v1_0_0 503 "UNAVAILABLE", Transient, Backoff, Project, AnyTime;
     DEPENDENCY_REJECTED: "DEPENDENCY_REJECTED", "Dependency rejected the request", 502 "INTERNAL",
         v1_0_0 502 "INTERNAL", Fatal, Never, Project, AnyTime;
+    MODEL_STREAM_INTERRUPTED: "MODEL_STREAM_INTERRUPTED", "Model stream interrupted", 503 "UNAVAILABLE",
+        v1_0_0 503 "UNAVAILABLE", Transient, Backoff, Project, AnyTime;
 }
 
 /// The row for `code`, if the table has one.
@@ -464,11 +470,11 @@ mod tests {
             match row.origin {
                 Origin::JsonRpc => assert!(is_in(row.code, -32700..=-32600)),
                 Origin::A2a => assert!(is_in(row.code, -32009..=-32001)),
-                Origin::Project => assert!(is_in(row.code, -32061..=-32050)),
+                Origin::Project => assert!(is_in(row.code, -32062..=-32050)),
             }
             assert!(!is_reserved_undefined(row.code));
         }
-        assert_eq!(TABLE.len(), 5 + 9 + 12);
+        assert_eq!(TABLE.len(), 5 + 9 + 13);
     }
 
     fn is_in(code: i32, range: core::ops::RangeInclusive<i32>) -> bool {

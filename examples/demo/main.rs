@@ -13,6 +13,7 @@
 mod agents;
 mod models;
 mod picture;
+mod streams;
 mod summary;
 mod timeline;
 
@@ -29,7 +30,7 @@ use timeline::{Capture, Kind, Timeline};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-const STEPS: u64 = 7;
+const STEPS: u64 = 8;
 /// The deadline of the fan-out call: the visa agent needs 5 s.
 const PLAN_DEADLINE: Duration = Duration::from_millis(1500);
 
@@ -290,6 +291,11 @@ async fn main() -> ExitCode {
         "Models and tools: model-a is over its quota, model-b answers; the tool is down",
     );
     models::scene(&timeline, &breakers).await;
+    step(
+        8,
+        "Streams: model-a is over its quota before its first token, model-b streams; then a stream is cut",
+    );
+    streams::scene(&timeline, &breakers).await;
 
     // Let the agents record the attempts cancelled above.
     tokio::time::sleep(Duration::from_millis(50)).await;

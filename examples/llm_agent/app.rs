@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{A2AError, AgentCard, Message, Part, Role, StreamResponse};
-use a2a_error::dependency::{DependencyFailed, HttpCall, HttpDependency, HttpError, HttpFailure};
+use a2a_error::dependency::{
+    DependencyFailed, HttpCall, HttpDependency, HttpError, HttpFailure, HttpStream,
+};
 use a2a_error::resilience::Classify;
 use a2a_error::resilience::{Answered, DEGRADED_KEY, Fallback};
-use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson};
+use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson, forward_stream, is_streaming};
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{Value, json};
@@ -17,6 +19,18 @@ use serde_json::{Value, json};
 /// The share of the time left that the primary model may spend (its retries included) when a
 /// fallback model is configured: the fallback keeps the rest.
 const PRIMARY_SHARE: f64 = 0.6;
+
+/// How long the agent waits for a model: each whole reply's attempt; a streamed answer's
+/// first token (each attempt) and the longest silence after it.
+#[derive(Clone, Copy, Debug)]
+pub struct Waits {
+    /// One attempt of a whole reply.
+    pub attempt: Duration,
+    /// A streamed attempt's first content event.
+    pub first_token: Duration,
+    /// The longest silence in a streamed answer once it has begun.
+    pub idle: Duration,
+}
 
 /// What the agent depends on: a model, maybe a fallback model, maybe a search tool. Each is an
 /// [`HttpDependency`] with its own breaker (the library's default configuration).
@@ -31,16 +45,20 @@ pub struct Dependencies {
 }
 
 impl Dependencies {
-    /// The dependencies at these URLs, each attempt bounded by `attempt_timeout`.
+    /// The dependencies at these URLs, waiting for them as `waits` says.
     pub fn new(
         model: &str,
         fallback: Option<&str>,
         tool: Option<&str>,
-        attempt_timeout: Duration,
+        waits: Waits,
     ) -> Result<Self, a2a_error::BuildError> {
+        let attempt_timeout = waits.attempt;
         let model_at = |name: &str, url: &str| {
             HttpDependency::model(name.to_owned(), url)
+                .request_model(name)
                 .attempt_timeout(attempt_timeout)
+                .first_event_timeout(waits.first_token)
+                .idle_timeout(waits.idle)
                 .build()
         };
         Ok(Dependencies {
@@ -58,11 +76,39 @@ impl Dependencies {
 }
 
 /// The body of a chat completion, its members in the contract's order (`json!` would sort
-/// them): `{"model":…,"messages":[{"role":"user","content":…}]}`.
+/// them): `{"model":…,"messages":[{"role":"user","content":…}]}`, and for a streamed answer
+/// `"stream":true,"stream_options":{"include_usage":true}` after them.
 #[derive(serde::Serialize)]
 struct Chat<'a> {
     model: &'a str,
     messages: [Turn<'a>; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+impl<'a> Chat<'a> {
+    /// `content` for model `model`, streamed or not.
+    fn new(model: &'a str, content: &'a str, streamed: bool) -> Self {
+        Chat {
+            model,
+            messages: [Turn {
+                role: "user",
+                content,
+            }],
+            stream: streamed.then_some(true),
+            stream_options: streamed.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        }
+    }
+}
+
+/// Asks a streamed answer's last chunk to report its token usage.
+#[derive(serde::Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 /// One message of a [`Chat`].
@@ -118,13 +164,7 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for First<T> {
 /// Asks `model` (named `name` in the request body) to answer `content`: the reply's
 /// `choices[0].message.content`.
 async fn ask(model: &HttpDependency, name: &str, content: &str) -> Result<String, HttpError> {
-    let body = Chat {
-        model: name,
-        messages: [Turn {
-            role: "user",
-            content,
-        }],
-    };
+    let body = Chat::new(name, content, false);
     let reply: Completion = model
         .send(HttpCall::post("/chat/completions").json(&body)?)
         .await?
@@ -135,6 +175,13 @@ async fn ask(model: &HttpDependency, name: &str, content: &str) -> Result<String
             detail: "no choices[0].message.content".into(),
         })),
     }
+}
+
+/// Opens `model`'s streamed answer to `content` (named `name` in the request body): open once
+/// its first token has arrived.
+async fn open(model: &HttpDependency, name: &str, content: &str) -> Result<HttpStream, HttpError> {
+    let call = HttpCall::post("/chat/completions").json(&Chat::new(name, content, true))?;
+    model.stream(call).await
 }
 
 /// What the agent reads of the tool's reply: its `result`, kept as its JSON text (one copy of
@@ -221,6 +268,29 @@ async fn answer(deps: Dependencies, text: String) -> Result<(String, Option<Valu
     Ok((answered.value, mark))
 }
 
+/// Opens the streamed answer to `text` through the fallback chain: a step is left for the next
+/// only while nothing of it was delivered (see `forward_stream` for what the caller sees).
+async fn open_answer(deps: Dependencies, text: String) -> Result<Answered<HttpStream>, A2AError> {
+    let (content, _) = match (&deps.tool, text.strip_prefix("search:")) {
+        (Some(tool), Some(query)) => with_tool(tool, query, &text).await,
+        _ => (text.clone(), false),
+    };
+    let primary = &deps.primary;
+    let content = content.as_str();
+    let mut chain = Fallback::new("primary", || open(primary, "primary", content));
+    if let Some(fallback) = &deps.fallback {
+        chain = chain.or_if(
+            |error: &HttpError| !error.is_refusal(),
+            "fallback",
+            || open(fallback, "fallback", content),
+        );
+    }
+    chain.run().await.map_err(|failed| {
+        tracing::warn!(error = %failed, "no model opened a stream");
+        DependencyFailed::models(&failed).into()
+    })
+}
+
 impl AgentExecutor for Llm {
     fn execute(
         &self,
@@ -241,6 +311,9 @@ impl AgentExecutor for Llm {
             })
             .unwrap_or_default();
         let deps = self.deps.clone();
+        if is_streaming(&ctx) {
+            return forward_stream(&ctx, open_answer(deps, text));
+        }
         let context_id = ctx.context_id.clone();
         stream::once(async move {
             let (reply, mark) = answer(deps, text).await?;
@@ -270,7 +343,7 @@ fn card(public_url: &str) -> AgentCard {
             {"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
         ],
-        "capabilities": {"streaming": false, "pushNotifications": false},
+        "capabilities": {"streaming": true, "pushNotifications": false},
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "chat", "name": "Chat", "description": "Answers with a model; `search:Q` asks the search tool first.",

@@ -1,7 +1,7 @@
 //! An agent on the official Rust SDK whose executor calls a model provider over HTTP, with a
 //! fallback model and a search tool, every call under a2a-error's layers:
 //! `cargo run --example llm_agent -- --addr HOST:PORT --model URL [--fallback-model URL]
-//! [--tool URL] [--attempt-timeout-ms N]`.
+//! [--tool URL] [--attempt-timeout-ms N] [--first-token-timeout-ms N] [--idle-timeout-ms N]`.
 //!
 //! - JSON-RPC at `POST /`, the REST routes, the card at `/.well-known/agent-card.json`,
 //!   Prometheus text at `GET /metrics`; logs to stderr; its spans over OTLP when
@@ -12,6 +12,13 @@
 //! - With `--tool`, T = `search:Q` first asks `GET {tool}/search?q=Q`; its `{"result": R}`
 //!   goes to the model as `tool: R\nuser: search:Q`, or `tool unavailable\nuser: search:Q`
 //!   when the tool fails or its circuit is open (the answer is then marked degraded).
+//! - A SendStreamingMessage asks for a streamed answer (`"stream":true`, with
+//!   `"stream_options":{"include_usage":true}`) and forwards each token as it comes, one
+//!   artifact appended, the task COMPLETED at the end (see `a2a_error::sdk::forward_stream`):
+//!   before the first token a failure is retried or replaced as for a whole reply, each
+//!   attempt bounded by `--first-token-timeout-ms` (default 10000); after it, a cut, an
+//!   in-band error or a silence longer than `--idle-timeout-ms` (default 30000) ends the task
+//!   FAILED with `MODEL_STREAM_INTERRUPTED`. `--attempt-timeout-ms` bounds whole replies only.
 //! - Retries, breakers, the fallback (marked degraded: `metadata.degraded` with the step that
 //!   answered) and the errors (`MODEL_UNAVAILABLE` with RetryInfo when a delay is known,
 //!   `MODEL_REJECTED`, `DEADLINE_EXCEEDED`) are the library's defaults; see
@@ -28,7 +35,16 @@ use std::time::Duration;
 use a2a_error::server::{ServeLimits, serve};
 
 const USAGE: &str = "usage: llm_agent --addr HOST:PORT --model URL [--fallback-model URL] \
-                     [--tool URL] [--attempt-timeout-ms N]";
+                     [--tool URL] [--attempt-timeout-ms N] [--first-token-timeout-ms N] \
+                     [--idle-timeout-ms N]";
+
+/// `value` of flag `flag` as a positive number of milliseconds, or the usage and exit 2.
+fn millis(flag: &str, value: &str) -> Duration {
+    match value.parse::<u64>() {
+        Ok(ms) if ms > 0 => Duration::from_millis(ms),
+        _ => fail(&format!("{flag}: not a positive integer: {value}\n{USAGE}")),
+    }
+}
 
 fn fail(message: &str) -> ! {
     eprintln!("{message}");
@@ -41,19 +57,22 @@ async fn main() {
     let _telemetry = telemetry::init("llm_agent", std::io::stderr);
     let mut args = std::env::args().skip(1);
     let (mut addr, mut model, mut fallback, mut tool) = (None, None, None, None);
-    let mut attempt_timeout = Duration::from_millis(10_000);
+    let mut waits = app::Waits {
+        attempt: Duration::from_millis(10_000),
+        first_token: Duration::from_millis(10_000),
+        idle: Duration::from_millis(30_000),
+    };
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--addr", Some(value)) => addr = Some(value),
             ("--model", Some(value)) => model = Some(value),
             ("--fallback-model", Some(value)) => fallback = Some(value),
             ("--tool", Some(value)) => tool = Some(value),
-            ("--attempt-timeout-ms", Some(value)) => match value.parse::<u64>() {
-                Ok(ms) if ms > 0 => attempt_timeout = Duration::from_millis(ms),
-                _ => fail(&format!(
-                    "--attempt-timeout-ms: not a positive integer: {value}\n{USAGE}"
-                )),
-            },
+            (flag @ "--attempt-timeout-ms", Some(value)) => waits.attempt = millis(flag, &value),
+            (flag @ "--first-token-timeout-ms", Some(value)) => {
+                waits.first_token = millis(flag, &value)
+            }
+            (flag @ "--idle-timeout-ms", Some(value)) => waits.idle = millis(flag, &value),
             _ => fail(USAGE),
         }
     }
@@ -62,12 +81,7 @@ async fn main() {
     };
     // Installed first: the breakers report their state as they are made.
     let prometheus = metrics::install();
-    let deps = match app::Dependencies::new(
-        &model,
-        fallback.as_deref(),
-        tool.as_deref(),
-        attempt_timeout,
-    ) {
+    let deps = match app::Dependencies::new(&model, fallback.as_deref(), tool.as_deref(), waits) {
         Ok(deps) => deps,
         Err(error) => fail(&error.to_string()),
     };

@@ -74,6 +74,12 @@ fn demo_runs_its_scenario_and_draws_it() {
         "✔ model-b: Rome: the Pantheon, the Forum, Trastevere [degraded]",
         "tool     circuit closed → open",
         "✔ tool call 4: CIRCUIT_OPEN → the agent answers without it [degraded]",
+        // Streams: replaced before the first token; cut halfway, what was sent stands.
+        "model-a  served an attempt in",
+        "✔ stream 1 token 4: \" Trastevere\"",
+        "✔ stream 1: COMPLETED after 4 tokens, answered by model-b [degraded]",
+        "✔ stream 2 token 2: \" the Pantheon,\"",
+        "✘ stream 2: FAILED -32062 MODEL_STREAM_INTERRUPTED (retryable: true); the 2 tokens sent stand",
     ] {
         assert!(
             stdout.contains(expected),
@@ -109,7 +115,7 @@ fn demo_runs_its_scenario_and_draws_it() {
         .sum();
     assert_eq!(total[1], sum, "{stdout}");
     assert!(
-        stdout.contains("degraded answers: 3 (fallback 2, fan_out 1)"),
+        stdout.contains("degraded answers: 5 (fallback 4, fan_out 1)"),
         "{stdout}"
     );
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// Starts the agent on a port of its own choosing (`--addr 127.0.0.1:0`), read from the line
 /// it logs once listening: no port can be taken by another test in between.
-fn agent(model: &str, more: &[&str]) -> (ExampleProcess, String) {
+pub(crate) fn agent(model: &str, more: &[&str]) -> (ExampleProcess, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(crate::common::example_exe("llm_agent"))
         .args(["--addr", "127.0.0.1:0", "--model", model])

@@ -19,6 +19,7 @@ mod hostile_bridge;
 mod hostile_grpc;
 mod js_interop;
 mod llm_agent;
+mod llm_stream;
 mod logging;
 mod metrics;
 mod otlp;

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::requests::{card, error_code, post_raw, rpc, rpc_with};
+use crate::common::requests::{card, error_code, events, post_raw, rpc, rpc_with};
 use crate::common::{ExampleProcess, start_example};
 use serde_json::{Value, json};
 
@@ -28,25 +28,6 @@ fn reason(reply: &Value) -> &str {
     reply["error"]["data"][0]["reason"]
         .as_str()
         .unwrap_or_default()
-}
-
-/// The SSE events of a body: (event name, data as JSON).
-fn events(text: &str) -> Vec<(String, Value)> {
-    text.split("\n\n")
-        .filter(|event| !event.trim().is_empty())
-        .map(|event| {
-            let mut name = String::from("message");
-            let mut data = String::new();
-            for line in event.lines() {
-                if let Some(value) = line.strip_prefix("event:") {
-                    name = value.trim().to_owned();
-                } else if let Some(value) = line.strip_prefix("data:") {
-                    data.push_str(value.trim_start());
-                }
-            }
-            (name, serde_json::from_str(&data).unwrap_or(Value::Null))
-        })
-        .collect()
 }
 
 async fn post_rest(url: &str, path: &str, body: Value) -> reqwest::Response {

@@ -709,6 +709,23 @@ fn failed_task_status_carries_the_public_message_only() {
         other["message"]["messageId"]
     );
     assert_eq!(err.code(), -32603);
+    // No delay known: no `retryDelay`.
+    assert!(status["message"]["metadata"]["error"].get("retryDelay").is_none());
+
+    // A known delay is written as RetryInfo writes it, beside `retryable`.
+    let limited = failed_status(&StandardError::ModelUnavailable {
+        retry_after: Some(std::time::Duration::from_secs(3)),
+    });
+    let error = &limited["message"]["metadata"]["error"];
+    assert_eq!(error["retryDelay"], "3s", "{limited}");
+    assert_eq!(error["retryable"], true, "{limited}");
+    let interrupted = failed_status(&StandardError::ModelStreamInterrupted);
+    let error = &interrupted["message"]["metadata"]["error"];
+    assert_eq!(
+        (error["code"].clone(), error["retryable"].clone()),
+        (json!(-32062), json!(true)),
+        "{interrupted}"
+    );
 }
 
 /// Application state, shared by a JSON-RPC handler and a REST handler of one router.

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::SystemTime;
 
+use super::http::{Interruption, StreamInterrupted};
 use crate::resilience::FallbackError;
 use crate::resilience::{Classify, Outcome};
 use crate::wire::data::DataSink;
@@ -20,6 +21,7 @@ use crate::wire::standard::StandardError;
 /// | refused the request (400, 401, 403, 404, 422; a validation or auth error) | `MODEL_REJECTED` / `DEPENDENCY_REJECTED` | no | no |
 /// | the call's own deadline passed | `DEADLINE_EXCEEDED` | as the table says | no |
 /// | anything else: rate limited, down, too slow, its circuit open, retries spent | `MODEL_UNAVAILABLE` / `DEPENDENCY_UNAVAILABLE` | yes | the delay it gave, or the time until its circuit half-opens |
+/// | a model's stream stopped after it had delivered content ([`interrupted`](Self::interrupted)) | `MODEL_STREAM_INTERRUPTED` | yes | no |
 ///
 /// Why retryable, when a failed A2A call passed on is not (`retriesExhausted`): the
 /// amplification rule stops retries from multiplying down a chain of agents, where each hop
@@ -59,6 +61,20 @@ impl DependencyFailed {
             error: StandardError::ModelUnavailable {
                 retry_after: failed.soonest_delay(),
             },
+            source: None,
+        }
+    }
+
+    /// A model's streamed answer that stopped after it had delivered content:
+    /// `MODEL_STREAM_INTERRUPTED` (retryable: asking again starts a new answer; what was
+    /// delivered stands), or DEADLINE_EXCEEDED when the call's deadline cut it.
+    pub fn interrupted(stopped: &StreamInterrupted) -> Self {
+        let error = match stopped.cause {
+            Interruption::Deadline => StandardError::DeadlineExceeded,
+            _ => StandardError::ModelStreamInterrupted,
+        };
+        DependencyFailed {
+            error,
             source: None,
         }
     }

@@ -336,50 +336,95 @@ pub(crate) fn retry(
     }
 }
 
-/// A model call to `dependency` (a configured name: a closed set) ended after `elapsed`, failed
-/// with the reason `failure` or not; a streamed one's first chunk came after `first_chunk`;
-/// the provider counted `input` and `output` tokens. OpenTelemetry's GenAI series
-/// (`gen_ai.operation.name` is `chat`).
-pub(crate) fn model_call(
-    dependency: &Arc<str>,
-    elapsed: Duration,
-    first_chunk: Option<Duration>,
-    (input, output): (Option<u64>, Option<u64>),
-    failure: Option<&str>,
-) {
-    let name = SharedString::from(Arc::clone(dependency));
-    match failure {
-        None => metrics::histogram!(
-            super::GEN_AI_DURATION,
-            "dependency" => name.clone(),
-            "gen_ai.operation.name" => "chat"
-        )
-        .record(elapsed.as_secs_f64()),
-        Some(reason) => metrics::histogram!(
-            super::GEN_AI_DURATION,
-            "dependency" => name.clone(),
-            "gen_ai.operation.name" => "chat",
-            "error.type" => failure_label(reason)
-        )
-        .record(elapsed.as_secs_f64()),
+/// What a model's GenAI series and span are labelled with: the dependency's name, the
+/// provider's and the requested model's, all configured (closed sets; nothing from a reply).
+pub(crate) struct ModelNames {
+    labels: Vec<metrics::Label>,
+    provider: SharedString,
+    request_model: Option<SharedString>,
+}
+
+impl ModelNames {
+    /// The names of model `dependency`, served by `provider`, asked for `request_model`.
+    pub(crate) fn new(
+        dependency: &Arc<str>,
+        provider: SharedString,
+        request_model: Option<SharedString>,
+    ) -> Self {
+        let mut labels = vec![
+            metrics::Label::new("dependency", SharedString::from(Arc::clone(dependency))),
+            metrics::Label::new("gen_ai.operation.name", "chat"),
+            metrics::Label::new("gen_ai.provider.name", provider.clone()),
+        ];
+        if let Some(model) = &request_model {
+            labels.push(metrics::Label::new("gen_ai.request.model", model.clone()));
+        }
+        ModelNames {
+            labels,
+            provider,
+            request_model,
+        }
     }
-    if let Some(first) = first_chunk {
-        metrics::histogram!(
-            super::GEN_AI_FIRST_CHUNK,
-            "dependency" => name.clone(),
-            "gen_ai.operation.name" => "chat"
+
+    /// The span of one model call, named as OpenTelemetry's GenAI conventions name it
+    /// (`chat {model}`); its token usage is recorded when the call ends.
+    pub(crate) fn span(&self) -> tracing::Span {
+        let name = match self.request_model.as_deref() {
+            Some(model) => Cow::Owned(format!("chat {model}")),
+            None => Cow::Borrowed("chat"),
+        };
+        tracing::info_span!(
+            "gen_ai.chat",
+            otel.name = &*name,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = &*self.provider,
+            gen_ai.request.model = self.request_model.as_deref(),
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.r#type = tracing::field::Empty,
         )
-        .record(first.as_secs_f64());
     }
-    for (kind, tokens) in [("input", input), ("output", output)] {
-        if let Some(tokens) = tokens {
-            metrics::histogram!(
-                super::GEN_AI_TOKENS,
-                "dependency" => name.clone(),
-                "gen_ai.operation.name" => "chat",
-                "gen_ai.token.type" => kind
-            )
-            .record(tokens as f64);
+
+    /// The histogram of the time between a streamed answer's chunks, after the first.
+    pub(crate) fn chunk_times(&self) -> metrics::Histogram {
+        metrics::histogram!(super::GEN_AI_PER_CHUNK, self.labels.clone())
+    }
+
+    /// A model call ended after `elapsed`, failed with the reason `failure` or not; a
+    /// streamed one's first chunk came after `first_chunk`; the provider counted `input` and
+    /// `output` tokens. OpenTelemetry's GenAI series, and the call's `span`.
+    pub(crate) fn ended(
+        &self,
+        span: &tracing::Span,
+        elapsed: Duration,
+        first_chunk: Option<Duration>,
+        (input, output): (Option<u64>, Option<u64>),
+        failure: Option<&str>,
+    ) {
+        let mut labels = self.labels.clone();
+        if let Some(reason) = failure {
+            let reason = failure_label(reason);
+            span.record("otel.status_code", "error");
+            span.record("error.type", &*reason);
+            labels.push(metrics::Label::new("error.type", reason));
+        }
+        metrics::histogram!(super::GEN_AI_DURATION, labels).record(elapsed.as_secs_f64());
+        if let Some(first) = first_chunk {
+            metrics::histogram!(super::GEN_AI_FIRST_CHUNK, self.labels.clone())
+                .record(first.as_secs_f64());
+        }
+        for (kind, tokens, field) in [
+            ("input", input, "gen_ai.usage.input_tokens"),
+            ("output", output, "gen_ai.usage.output_tokens"),
+        ] {
+            if let Some(tokens) = tokens {
+                span.record(field, tokens);
+                let mut labels = self.labels.clone();
+                labels.push(metrics::Label::new("gen_ai.token.type", kind));
+                metrics::histogram!(super::GEN_AI_TOKENS, labels).record(tokens as f64);
+            }
         }
     }
 }

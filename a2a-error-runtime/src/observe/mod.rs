@@ -26,9 +26,10 @@
 //! | `a2a.dependency.call.duration` | histogram, seconds | `dependency`, `outcome` |
 //! | `a2a.dependency.attempts` | histogram | `dependency` |
 //! | `a2a.dependency.retries` | counter | `dependency`, `error.type` |
-//! | `gen_ai.client.operation.duration` | histogram, seconds: a model's streamed call (`HttpDependency::model`), from the call to the stream's end, retries included | `dependency`, `gen_ai.operation.name` (`chat`); failed: `error.type` (`STREAM_INTERRUPTED`, `CANCELLED`) |
-//! | `gen_ai.client.operation.time_to_first_chunk` | histogram, seconds: from the call to its stream's first content event | `dependency`, `gen_ai.operation.name` |
-//! | `gen_ai.client.token.usage` | histogram, tokens: what the provider's `usage` reported | `dependency`, `gen_ai.operation.name`, `gen_ai.token.type` (`input`, `output`) |
+//! | `gen_ai.client.operation.duration` | histogram, seconds: a model's call (`HttpDependency::model`), whole or streamed, from the call to its reply (a stream: its end), retries included | `dependency`, `gen_ai.operation.name` (`chat`), `gen_ai.provider.name`, `gen_ai.request.model` (when configured); failed: `error.type` (the failure's reason, `STREAM_INTERRUPTED`, `CANCELLED`) |
+//! | `gen_ai.client.operation.time_to_first_chunk` | histogram, seconds: from the call to its stream's first content event | as above, without `error.type` |
+//! | `gen_ai.client.operation.time_per_output_chunk` | histogram, seconds: between a stream's content events, after the first | as above |
+//! | `gen_ai.client.token.usage` | histogram, tokens: what the provider's `usage` reported | as above, and `gen_ai.token.type` (`input`, `output`) |
 //!
 //! `error.type` is the error's reason (`AGENT_UNAVAILABLE`, `UNREACHABLE`, …). A dependency's
 //! breaker reports under the `a2a.breaker.*` series with the dependency's name as `agent`.
@@ -74,10 +75,16 @@ pub const HISTOGRAMS: &[(&str, &[f64])] = &[
     (DEPENDENCY_ATTEMPTS, ATTEMPTS),
     (GEN_AI_DURATION, DEPENDENCY_SECONDS),
     (GEN_AI_FIRST_CHUNK, FIRST_CHUNK_SECONDS),
+    (GEN_AI_PER_CHUNK, CHUNK_SECONDS),
     (GEN_AI_TOKENS, TOKENS),
 ];
 
 /// Boundaries of a streamed answer's time to its first chunk, in seconds: 10 ms to a minute.
+/// Boundaries of the time between a stream's chunks, in seconds (OpenTelemetry's advice).
+const CHUNK_SECONDS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
+];
+
 const FIRST_CHUNK_SECONDS: &[f64] = &[
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 30.0, 60.0,
 ];
@@ -111,6 +118,7 @@ const CLIENT_DURATION: &str = "rpc.client.call.duration";
 /// `gen_ai.token.type`.
 const GEN_AI_DURATION: &str = "gen_ai.client.operation.duration";
 const GEN_AI_FIRST_CHUNK: &str = "gen_ai.client.operation.time_to_first_chunk";
+const GEN_AI_PER_CHUNK: &str = "gen_ai.client.operation.time_per_output_chunk";
 const GEN_AI_TOKENS: &str = "gen_ai.client.token.usage";
 
 /// The name of a dependency call's duration histogram.

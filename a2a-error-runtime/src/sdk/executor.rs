@@ -8,6 +8,7 @@
 use crate::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER, TraceContext};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use a2a::{
@@ -32,6 +33,19 @@ pub(crate) const FAILURE_KEY: &str = "a2a-error.failure";
 /// guard, which runs in the handler's own task. The endpoint sets it on every request (a
 /// caller's header of the same name is replaced), as microseconds after [`epoch`].
 pub(crate) const DEADLINE_PARAM: &str = "a2a-error-deadline-us";
+
+tokio::task_local! {
+    /// Set while the guard polls an execution's stream: an execution that sets the flag (as
+    /// [`forward_stream`](super::forward_stream) does) ends a failure after its first event
+    /// with a FAILED status update for its caller, not the stream's error event.
+    static FAILURES_AS_STATUS: Arc<AtomicBool>;
+}
+
+/// Tells the guard polling this execution that a failure after its first event ends the
+/// caller's stream with a FAILED status update (A2A's task model), not an error event.
+pub(crate) fn fail_as_status() {
+    let _ = FAILURES_AS_STATUS.try_with(|flag| flag.store(true, Ordering::Relaxed));
+}
 
 /// The instant deadlines in [`DEADLINE_PARAM`] count from (this process's own clock).
 pub(crate) fn epoch() -> Instant {
@@ -112,6 +126,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
                 .and_then(|values| values.first())
                 .and_then(|param| link::find(param)),
             store: Arc::clone(&self.store),
+            as_status: Arc::default(),
         };
         if let Some(link) = &run.link {
             link.started(&run.task_id);
@@ -153,6 +168,8 @@ struct Run {
     /// The request's link (see `Link`), when the bridge made one.
     link: Option<Arc<Watch>>,
     store: Arc<dyn TaskStore>,
+    /// Whether the execution asked for failures as FAILED status updates ([`fail_as_status`]).
+    as_status: Arc<AtomicBool>,
 }
 
 /// Where the guarded stream stands.
@@ -214,6 +231,7 @@ impl Run {
             };
             // So does the request's trace: the SDK runs the executor in a task of its own.
             let next = crate::trace::scope(state.run.trace.clone(), next);
+            let next = FAILURES_AS_STATUS.scope(Arc::clone(&state.run.as_status), next);
             let next = match state.run.link.clone() {
                 Some(link) => {
                     let gone = std::pin::pin!(link.gone());
@@ -252,16 +270,21 @@ impl Run {
         .boxed()
     }
 
-    /// The terminal event of a task whose work had started when it failed.
+    /// The terminal event of a task whose work had started when it failed: marked for the
+    /// bridge to send as the stream's error event, unless the execution asked for a FAILED
+    /// status update ([`fail_as_status`]).
     fn failed_event(&self, error: &A2AError) -> StreamResponse {
         let public = crate::sdk::error::public(error);
         let status = failed_status_of(&public, &self.task_id, &self.context_id);
-        let object = serde_json::to_value(public.to_error_object()).unwrap_or_default();
+        let metadata = (!self.as_status.load(Ordering::Relaxed)).then(|| {
+            let object = serde_json::to_value(public.to_error_object()).unwrap_or_default();
+            HashMap::from([(FAILURE_KEY.to_owned(), object)])
+        });
         StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: self.task_id.clone(),
             context_id: self.context_id.clone(),
             status,
-            metadata: Some(HashMap::from([(FAILURE_KEY.to_owned(), object)])),
+            metadata,
         })
     }
 

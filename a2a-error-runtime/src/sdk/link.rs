@@ -64,6 +64,11 @@ impl Watch {
         }
     }
 
+    /// Whether the link is a stream's (its reader receives each event as it is made).
+    pub(crate) fn is_stream(&self) -> bool {
+        self.credits.is_some()
+    }
+
     /// The reader received an event: the execution may make one more.
     pub(crate) fn received(&self) {
         if let Some(credits) = &self.credits {

@@ -80,6 +80,7 @@
 mod error;
 mod executor;
 mod failed;
+mod forward;
 #[cfg(feature = "grpc")]
 mod grpc;
 mod link;
@@ -98,6 +99,7 @@ mod transport;
 
 pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote, to_sdk};
 pub use executor::Guarded;
+pub use forward::{forward_stream, is_streaming};
 #[cfg(feature = "grpc")]
 pub use grpc::{GrpcLimits, GrpcService};
 pub use owned::{OwnedTaskStore, Owner, creating_owner, owned_page};

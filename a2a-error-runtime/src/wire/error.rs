@@ -354,6 +354,14 @@ fn write_int(out: &mut Vec<u8>, value: i32) {
 }
 
 /// Protobuf `Duration` JSON: seconds with an `s` suffix and 0, 3, 6 or 9 fractional digits.
+/// A protobuf `Duration` in its JSON form, as RetryInfo's `retryDelay` carries it (`"10s"`,
+/// `"1.500s"`).
+pub(crate) fn proto_duration(delay: Duration) -> String {
+    let mut out = Vec::with_capacity(16);
+    write_proto_duration(&mut out, delay);
+    String::from_utf8(out).unwrap_or_default()
+}
+
 fn write_proto_duration(out: &mut Vec<u8>, delay: Duration) {
     let _ = serde_json::to_writer(&mut *out, &delay.as_secs());
     let nanos = delay.subsec_nanos();
@@ -383,21 +391,12 @@ fn write_seconds(out: &mut Vec<u8>, delay: Duration) {
 mod encode_tests {
     use super::*;
 
-    fn format_proto_duration(delay: Duration) -> String {
-        let mut out = Vec::new();
-        write_proto_duration(&mut out, delay);
-        String::from_utf8(out).unwrap()
-    }
-
     #[test]
     fn proto_durations_use_0_3_6_or_9_digits() {
-        assert_eq!(format_proto_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(format_proto_duration(Duration::from_millis(1500)), "1.500s");
-        assert_eq!(format_proto_duration(Duration::from_micros(1)), "0.000001s");
-        assert_eq!(
-            format_proto_duration(Duration::from_nanos(5)),
-            "0.000000005s"
-        );
-        assert_eq!(format_proto_duration(Duration::ZERO), "0s");
+        assert_eq!(proto_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(proto_duration(Duration::from_millis(1500)), "1.500s");
+        assert_eq!(proto_duration(Duration::from_micros(1)), "0.000001s");
+        assert_eq!(proto_duration(Duration::from_nanos(5)), "0.000000005s");
+        assert_eq!(proto_duration(Duration::ZERO), "0s");
     }
 }

@@ -34,7 +34,9 @@ use tonic_types::pb;
 
 use crate::wire::code::{self, StatusMapping};
 use crate::wire::error::{A2aError, FromErrorObject};
-use crate::wire::error::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE, grpc_status_name};
+use crate::wire::error::{
+    BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE, grpc_status_name, proto_duration,
+};
 use crate::wire::object::{ErrorObject, detail_type, parse_proto_duration};
 use crate::wire::remote::RemoteError;
 
@@ -277,17 +279,6 @@ fn detail_json(detail: &prost_types::Any) -> Value {
     })
 }
 
-/// A protobuf `Duration` in its JSON form (`"1.5s"`).
-fn proto_duration(delay: Duration) -> String {
-    match delay.subsec_nanos() {
-        0 => format!("{}s", delay.as_secs()),
-        nanos => {
-            let fraction = format!("{nanos:09}");
-            format!("{}.{}s", delay.as_secs(), fraction.trim_end_matches('0'))
-        }
-    }
-}
-
 /// What a `grpc-retry-pushback-ms` trailer says (gRPC A6).
 #[derive(Debug, PartialEq)]
 enum Pushback {
@@ -433,7 +424,7 @@ mod tests {
     #[test]
     fn durations_print_as_protobuf_json() {
         assert_eq!(proto_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(proto_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(proto_duration(Duration::from_millis(1500)), "1.500s");
         assert_eq!(proto_duration(Duration::from_nanos(1)), "0.000000001s");
     }
 

@@ -142,6 +142,11 @@ pub enum StandardError {
     #[error("dependency rejected the request")]
     #[a2a(code = DEPENDENCY_REJECTED)]
     DependencyRejected,
+    /// -32062: a model's streamed answer stopped after part of it was delivered; what was
+    /// delivered stands, and asking again starts a new answer.
+    #[error("model stream interrupted")]
+    #[a2a(code = MODEL_STREAM_INTERRUPTED)]
+    ModelStreamInterrupted,
 }
 
 impl StandardError {
@@ -175,6 +180,7 @@ impl StandardError {
             MODEL_REJECTED => StandardError::ModelRejected,
             DEPENDENCY_UNAVAILABLE => StandardError::DependencyUnavailable { retry_after: None },
             DEPENDENCY_REJECTED => StandardError::DependencyRejected,
+            MODEL_STREAM_INTERRUPTED => StandardError::ModelStreamInterrupted,
             _ => return None,
         })
     }

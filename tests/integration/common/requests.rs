@@ -82,3 +82,22 @@ pub fn error_code(reply: &Value) -> i64 {
 pub async fn get_text(url: &str) -> String {
     reqwest::get(url).await.unwrap().text().await.unwrap()
 }
+
+/// The SSE events of a body: (event name, data as JSON).
+pub fn events(text: &str) -> Vec<(String, Value)> {
+    text.split("\n\n")
+        .filter(|event| !event.trim().is_empty())
+        .map(|event| {
+            let mut name = String::from("message");
+            let mut data = String::new();
+            for line in event.lines() {
+                if let Some(value) = line.strip_prefix("event:") {
+                    name = value.trim().to_owned();
+                } else if let Some(value) = line.strip_prefix("data:") {
+                    data.push_str(value.trim_start());
+                }
+            }
+            (name, serde_json::from_str(&data).unwrap_or(Value::Null))
+        })
+        .collect()
+}

@@ -8,10 +8,12 @@ mod transport;
 
 use std::sync::Arc;
 
+use metrics::SharedString;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tower::util::BoxCloneSyncService;
+use tracing::Instrument;
 
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, StatusFailure};
@@ -24,9 +26,10 @@ use transport::HttpService;
 
 use crate::dependency::Failure;
 use crate::http::{BuildError, HttpSettings, parse_url};
+use crate::observe::ModelNames;
 use crate::resilience::breaker::CircuitBreaker;
 use crate::resilience::{
-    CalleeSettings, HedgeConfig, HedgeDelay, OverHttp, Repeatable, StackBuilder,
+    CalleeSettings, Classify, HedgeConfig, HedgeDelay, OverHttp, Repeatable, StackBuilder,
 };
 
 /// A client of one HTTP service the agent depends on: a model provider, a tool, any JSON API.
@@ -55,8 +58,9 @@ use crate::resilience::{
 pub struct HttpDependency {
     service: BoxCloneSyncService<HttpCall, HttpReply, HttpError>,
     events: BoxCloneSyncService<HttpCall, HttpStream, HttpError>,
-    /// A model (made by [`HttpDependency::model`]): its streams record the GenAI series.
-    model: bool,
+    /// A model's GenAI names (made by [`HttpDependency::model`]): its calls record the GenAI
+    /// series, each in a span of its own.
+    model: Option<Arc<ModelNames>>,
     name: Arc<str>,
     breaker: Option<CircuitBreaker>,
 }
@@ -89,7 +93,7 @@ impl HttpDependency {
                 max_event: 1 << 20,
                 format: std::sync::Arc::new(AnyEvent),
             },
-            model: false,
+            model: None,
             max_reply: 32 << 20,
             headers: HeaderMap::new(),
             deadline_header: None,
@@ -106,7 +110,10 @@ impl HttpDependency {
         let mut builder = HttpDependency::builder(name, base_url)
             .repeatable(true)
             .stream_format(OpenAiChat);
-        builder.callee.model = true;
+        builder.callee.model = Some(ModelSettings {
+            provider: SharedString::const_str("openai"),
+            request_model: None,
+        });
         builder
     }
 
@@ -128,14 +135,24 @@ impl HttpDependency {
             Err(error) => failed_status(error),
         };
         let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
-        super::record::send_http(
+        let sent = super::record::send_http(
             &self.name,
             self.service.clone(),
             call,
             with_trace,
             status_of,
-        )
-        .await
+        );
+        let Some(model) = &self.model else {
+            return sent.await;
+        };
+        let (started, span) = (tokio::time::Instant::now(), model.span());
+        let result = sent.instrument(span.clone()).await;
+        let (usage, failure) = match &result {
+            Ok(reply) => (stream::usage_in(&reply.body), None),
+            Err(error) => ((None, None), Some(error.failure_reason())),
+        };
+        model.ended(&span, started.elapsed(), None, usage, failure);
+        result
     }
 
     /// Sends `call` for a streamed reply (`Accept: text/event-stream`) through the same
@@ -157,11 +174,37 @@ impl HttpDependency {
             Err(error) => failed_status(error),
         };
         let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
+        let Some(model) = &self.model else {
+            let opened = super::record::send_http(
+                &self.name,
+                self.events.clone(),
+                call,
+                with_trace,
+                status_of,
+            )
+            .await?;
+            return Ok(opened.reporting(self.breaker.clone(), None, started));
+        };
+        let span = model.span();
         let opened =
             super::record::send_http(&self.name, self.events.clone(), call, with_trace, status_of)
-                .await?;
-        let model = self.model.then(|| self.name.clone());
-        Ok(opened.reporting(self.breaker.clone(), model, started))
+                .instrument(span.clone())
+                .await;
+        match opened {
+            Ok(opened) => {
+                Ok(opened.reporting(self.breaker.clone(), Some((model.clone(), span)), started))
+            }
+            Err(error) => {
+                model.ended(
+                    &span,
+                    started.elapsed(),
+                    None,
+                    (None, None),
+                    Some(error.failure_reason()),
+                );
+                Err(error)
+            }
+        }
     }
 
     /// POSTs `body` as JSON to `path` and reads the reply as `T`.
@@ -203,12 +246,18 @@ pub struct HttpServiceSettings {
     base_url: String,
     http: HttpSettings,
     stream: StreamSettings,
-    /// A model (made by [`HttpDependency::model`]): its streams record the GenAI series.
-    model: bool,
+    /// A model's GenAI names (made by [`HttpDependency::model`]).
+    model: Option<ModelSettings>,
     max_reply: usize,
     headers: HeaderMap,
     deadline_header: Option<HeaderName>,
     idempotency_header: HeaderName,
+}
+
+/// What a model's GenAI series are labelled with, besides its name.
+struct ModelSettings {
+    provider: SharedString,
+    request_model: Option<SharedString>,
 }
 
 impl std::fmt::Debug for HttpServiceSettings {
@@ -272,6 +321,27 @@ impl HttpDependencyBuilder {
         self
     }
 
+    /// The provider a model's GenAI series and spans name as `gen_ai.provider.name` (default
+    /// `openai`; OpenTelemetry's names: `anthropic`, `aws.bedrock`, `azure.ai.openai`,
+    /// `gcp.gemini`, …). Only for [`HttpDependency::model`]: a configured value, never one
+    /// read from a reply.
+    pub fn provider(mut self, name: impl Into<String>) -> Self {
+        if let Some(model) = &mut self.callee.model {
+            model.provider = SharedString::from(name.into());
+        }
+        self
+    }
+
+    /// The model a model's GenAI series and spans name as `gen_ai.request.model` (default:
+    /// none, the label left out): the model this dependency asks for. Only for
+    /// [`HttpDependency::model`].
+    pub fn request_model(mut self, name: impl Into<String>) -> Self {
+        if let Some(model) = &mut self.callee.model {
+            model.request_model = Some(SharedString::from(name.into()));
+        }
+        self
+    }
+
     /// How the events of a streamed reply are read (default [`AnyEvent`];
     /// [`OpenAiChat`] for [`HttpDependency::model`]).
     pub fn stream_format(mut self, format: impl StreamFormat) -> Self {
@@ -321,7 +391,9 @@ impl HttpDependencyBuilder {
             settings: settings.stream,
         };
         Ok(HttpDependency {
-            model: settings.model,
+            model: settings
+                .model
+                .map(|model| Arc::new(ModelNames::new(&name, model.provider, model.request_model))),
             events: BoxCloneSyncService::new(stream_stack.service(events)),
             service: BoxCloneSyncService::new(stack.service(service)),
             name,

@@ -22,6 +22,7 @@ use super::error::{HttpError, HttpFailure, InBand};
 use super::transport::HttpService;
 use crate::dependency::Failure;
 use crate::http::sse::{self, Events, SseError};
+use crate::observe::ModelNames;
 use crate::resilience::breaker::CircuitBreaker;
 use crate::resilience::{Outcome, Request, Timeout, within_time};
 
@@ -87,6 +88,12 @@ pub trait StreamFormat: Send + Sync + 'static {
         let _ = event;
         (None, None)
     }
+
+    /// The text a content event carries, for a caller that forwards it (as
+    /// [`forward_stream`](crate::sdk::forward_stream) does). Default: its data.
+    fn text(&self, event: &StreamEvent) -> Option<String> {
+        Some(event.data.clone())
+    }
 }
 
 /// OpenAI's chat completions stream (and every provider that copies it): content is a
@@ -99,6 +106,12 @@ pub struct OpenAiChat;
 impl StreamFormat for OpenAiChat {
     fn usage(&self, event: &StreamEvent) -> (Option<u64>, Option<u64>) {
         usage_of(event)
+    }
+
+    /// `choices[0].delta.content`.
+    fn text(&self, event: &StreamEvent) -> Option<String> {
+        let chunk = serde_json::from_str::<ChatChunk<'_>>(&event.data).ok()?;
+        Some(chunk.choices.0?.delta?.content?.into_owned())
     }
 
     fn read(&self, event: &StreamEvent) -> Read {
@@ -121,10 +134,25 @@ impl StreamFormat for OpenAiChat {
     }
 }
 
-/// The token counts an event reports: OpenAI's `usage` (`prompt_tokens`,
-/// `completion_tokens`), Anthropic's (`input_tokens`, `output_tokens`, at the top or in
-/// `message`). Only events that name a usage are read.
+/// The token counts an event reports (see [`usage_in`]).
 fn usage_of(event: &StreamEvent) -> (Option<u64>, Option<u64>) {
+    if !event.data.contains("\"usage\"") {
+        return (None, None);
+    }
+    usage_read(event.data.as_bytes())
+}
+
+/// The token counts a JSON reply or event reports: OpenAI's `usage` (`prompt_tokens`,
+/// `completion_tokens`), Anthropic's (`input_tokens`, `output_tokens`, at the top or in
+/// `message`). Only text that names a usage is read, and only that member is kept.
+pub(super) fn usage_in(json: &[u8]) -> (Option<u64>, Option<u64>) {
+    if !json.windows(7).any(|window| window == b"\"usage\"") {
+        return (None, None);
+    }
+    usage_read(json)
+}
+
+fn usage_read(json: &[u8]) -> (Option<u64>, Option<u64>) {
     #[derive(serde::Deserialize, Default)]
     struct Usage {
         #[serde(default, alias = "input_tokens")]
@@ -144,10 +172,7 @@ fn usage_of(event: &StreamEvent) -> (Option<u64>, Option<u64>) {
         #[serde(default)]
         message: Option<Message>,
     }
-    if !event.data.contains("usage") {
-        return (None, None);
-    }
-    let Ok(reported) = serde_json::from_str::<Reported>(&event.data) else {
+    let Ok(reported) = serde_json::from_slice::<Reported>(json) else {
         return (None, None);
     };
     let usage = reported
@@ -219,6 +244,24 @@ pub struct AnthropicMessages;
 impl StreamFormat for AnthropicMessages {
     fn usage(&self, event: &StreamEvent) -> (Option<u64>, Option<u64>) {
         usage_of(event)
+    }
+
+    /// A `content_block_delta`'s `delta.text` (or `delta.partial_json`).
+    fn text(&self, event: &StreamEvent) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Delta<'a> {
+            #[serde(default, borrow)]
+            text: Option<std::borrow::Cow<'a, str>>,
+            #[serde(default, borrow)]
+            partial_json: Option<std::borrow::Cow<'a, str>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Block<'a> {
+            #[serde(default, borrow)]
+            delta: Option<Delta<'a>>,
+        }
+        let delta = serde_json::from_str::<Block<'_>>(&event.data).ok()?.delta?;
+        Some(delta.text.or(delta.partial_json)?.into_owned())
     }
 
     fn read(&self, event: &StreamEvent) -> Read {
@@ -337,11 +380,16 @@ pub struct HttpStream {
     gen_ai: Option<GenAi>,
 }
 
-/// A model call's GenAI series, recorded once its stream ends (or is dropped).
+/// A model call's GenAI series, recorded once its stream ends (or is dropped), and its span,
+/// which lasts as long as the stream.
 struct GenAi {
-    dependency: Arc<str>,
+    names: Arc<ModelNames>,
+    span: tracing::Span,
     started: Instant,
     first_chunk: Duration,
+    /// When the last content event arrived, and where the time between them goes.
+    last_chunk: Instant,
+    chunk_times: metrics::Histogram,
 }
 
 impl std::fmt::Debug for HttpStream {
@@ -390,6 +438,13 @@ impl Stream for HttpStream {
             match this.format.read(&event) {
                 Read::Content => {
                     this.delivered += 1;
+                    if let Some(gen_ai) = &mut this.gen_ai {
+                        let now = Instant::now();
+                        gen_ai
+                            .chunk_times
+                            .record(now.duration_since(gen_ai.last_chunk).as_secs_f64());
+                        gen_ai.last_chunk = now;
+                    }
                     return Poll::Ready(Some(Ok(event)));
                 }
                 Read::Skip => {}
@@ -408,20 +463,29 @@ impl Drop for HttpStream {
 }
 
 impl HttpStream {
+    /// The text `event` (one of this stream's content events) carries, as its
+    /// [`StreamFormat`] reads it: `choices[0].delta.content` for [`OpenAiChat`].
+    pub fn text(&self, event: &StreamEvent) -> Option<String> {
+        self.format.text(event)
+    }
+
     /// The stream, reporting a failure after it opened to `breaker`, and (for a model)
-    /// recording the call's GenAI series under `dependency` when it ends: the call began at
+    /// recording the call's GenAI series and closing its span when it ends: the call began at
     /// `started`.
     pub(super) fn reporting(
         mut self,
         breaker: Option<CircuitBreaker>,
-        dependency: Option<Arc<str>>,
+        model: Option<(Arc<ModelNames>, tracing::Span)>,
         started: Instant,
     ) -> HttpStream {
         self.breaker = breaker;
-        self.gen_ai = dependency.map(|dependency| GenAi {
-            dependency,
+        self.gen_ai = model.map(|(names, span)| GenAi {
+            chunk_times: names.chunk_times(),
+            names,
+            span,
             started,
             first_chunk: started.elapsed(),
+            last_chunk: Instant::now(),
         });
         self
     }
@@ -438,8 +502,8 @@ impl HttpStream {
         if let Some(gen_ai) = self.gen_ai.take() {
             let first_chunk =
                 (self.delivered > 0 || self.first.is_some()).then_some(gen_ai.first_chunk);
-            crate::observe::model_call(
-                &gen_ai.dependency,
+            gen_ai.names.ended(
+                &gen_ai.span,
                 gen_ai.started.elapsed(),
                 first_chunk,
                 self.usage,

@@ -1,0 +1,170 @@
+//! [`forward_stream`]: a model's streamed answer, forwarded from an SDK executor to its A2A
+//! caller as the task's one artifact, with the first-event rule built in.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use a2a::{
+    A2AError, Artifact, Part, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
+};
+use a2a_server::ExecutorContext;
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use serde_json::{Value, json};
+
+use super::link::{LINK_PARAM, find};
+use crate::dependency::{DependencyFailed, HttpStream};
+use crate::resilience::{Answered, DEGRADED_KEY};
+
+/// Whether the request an execution serves is a stream (SendStreamingMessage on any binding
+/// of the [`Bridge`](super::Bridge)), whose caller receives each event as it is made; a
+/// SendMessage's caller receives the outcome only. The bridge says so, in a service param no
+/// caller can set.
+pub fn is_streaming(ctx: &ExecutorContext) -> bool {
+    ctx.service_params
+        .get(LINK_PARAM)
+        .and_then(|values| values.first())
+        .and_then(|param| find(param))
+        .is_some_and(|watch| watch.is_stream())
+}
+
+/// Forwards a model's streamed answer to the A2A caller of `ctx`'s task: return it from your
+/// executor's `execute`, under [`Guarded`](super::Guarded). `opening` opens the model's
+/// stream ([`HttpDependency::stream`](crate::dependency::HttpDependency::stream), or a
+/// [`Fallback`](crate::resilience::Fallback) over several, whose [`Answered`] says which
+/// step answered) and passes a failure on as your error (say
+/// [`DependencyFailed::models`]).
+///
+/// - Until the model's first content event, nothing is sent: a failure to open (after the
+///   stack's retries and fallbacks) is the call's error, an ordinary JSON-RPC error (REST:
+///   the HTTP status with its `google.rpc.Status`).
+/// - Each content event's text (see [`StreamFormat::text`](crate::dependency::StreamFormat::text))
+///   becomes a `TaskArtifactUpdateEvent` on one artifact: the first with `append` absent,
+///   the rest appended. Events without text send nothing.
+/// - The model's end of answer ends the task COMPLETED, the final status update's `metadata`
+///   carrying the degraded mark (`{"degraded": {"step": …, "index": …}}`) when a fallback
+///   answered.
+/// - A failure after the first content ends the task FAILED in a final status update whose
+///   message's `metadata.error` names the cause (`code`, `reason`, `domain`, `retryable`, and
+///   `retryDelay` when one is known): `MODEL_STREAM_INTERRUPTED` (-32062, retryable) for a
+///   stream cut, silent past its idle timeout, oversized or failing in-band;
+///   DEADLINE_EXCEEDED at the caller's deadline. What was sent stands; no second model call
+///   is made.
+/// - The caller leaving (its stream closed) drops the model's stream, which closes the
+///   connection to the model at once.
+///
+/// For a SendMessage (see [`is_streaming`]) the same events build the task the caller is
+/// answered with.
+pub fn forward_stream<F, O>(
+    ctx: &ExecutorContext,
+    opening: F,
+) -> BoxStream<'static, Result<StreamResponse, A2AError>>
+where
+    F: Future<Output = Result<O, A2AError>> + Send + 'static,
+    O: Into<Answered<HttpStream>>,
+{
+    let task_id = ctx.task_id.clone();
+    let context_id = ctx.context_id.clone();
+    let state = Forwarding::Opening(Box::pin(async move { opening.await.map(Into::into) }));
+    futures_util::stream::unfold(state, move |state| {
+        let (task_id, context_id) = (task_id.clone(), context_id.clone());
+        async move {
+            let (mut stream, mark, artifact, sent) = match state {
+                Forwarding::Opening(opening) => {
+                    super::executor::fail_as_status();
+                    match opening.await {
+                        Ok(answered) => {
+                            let mark = answered
+                                .is_degraded()
+                                .then(|| json!({"step": answered.step, "index": answered.index}));
+                            (Box::new(answered.value), mark, artifact_id(), false)
+                        }
+                        Err(error) => return Some((Err(error), Forwarding::Ended)),
+                    }
+                }
+                Forwarding::Streaming {
+                    stream,
+                    mark,
+                    artifact,
+                } => (stream, mark, artifact, true),
+                Forwarding::Ended => return None,
+            };
+            loop {
+                match stream.next().await {
+                    Some(Ok(event)) => {
+                        let Some(text) = stream.text(&event).filter(|text| !text.is_empty()) else {
+                            continue;
+                        };
+                        let update = TaskArtifactUpdateEvent {
+                            task_id,
+                            context_id,
+                            artifact: Artifact {
+                                artifact_id: artifact.clone(),
+                                name: None,
+                                description: None,
+                                parts: vec![Part::text(text)],
+                                metadata: None,
+                                extensions: None,
+                            },
+                            append: sent.then_some(true),
+                            last_chunk: None,
+                            metadata: None,
+                        };
+                        let next = Forwarding::Streaming {
+                            stream,
+                            mark,
+                            artifact,
+                        };
+                        return Some((Ok(StreamResponse::ArtifactUpdate(update)), next));
+                    }
+                    Some(Err(stopped)) => {
+                        tracing::warn!(error = %stopped, "a model's stream stopped");
+                        let error = super::to_sdk(&DependencyFailed::interrupted(&stopped));
+                        return Some((Err(error), Forwarding::Ended));
+                    }
+                    None => {
+                        let completed = TaskStatusUpdateEvent {
+                            task_id,
+                            context_id,
+                            status: TaskStatus {
+                                state: TaskState::Completed,
+                                message: None,
+                                timestamp: None,
+                            },
+                            metadata: mark
+                                .map(|mark| HashMap::from([(DEGRADED_KEY.to_owned(), mark)])),
+                        };
+                        return Some((
+                            Ok(StreamResponse::StatusUpdate(completed)),
+                            Forwarding::Ended,
+                        ));
+                    }
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+/// Where a forwarded stream stands.
+enum Forwarding {
+    Opening(std::pin::Pin<Box<dyn Future<Output = Result<Answered<HttpStream>, A2AError>> + Send>>),
+    /// Boxed: the stream is large, and moves with each event.
+    Streaming {
+        stream: Box<HttpStream>,
+        mark: Option<Value>,
+        artifact: String,
+    },
+    Ended,
+}
+
+/// A new artifact id: a task's later turns add answers of their own.
+fn artifact_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    format!("answer-{nanos:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}

@@ -1,0 +1,424 @@
+//! The `llm_agent` example's streaming contract from outside: SendStreamingMessage against
+//! fake streaming providers the tests start, read by a real HTTP client as SSE.
+
+use std::time::{Duration, Instant};
+
+use crate::common::requests::{card, events, get_text};
+use crate::llm_agent::agent;
+use a2a_error_testkit::{FaultService, HttpAnswer};
+use serde_json::{Value, json};
+
+/// The streaming call of `text`, at JSON-RPC `POST /`.
+fn stream_call(text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": {
+        "messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]}}})
+}
+
+/// What a streaming call got: an ordinary JSON-RPC reply (an error before any event), or the
+/// events of a stream.
+#[derive(Debug)]
+enum Streamed {
+    Reply(Value),
+    Events(Vec<Value>),
+}
+
+impl Streamed {
+    /// The stream's events (each JSON-RPC response's `result`), or a panic.
+    fn events(&self) -> &[Value] {
+        match self {
+            Streamed::Events(events) => events,
+            Streamed::Reply(reply) => panic!("not a stream: {reply}"),
+        }
+    }
+
+    /// The ordinary reply's error, or a panic.
+    fn error(&self) -> &Value {
+        match self {
+            Streamed::Reply(reply) => &reply["error"],
+            Streamed::Events(events) => panic!("not an error reply: {events:?}"),
+        }
+    }
+}
+
+/// Sends the streaming call of `text` with `headers`, and reads its whole answer.
+async fn stream(url: &str, text: &str, headers: &[(&str, &str)]) -> Streamed {
+    let mut request = reqwest::Client::new()
+        .post(format!("{url}/"))
+        .json(&stream_call(text));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = response.text().await.unwrap();
+    assert_clean(&body);
+    if content_type.starts_with("application/json") {
+        return Streamed::Reply(serde_json::from_str(&body).unwrap());
+    }
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let events = events(&body)
+        .into_iter()
+        .map(|(name, data)| {
+            assert_eq!(name, "message", "no error events: {body}");
+            data["result"].clone()
+        })
+        .collect();
+    Streamed::Events(events)
+}
+
+/// No provider text, URL or Rust type name on the wire.
+fn assert_clean(body: &str) {
+    for word in [
+        "provider-internal-secret",
+        "127.0.0.1",
+        "HttpFailure",
+        "Interrupted {",
+        "reqwest",
+    ] {
+        assert!(!body.contains(word), "{word} on the wire: {body}");
+    }
+}
+
+/// The artifact updates' texts, checked to be one artifact, the first not appended and the
+/// rest appended.
+fn artifact_texts(events: &[Value]) -> Vec<String> {
+    let updates: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| event.get("artifactUpdate"))
+        .collect();
+    for (at, update) in updates.iter().enumerate() {
+        assert_eq!(
+            update["artifact"]["artifactId"], updates[0]["artifact"]["artifactId"],
+            "one artifact: {update}"
+        );
+        let append = update["append"].as_bool().unwrap_or(false);
+        assert_eq!(append, at > 0, "{update}");
+    }
+    updates
+        .iter()
+        .map(|update| {
+            update["artifact"]["parts"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The final status update: the last event, a status update.
+fn last_status(events: &[Value]) -> &Value {
+    let last = events.last().expect("no event");
+    let update = &last["statusUpdate"];
+    assert!(
+        update.is_object(),
+        "the last event is a status update: {events:?}"
+    );
+    update
+}
+
+/// The cause a FAILED status update carries, after checking its state.
+fn failed_cause(events: &[Value]) -> &Value {
+    let status = &last_status(events)["status"];
+    assert_eq!(status["state"], "TASK_STATE_FAILED", "{status}");
+    &status["message"]["metadata"]["error"]
+}
+
+#[tokio::test]
+async fn tokens_arrive_as_one_appended_artifact_and_the_task_completes() {
+    let deltas = ["Hel", "lo", ", wor", "ld"];
+    let model = FaultService::start(HttpAnswer::completion_stream(&deltas)).await;
+    let (_agent, url) = agent(model.url(), &[]);
+    assert_eq!(card(&url).await["capabilities"]["streaming"], true);
+
+    let streamed = stream(&url, "hello", &[]).await;
+    let sent = streamed.events();
+    assert_eq!(artifact_texts(sent), deltas, "{sent:?}");
+    assert_eq!(sent.len(), deltas.len() + 1, "{sent:?}");
+    let completed = last_status(sent);
+    assert_eq!(completed["status"]["state"], "TASK_STATE_COMPLETED");
+    assert!(completed["metadata"]["degraded"].is_null(), "{completed}");
+
+    let received = model.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].path_and_query, "/chat/completions");
+    assert_eq!(received[0].headers["accept"], "text/event-stream");
+    assert_eq!(
+        std::str::from_utf8(&received[0].body).unwrap(),
+        r#"{"model":"primary","messages":[{"role":"user","content":"hello"}],"stream":true,"stream_options":{"include_usage":true}}"#
+    );
+
+    // REST: the same events at `POST /message:stream`.
+    let response = reqwest::Client::new()
+        .post(format!("{url}/message:stream"))
+        .json(&json!({"message": {"messageId": "r-1", "role": "ROLE_USER",
+            "parts": [{"text": "hello"}]}}))
+        .send()
+        .await
+        .unwrap();
+    let body = response.text().await.unwrap();
+    let events: Vec<Value> = events(&body).into_iter().map(|(_, data)| data).collect();
+    assert_eq!(artifact_texts(&events), deltas, "{body}");
+    assert_eq!(
+        last_status(&events)["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+
+    // The GenAI series, by dependency; the tokens as the provider counted them (7 in, one a
+    // delta out, per answer: two answers).
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    for series in [
+        "gen_ai_client_operation_duration_bucket{dependency=\"primary\"",
+        "gen_ai_client_operation_time_to_first_chunk_bucket{dependency=\"primary\"",
+        "gen_ai_client_operation_time_per_output_chunk_bucket{dependency=\"primary\"",
+    ] {
+        assert!(metrics.contains(series), "{series} missing:\n{metrics}");
+    }
+    let tokens = |kind: &str| -> f64 {
+        metrics
+            .lines()
+            .filter(|line| {
+                line.starts_with("gen_ai_client_token_usage_sum{")
+                    && line.contains("dependency=\"primary\"")
+                    && line.contains(&format!("gen_ai_token_type=\"{kind}\""))
+            })
+            .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    assert_eq!(tokens("input"), 14.0, "{metrics}");
+    assert_eq!(tokens("output"), 8.0, "{metrics}");
+}
+
+#[tokio::test]
+async fn a_rate_limited_or_overloaded_opening_is_retried_after_its_delay() {
+    let model = FaultService::start(HttpAnswer::completion_stream(&["ok"])).await;
+    model.then([
+        HttpAnswer::status(429).header("retry-after", "1"),
+        HttpAnswer::status(503).header("retry-after-ms", "300"),
+        // Anthropic's overloaded error, in band, before the first token.
+        HttpAnswer::events([
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"provider-internal-secret\"}}",
+        ]),
+    ]);
+    let (_agent, url) = agent(model.url(), &[]);
+    let streamed = stream(&url, "hi", &[]).await;
+    assert_eq!(artifact_texts(streamed.events()), ["ok"]);
+    let at: Vec<Instant> = model.received().iter().map(|r| r.at).collect();
+    assert_eq!(at.len(), 4);
+    assert!(
+        at[1] - at[0] >= Duration::from_millis(950),
+        "Retry-After: 1"
+    );
+    assert!(
+        at[2] - at[1] >= Duration::from_millis(280),
+        "retry-after-ms: 300"
+    );
+}
+
+#[tokio::test]
+async fn a_first_token_too_late_fails_the_attempt_which_is_retried() {
+    let late = HttpAnswer::completion_stream(&["late"]).pause_before(1, Duration::from_secs(5));
+    let model = FaultService::start(HttpAnswer::completion_stream(&["on time"])).await;
+    model.then([late]);
+    let (_agent, url) = agent(model.url(), &["--first-token-timeout-ms", "400"]);
+    let streamed = stream(&url, "hi", &[]).await;
+    assert_eq!(artifact_texts(streamed.events()), ["on time"]);
+    assert_eq!(model.received().len(), 2);
+    // The late attempt's connection was closed, not left open.
+    assert!(!model.dropped().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_cut_after_three_tokens_fails_with_what_was_sent_standing() {
+    let fallback = FaultService::start(HttpAnswer::completion_stream(&["never"])).await;
+    // The role event, then three tokens, then the connection closes.
+    let model =
+        FaultService::start(HttpAnswer::completion_stream(&["a", "b", "c", "d"]).cut_after(4))
+            .await;
+    let (_agent, url) = agent(model.url(), &["--fallback-model", fallback.url()]);
+    let streamed = stream(&url, "hi", &[]).await;
+    let events = streamed.events();
+    assert_eq!(artifact_texts(events), ["a", "b", "c"]);
+    let cause = failed_cause(events);
+    assert_eq!(cause["code"], -32062, "{cause}");
+    assert_eq!(cause["reason"], "MODEL_STREAM_INTERRUPTED");
+    assert_eq!(cause["retryable"], true);
+    // No second model call for the message.
+    assert_eq!(model.received().len(), 1);
+    assert!(fallback.received().is_empty());
+}
+
+#[tokio::test]
+async fn an_in_band_error_mid_stream_fails_the_task() {
+    let model = FaultService::start(HttpAnswer::events([
+        r#"data: {"choices":[{"delta":{"content":"part"}}]}"#,
+        r#"data: {"error":{"type":"server_error","message":"provider-internal-secret"}}"#,
+    ]))
+    .await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let streamed = stream(&url, "hi", &[]).await;
+    let events = streamed.events();
+    assert_eq!(artifact_texts(events), ["part"]);
+    assert_eq!(failed_cause(events)["reason"], "MODEL_STREAM_INTERRUPTED");
+    assert_eq!(model.received().len(), 1);
+}
+
+#[tokio::test]
+async fn a_silent_model_is_cut_at_the_idle_timeout() {
+    let model =
+        FaultService::start(HttpAnswer::completion_stream(&["a", "b"]).stall_after(2)).await;
+    let (_agent, url) = agent(model.url(), &["--idle-timeout-ms", "500"]);
+    let started = Instant::now();
+    let streamed = stream(&url, "hi", &[]).await;
+    let events = streamed.events();
+    assert_eq!(artifact_texts(events), ["a"]);
+    assert_eq!(failed_cause(events)["reason"], "MODEL_STREAM_INTERRUPTED");
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    // The connection to the silent model is closed.
+    assert!(!model.dropped().is_empty());
+}
+
+#[tokio::test]
+async fn a_refusal_is_rejected_before_any_event_and_not_handed_over() {
+    let fallback = FaultService::start(HttpAnswer::completion_stream(&["never"])).await;
+    let model = FaultService::start(HttpAnswer::status(400)).await;
+    let (_agent, url) = agent(model.url(), &["--fallback-model", fallback.url()]);
+    let error = stream(&url, "hi", &[]).await.error().clone();
+    assert_eq!(error["data"][0]["reason"], "MODEL_REJECTED", "{error}");
+    // Not retryable (the code's own default, so no marker) and no RetryInfo.
+    assert_ne!(error["data"][0]["metadata"]["retryable"], "true", "{error}");
+    assert_eq!(error["data"].as_array().unwrap().len(), 1, "{error}");
+    assert!(fallback.received().is_empty());
+
+    // In band, before the first token, too.
+    let model = FaultService::start(HttpAnswer::events([
+        r#"data: {"error":{"type":"invalid_request_error","message":"provider-internal-secret"}}"#,
+    ]))
+    .await;
+    let (_agent, url) = agent(model.url(), &["--fallback-model", fallback.url()]);
+    let error = stream(&url, "hi", &[]).await.error().clone();
+    assert_eq!(error["data"][0]["reason"], "MODEL_REJECTED", "{error}");
+    assert_eq!(model.received().len(), 1);
+    assert!(fallback.received().is_empty());
+}
+
+#[tokio::test]
+async fn a_down_primary_is_replaced_and_the_answer_marked_degraded() {
+    let primary = FaultService::start(HttpAnswer::status(503)).await;
+    let fallback = FaultService::start(HttpAnswer::completion_stream(&["from", " fallback"])).await;
+    let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
+    let streamed = stream(&url, "hi", &[]).await;
+    let events = streamed.events();
+    assert_eq!(artifact_texts(events), ["from", " fallback"]);
+    let completed = last_status(events);
+    assert_eq!(completed["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        completed["metadata"]["degraded"],
+        json!({"step": "fallback", "index": 1}),
+        "{completed}"
+    );
+    assert!(
+        std::str::from_utf8(&fallback.received()[0].body)
+            .unwrap()
+            .starts_with(r#"{"model":"fallback","#)
+    );
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    assert!(
+        metrics.contains("gen_ai_client_operation_duration_bucket{dependency=\"fallback\""),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn everything_down_is_model_unavailable_before_any_event() {
+    let primary = FaultService::start(HttpAnswer::status(503).header("retry-after", "2")).await;
+    let fallback = FaultService::start(HttpAnswer::status(503).header("retry-after", "3")).await;
+    let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
+    let error = stream(&url, "hi", &[]).await.error().clone();
+    assert_eq!(error["data"][0]["reason"], "MODEL_UNAVAILABLE", "{error}");
+    let delay = error["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|detail| detail["@type"] == "type.googleapis.com/google.rpc.RetryInfo")
+        .map(|detail| detail["retryDelay"].clone());
+    assert!(delay.is_some(), "RetryInfo: {error}");
+}
+
+#[tokio::test]
+async fn the_caller_leaving_closes_the_models_connection() {
+    let model =
+        FaultService::start(HttpAnswer::completion_stream(&["a", "b"]).stall_after(2)).await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let mut response = reqwest::Client::new()
+        .post(format!("{url}/"))
+        .json(&stream_call("hi"))
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    while !seen.contains("artifactUpdate") {
+        let chunk = response
+            .chunk()
+            .await
+            .unwrap()
+            .expect("the stream ended early");
+        seen.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert!(model.dropped().is_empty(), "still streaming");
+    let left = Instant::now();
+    drop(response);
+    let closed = wait_for(|| model.dropped().first().copied()).await;
+    // A second of the contract, and one more for a busy machine.
+    assert!(
+        closed - left <= Duration::from_secs(2),
+        "{:?}",
+        closed - left
+    );
+}
+
+#[tokio::test]
+async fn the_callers_deadline_bounds_the_whole_stream() {
+    let model =
+        FaultService::start(HttpAnswer::completion_stream(&["a", "b"]).stall_after(2)).await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let started = Instant::now();
+    let streamed = stream(&url, "hi", &[("A2A-Deadline-Ms", "1500")]).await;
+    let ended = started.elapsed();
+    let events = streamed.events();
+    assert_eq!(artifact_texts(events), ["a"]);
+    assert_eq!(failed_cause(events)["reason"], "DEADLINE_EXCEEDED");
+    // The deadline, half a second of the contract, and a second for a busy machine.
+    assert!(ended <= Duration::from_millis(3000), "{ended:?}");
+    let closed = wait_for(|| model.dropped().first().copied()).await;
+    assert!(closed - started <= Duration::from_millis(3000));
+
+    // Nothing sent by the deadline: an ordinary error reply.
+    let model = FaultService::start(
+        HttpAnswer::completion_stream(&["late"]).pause_before(1, Duration::from_secs(30)),
+    )
+    .await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let error = stream(&url, "hi", &[("A2A-Deadline-Ms", "800")])
+        .await
+        .error()
+        .clone();
+    assert_eq!(error["data"][0]["reason"], "DEADLINE_EXCEEDED", "{error}");
+}
+
+/// Waits (up to 10 s) for `probe` to give a value.
+async fn wait_for<T>(probe: impl Fn() -> Option<T>) -> T {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(Instant::now() < until, "waited 10 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
