@@ -146,8 +146,8 @@ pub(crate) fn decode_everything(body: &[u8]) {
         }
     }
     let event = crate::http::sse::Event {
-        event: b"error".to_vec(),
-        data: body.to_vec(),
+        event: "error".to_owned(),
+        data: String::from_utf8_lossy(body).into_owned(),
     };
     if let Err(error) = crate::client::rest::decode_event::<StandardError>(&event, &reply(200)) {
         use_error(&error);
@@ -175,5 +175,5 @@ where
 {
     use futures_util::StreamExt;
     crate::http::sse::Events::new(body, max_event)
-        .map(|event| event.map(|e| e.data).map_err(|_| ()))
+        .map(|event| event.map(|e| e.data.into_bytes()).map_err(|_| ()))
 }

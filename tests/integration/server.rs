@@ -710,7 +710,11 @@ fn failed_task_status_carries_the_public_message_only() {
     );
     assert_eq!(err.code(), -32603);
     // No delay known: no `retryDelay`.
-    assert!(status["message"]["metadata"]["error"].get("retryDelay").is_none());
+    assert!(
+        status["message"]["metadata"]["error"]
+            .get("retryDelay")
+            .is_none()
+    );
 
     // A known delay is written as RetryInfo writes it, beside `retryable`.
     let limited = failed_status(&StandardError::ModelUnavailable {

@@ -108,7 +108,7 @@ where
             return Err(http::unasked_stream(reply));
         }
         return http::event_stream(response, http.limits, deadline, move |event| {
-            decode(&event.data, id, &reply)
+            decode(event.data.as_bytes(), id, &reply)
         })
         .await;
     }

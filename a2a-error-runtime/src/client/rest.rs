@@ -135,13 +135,13 @@ pub(crate) fn decode_event<E: FromErrorObject>(
         detail: format!("event is not JSON: {error}"),
         http: None,
     };
-    let raw: &RawValue = serde_json::from_slice(&event.data).map_err(malformed)?;
+    let raw: &RawValue = serde_json::from_str(&event.data).map_err(malformed)?;
     // An object whose `error` member has a `message` is a Status (an A2A event has none).
     let is_status = raw.get().starts_with('{')
         && serde_json::from_str::<EventShape<'_>>(raw.get())
             .is_ok_and(|shape| shape.error.is_some_and(|error| error.message.is_some()));
     if event.is("error") || is_status {
-        return match status_object::<E>(&event.data, http.status) {
+        return match status_object::<E>(event.data.as_bytes(), http.status) {
             Some(object) => Err(ClientError::from_object(object, None)),
             None => Err(ClientError::Malformed {
                 detail: "error event is not a google.rpc.Status".into(),
@@ -218,8 +218,8 @@ mod tests {
             headers: Default::default(),
         };
         let event = |data: &str| Event {
-            event: Vec::new(),
-            data: data.as_bytes().to_vec(),
+            event: String::new(),
+            data: data.to_owned(),
         };
         for item in [
             r#"{"error":{"code":1}}"#,

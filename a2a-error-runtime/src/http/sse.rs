@@ -32,20 +32,28 @@ const MAX_EVENT_TYPE: usize = 32;
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
-/// One dispatched event.
+/// One dispatched event, decoded as UTF-8 as the SSE specification says (an invalid sequence
+/// becomes U+FFFD): done here once, for every reader.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Event {
     /// The `event` field (empty when none was sent: a `message`).
-    pub event: Vec<u8>,
+    pub event: String,
     /// The `data` lines joined by LF.
-    pub data: Vec<u8>,
+    pub data: String,
 }
 
 impl Event {
     /// Whether the event's type is `name`.
     pub(crate) fn is(&self, name: &str) -> bool {
-        self.event == name.as_bytes()
+        self.event == name
     }
+}
+
+/// `bytes` as text: taken as they are when valid UTF-8, copied with U+FFFD in place of each
+/// invalid sequence when not.
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
 }
 
 /// The event being read, and where the parser is in its lines.
@@ -166,6 +174,8 @@ impl Parser {
                 if self.data.len() + value.len() + 1 > self.max_event {
                     return Err(TooLarge);
                 }
+                // One allocation for the common event of one data line, LF included.
+                self.data.reserve(value.len() + 1);
                 self.data.extend_from_slice(value);
                 self.data.push(b'\n');
                 self.has_data = true;
@@ -188,7 +198,10 @@ impl Parser {
         }
         let mut data = std::mem::take(&mut self.data);
         data.pop(); // the LF after the last data line
-        Some(Event { event, data })
+        Some(Event {
+            event: text(event),
+            data: text(data),
+        })
     }
 }
 
@@ -309,8 +322,8 @@ mod tests {
                 if has_data {
                     data.pop();
                     events.push(Event {
-                        event: std::mem::take(&mut event),
-                        data: std::mem::take(&mut data),
+                        event: text(std::mem::take(&mut event)),
+                        data: text(std::mem::take(&mut data)),
                     });
                 }
                 event.clear();
@@ -431,7 +444,7 @@ mod tests {
         }
         let events = whole(&text);
         assert_eq!(events.len(), 1000);
-        assert!(events.iter().all(|e| e.data == b"1" && e.event.is_empty()));
+        assert!(events.iter().all(|e| e.data == "1" && e.event.is_empty()));
     }
 
     #[test]

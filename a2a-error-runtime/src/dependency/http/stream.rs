@@ -83,7 +83,8 @@ pub trait StreamFormat: Send + Sync + 'static {
 
     /// The tokens `event` reports the call used, as (input, output), when it reports them
     /// (OpenAI's last chunk with `stream_options.include_usage`, Anthropic's `message_start`
-    /// and `message_delta`); the last report of each counts. Default: none.
+    /// and `message_delta`); the last report of each counts. Asked of the events that are not
+    /// content (usage comes in events of its own). Default: none.
     fn usage(&self, event: &StreamEvent) -> (Option<u64>, Option<u64>) {
         let _ = event;
         (None, None)
@@ -390,6 +391,24 @@ struct GenAi {
     /// When the last content event arrived, and where the time between them goes.
     last_chunk: Instant,
     chunk_times: metrics::Histogram,
+    /// Whether the stream waited for the network since the last content event: events read
+    /// from one burst arrived together, and the clock is read once for them.
+    waited: bool,
+}
+
+impl GenAi {
+    /// A content event arrived: the time since the last one.
+    fn chunk(&mut self) {
+        if self.waited {
+            self.waited = false;
+            let now = Instant::now();
+            let since = now.duration_since(self.last_chunk);
+            self.last_chunk = now;
+            self.chunk_times.record(since.as_secs_f64());
+        } else {
+            self.chunk_times.record(0.0);
+        }
+    }
 }
 
 impl std::fmt::Debug for HttpStream {
@@ -415,7 +434,13 @@ impl Stream for HttpStream {
                 this.record(None);
                 return Poll::Ready(None);
             };
-            let event = match std::task::ready!(events.poll_next_unpin(cx)) {
+            let polled = events.poll_next_unpin(cx);
+            if polled.is_pending()
+                && let Some(gen_ai) = &mut this.gen_ai
+            {
+                gen_ai.waited = true;
+            }
+            let event = match std::task::ready!(polled) {
                 Some(Ok(event)) => event_of(event),
                 None if !this.format.ends_with_done() => return Poll::Ready(this.end()),
                 None => return Poll::Ready(this.fail(Interruption::Closed)),
@@ -433,22 +458,21 @@ impl Stream for HttpStream {
                     return Poll::Ready(this.fail(cause));
                 }
             };
-            let (input, output) = this.format.usage(&event);
-            this.usage = (input.or(this.usage.0), output.or(this.usage.1));
             match this.format.read(&event) {
                 Read::Content => {
                     this.delivered += 1;
                     if let Some(gen_ai) = &mut this.gen_ai {
-                        let now = Instant::now();
-                        gen_ai
-                            .chunk_times
-                            .record(now.duration_since(gen_ai.last_chunk).as_secs_f64());
-                        gen_ai.last_chunk = now;
+                        gen_ai.chunk();
                     }
                     return Poll::Ready(Some(Ok(event)));
                 }
-                Read::Skip => {}
-                Read::Done => return Poll::Ready(this.end()),
+                // Usage comes in events of its own (OpenAI's last chunk, Anthropic's
+                // `message_start` and `message_delta`), never with content.
+                Read::Skip => this.count(&event),
+                Read::Done => {
+                    this.count(&event);
+                    return Poll::Ready(this.end());
+                }
                 Read::Error(error) => return Poll::Ready(this.fail(Interruption::InBand(error))),
             }
         }
@@ -486,8 +510,15 @@ impl HttpStream {
             started,
             first_chunk: started.elapsed(),
             last_chunk: Instant::now(),
+            waited: false,
         });
         self
+    }
+
+    /// Adds the tokens `event` reports, if any.
+    fn count(&mut self, event: &StreamEvent) {
+        let (input, output) = self.format.usage(event);
+        self.usage = (input.or(self.usage.0), output.or(self.usage.1));
     }
 
     /// The answer ended: the connection goes.
@@ -593,6 +624,7 @@ impl StreamService {
         let mut events = Events::new(body, self.settings.max_event);
         let format = self.settings.format.clone();
         // Before the first content event, every failure is the attempt's.
+        let mut usage = (None, None);
         let first = loop {
             let next = within(open_by, fired, async { Ok(events.next().await) }).await?;
             let event = match next {
@@ -605,7 +637,13 @@ impl StreamService {
                 Some(Err(SseError::Transport(fault))) => return Err(open_fault(fault, fired)),
                 Some(Ok(event)) => event_of(event),
             };
-            match format.read(&event) {
+            let read = format.read(&event);
+            if matches!(read, Read::Skip | Read::Done) {
+                // Anthropic's `message_start` counts the input before any content.
+                let (input, output) = format.usage(&event);
+                usage = (input.or(usage.0), output.or(usage.1));
+            }
+            match read {
                 Read::Content => break Some(event),
                 Read::Skip => {}
                 // An answer with no content: the stream ends at once.
@@ -621,7 +659,7 @@ impl StreamService {
             max_event: self.settings.max_event,
             delivered: 0,
             breaker: None,
-            usage: (None, None),
+            usage,
             gen_ai: None,
         })
     }
@@ -660,14 +698,9 @@ fn open_fault(fault: BodyFault, fired: Timeout) -> HttpError {
 }
 
 fn event_of(event: sse::Event) -> StreamEvent {
-    // UTF-8, as SSE is: taken as it is, copied only when it is not valid.
-    let text = |bytes: Vec<u8>| {
-        String::from_utf8(bytes)
-            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
-    };
     StreamEvent {
-        event: text(event.event),
-        data: text(event.data),
+        event: event.event,
+        data: event.data,
     }
 }
 
