@@ -422,3 +422,51 @@ async fn wait_for<T>(probe: impl Fn() -> Option<T>) -> T {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn rest_errors_before_any_event_are_the_calls_status() {
+    let model = FaultService::start(HttpAnswer::status(401)).await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let response = reqwest::Client::new()
+        .post(format!("{url}/message:stream"))
+        .json(&json!({"message": {"messageId": "r-1", "role": "ROLE_USER",
+            "parts": [{"text": "hi"}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 502);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["error"]["details"][0]["reason"], "MODEL_REJECTED",
+        "{body}"
+    );
+    assert_clean(&body.to_string());
+}
+
+#[tokio::test]
+async fn an_event_over_a_mebibyte_fails_the_attempt_before_the_first_token_and_the_stream_after() {
+    let huge = format!(
+        "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{}\"}}}}]}}",
+        "x".repeat((1 << 20) + 16)
+    );
+    // Before the first token: the attempt fails, and the retry answers.
+    let model = FaultService::start(HttpAnswer::completion_stream(&["fine"])).await;
+    model.then([HttpAnswer::events([huge.clone()])]);
+    let (_agent, url) = agent(model.url(), &[]);
+    let streamed = stream(&url, "hi", &[]).await;
+    assert_eq!(artifact_texts(streamed.events()), ["fine"]);
+    assert_eq!(model.received().len(), 2);
+
+    // After it: the stream fails, what was sent stands, no second call.
+    let model = FaultService::start(HttpAnswer::events([
+        r#"data: {"choices":[{"delta":{"content":"a"}}]}"#.to_owned(),
+        huge,
+    ]))
+    .await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let streamed = stream(&url, "hi", &[]).await;
+    let events = streamed.events();
+    assert_eq!(artifact_texts(events), ["a"]);
+    assert_eq!(failed_cause(events)["reason"], "MODEL_STREAM_INTERRUPTED");
+    assert_eq!(model.received().len(), 1);
+}

@@ -34,6 +34,12 @@ pub enum HttpFailure {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// One event of a streamed reply, before its first content event, was larger than the
+    /// dependency's event limit: retried (a model's next answer is another answer).
+    EventTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The reply could not be read as what was expected.
     Malformed {
         /// What was wrong, for logs.
@@ -176,6 +182,7 @@ impl Classify for HttpFailure {
                 None => RetryHint::Backoff,
             },
             HttpFailure::InBand(error) if error.retryable => RetryHint::Backoff,
+            HttpFailure::EventTooLarge { .. } => RetryHint::Backoff,
             // The same service would send the same oversized or unreadable reply again.
             HttpFailure::InBand(_)
             | HttpFailure::Status(_)
@@ -214,6 +221,7 @@ impl Classify for HttpFailure {
             HttpFailure::Connect { .. } => "UNREACHABLE",
             HttpFailure::Transport { .. } => "CONNECTION_LOST",
             HttpFailure::TooLarge { .. } => "REPLY_TOO_LARGE",
+            HttpFailure::EventTooLarge { .. } => "EVENT_TOO_LARGE",
             HttpFailure::Malformed { .. } => "INVALID_RESPONSE",
             HttpFailure::Invalid { .. } => "INVALID_CALL",
             HttpFailure::InBand(error) => error.reason(),
@@ -245,6 +253,9 @@ impl fmt::Display for HttpFailure {
                 write!(f, ": {}", status.excerpt)
             }
             HttpFailure::TooLarge { limit } => write!(f, "reply larger than {limit} bytes"),
+            HttpFailure::EventTooLarge { limit } => {
+                write!(f, "a streamed event larger than {limit} bytes")
+            }
             HttpFailure::Malformed { detail } => write!(f, "malformed reply: {detail}"),
             HttpFailure::Invalid { detail } => write!(f, "invalid request: {detail}"),
             HttpFailure::InBand(error) => write!(f, "in-band error {}", error.kind),

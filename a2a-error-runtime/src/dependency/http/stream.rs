@@ -630,7 +630,7 @@ impl StreamService {
             let event = match next {
                 None => return Err(lost("the stream closed before its first content event")),
                 Some(Err(SseError::TooLarge)) => {
-                    return Err(Failure::Failed(HttpFailure::TooLarge {
+                    return Err(Failure::Failed(HttpFailure::EventTooLarge {
                         limit: self.settings.max_event,
                     }));
                 }
