@@ -16,13 +16,14 @@ use serde_json::{Value, json};
 
 use crate::timeline::{Kind, Outcome, Timeline};
 
-/// A fake provider: `model-a` is over its quota (its first 429 asks for 1 s, the next for
-/// 30 s); `model-b` answers.
+/// A fake provider on loopback, as its handler sees it: its name, how many calls it had, and
+/// the timeline its attempts go on. Here `model-a` is over its quota (its first 429 asks for
+/// 1 s, the next for 30 s); `model-b` answers.
 #[derive(Clone)]
-struct Provider {
-    name: &'static str,
-    calls: Arc<AtomicU32>,
-    timeline: Timeline,
+pub struct Provider {
+    pub name: &'static str,
+    pub calls: Arc<AtomicU32>,
+    pub timeline: Timeline,
 }
 
 async fn completions(State(provider): State<Provider>) -> Response {
@@ -44,7 +45,12 @@ async fn completions(State(provider): State<Provider>) -> Response {
     .into_response()
 }
 
-async fn provider(name: &'static str, timeline: &Timeline) -> String {
+/// Serves `completions` at `/chat/completions` as the provider `name`, on loopback; its URL.
+pub async fn provider<H, T>(name: &'static str, timeline: &Timeline, completions: H) -> String
+where
+    H: axum::handler::Handler<T, Provider>,
+    T: 'static,
+{
     let state = Provider {
         name,
         calls: Arc::default(),
@@ -53,6 +59,11 @@ async fn provider(name: &'static str, timeline: &Timeline) -> String {
     let app = axum::Router::new()
         .route("/chat/completions", axum::routing::post(completions))
         .with_state(state);
+    serve(app).await
+}
+
+/// Serves `app` on loopback; its URL.
+pub async fn serve(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a loopback port");
@@ -82,8 +93,8 @@ pub async fn scene(timeline: &Timeline, breakers: &BreakerRegistry) {
             .build()
             .expect("a valid URL")
     };
-    let primary = model("model-a", provider("model-a", timeline).await);
-    let fallback = model("model-b", provider("model-b", timeline).await);
+    let primary = model("model-a", provider("model-a", timeline, completions).await);
+    let fallback = model("model-b", provider("model-b", timeline, completions).await);
     // The tool's port is closed: every attempt is refused.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     let tool_url = format!("http://{}", closed.local_addr().expect("an address"));

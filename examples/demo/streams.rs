@@ -4,7 +4,7 @@
 //! caller sees what was sent stand and a FAILED task that says why.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use a2a::{A2AError, StreamResponse};
@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{Value, json};
 
+use crate::models::{Provider, provider, serve};
 use crate::timeline::{Kind, Outcome, Timeline};
 
 /// The tokens of the streamed answer.
@@ -26,13 +27,6 @@ const TOKENS: [&str; 4] = ["Rome:", " the Pantheon,", " the Forum,", " Trastever
 
 /// A fake streaming provider: `model-a` is over its quota (429, Retry-After: 30 s, longer than
 /// the caller allows); `model-b` streams its answer, and cuts its second one after two tokens.
-#[derive(Clone)]
-struct Provider {
-    name: &'static str,
-    calls: Arc<AtomicU32>,
-    timeline: Timeline,
-}
-
 async fn completions(State(provider): State<Provider>) -> Response {
     let call = provider.calls.fetch_add(1, Ordering::SeqCst) + 1;
     let mut record = provider.timeline.attempt(provider.name);
@@ -75,27 +69,6 @@ async fn completions(State(provider): State<Provider>) -> Response {
         axum::body::Body::from_stream(paced),
     )
         .into_response()
-}
-
-async fn provider(name: &'static str, timeline: &Timeline) -> String {
-    let state = Provider {
-        name,
-        calls: Arc::default(),
-        timeline: timeline.clone(),
-    };
-    let app = axum::Router::new()
-        .route("/chat/completions", axum::routing::post(completions))
-        .with_state(state);
-    serve(app).await
-}
-
-async fn serve(app: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let url = format!("http://{}", listener.local_addr().expect("an address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
 }
 
 /// The agent's executor: each message's streamed answer, model-a first, model-b after it.
@@ -147,8 +120,8 @@ pub async fn scene(timeline: &Timeline, breakers: &BreakerRegistry) {
             .expect("a valid URL")
     };
     let executor = Streamer {
-        primary: model("model-a", provider("model-a", timeline).await),
-        fallback: model("model-b", provider("model-b", timeline).await),
+        primary: model("model-a", provider("model-a", timeline, completions).await),
+        fallback: model("model-b", provider("model-b", timeline, completions).await),
     };
     let tasks = MemoryTaskStore::new(16 << 20);
     let handler =
