@@ -218,6 +218,21 @@ async fn a_rate_limited_or_overloaded_opening_is_retried_after_its_delay() {
         at[2] - at[1] >= Duration::from_millis(280),
         "retry-after-ms: 300"
     );
+
+    // `Retry-After` as an HTTP date, two seconds ahead (to the second, as dates are): the
+    // retry does not come before it.
+    let date = std::time::SystemTime::now() + Duration::from_secs(2);
+    let text_date = httpdate::fmt_http_date(date);
+    let not_before = Instant::now()
+        + httpdate::parse_http_date(&text_date)
+            .unwrap()
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+    model.then([HttpAnswer::status(503).header("retry-after", text_date)]);
+    let streamed = stream(&url, "again", &[]).await;
+    assert_eq!(artifact_texts(streamed.events()), ["ok"]);
+    let last = model.received().last().unwrap().at;
+    assert!(last >= not_before, "retried before the date");
 }
 
 #[tokio::test]
