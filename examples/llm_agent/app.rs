@@ -11,7 +11,9 @@ use a2a_error::dependency::{
 };
 use a2a_error::resilience::Classify;
 use a2a_error::resilience::{Answered, DEGRADED_KEY, Fallback};
-use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson, forward_stream, is_streaming};
+use a2a_error::sdk::{
+    Bridge, Forwarded, Guarded, MemoryTaskStore, ProtoJson, forward_stream, is_streaming,
+};
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{Value, json};
@@ -269,9 +271,10 @@ async fn answer(deps: Dependencies, text: String) -> Result<(String, Option<Valu
 }
 
 /// Opens the streamed answer to `text` through the fallback chain: a step is left for the next
-/// only while nothing of it was delivered (see `forward_stream` for what the caller sees).
-async fn open_answer(deps: Dependencies, text: String) -> Result<Answered<HttpStream>, A2AError> {
-    let (content, _) = match (&deps.tool, text.strip_prefix("search:")) {
+/// only while nothing of it was delivered (see `forward_stream` for what the caller sees). The
+/// answer is marked degraded when the fallback model answered or the tool was unavailable.
+async fn open_answer(deps: Dependencies, text: String) -> Result<Forwarded, A2AError> {
+    let (content, tool_down) = match (&deps.tool, text.strip_prefix("search:")) {
         (Some(tool), Some(query)) => with_tool(tool, query, &text).await,
         _ => (text.clone(), false),
     };
@@ -285,9 +288,14 @@ async fn open_answer(deps: Dependencies, text: String) -> Result<Answered<HttpSt
             || open(fallback, "fallback", content),
         );
     }
-    chain.run().await.map_err(|failed| {
+    let answered = chain.run().await.map_err(|failed| {
         tracing::warn!(error = %failed, "no model opened a stream");
-        DependencyFailed::models(&failed).into()
+        A2AError::from(DependencyFailed::models(&failed))
+    })?;
+    let forwarded = Forwarded::from(answered);
+    Ok(match tool_down {
+        true => forwarded.degraded("tool", "unavailable"),
+        false => forwarded,
     })
 }
 

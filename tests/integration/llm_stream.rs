@@ -485,3 +485,26 @@ async fn an_event_over_a_mebibyte_fails_the_attempt_before_the_first_token_and_t
     assert_eq!(failed_cause(events)["reason"], "MODEL_STREAM_INTERRUPTED");
     assert_eq!(model.received().len(), 1);
 }
+
+#[tokio::test]
+async fn a_tool_that_is_down_marks_the_streamed_answer_degraded() {
+    let model = FaultService::start(HttpAnswer::completion_stream(&["without it"])).await;
+    let tool = a2a_error_testkit::closed_url();
+    let (_agent, url) = agent(model.url(), &["--tool", &tool]);
+    let streamed = stream(&url, "search:rome", &[]).await;
+    let events = streamed.events();
+    assert_eq!(artifact_texts(events), ["without it"]);
+    let completed = last_status(events);
+    assert_eq!(completed["status"]["state"], "TASK_STATE_COMPLETED");
+    // The unary answer's mark, in the final status update.
+    assert_eq!(
+        completed["metadata"]["degraded"],
+        json!({"step": "primary", "index": 0, "tool": "unavailable"}),
+        "{completed}"
+    );
+    let body: Value = serde_json::from_slice(&model.received()[0].body).unwrap();
+    assert_eq!(
+        body["messages"][0]["content"],
+        "tool unavailable\nuser: search:rome"
+    );
+}

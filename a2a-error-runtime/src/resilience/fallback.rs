@@ -285,17 +285,6 @@ impl<T> Answered<T> {
     }
 }
 
-/// A value answered by the primary itself (no chain), for code that takes an [`Answered`].
-impl<T> From<T> for Answered<T> {
-    fn from(value: T) -> Self {
-        Answered {
-            value,
-            step: Cow::Borrowed("primary"),
-            index: 0,
-        }
-    }
-}
-
 impl Answered<Value> {
     /// The answer as a JSON result, marked for our caller when degraded: its `metadata`
     /// object gets [`DEGRADED_KEY`] → `{"step": …, "index": …}` (A2A's Message, Task and

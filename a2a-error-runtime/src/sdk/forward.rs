@@ -12,7 +12,7 @@ use a2a::{
 use a2a_server::ExecutorContext;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::link::{LINK_PARAM, find};
 use crate::dependency::{DependencyFailed, HttpStream};
@@ -45,7 +45,8 @@ pub fn is_streaming(ctx: &ExecutorContext) -> bool {
 ///   the rest appended. Events without text send nothing.
 /// - The model's end of answer ends the task COMPLETED, the final status update's `metadata`
 ///   carrying the degraded mark (`{"degraded": {"step": …, "index": …}}`) when a fallback
-///   answered.
+///   answered, or when the answer was marked degraded for a reason of yours
+///   ([`Forwarded::degraded`]: a tool that was down).
 /// - A failure after the first content ends the task FAILED in a final status update whose
 ///   message's `metadata.error` names the cause (`code`, `reason`, `domain`, `retryable`, and
 ///   `retryDelay` when one is known): `MODEL_STREAM_INTERRUPTED` (-32062, retryable) for a
@@ -63,7 +64,7 @@ pub fn forward_stream<F, O>(
 ) -> BoxStream<'static, Result<StreamResponse, A2AError>>
 where
     F: Future<Output = Result<O, A2AError>> + Send + 'static,
-    O: Into<Answered<HttpStream>>,
+    O: Into<Forwarded>,
 {
     let task_id = ctx.task_id.clone();
     let context_id = ctx.context_id.clone();
@@ -75,11 +76,9 @@ where
                 Forwarding::Opening(opening) => {
                     super::executor::fail_as_status();
                     match opening.await {
-                        Ok(answered) => {
-                            let mark = answered
-                                .is_degraded()
-                                .then(|| json!({"step": answered.step, "index": answered.index}));
-                            (Box::new(answered.value), mark, artifact_id(), false)
+                        Ok(forwarded) => {
+                            let mark = forwarded.mark();
+                            (Box::new(forwarded.stream), mark, artifact_id(), false)
                         }
                         Err(error) => return Some((Err(error), Forwarding::Ended)),
                     }
@@ -148,9 +147,65 @@ where
     .boxed()
 }
 
+/// A model's opened stream as [`forward_stream`] forwards it, with what marks its answer
+/// degraded: the fallback step that answered (from an [`Answered`]), and reasons of yours.
+pub struct Forwarded {
+    stream: HttpStream,
+    /// The step that answered and its position, when a fallback chain opened the stream.
+    step: Option<(Value, usize)>,
+    /// The reasons of the caller's own, added to the mark.
+    reasons: Map<String, Value>,
+}
+
+impl Forwarded {
+    /// Marks the answer degraded for a reason of yours: `key` → `value` in the final status
+    /// update's degraded mark, beside the step that answered (`"tool": "unavailable"` for a
+    /// tool the model went without).
+    pub fn degraded(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.reasons.insert(key.into(), value.into());
+        self
+    }
+
+    /// The degraded mark: the step that answered, when it was not the primary or a reason was
+    /// added, and the reasons.
+    fn mark(&self) -> Option<Value> {
+        let fell_back = self.step.as_ref().is_some_and(|(_, index)| *index > 0);
+        if !fell_back && self.reasons.is_empty() {
+            return None;
+        }
+        let mut mark = Map::new();
+        if let Some((step, index)) = &self.step {
+            mark.insert("step".into(), step.clone());
+            mark.insert("index".into(), json!(index));
+        }
+        mark.extend(self.reasons.clone());
+        Some(Value::Object(mark))
+    }
+}
+
+impl From<HttpStream> for Forwarded {
+    fn from(stream: HttpStream) -> Self {
+        Forwarded {
+            stream,
+            step: None,
+            reasons: Map::new(),
+        }
+    }
+}
+
+impl From<Answered<HttpStream>> for Forwarded {
+    fn from(answered: Answered<HttpStream>) -> Self {
+        Forwarded {
+            stream: answered.value,
+            step: Some((json!(answered.step), answered.index)),
+            reasons: Map::new(),
+        }
+    }
+}
+
 /// Where a forwarded stream stands.
 enum Forwarding {
-    Opening(std::pin::Pin<Box<dyn Future<Output = Result<Answered<HttpStream>, A2AError>> + Send>>),
+    Opening(std::pin::Pin<Box<dyn Future<Output = Result<Forwarded, A2AError>> + Send>>),
     /// Boxed: the stream is large, and moves with each event.
     Streaming {
         stream: Box<HttpStream>,

@@ -99,7 +99,7 @@ mod transport;
 
 pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote, to_sdk};
 pub use executor::Guarded;
-pub use forward::{forward_stream, is_streaming};
+pub use forward::{Forwarded, forward_stream, is_streaming};
 #[cfg(feature = "grpc")]
 pub use grpc::{GrpcLimits, GrpcService};
 pub use owned::{OwnedTaskStore, Owner, creating_owner, owned_page};
