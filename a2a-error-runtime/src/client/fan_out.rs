@@ -68,7 +68,7 @@ impl FanOut {
     }
 
     /// Runs `calls`, each an agent's name and the future of its call, all of one type. To
-    /// mix calls of different types (a plain call beside a [`Fallback`](super::Fallback)),
+    /// mix calls of different types (a plain call beside a [`Fallback`](crate::resilience::Fallback)),
     /// add them one by one with [`call`](Self::call) and [`fallback`](Self::fallback).
     pub async fn run<T, E, F>(
         self,
@@ -95,7 +95,7 @@ impl FanOut {
         Branches::new(self).call(agent, call)
     }
 
-    /// Starts a fan-out whose first branch is `agent` behind a [`Fallback`](super::Fallback)
+    /// Starts a fan-out whose first branch is `agent` behind a [`Fallback`](crate::resilience::Fallback)
     /// chain (see [`Branches::fallback`]).
     pub fn fallback<'a, T, E, F>(self, agent: impl Into<Arc<str>>, chain: F) -> Branches<'a, T, E>
     where
@@ -229,7 +229,7 @@ type Branch<'a, T, E> =
     Pin<Box<dyn Future<Output = Result<(T, bool), ClientError<E>>> + Send + 'a>>;
 
 /// A fan-out being assembled from calls of different future types ([`FanOut::call`]): each
-/// is boxed, so a plain call, a [`Fallback`](super::Fallback) chain and a call of your own
+/// is boxed, so a plain call, a [`Fallback`](crate::resilience::Fallback) chain and a call of your own
 /// sit side by side.
 #[must_use = "a fan-out does nothing until `run` is awaited"]
 pub struct Branches<'a, T, E = RemoteError> {
@@ -256,7 +256,7 @@ impl<'a, T, E> Branches<'a, T, E> {
     }
 
     /// Adds `agent` behind a fallback chain (the future of
-    /// [`Fallback::run`](super::Fallback::run)): an answer from a step other than the primary
+    /// [`Fallback::run`](crate::resilience::Fallback::run)): an answer from a step other than the primary
     /// is listed in [`FanOutResult::degraded`], and makes the result degraded.
     pub fn fallback<F>(mut self, agent: impl Into<Arc<str>>, chain: F) -> Self
     where

@@ -26,7 +26,7 @@ use crate::wire::error::{A2aError, Category, HasKind, RetryHint};
 /// The one reading of a failure that the resilience layers consult: [`Retry`], the breaker,
 /// hedging and [`Fallback`] act on these answers and read no error's variants themselves.
 ///
-/// Implemented by [`ClientError`], by every `#[derive(A2aError)]` enum (from its code's facts
+/// Implemented by [`ClientError`](crate::client::ClientError), by every `#[derive(A2aError)]` enum (from its code's facts
 /// and its `retryable`/`retry_after` attributes), by
 /// [`HttpError`](crate::dependency::HttpError) and by
 /// [`Failure`](crate::dependency::Failure). To classify a foreign error, implement it on a
@@ -109,7 +109,7 @@ pub trait Classify {
 /// How a layer writes its own failures in the error type of the service it wraps: a timeout
 /// ([`TotalTimeout`](crate::resilience::TotalTimeout),
 /// [`AttemptTimeout`](crate::resilience::AttemptTimeout)), an open circuit (the breaker) and
-/// a full bulkhead. Implemented by [`ClientError`],
+/// a full bulkhead. Implemented by [`ClientError`](crate::client::ClientError),
 /// [`HttpError`](crate::dependency::HttpError) and
 /// [`Failure`](crate::dependency::Failure), which wraps any other error.
 pub trait FromLayer {

@@ -6,7 +6,7 @@
 //! TotalTimeout → Retry → CircuitBreaker → Bulkhead → AttemptTimeout → transport
 //! ```
 //!
-//! and, across agents, [`FanOut`] (several at once, `min_results` of them needed) and
+//! and, across agents, [`FanOut`](crate::client::FanOut) (several at once, `min_results` of them needed) and
 //! [`Fallback`] (the primary, then alternates, then a default).
 //!
 //! [`TotalTimeoutLayer`] gives the whole call a time budget, which travels down with the
@@ -17,7 +17,7 @@
 //! attempts fast while an agent is unwell. [`BulkheadLayer`] bounds the calls in flight to
 //! an agent and those waiting. [`AttemptTimeoutLayer`] bounds each attempt.
 //! Each works alone and in any stack of your own (`tower::ServiceBuilder`), over any request
-//! that is a [`Request`](crate::resilience::Request) and any error that can be
+//! that is a [`Request`] and any error that can be
 //! [classified](crate::resilience::Classify): the one reading of a failure every layer consults.
 
 pub mod breaker;

@@ -33,7 +33,7 @@ type Hook<F> = Arc<dyn Fn(u32, &F, Duration) + Send + Sync>;
 const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 
 /// The retry policy of a client or a dependency; `F` is the error type of the service it
-/// retries ([`ClientError`] for calls to agents, an
+/// retries ([`ClientError`](crate::client::ClientError) for calls to agents, an
 /// [`HttpError`](crate::dependency::HttpError), a [`Failure`](crate::dependency::Failure)),
 /// read through its [`Classify`] impl.
 ///

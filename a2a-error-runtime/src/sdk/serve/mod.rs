@@ -41,7 +41,7 @@ pub type SendDedup = Dedup<SendReply, RemoteError>;
 
 /// An SDK `RequestHandler` (the SDK's `DefaultRequestHandler` with your `AgentExecutor`,
 /// guarded by [`Guarded`](crate::sdk::Guarded), and your `TaskStore`) served by this crate:
-/// JSON-RPC 2.0 at `POST /` through [`JsonRpc`], HTTP+JSON at the A2A 1.0 routes, and the
+/// JSON-RPC 2.0 at `POST /` through [`JsonRpc`](crate::server::JsonRpc), HTTP+JSON at the A2A 1.0 routes, and the
 /// agent card at `/.well-known/agent-card.json`.
 ///
 /// ```no_run

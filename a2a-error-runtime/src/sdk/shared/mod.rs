@@ -117,7 +117,7 @@ const MAX_FRESH: usize = 4096;
 /// How many tasks one read fetches.
 const BATCH: usize = 100;
 
-/// The SDK's `TaskStore` in Redis, shared by replicas (see the [module](self)). Clones share
+/// The SDK's `TaskStore` in Redis, shared by replicas (see the module's documentation). Clones share
 /// everything: give one to the handler, one to [`Guarded::leased`](super::Guarded::leased)
 /// and one to [`Bridge::shared_tasks`](super::Bridge::shared_tasks).
 #[derive(Clone)]

@@ -51,7 +51,7 @@ impl RateLimit {
     }
 }
 
-/// Per-caller rate limits, in process or shared on Redis (see the [module](self)). Cheap to
+/// Per-caller rate limits, in process or shared on Redis (see the module `server::rate`). Cheap to
 /// clone: clones share their records.
 #[derive(Clone)]
 pub struct RateLimiter {
