@@ -26,8 +26,8 @@
 //! Where things are: the wire model at the crate root ([`code`], [`A2aError`], [`ErrorObject`],
 //! [`RemoteError`], [`StandardError`]); [`server`] (feature `axum`: the JSON-RPC endpoint, REST
 //! error responses, SSE, limits, dedup); [`client`] (feature `client`: a call, its errors, the
-//! transports, and [`client::Classify`], the one reading of a failure); [`resilience`] (the
-//! layers, over any call); [`Client`] (agents) and [`dependency`] (models, tools, any other
+//! transports); [`resilience`] (the layers, over any call, and [`resilience::Classify`], the
+//! one reading of a failure every layer consults); [`Client`] (agents) and [`dependency`] (models, tools, any other
 //! call); `sdk` (feature `sdk`: the bridge to the official Rust SDK). How they stand on each
 //! other is the [architecture](https://github.com/a2a-error/a2a-error/blob/main/docs/architecture.md).
 //!
