@@ -62,6 +62,14 @@ where
     serve(app).await
 }
 
+/// The model `name` at `url`, its breaker in `breakers` (the demo's summary reads them).
+pub fn model(name: &'static str, url: String, breakers: &BreakerRegistry) -> HttpDependency {
+    HttpDependency::model(name, url)
+        .breakers(breakers)
+        .build()
+        .expect("a valid URL")
+}
+
 /// Serves `app` on loopback; its URL.
 pub async fn serve(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -87,12 +95,7 @@ async fn ask(model: &HttpDependency, text: &str) -> Result<String, HttpError> {
 /// The scene: a rate-limited model hands over to a second model within a deadline; a tool
 /// that is down opens its circuit while the agent still answers without it.
 pub async fn scene(timeline: &Timeline, breakers: &BreakerRegistry) {
-    let model = |name: &'static str, url: String| {
-        HttpDependency::model(name, url)
-            .breakers(breakers)
-            .build()
-            .expect("a valid URL")
-    };
+    let model = |name, url| model(name, url, breakers);
     let primary = model("model-a", provider("model-a", timeline, completions).await);
     let fallback = model("model-b", provider("model-b", timeline, completions).await);
     // The tool's port is closed: every attempt is refused.

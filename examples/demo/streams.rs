@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{Value, json};
 
-use crate::models::{Provider, provider, serve};
+use crate::models::{Provider, model, provider, serve};
 use crate::timeline::{Kind, Outcome, Timeline};
 
 /// The tokens of the streamed answer.
@@ -113,12 +113,7 @@ impl AgentExecutor for Streamer {
 
 /// The scene: two streamed answers to an A2A caller, each event as it arrives.
 pub async fn scene(timeline: &Timeline, breakers: &BreakerRegistry) {
-    let model = |name: &'static str, url: String| {
-        HttpDependency::model(name, url)
-            .breakers(breakers)
-            .build()
-            .expect("a valid URL")
-    };
+    let model = |name, url| model(name, url, breakers);
     let executor = Streamer {
         primary: model("model-a", provider("model-a", timeline, completions).await),
         fallback: model("model-b", provider("model-b", timeline, completions).await),
