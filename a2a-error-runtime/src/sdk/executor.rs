@@ -62,8 +62,10 @@ pub(crate) fn epoch() -> Instant {
 ///   the task ends FAILED in the store;
 /// - an error after it (the work had started) ends the task FAILED: a `TASK_STATE_FAILED`
 ///   status whose message is the public message and whose metadata names the code, reason
-///   and domain ([`failed_status`](crate::server::failed_status)). SendMessage answers that task as its result; a stream
-///   sends the error as its error event, and ends;
+///   and domain ([`failed_status`](crate::server::failed_status)). SendMessage answers that
+///   task as its result; a stream sends the error as its error event, and ends (one that
+///   forwards a model's answer, [`forward_stream`](super::forward_stream), ends with that
+///   FAILED status update instead, A2A's task model, which is what its caller reads);
 /// - the caller's `A2A-Deadline-Ms` (served by the bridge's endpoint) ends the execution with
 ///   DEADLINE_EXCEEDED, and the typed clients the executor calls inherit it; so does the
 ///   bridge's own timeout for SendMessage;
