@@ -9,7 +9,7 @@ use a2a_error::client::FanOut;
 use a2a_error::resilience::Fallback;
 use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry};
 use a2a_error::{Client, RemoteError};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use serde_json::{Value, json};
 
 /// An agent on this crate's endpoint, whose server metrics the recorder sees: `flaky:N`
@@ -109,19 +109,35 @@ pub(crate) fn samples(
         .collect()
 }
 
-#[test]
-fn retries_breakers_errors_and_degraded_answers_are_counted() {
+/// Runs `test` on a runtime of one thread under a recorder of its own (the tests beside it
+/// record nothing into it); `test` reads it through the snapshotter it is given, and what it
+/// returns is returned.
+pub(crate) fn with_own_recorder<F: std::future::Future>(
+    test: impl FnOnce(Snapshotter) -> F,
+) -> F::Output {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    metrics::with_local_recorder(&recorder, || runtime.block_on(counted(&snapshotter)));
+    metrics::with_local_recorder(&recorder, || runtime.block_on(test(snapshotter)))
+}
+
+/// What the recorder holds now: each series' key and value.
+pub(crate) fn recorded(snapshotter: &Snapshotter) -> Vec<(metrics_util::CompositeKey, DebugValue)> {
+    (snapshotter.snapshot().into_vec().into_iter())
+        .map(|(key, _, _, value)| (key, value))
+        .collect()
+}
+
+#[test]
+fn retries_breakers_errors_and_degraded_answers_are_counted() {
+    with_own_recorder(|snapshotter| async move { counted(&snapshotter).await });
 }
 
 /// What the test drives and reads, all on the recorder's thread.
-async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
+async fn counted(snapshotter: &Snapshotter) {
     // A flaky agent: two failures, then an answer.
     let agent = serve(test_agent(false)).await;
     let flaky = Client::<RemoteError>::jsonrpc(format!("{agent}/"))
@@ -180,12 +196,7 @@ async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
         .unwrap();
     assert!(fan_out.is_degraded());
 
-    let snapshot: Vec<_> = snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .map(|(key, _, _, value)| (key, value))
-        .collect();
+    let snapshot = recorded(snapshotter);
     let s = snapshot.as_slice();
     // Two retries of the flaky agent, both for AGENT_UNAVAILABLE, and 3 attempts for its call.
     assert_eq!(
@@ -308,12 +319,7 @@ async fn counted(snapshotter: &metrics_util::debugging::Snapshotter) {
         .await
         .unwrap_err();
     assert_eq!(error.failure_reason(), "TASK_NOT_FOUND", "{error:?}");
-    let snapshot: Vec<_> = snapshotter
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .map(|(key, _, _, value)| (key, value))
-        .collect();
+    let snapshot = recorded(snapshotter);
     for system in ["http", "grpc"] {
         let failed = samples(
             &snapshot,

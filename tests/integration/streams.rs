@@ -232,24 +232,12 @@ async fn a_fallback_over_streams_takes_the_next_model_only_before_content() {
 /// call's duration, its time to the first chunk, and the tokens the provider reported by type.
 #[test]
 fn a_models_stream_records_the_gen_ai_series() {
-    use metrics_util::debugging::DebuggingRecorder;
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    metrics::with_local_recorder(&recorder, || {
-        runtime.block_on(async {
-            let provider =
-                FaultService::start(HttpAnswer::completion_stream(&["a", "b", "c"])).await;
-            let stream = model(&provider).stream(ask()).await.unwrap();
-            assert_eq!(drain(stream).await.0, ["a", "b", "c"]);
-        })
+    let snapshot = crate::metrics::with_own_recorder(|snapshotter| async move {
+        let provider = FaultService::start(HttpAnswer::completion_stream(&["a", "b", "c"])).await;
+        let stream = model(&provider).stream(ask()).await.unwrap();
+        assert_eq!(drain(stream).await.0, ["a", "b", "c"]);
+        crate::metrics::recorded(&snapshotter)
     });
-    let snapshot: Vec<_> = (snapshotter.snapshot().into_vec().into_iter())
-        .map(|(key, _, _, value)| (key, value))
-        .collect();
     let values =
         |name: &str, labels: &[(&str, &str)]| crate::metrics::samples(&snapshot, name, labels);
     let primary = ("dependency", "primary");
