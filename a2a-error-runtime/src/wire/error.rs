@@ -397,6 +397,7 @@ mod encode_tests {
         assert_eq!(proto_duration(Duration::from_millis(1500)), "1.500s");
         assert_eq!(proto_duration(Duration::from_micros(1)), "0.000001s");
         assert_eq!(proto_duration(Duration::from_nanos(5)), "0.000000005s");
+        assert_eq!(proto_duration(Duration::from_nanos(1)), "0.000000001s");
         assert_eq!(proto_duration(Duration::ZERO), "0s");
     }
 }

@@ -422,13 +422,6 @@ mod tests {
     use crate::wire::standard::StandardError;
 
     #[test]
-    fn durations_print_as_protobuf_json() {
-        assert_eq!(proto_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(proto_duration(Duration::from_millis(1500)), "1.500s");
-        assert_eq!(proto_duration(Duration::from_nanos(1)), "0.000000001s");
-    }
-
-    #[test]
     fn table_names_are_grpc_codes() {
         for row in code::TABLE {
             assert_ne!(
