@@ -174,34 +174,19 @@ impl HttpDependency {
             Err(error) => failed_status(error),
         };
         let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
+        let opened =
+            super::record::send_http(&self.name, self.events.clone(), call, with_trace, status_of);
         let Some(model) = &self.model else {
-            let opened = super::record::send_http(
-                &self.name,
-                self.events.clone(),
-                call,
-                with_trace,
-                status_of,
-            )
-            .await?;
-            return Ok(opened.reporting(self.breaker.clone(), None, started));
+            return Ok(opened.await?.reporting(self.breaker.clone(), None, started));
         };
         let span = model.span();
-        let opened =
-            super::record::send_http(&self.name, self.events.clone(), call, with_trace, status_of)
-                .instrument(span.clone())
-                .await;
-        match opened {
+        match opened.instrument(span.clone()).await {
             Ok(opened) => {
                 Ok(opened.reporting(self.breaker.clone(), Some((model.clone(), span)), started))
             }
             Err(error) => {
-                model.ended(
-                    &span,
-                    started.elapsed(),
-                    None,
-                    (None, None),
-                    Some(error.failure_reason()),
-                );
+                let failure = Some(error.failure_reason());
+                model.ended(&span, started.elapsed(), None, (None, None), failure);
                 Err(error)
             }
         }
