@@ -145,7 +145,7 @@ pub(crate) fn decode_everything(body: &[u8]) {
             use_error(&error);
         }
     }
-    let event = crate::http::sse::Event {
+    let event = crate::http::sse::StreamEvent {
         event: "error".to_owned(),
         data: String::from_utf8_lossy(body).into_owned(),
     };

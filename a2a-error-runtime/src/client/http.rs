@@ -247,7 +247,7 @@ pub(crate) async fn event_stream<E, D>(
 ) -> Result<Reply<E>, ClientError<E>>
 where
     E: Send + 'static,
-    D: Fn(sse::Event) -> Result<RawJson, ClientError<E>> + Send + 'static,
+    D: Fn(sse::StreamEvent) -> Result<RawJson, ClientError<E>> + Send + 'static,
 {
     let limit = limits.max_event_bytes;
     let body = Box::pin(response.bytes_stream());

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use super::error::{ClientError, ResponseHead};
 use super::flow::{Call, RawJson, Reply};
 use super::http::{self, Http};
-use crate::http::sse::Event;
+use crate::http::sse::StreamEvent;
 use crate::wire::code;
 use crate::wire::error::FromErrorObject;
 use crate::wire::method::{self, Verb};
@@ -128,7 +128,7 @@ struct ErrorShape<'a> {
 
 /// One SSE event: an item, or (event `error`, or a Status body) the error that ends the stream.
 pub(crate) fn decode_event<E: FromErrorObject>(
-    event: &Event,
+    event: &StreamEvent,
     http: &ResponseHead,
 ) -> Result<RawJson, ClientError<E>> {
     let malformed = |error: serde_json::Error| ClientError::Malformed {
@@ -217,7 +217,7 @@ mod tests {
             status: 200,
             headers: Default::default(),
         };
-        let event = |data: &str| Event {
+        let event = |data: &str| StreamEvent {
             event: String::new(),
             data: data.to_owned(),
         };

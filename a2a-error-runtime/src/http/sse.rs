@@ -32,17 +32,18 @@ const MAX_EVENT_TYPE: usize = 32;
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
-/// One dispatched event, decoded as UTF-8 as the SSE specification says (an invalid sequence
-/// becomes U+FFFD): done here once, for every reader.
+/// One event of a stream (server-sent events): an agent's, or a streamed reply of an HTTP
+/// dependency. Decoded as UTF-8 as the SSE specification says (an invalid sequence becomes
+/// U+FFFD), once, by the parser every reader shares.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Event {
-    /// The `event` field (empty when none was sent: a `message`).
+pub struct StreamEvent {
+    /// The `event` field (empty when none was sent: a plain `message`).
     pub event: String,
-    /// The `data` lines joined by LF.
+    /// The `data` lines, joined by LF.
     pub data: String,
 }
 
-impl Event {
+impl StreamEvent {
     /// Whether the event's type is `name`.
     pub(crate) fn is(&self, name: &str) -> bool {
         self.event == name
@@ -92,7 +93,7 @@ impl Parser {
 
     /// Reads `input` until it ends or an event is complete: how many bytes were consumed and
     /// the event, if one was dispatched. Call again with the rest.
-    pub(crate) fn feed(&mut self, input: &[u8]) -> Result<(usize, Option<Event>), TooLarge> {
+    pub(crate) fn feed(&mut self, input: &[u8]) -> Result<(usize, Option<StreamEvent>), TooLarge> {
         let mut at = self.skip_bom(input);
         while at < input.len() {
             if self.after_cr {
@@ -155,7 +156,7 @@ impl Parser {
     }
 
     /// Processes one whole line (without its end).
-    fn line_ended(&mut self, line: &[u8]) -> Result<Option<Event>, TooLarge> {
+    fn line_ended(&mut self, line: &[u8]) -> Result<Option<StreamEvent>, TooLarge> {
         if line.is_empty() {
             return Ok(self.dispatch());
         }
@@ -191,14 +192,14 @@ impl Parser {
         Ok(None)
     }
 
-    fn dispatch(&mut self) -> Option<Event> {
+    fn dispatch(&mut self) -> Option<StreamEvent> {
         let event = std::mem::take(&mut self.event);
         if !std::mem::take(&mut self.has_data) {
             return None;
         }
         let mut data = std::mem::take(&mut self.data);
         data.pop(); // the LF after the last data line
-        Some(Event {
+        Some(StreamEvent {
             event: text(event),
             data: text(data),
         })
@@ -239,7 +240,7 @@ impl<S, T> Stream for Events<S>
 where
     S: Stream<Item = Result<Bytes, T>> + Unpin,
 {
-    type Item = Result<Event, SseError<T>>;
+    type Item = Result<StreamEvent, SseError<T>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
@@ -292,7 +293,7 @@ mod tests {
 
     /// The standard's algorithm on the whole input at once, written as plainly as possible:
     /// the model the incremental parser is checked against.
-    fn reference(input: &[u8]) -> Vec<Event> {
+    fn reference(input: &[u8]) -> Vec<StreamEvent> {
         let input = input.strip_prefix(&BOM[..]).unwrap_or(input);
         let mut lines = Vec::new();
         let mut start = 0;
@@ -321,7 +322,7 @@ mod tests {
             if line.is_empty() {
                 if has_data {
                     data.pop();
-                    events.push(Event {
+                    events.push(StreamEvent {
                         event: text(std::mem::take(&mut event)),
                         data: text(std::mem::take(&mut data)),
                     });
@@ -353,7 +354,7 @@ mod tests {
     }
 
     /// Feeds `chunks` through the stream adapter.
-    fn parse(chunks: Vec<Vec<u8>>, max_event: usize) -> Result<Vec<Event>, ()> {
+    fn parse(chunks: Vec<Vec<u8>>, max_event: usize) -> Result<Vec<StreamEvent>, ()> {
         let body = stream::iter(chunks.into_iter().map(|c| Ok::<_, ()>(Bytes::from(c))));
         let mut events = Events::new(body, max_event);
         // The body is always ready, so a pending poll is the budget's yield: poll again.
@@ -369,12 +370,12 @@ mod tests {
         }
     }
 
-    fn whole(text: &[u8]) -> Vec<Event> {
+    fn whole(text: &[u8]) -> Vec<StreamEvent> {
         parse(vec![text.to_vec()], usize::MAX).unwrap()
     }
 
-    fn event(event: &str, data: &str) -> Event {
-        Event {
+    fn event(event: &str, data: &str) -> StreamEvent {
+        StreamEvent {
             event: event.into(),
             data: data.into(),
         }

@@ -21,19 +21,11 @@ use tokio::time::Instant;
 use super::error::{HttpError, HttpFailure, InBand};
 use super::transport::HttpService;
 use crate::dependency::Failure;
-use crate::http::sse::{self, Events, SseError};
+pub use crate::http::sse::StreamEvent;
+use crate::http::sse::{Events, SseError};
 use crate::observe::ModelNames;
 use crate::resilience::breaker::CircuitBreaker;
 use crate::resilience::{Outcome, Request, Timeout, within_time};
-
-/// One event of a streamed reply.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StreamEvent {
-    /// The `event` field (empty for a plain `message`).
-    pub event: String,
-    /// The `data` lines, joined by LF.
-    pub data: String,
-}
 
 /// What a [`StreamFormat`] makes of one event.
 #[derive(Clone, Debug, PartialEq)]
@@ -441,7 +433,7 @@ impl Stream for HttpStream {
                 gen_ai.waited = true;
             }
             let event = match std::task::ready!(polled) {
-                Some(Ok(event)) => event_of(event),
+                Some(Ok(event)) => event,
                 None if !this.format.ends_with_done() => return Poll::Ready(this.end()),
                 None => return Poll::Ready(this.fail(Interruption::Closed)),
                 Some(Err(SseError::TooLarge)) => {
@@ -468,9 +460,9 @@ impl Stream for HttpStream {
                 }
                 // Usage comes in events of its own (OpenAI's last chunk, Anthropic's
                 // `message_start` and `message_delta`), never with content.
-                Read::Skip => this.count(&event),
+                Read::Skip => count(&*this.format, &event, &mut this.usage),
                 Read::Done => {
-                    this.count(&event);
+                    count(&*this.format, &event, &mut this.usage);
                     return Poll::Ready(this.end());
                 }
                 Read::Error(error) => return Poll::Ready(this.fail(Interruption::InBand(error))),
@@ -513,12 +505,6 @@ impl HttpStream {
             waited: false,
         });
         self
-    }
-
-    /// Adds the tokens `event` reports, if any.
-    fn count(&mut self, event: &StreamEvent) {
-        let (input, output) = self.format.usage(event);
-        self.usage = (input.or(self.usage.0), output.or(self.usage.1));
     }
 
     /// The answer ended: the connection goes.
@@ -635,13 +621,12 @@ impl StreamService {
                     }));
                 }
                 Some(Err(SseError::Transport(fault))) => return Err(open_fault(fault, fired)),
-                Some(Ok(event)) => event_of(event),
+                Some(Ok(event)) => event,
             };
             let read = format.read(&event);
             if matches!(read, Read::Skip | Read::Done) {
                 // Anthropic's `message_start` counts the input before any content.
-                let (input, output) = format.usage(&event);
-                usage = (input.or(usage.0), output.or(usage.1));
+                count(&*format, &event, &mut usage);
             }
             match read {
                 Read::Content => break Some(event),
@@ -663,6 +648,12 @@ impl StreamService {
             gen_ai: None,
         })
     }
+}
+
+/// Adds the tokens `event` reports, if any, to `usage`: the last report of each counts.
+fn count(format: &dyn StreamFormat, event: &StreamEvent, usage: &mut (Option<u64>, Option<u64>)) {
+    let (input, output) = format.usage(event);
+    *usage = (input.or(usage.0), output.or(usage.1));
 }
 
 /// `future`, failed as `fired` once `by` passes.
@@ -694,13 +685,6 @@ fn open_fault(fault: BodyFault, fired: Timeout) -> HttpError {
         BodyFault::Idle => Failure::Timeout(fired),
         BodyFault::Deadline => Failure::Timeout(Timeout::Total),
         BodyFault::TooLong(limit) => Failure::Failed(HttpFailure::TooLarge { limit }),
-    }
-}
-
-fn event_of(event: sse::Event) -> StreamEvent {
-    StreamEvent {
-        event: event.event,
-        data: event.data,
     }
 }
 
