@@ -235,13 +235,19 @@ struct Llm {
     deps: Dependencies,
 }
 
+/// What the model is asked for `text` (with `search:Q`, the tool's answer first), and whether
+/// the tool was unavailable.
+async fn prompt(deps: &Dependencies, text: &str) -> (String, bool) {
+    match (&deps.tool, text.strip_prefix("search:")) {
+        (Some(tool), Some(query)) => with_tool(tool, query, text).await,
+        _ => (text.to_owned(), false),
+    }
+}
+
 /// Answers `text`: the model's content, marked degraded when the fallback model answered or
 /// the tool was unavailable.
 async fn answer(deps: Dependencies, text: String) -> Result<(String, Option<Value>), A2AError> {
-    let (content, tool_down) = match (&deps.tool, text.strip_prefix("search:")) {
-        (Some(tool), Some(query)) => with_tool(tool, query, &text).await,
-        _ => (text.clone(), false),
-    };
+    let (content, tool_down) = prompt(&deps, &text).await;
     let primary = &deps.primary;
     let content = content.as_str();
     let mut chain = Fallback::new("primary", || ask(primary, "primary", content));
@@ -274,10 +280,7 @@ async fn answer(deps: Dependencies, text: String) -> Result<(String, Option<Valu
 /// only while nothing of it was delivered (see `forward_stream` for what the caller sees). The
 /// answer is marked degraded when the fallback model answered or the tool was unavailable.
 async fn open_answer(deps: Dependencies, text: String) -> Result<Forwarded, A2AError> {
-    let (content, tool_down) = match (&deps.tool, text.strip_prefix("search:")) {
-        (Some(tool), Some(query)) => with_tool(tool, query, &text).await,
-        _ => (text.clone(), false),
-    };
+    let (content, tool_down) = prompt(&deps, &text).await;
     let primary = &deps.primary;
     let content = content.as_str();
     let mut chain = Fallback::new("primary", || open(primary, "primary", content));
