@@ -9,6 +9,10 @@
 //!   deadline, messageId, `traceparent`).
 //! - [`FaultService`]: an HTTP dependency on loopback (a model provider, a tool) answering
 //!   from a script: statuses, `Retry-After`, `retry-after-ms`, `x-should-retry`, delays.
+//! - [`FaultMcp`]: an MCP server on loopback (streamable HTTP) answering tool calls from a
+//!   script: results, `isError` results, JSON-RPC errors, statuses with `Retry-After`, hangs,
+//!   a lost connection, progress, answers as JSON or SSE, and a restart that forgets the
+//!   sessions (404). It records every message, `notifications/cancelled` included.
 //! - [`ChaosLayer`]: failures and latency injected at a rate, seeded, into any tower stack.
 //! - [`RedisServer`]: a real `redis-server` of the test's own, which can be frozen, for the
 //!   stores replicas share.
@@ -21,6 +25,7 @@ mod answer;
 mod chaos;
 #[cfg(feature = "grpc")]
 mod grpc;
+mod mcp;
 mod port;
 mod redis;
 mod script;
@@ -29,6 +34,7 @@ mod service;
 pub use agent::FaultAgent;
 pub use answer::{Answer, ErrorAnswer};
 pub use chaos::{Chaos, ChaosLayer};
+pub use mcp::{FaultMcp, McpAnswer, McpReceived};
 pub use port::{closed_url, free_port};
 pub use redis::RedisServer;
 pub use script::Received;

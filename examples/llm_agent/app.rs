@@ -1,13 +1,14 @@
 //! The LLM agent's application: an executor on the official Rust SDK that asks a model
-//! provider (and, for `search:`, a tool first), every call under a2a-error's layers, with a
+//! provider (and, for `search:` or `mcp:`, a tool first), every call under a2a-error's layers, with a
 //! fallback model and every failure passed on as the agent's own error. `main.rs` serves it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{A2AError, AgentCard, Message, Part, Role, StreamResponse};
+use a2a_error::dependency::mcp::McpDependency;
 use a2a_error::dependency::{
-    DependencyFailed, HttpCall, HttpDependency, HttpError, HttpFailure, HttpStream,
+    DependencyFailed, HttpCall, HttpDependency, HttpError, HttpFailure, HttpStream, ToolOutcome,
 };
 use a2a_error::resilience::Classify;
 use a2a_error::resilience::{Answered, DEGRADED_KEY, Fallback};
@@ -34,8 +35,9 @@ pub struct Waits {
     pub idle: Duration,
 }
 
-/// What the agent depends on: a model, maybe a fallback model, maybe a search tool. Each is an
-/// [`HttpDependency`] with its own breaker (the library's default configuration).
+/// What the agent depends on: a model, maybe a fallback model, maybe a search tool, maybe an
+/// MCP server's tools. Each is an [`HttpDependency`] with its own breaker (the library's
+/// default configuration), the MCP server an [`McpDependency`] with a breaker per tool.
 #[derive(Clone)]
 pub struct Dependencies {
     /// The primary model.
@@ -44,6 +46,8 @@ pub struct Dependencies {
     pub fallback: Option<HttpDependency>,
     /// The search tool.
     pub tool: Option<HttpDependency>,
+    /// The MCP server.
+    pub mcp: Option<McpDependency>,
 }
 
 impl Dependencies {
@@ -52,6 +56,7 @@ impl Dependencies {
         model: &str,
         fallback: Option<&str>,
         tool: Option<&str>,
+        mcp: Option<&str>,
         waits: Waits,
     ) -> Result<Self, a2a_error::BuildError> {
         let attempt_timeout = waits.attempt;
@@ -69,6 +74,13 @@ impl Dependencies {
             tool: tool
                 .map(|url| {
                     HttpDependency::builder("tool", url)
+                        .attempt_timeout(attempt_timeout)
+                        .build()
+                })
+                .transpose()?,
+            mcp: mcp
+                .map(|url| {
+                    McpDependency::builder("mcp", url)
                         .attempt_timeout(attempt_timeout)
                         .build()
                 })
@@ -235,19 +247,44 @@ struct Llm {
     deps: Dependencies,
 }
 
-/// What the model is asked for `text` (with `search:Q`, the tool's answer first), and whether
-/// the tool was unavailable.
-async fn prompt(deps: &Dependencies, text: &str) -> (String, bool) {
-    match (&deps.tool, text.strip_prefix("search:")) {
-        (Some(tool), Some(query)) => with_tool(tool, query, text).await,
-        _ => (text.to_owned(), false),
+/// `mcp:NAME:Q`: calls the MCP tool NAME with `{"q": Q}`; the model's content (the tool's
+/// outcome as the library renders it for a model), and how the tool failed, if it did.
+async fn with_mcp(mcp: &McpDependency, call: &str, text: &str) -> (String, Option<&'static str>) {
+    let (name, query) = call.split_once(':').unwrap_or((call, ""));
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("q".into(), query.into());
+    let outcome = mcp.tool(name, arguments).await;
+    let failed = match &outcome {
+        ToolOutcome::Answered(_) => None,
+        ToolOutcome::Failed(_) => Some("error"),
+        _ => {
+            tracing::warn!(
+                tool = name,
+                "the MCP tool is unavailable; answering without it"
+            );
+            Some("unavailable")
+        }
+    };
+    (format!("{}\nuser: {text}", outcome.for_model()), failed)
+}
+
+/// What the model is asked for `text` (with `search:Q` or `mcp:NAME:Q`, the tool's answer
+/// first), and how the tool failed, if it did (`unavailable`, `error`).
+async fn prompt(deps: &Dependencies, text: &str) -> (String, Option<&'static str>) {
+    if let (Some(tool), Some(query)) = (&deps.tool, text.strip_prefix("search:")) {
+        let (content, down) = with_tool(tool, query, text).await;
+        return (content, down.then_some("unavailable"));
     }
+    if let (Some(mcp), Some(call)) = (&deps.mcp, text.strip_prefix("mcp:")) {
+        return with_mcp(mcp, call, text).await;
+    }
+    (text.to_owned(), None)
 }
 
 /// Answers `text`: the model's content, marked degraded when the fallback model answered or
 /// the tool was unavailable.
 async fn answer(deps: Dependencies, text: String) -> Result<(String, Option<Value>), A2AError> {
-    let (content, tool_down) = prompt(&deps, &text).await;
+    let (content, tool_failed) = prompt(&deps, &text).await;
     let primary = &deps.primary;
     let content = content.as_str();
     let mut chain = Fallback::new("primary", || ask(primary, "primary", content));
@@ -266,10 +303,10 @@ async fn answer(deps: Dependencies, text: String) -> Result<(String, Option<Valu
             return Err(DependencyFailed::models(&failed).into());
         }
     };
-    let mark = (answered.is_degraded() || tool_down).then(|| {
+    let mark = (answered.is_degraded() || tool_failed.is_some()).then(|| {
         let mut mark = json!({"step": answered.step, "index": answered.index});
-        if tool_down {
-            mark["tool"] = json!("unavailable");
+        if let Some(failed) = tool_failed {
+            mark["tool"] = json!(failed);
         }
         mark
     });
@@ -280,7 +317,7 @@ async fn answer(deps: Dependencies, text: String) -> Result<(String, Option<Valu
 /// only while nothing of it was delivered (see `forward_stream` for what the caller sees). The
 /// answer is marked degraded when the fallback model answered or the tool was unavailable.
 async fn open_answer(deps: Dependencies, text: String) -> Result<Forwarded, A2AError> {
-    let (content, tool_down) = prompt(&deps, &text).await;
+    let (content, tool_failed) = prompt(&deps, &text).await;
     let primary = &deps.primary;
     let content = content.as_str();
     let mut chain = Fallback::new("primary", || open(primary, "primary", content));
@@ -296,9 +333,9 @@ async fn open_answer(deps: Dependencies, text: String) -> Result<Forwarded, A2AE
         A2AError::from(DependencyFailed::models(&failed))
     })?;
     let forwarded = Forwarded::from(answered);
-    Ok(match tool_down {
-        true => forwarded.degraded("tool", "unavailable"),
-        false => forwarded,
+    Ok(match tool_failed {
+        Some(failed) => forwarded.degraded("tool", failed),
+        None => forwarded,
     })
 }
 
@@ -357,7 +394,7 @@ fn card(public_url: &str) -> AgentCard {
         "capabilities": {"streaming": true, "pushNotifications": false},
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "chat", "name": "Chat", "description": "Answers with a model; `search:Q` asks the search tool first.",
+        "skills": [{"id": "chat", "name": "Chat", "description": "Answers with a model; `search:Q` asks the search tool first, `mcp:NAME:Q` the MCP tool NAME.",
                     "tags": ["llm"]}]
     });
     serde_json::from_value::<ProtoJson<AgentCard>>(card)

@@ -1,7 +1,8 @@
 //! An agent on the official Rust SDK whose executor calls a model provider over HTTP, with a
 //! fallback model and a search tool, every call under a2a-error's layers:
 //! `cargo run --example llm_agent -- --addr HOST:PORT --model URL [--fallback-model URL]
-//! [--tool URL] [--attempt-timeout-ms N] [--first-token-timeout-ms N] [--idle-timeout-ms N]`.
+//! [--tool URL] [--mcp URL] [--attempt-timeout-ms N] [--first-token-timeout-ms N]
+//! [--idle-timeout-ms N]`.
 //!
 //! - JSON-RPC at `POST /`, the REST routes, the card at `/.well-known/agent-card.json`,
 //!   Prometheus text at `GET /metrics`; logs to stderr; its spans over OTLP when
@@ -12,6 +13,13 @@
 //! - With `--tool`, T = `search:Q` first asks `GET {tool}/search?q=Q`; its `{"result": R}`
 //!   goes to the model as `tool: R\nuser: search:Q`, or `tool unavailable\nuser: search:Q`
 //!   when the tool fails or its circuit is open (the answer is then marked degraded).
+//! - With `--mcp` (a streamable HTTP MCP endpoint), T = `mcp:NAME:Q` first calls the MCP tool
+//!   NAME with `{"q": Q}` (`a2a_error::dependency::McpDependency`: a session initialized on
+//!   first use and again after a 404, the tools listed once per session, a breaker per tool,
+//!   `tools/call` retried only when it cannot have run, `notifications/cancelled` for a call
+//!   left running). The model gets `tool: R\nuser: T` (R the result's text parts joined with
+//!   newlines), `tool error: R\nuser: T` for an `isError` result (R at most 4096 bytes), or
+//!   `tool unavailable\nuser: T`; the last two mark the answer degraded.
 //! - A SendStreamingMessage asks for a streamed answer (`"stream":true`, with
 //!   `"stream_options":{"include_usage":true}`) and forwards each token as it comes, one
 //!   artifact appended, the task COMPLETED at the end (see `a2a_error::sdk::forward_stream`):
@@ -35,8 +43,8 @@ use std::time::Duration;
 use a2a_error::server::{ServeLimits, serve};
 
 const USAGE: &str = "usage: llm_agent --addr HOST:PORT --model URL [--fallback-model URL] \
-                     [--tool URL] [--attempt-timeout-ms N] [--first-token-timeout-ms N] \
-                     [--idle-timeout-ms N]";
+                     [--tool URL] [--mcp URL] [--attempt-timeout-ms N] \
+                     [--first-token-timeout-ms N] [--idle-timeout-ms N]";
 
 /// `value` of flag `flag` as a positive number of milliseconds, or the usage and exit 2.
 fn millis(flag: &str, value: &str) -> Duration {
@@ -56,7 +64,7 @@ async fn main() {
     a2a_error::server::return_freed_memory();
     let _telemetry = telemetry::init("llm_agent", std::io::stderr);
     let mut args = std::env::args().skip(1);
-    let (mut addr, mut model, mut fallback, mut tool) = (None, None, None, None);
+    let (mut addr, mut model, mut fallback, mut tool, mut mcp) = (None, None, None, None, None);
     let mut waits = app::Waits {
         attempt: Duration::from_millis(10_000),
         first_token: Duration::from_millis(10_000),
@@ -68,6 +76,7 @@ async fn main() {
             ("--model", Some(value)) => model = Some(value),
             ("--fallback-model", Some(value)) => fallback = Some(value),
             ("--tool", Some(value)) => tool = Some(value),
+            ("--mcp", Some(value)) => mcp = Some(value),
             (flag @ "--attempt-timeout-ms", Some(value)) => waits.attempt = millis(flag, &value),
             (flag @ "--first-token-timeout-ms", Some(value)) => {
                 waits.first_token = millis(flag, &value)
@@ -81,7 +90,14 @@ async fn main() {
     };
     // Installed first: the breakers report their state as they are made.
     let prometheus = metrics::install();
-    let deps = match app::Dependencies::new(&model, fallback.as_deref(), tool.as_deref(), waits) {
+    let deps = app::Dependencies::new(
+        &model,
+        fallback.as_deref(),
+        tool.as_deref(),
+        mcp.as_deref(),
+        waits,
+    );
+    let deps = match deps {
         Ok(deps) => deps,
         Err(error) => fail(&error.to_string()),
     };

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::resilience::{Classify, FromLayer, Outcome, Timeout};
+use crate::resilience::{Classify, FromLayer, Outcome, Scope, Timeout};
 use crate::wire::error::RetryHint;
 
 /// A call through the resilience layers failed: the callee's own error, or one of the layers'
@@ -112,6 +112,16 @@ impl<E: Classify> Classify for Failure<E> {
 
     fn is_local_refusal(&self) -> bool {
         matches!(self, Failure::CircuitOpen { .. } | Failure::BulkheadFull)
+    }
+
+    /// A slow operation is the operation's (one tool of a server that answers the others);
+    /// no connection within the connect timeout is the callee's.
+    fn scope(&self) -> Scope {
+        match self {
+            Failure::Failed(error) => error.scope(),
+            Failure::Timeout(Timeout::Connect) => Scope::Callee,
+            _ => Scope::Operation,
+        }
     }
 
     fn delay_at(&self, now: SystemTime) -> Option<Duration> {

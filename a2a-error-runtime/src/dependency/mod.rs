@@ -7,6 +7,8 @@
 //!   official model-provider SDKs do.
 //! - [`Dependency`]: any call, an async closure or a `tower::Service`, whose error is
 //!   [classified](crate::resilience::Classify).
+//! - `McpDependency` (feature `mcp`): a client of an MCP server's tools over streamable
+//!   HTTP, with a breaker per tool, safe retries, sessions that recover and cancellation.
 //! - [`Failure`]: what such a call ends in (the callee's error, or a layer's);
 //!   [`DependencyFailed`] passes it on to this agent's caller as this agent's own error.
 
@@ -15,6 +17,8 @@
 mod dependency;
 mod failure;
 mod http;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod op;
 mod passed_on;
 mod record;
@@ -26,5 +30,7 @@ pub use http::{
     HttpError, HttpFailure, HttpReply, HttpServiceSettings, HttpStream, InBand, Interruption,
     MAX_VALUE_BYTES, OpenAiChat, Read, StatusFailure, StreamEvent, StreamFormat, StreamInterrupted,
 };
+#[cfg(feature = "mcp")]
+pub use mcp::{McpDependency, McpDependencyBuilder, McpError, McpFailure, ToolOutcome};
 pub use op::Op;
 pub use passed_on::DependencyFailed;

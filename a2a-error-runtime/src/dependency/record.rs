@@ -19,12 +19,13 @@ where
     record(name, stack, op, None, |op, _| op, |_| None).await
 }
 
-/// [`send`] for an HTTP dependency: `with_trace` puts the trace into the call, from the
-/// call's span; `status_of` reads the status of the last reply.
+/// [`send`] for a dependency over HTTP (`protocol`: `http`, `mcp`): `with_trace` puts the
+/// trace into the call, from the call's span; `status_of` reads the status of the last reply.
 pub(super) async fn send_http<S, R, T, E>(
     name: &Arc<str>,
     stack: S,
     op: R,
+    protocol: &'static str,
     with_trace: impl FnOnce(R, &crate::trace::TraceContext) -> R,
     status_of: impl Fn(&Result<T, E>) -> Option<u16>,
 ) -> Result<T, E>
@@ -34,7 +35,7 @@ where
     E: Classify + FromLayer,
 {
     let prepare = |op, span: &tracing::Span| with_trace(op, &crate::trace::for_call(span));
-    record(name, stack, op, Some("http"), prepare, status_of).await
+    record(name, stack, op, Some(protocol), prepare, status_of).await
 }
 
 async fn record<S, R, T, E>(

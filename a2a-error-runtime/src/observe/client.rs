@@ -133,6 +133,14 @@ const LOCAL_REASONS: &[&str] = &[
     "FAILED",
     "STREAM_INTERRUPTED",
     "CANCELLED",
+    // An MCP server's: a tool's own failure, and JSON-RPC's errors.
+    "TOOL_ERROR",
+    "PARSE_ERROR",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "INVALID_PARAMS",
+    "INTERNAL_ERROR",
+    "SERVER_ERROR",
 ];
 
 /// A call to a dependency (not an agent) under way: its span, and what is recorded when it
@@ -427,5 +435,69 @@ impl ModelNames {
                 metrics::histogram!(super::GEN_AI_TOKENS, labels).record(tokens as f64);
             }
         }
+    }
+}
+
+/// One request to an MCP server under way, named as OpenTelemetry's MCP conventions name it:
+/// its span (`{mcp.method.name} {target}`) and, when it ends, `mcp.client.operation.duration`.
+/// Every label is configured or from a closed set: the method is this crate's or the
+/// caller's, the tool a name the server listed (at most 64) or `other`.
+#[cfg(feature = "mcp")]
+pub(crate) struct McpOperation {
+    labels: Vec<metrics::Label>,
+    started: std::time::Instant,
+    span: tracing::Span,
+}
+
+#[cfg(feature = "mcp")]
+impl McpOperation {
+    /// A request of `method` to the MCP server `server` starts; `tool` is the label of the
+    /// tool a `tools/call` calls.
+    pub(crate) fn start(server: &Arc<str>, method: &str, tool: Option<&Arc<str>>) -> Self {
+        let target = tool.map_or(&**server, |tool| &**tool);
+        let name = format!("{method} {target}");
+        let span = tracing::debug_span!(
+            "mcp.client.operation",
+            otel.name = &*name,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            mcp.method.name = method,
+            gen_ai.tool.name = tool.map(|tool| &**tool),
+            gen_ai.operation.name = tool.map(|_| "execute_tool"),
+            dependency = &**server,
+            error.r#type = tracing::field::Empty,
+        );
+        let mut labels = vec![
+            metrics::Label::new("dependency", SharedString::from(Arc::clone(server))),
+            metrics::Label::new("mcp.method.name", SharedString::from(method.to_owned())),
+        ];
+        if let Some(tool) = tool {
+            labels.push(metrics::Label::new(
+                "gen_ai.tool.name",
+                SharedString::from(Arc::clone(tool)),
+            ));
+        }
+        McpOperation {
+            labels,
+            started: std::time::Instant::now(),
+            span,
+        }
+    }
+
+    /// The request's span.
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// The request ended, failed with the reason `failure` or not.
+    pub(crate) fn ended(mut self, failure: Option<&str>) {
+        if let Some(reason) = failure {
+            let reason = failure_label(reason);
+            self.span.record("otel.status_code", "error");
+            self.span.record("error.type", &*reason);
+            self.labels.push(metrics::Label::new("error.type", reason));
+        }
+        metrics::histogram!(super::MCP_DURATION, self.labels)
+            .record(self.started.elapsed().as_secs_f64());
     }
 }

@@ -29,6 +29,7 @@
 //! | `gen_ai.client.operation.duration` | histogram, seconds: a model's call (`HttpDependency::model`), whole or streamed, from the call to its reply (a stream: its end), retries included | `dependency`, `gen_ai.operation.name` (`chat`), `gen_ai.provider.name`, `gen_ai.request.model` (when configured); failed: `error.type` (the failure's reason, `STREAM_INTERRUPTED`, `CANCELLED`) |
 //! | `gen_ai.client.operation.time_to_first_chunk` | histogram, seconds: from the call to its stream's first content event | as above, without `error.type` |
 //! | `gen_ai.client.operation.time_per_output_chunk` | histogram, seconds: between a stream's content events, after the first | as above |
+//! | `mcp.client.operation.duration` | histogram, seconds (its count is the requests): a request to an MCP server (`McpDependency`), retries included | `dependency`, `mcp.method.name`, `gen_ai.tool.name` (for `tools/call`: a name the server listed, at most 64, else `other`); failed: `error.type` (`TOOL_ERROR`, `TIMEOUT`, `CIRCUIT_OPEN`, JSON-RPC's `INTERNAL_ERROR`, …) |
 //! | `gen_ai.client.token.usage` | histogram, tokens: what the provider's `usage` reported | as above, and `gen_ai.token.type` (`input`, `output`) |
 //!
 //! `error.type` is the error's reason (`AGENT_UNAVAILABLE`, `UNREACHABLE`, …). A dependency's
@@ -55,6 +56,7 @@
 //! | `a2a.server.call` | the method (`other` if not served), server | `rpc.system.name`, `rpc.method`; failed: `rpc.status_code` (the A2A code, every binding), `error.type` |
 //! | `a2a.client.call` | the method, client | `rpc.system.name`, `rpc.method`, `server.address` (the agent's name), `rpc.jsonrpc.request_id`; failed: `rpc.status_code`, `error.type` |
 //! | `a2a.client.attempt` | internal | `http.request.resend_count` |
+//! | `mcp.client.operation` | `{mcp.method.name} {tool or server}`, client | `mcp.method.name`, `gen_ai.tool.name`, `gen_ai.operation.name` (`execute_tool`), `dependency`; failed: `error.type` |
 //! | `a2a.dependency.call` | the operation, client | `dependency`, `operation`, `network.protocol.name`, `http.response.status_code`; failed: `error.type` |
 //!
 //! Install the recorder before the first call: a retry layer registers its attempts
@@ -77,6 +79,7 @@ pub const HISTOGRAMS: &[(&str, &[f64])] = &[
     (GEN_AI_FIRST_CHUNK, FIRST_CHUNK_SECONDS),
     (GEN_AI_PER_CHUNK, CHUNK_SECONDS),
     (GEN_AI_TOKENS, TOKENS),
+    (MCP_DURATION, DEPENDENCY_SECONDS),
 ];
 
 /// Boundaries of a streamed answer's time to its first chunk, in seconds: 10 ms to a minute.
@@ -117,6 +120,8 @@ const CLIENT_DURATION: &str = "rpc.client.call.duration";
 /// model call's duration, its streamed answer's time to the first chunk, and its tokens by
 /// `gen_ai.token.type`.
 const GEN_AI_DURATION: &str = "gen_ai.client.operation.duration";
+/// OpenTelemetry's MCP conventions (status "Development"): one request to an MCP server.
+const MCP_DURATION: &str = "mcp.client.operation.duration";
 const GEN_AI_FIRST_CHUNK: &str = "gen_ai.client.operation.time_to_first_chunk";
 const GEN_AI_PER_CHUNK: &str = "gen_ai.client.operation.time_per_output_chunk";
 const GEN_AI_TOKENS: &str = "gen_ai.client.token.usage";

@@ -4,10 +4,11 @@
 //! for it. The retry layer, the breaker, hedging and the passing-on of a failure act on these
 //! answers; none reads an error's variants itself.
 //!
-//! It has four implementations: [`ClientError`](crate::client::ClientError) (a call to an agent), a derived enum
+//! It has five implementations: [`ClientError`](crate::client::ClientError) (a call to an agent), a derived enum
 //! (from its code, category and retry attributes), [`HttpError`](crate::dependency::HttpError)
-//! (an HTTP dependency) and [`Failure`](crate::dependency::Failure) (any call, over the user's
-//! own classification of its error). [`FromLayer`] is the other half: how a layer's own
+//! (an HTTP dependency), `McpFailure` (an MCP server, feature `mcp`) and
+//! [`Failure`](crate::dependency::Failure) (any call, over the user's own classification of
+//! its error). [`FromLayer`] is the other half: how a layer's own
 //! refusals (a timeout, an open circuit, a full bulkhead) are written in the service's error
 //! type.
 //!
@@ -99,6 +100,15 @@ pub trait Classify {
         self.health() == Outcome::Success && !self.retry_advice_at(SystemTime::now()).is_retryable()
     }
 
+    /// Whose health the failure speaks of when the request carries a breaker of its own
+    /// operation ([`Request::breaker`](crate::resilience::Request::breaker), one tool of an
+    /// MCP server): the whole callee's (no connection, overloaded) or only the operation's
+    /// (it answered an error, timed out). The other breaker counts nothing. Default: the
+    /// callee's.
+    fn scope(&self) -> Scope {
+        Scope::Callee
+    }
+
     /// The delay the callee asked for, if any (`Retry-After`, RetryInfo), or the time until an
     /// open circuit half-opens.
     fn delay_at(&self, now: SystemTime) -> Option<Duration> {
@@ -149,6 +159,16 @@ pub(crate) fn health_of(category: Category) -> Outcome {
         Category::Transient | Category::Timeout | Category::Fatal => Outcome::Failure,
         _ => Outcome::Success,
     }
+}
+
+/// Whose health a failure speaks of ([`Classify::scope`]), when a request's operation has a
+/// breaker of its own.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The callee as a whole: every operation is refused while its circuit is open.
+    Callee,
+    /// The one operation: the callee's other operations are still called.
+    Operation,
 }
 
 /// What a failed call says about the agent's health: the sample a circuit breaker records.

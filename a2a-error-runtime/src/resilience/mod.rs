@@ -35,7 +35,7 @@ mod timeout;
 pub use builder::{CalleeSettings, OverHttp, Repeatable, StackBuilder};
 pub use bulkhead::{Bulkhead, BulkheadLayer, BulkheadService};
 pub(crate) use classify::health_of;
-pub use classify::{Classify, FromLayer, Outcome};
+pub use classify::{Classify, FromLayer, Outcome, Scope};
 pub use clock::{Clock, Random, SystemClock, ThreadRandom};
 pub use fallback::{Answered, DEGRADED_KEY, Fallback, FallbackError, StepError};
 pub use hedge::{Hedge, HedgeConfig, HedgeDelay, HedgeLayer};
@@ -44,6 +44,8 @@ pub use request::{Request, TimeLimit};
 pub use retry::{
     Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,
 };
+#[cfg(feature = "mcp")]
+pub(crate) use stack::BreakerSource;
 pub use stack::Stack;
 pub(crate) use timeout::within_time;
 pub use timeout::{

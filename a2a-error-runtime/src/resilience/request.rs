@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use crate::deadline::earliest;
 use crate::observe::Callee;
+use crate::resilience::breaker::CircuitBreaker;
 
 /// What the resilience layers read of a request: its time limit, which travels down the
 /// stack (a total timeout sets it, a retry never waits past it, an attempt timeout never
@@ -41,6 +42,14 @@ pub trait Request: Clone {
     /// agents, `a2a.dependency.*` for the rest). Default: a dependency.
     fn callee(&self) -> Callee {
         Callee::Dependency
+    }
+
+    /// The circuit breaker of this request's own operation (one tool of an MCP server), which
+    /// the breaker layer consults beside the callee's: an open circuit refuses the request,
+    /// and a failure counts for the one the classifier's [`scope`](crate::resilience::Classify::scope)
+    /// names. Default: none, the callee's breaker alone.
+    fn breaker(&self) -> Option<&CircuitBreaker> {
+        None
     }
 }
 

@@ -121,6 +121,7 @@ where
 
 /// Where a client's circuit breaker comes from: every builder (the A2A client's, the
 /// dependencies') offers the same three.
+#[derive(Clone)]
 pub(crate) enum BreakerSource {
     /// One of its own, with the default configuration.
     Own,

@@ -150,7 +150,7 @@ impl HttpCall {
         &self.fixed
     }
 
-    pub(super) fn with_target(mut self, target: Arc<str>) -> Self {
+    pub(in crate::dependency) fn with_target(mut self, target: Arc<str>) -> Self {
         Arc::make_mut(&mut self.fixed).target = Some(target);
         self
     }

@@ -22,7 +22,9 @@ pub use stream::{
     StreamFormat, StreamInterrupted,
 };
 use stream::{StreamService, StreamSettings};
-use transport::HttpService;
+pub(super) use transport::HttpService;
+#[cfg(feature = "mcp")]
+pub(super) use transport::read_error;
 
 use crate::dependency::Failure;
 use crate::http::{BuildError, HttpSettings, parse_url};
@@ -139,6 +141,7 @@ impl HttpDependency {
             &self.name,
             self.service.clone(),
             call,
+            "http",
             with_trace,
             status_of,
         );
@@ -174,8 +177,14 @@ impl HttpDependency {
             Err(error) => failed_status(error),
         };
         let with_trace = |call: HttpCall, trace: &_| call.with_trace(trace);
-        let opened =
-            super::record::send_http(&self.name, self.events.clone(), call, with_trace, status_of);
+        let opened = super::record::send_http(
+            &self.name,
+            self.events.clone(),
+            call,
+            "http",
+            with_trace,
+            status_of,
+        );
         let Some(model) = &self.model else {
             return Ok(opened.await?.reporting(self.breaker.clone(), None, started));
         };
@@ -209,7 +218,7 @@ impl HttpDependency {
 
 /// The status of the reply a failed call ended on, if it ended on one (for its span and
 /// metrics).
-fn failed_status(error: &HttpError) -> Option<u16> {
+pub(super) fn failed_status(error: &HttpError) -> Option<u16> {
     match error {
         Failure::Failed(HttpFailure::Status(status)) => Some(status.status),
         _ => None,

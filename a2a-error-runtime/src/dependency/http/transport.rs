@@ -17,13 +17,13 @@ use crate::resilience::{Request, Timeout};
 
 /// Sends an [`HttpCall`] once to a base URL, reading at most `max_reply` bytes of a reply.
 #[derive(Clone, Debug)]
-pub(super) struct HttpService {
-    pub(super) http: reqwest::Client,
-    pub(super) base: Arc<str>,
-    pub(super) max_reply: usize,
-    pub(super) headers: HeaderMap,
-    pub(super) deadline_header: Option<HeaderName>,
-    pub(super) idempotency_header: HeaderName,
+pub(in crate::dependency) struct HttpService {
+    pub(in crate::dependency) http: reqwest::Client,
+    pub(in crate::dependency) base: Arc<str>,
+    pub(in crate::dependency) max_reply: usize,
+    pub(in crate::dependency) headers: HeaderMap,
+    pub(in crate::dependency) deadline_header: Option<HeaderName>,
+    pub(in crate::dependency) idempotency_header: HeaderName,
 }
 
 impl Service<HttpCall> for HttpService {
@@ -69,7 +69,7 @@ impl HttpService {
     /// Sends `call` (with `accept`, when given) and reads the reply's head: a 2xx reply's
     /// response, its body unread, or the failure a non-2xx one is (a few bytes of its body
     /// kept for logs).
-    pub(super) async fn open(
+    pub(in crate::dependency) async fn open(
         &self,
         call: &HttpCall,
         accept: Option<HeaderValue>,
@@ -132,7 +132,7 @@ fn send_error(error: reqwest::Error) -> HttpError {
     }
 }
 
-pub(super) fn read_error(error: BodyError) -> HttpError {
+pub(in crate::dependency) fn read_error(error: BodyError) -> HttpError {
     match error {
         BodyError::TooLarge { limit } => Failure::Failed(HttpFailure::TooLarge { limit }),
         BodyError::Timeout => Failure::Timeout(Timeout::Attempt),

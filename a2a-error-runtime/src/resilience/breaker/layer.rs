@@ -8,11 +8,13 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::{CircuitBreaker, Permit};
-use crate::resilience::{Classify, FromLayer, Outcome};
+use crate::resilience::{Classify, FromLayer, Outcome, Request, Scope};
 
 /// Guards the service it wraps with a [`CircuitBreaker`]: an open circuit fails calls at once
 /// with the error type's [`FromLayer::circuit_open`] (`ClientError::CircuitOpen` for calls to
-/// agents), carrying the time until it half-opens. Any request and any error that can be
+/// agents), carrying the time until it half-opens. A request that carries a breaker of its own
+/// operation ([`Request::breaker`]: one tool of an MCP server) must pass both, and its
+/// failure counts for the one its [`scope`](Classify::scope) names. Any request and any error that can be
 /// [classified](Classify) go through it. Place it below
 /// a [`Retry`](crate::resilience::Retry) so that each attempt is one sample, and above an
 /// [`AttemptTimeout`](crate::resilience::AttemptTimeout) so that a slow attempt counts.
@@ -60,6 +62,7 @@ impl<S, R> Service<R> for CircuitBreakerService<S>
 where
     S: Service<R>,
     S::Error: Classify + FromLayer,
+    R: Request,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -70,18 +73,28 @@ where
     }
 
     fn call(&mut self, call: R) -> Self::Future {
-        match self.breaker.try_acquire() {
-            Ok(permit) => BreakerFuture {
+        let admitted = self.breaker.try_acquire().and_then(|permit| {
+            // The callee's permit, dropped unreported if the operation's circuit is open.
+            let own = call
+                .breaker()
+                .map(CircuitBreaker::try_acquire)
+                .transpose()?;
+            Ok((permit, own))
+        });
+        match admitted {
+            Ok((permit, own)) => BreakerFuture {
                 state: State::Admitted {
                     future: self.inner.call(call),
                 },
                 permit: Some(permit),
+                own,
             },
             Err(open) => BreakerFuture {
                 state: State::Rejected {
                     retry_after: Some(open.retry_after),
                 },
                 permit: None,
+                own: None,
             },
         }
     }
@@ -102,6 +115,8 @@ pin_project! {
         #[pin]
         state: State<F>,
         permit: Option<Permit>,
+        // The permit of the request's own operation's breaker, when it has one.
+        own: Option<Permit>,
     }
 }
 
@@ -120,11 +135,24 @@ where
             }
             StateProj::Admitted { future } => {
                 let result = std::task::ready!(future.poll(cx));
-                if let Some(permit) = this.permit.take() {
-                    permit.record(match &result {
-                        Ok(_) => Outcome::Success,
-                        Err(error) => error.health(),
-                    });
+                // With an operation's breaker, a failure counts for the one its scope names;
+                // the other permit is dropped, counting nothing.
+                let (callee, operation) = match (&result, this.own.take()) {
+                    (Ok(_), own) => (
+                        Some(Outcome::Success),
+                        own.map(|own| (own, Outcome::Success)),
+                    ),
+                    (Err(error), None) => (Some(error.health()), None),
+                    (Err(error), Some(own)) => match error.scope() {
+                        Scope::Callee => (Some(error.health()), None),
+                        Scope::Operation => (None, Some((own, error.health()))),
+                    },
+                };
+                if let (Some(permit), Some(outcome)) = (this.permit.take(), callee) {
+                    permit.record(outcome);
+                }
+                if let Some((own, outcome)) = operation {
+                    own.record(outcome);
                 }
                 Poll::Ready(result)
             }

@@ -384,3 +384,80 @@ async fn a_health_read_after_the_break_half_opens_and_reports_the_transition() {
         [(State::Closed, State::Open), (State::Open, State::HalfOpen)]
     );
 }
+
+/// A request that carries its operation's breaker (as an MCP tool call does), and how the
+/// service is to fail it (`None`: answered).
+#[derive(Clone)]
+struct OwnBreaker(CircuitBreaker, Option<crate::resilience::Scope>);
+
+impl crate::resilience::Request for OwnBreaker {
+    fn time_limit(&self) -> crate::resilience::TimeLimit {
+        crate::resilience::TimeLimit::NONE
+    }
+    fn set_time_limit(&mut self, _: crate::resilience::TimeLimit) {}
+    fn target(&self) -> Option<&str> {
+        None
+    }
+    fn operation(&self) -> &str {
+        "op"
+    }
+    fn breaker(&self) -> Option<&CircuitBreaker> {
+        Some(&self.0)
+    }
+}
+
+/// A failure scoped as the test says.
+#[derive(Debug)]
+struct Scoped(crate::resilience::Scope);
+
+impl crate::resilience::Classify for Scoped {
+    fn retry_advice_at(&self, _: std::time::SystemTime) -> crate::RetryHint {
+        crate::RetryHint::Never
+    }
+    fn scope(&self) -> crate::resilience::Scope {
+        self.0
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_counts_for_the_breaker_its_scope_names_and_an_open_one_refuses() {
+    use crate::dependency::Failure;
+    use crate::resilience::Scope;
+    use tower::{Layer, ServiceExt};
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counter = sent.clone();
+    let service = tower::service_fn(move |request: OwnBreaker| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        let failed = request.1.map(|scope| Failure::Failed(Scoped(scope)));
+        async move { failed.map_or(Ok(()), Err) }
+    });
+    let callee = CircuitBreaker::new("server", config().consecutive_failures(2));
+    let tool = CircuitBreaker::new("server/tool", config().consecutive_failures(2));
+    let layer = CircuitBreakerLayer::new(callee.clone()).layer(service);
+    let call =
+        |breaker: &CircuitBreaker, scope| layer.clone().oneshot(OwnBreaker(breaker.clone(), scope));
+    // The operation's failures open its circuit alone.
+    for _ in 0..2 {
+        call(&tool, Some(Scope::Operation)).await.unwrap_err();
+    }
+    assert_eq!(tool.state(), State::Open);
+    assert_eq!(callee.state(), State::Closed);
+    let refused = call(&tool, None).await.unwrap_err();
+    assert!(matches!(refused, Failure::CircuitOpen { .. }));
+    assert_eq!(
+        sent.load(Ordering::SeqCst),
+        2,
+        "sent through an open circuit"
+    );
+    // The callee's failures open the callee's, which refuses every operation.
+    let other = CircuitBreaker::new("server/other", config());
+    for _ in 0..2 {
+        call(&other, Some(Scope::Callee)).await.unwrap_err();
+    }
+    assert_eq!(callee.state(), State::Open);
+    assert_eq!(other.state(), State::Closed);
+    assert!(matches!(
+        call(&other, None).await.unwrap_err(),
+        Failure::CircuitOpen { .. }
+    ));
+}

@@ -1,0 +1,387 @@
+//! `McpDependency`: a client of one MCP server over streamable HTTP (feature `mcp`), built
+//! like every other callee and under the same layers, with MCP's meaning kept: per-tool
+//! breakers, `tools/call` repeated only when that is safe, a session that recovers, and
+//! `notifications/cancelled` for a request left running.
+
+mod call;
+mod error;
+mod outcome;
+mod tools;
+mod transport;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tower::util::BoxCloneSyncService;
+use tracing::Instrument;
+
+use call::McpCall;
+pub use error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError};
+pub use outcome::{ToolOutcome, Unavailable};
+pub use tools::MAX_TOOLS;
+use tools::Tools;
+use transport::{McpService, Session};
+
+use super::http::HttpService;
+use crate::dependency::{Failure, HttpFailure};
+use crate::http::{BuildError, HttpSettings, parse_url};
+use crate::resilience::breaker::CircuitBreaker;
+use crate::resilience::{
+    CalleeSettings, Classify, HedgeConfig, HedgeDelay, OverHttp, StackBuilder,
+};
+
+/// A client of one MCP server (its tools, resources and prompts) over streamable HTTP.
+///
+/// Every request goes through the same layers as a call to an agent (a total timeout,
+/// retries with the shared budget and the server's `Retry-After`, the breaker, the bulkhead,
+/// an attempt timeout, the caller's deadline), classified with MCP's meaning:
+///
+/// - A failure before the request reached the server (no connection, 429 or 503, a 404 for
+///   the session) is repeated for any method. `initialize`, `tools/list`, `resources/read`,
+///   `prompts/get` and the other reads are repeated after any transient failure.
+///   `tools/call` is repeated after a failure that leaves open whether it ran (a timeout, a
+///   connection lost after sending, a 5xx, a JSON-RPC error) only for the tools declared
+///   idempotent ([`McpDependencyBuilder::idempotent_tools`], or the server's
+///   `idempotentHint` with [`McpDependencyBuilder::trust_idempotent_hint`]).
+/// - JSON-RPC errors -32700, -32600, -32601 and -32602 are refusals; -32603 and the rest are
+///   transient. A result with `isError: true` is the tool's own failure: not retried,
+///   counted by the tool's breaker, its text kept (at most [`TOOL_TEXT_BYTES`]).
+/// - One breaker per tool the server listed (at most [`MAX_TOOLS`]; every other name shares
+///   `other`) beside the server's: a tool's JSON-RPC errors, timeouts and `isError` results
+///   open its own circuit and leave the other tools callable; a failure to reach the server
+///   counts for the server's.
+/// - The session is initialized on first use (`initialize`, `notifications/initialized`),
+///   its `Mcp-Session-Id` sent on every later request. A 404 for a request that carried it
+///   starts one new session and sends the request again, within the same attempt.
+/// - An attempt that times out, is cut by the deadline, loses its connection after sending,
+///   or whose caller goes away sends `notifications/cancelled` with its request's id; the
+///   call answers once it has left (waiting at most 250 ms).
+///
+/// Replies (JSON or an SSE stream) are bounded as every HTTP dependency's: 32 MiB in all by
+/// default, 1 MiB per event.
+///
+/// ```no_run
+/// # use a2a_error_runtime as a2a_error;
+/// # async fn demo() -> Result<(), a2a_error::BuildError> {
+/// use a2a_error::dependency::McpDependency;
+///
+/// let tools = McpDependency::builder("search", "http://127.0.0.1:9000/mcp")
+///     .idempotent_tools(["lookup"])
+///     .build()?;
+/// let mut arguments = serde_json::Map::new();
+/// arguments.insert("q".into(), "rust".into());
+/// let outcome = tools.tool("lookup", arguments).await;
+/// let prompt = format!("{}\nuser: rust", outcome.for_model());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpDependency {
+    name: Arc<str>,
+    service: BoxCloneSyncService<McpCall, Box<RawValue>, McpError>,
+    session: Arc<Session>,
+    tools: Arc<Tools>,
+    /// The session whose tools were last listed (0: none).
+    listed: Arc<AtomicU64>,
+    idempotent: Arc<[String]>,
+    trust_hint: bool,
+    breaker: Option<CircuitBreaker>,
+}
+
+impl std::fmt::Debug for McpDependency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpDependency")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpDependency {
+    /// A builder for the MCP server named `name` (in metrics, logs and breaker registries)
+    /// whose streamable HTTP endpoint is `url` (`http://127.0.0.1:9000/mcp`).
+    pub fn builder(name: impl Into<Arc<str>>, url: impl Into<String>) -> McpDependencyBuilder {
+        let settings = McpSettings {
+            name: name.into(),
+            url: url.into(),
+            http: HttpSettings::default(),
+            max_reply: 32 << 20,
+            max_event: 1 << 20,
+            progress_up_to: None,
+            idempotent: Vec::new(),
+            trust_hint: false,
+        };
+        StackBuilder::new(settings, false)
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server's circuit breaker, when it has one.
+    pub fn breaker(&self) -> Option<&CircuitBreaker> {
+        self.breaker.as_ref()
+    }
+
+    /// The breaker of the tool `name` (of `other` if the server did not list it), when
+    /// breakers are on.
+    pub fn tool_breaker(&self, name: &str) -> Option<CircuitBreaker> {
+        self.tools.get(name).breaker
+    }
+
+    /// The tool names the server listed that this client knows (at most [`MAX_TOOLS`]).
+    pub fn known_tools(&self) -> Vec<String> {
+        self.tools.names()
+    }
+
+    /// `tools/list` (its first page): the valid names it holds join the known ones, up to
+    /// [`MAX_TOOLS`] in all, and are returned. Called by [`call_tool`](Self::call_tool) once
+    /// per session.
+    pub async fn list_tools(&self) -> Result<Vec<String>, McpError> {
+        let epoch = self.session.epoch();
+        let result = self
+            .send(McpCall::new(self.name.clone(), "tools/list"))
+            .await?;
+        let names = self
+            .tools
+            .listed(result.get())
+            .map_err(|_| protocol("a tools/list result that is not one"))?;
+        // The session the listing went to (a new one if it had to start one).
+        self.listed
+            .store(self.session.epoch().max(epoch), Ordering::Release);
+        Ok(names)
+    }
+
+    /// Calls the tool `name` with `arguments`: its result, or why not. A result with
+    /// `isError: true` is a [`McpFailure::Tool`]. Lists the tools first when this session has
+    /// not (so that the tool has its own breaker).
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallToolResult, McpError> {
+        let listed = self.listed.load(Ordering::Acquire);
+        if listed == 0 || listed != self.session.epoch() {
+            match self.list_tools().await {
+                // A server without tools/list still has tools to call.
+                Ok(_) | Err(Failure::Failed(McpFailure::Rpc(_))) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let tool = self.tools.get(name);
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = Some(arguments);
+        let params = match serde_json::to_value(&params) {
+            Ok(serde_json::Value::Object(params)) => params,
+            _ => return Err(protocol("tool arguments that do not serialize")),
+        };
+        let idempotent = self.idempotent.iter().any(|known| known == name)
+            || (self.trust_hint && tool.idempotent_hint);
+        let mut call = McpCall::new(self.name.clone(), "tools/call");
+        call.params = Some(Arc::new(params));
+        call.tool = Some(tool.label);
+        call.breaker = tool.breaker;
+        call.repeatable = idempotent.then_some(true);
+        let result = self.send(call).await?;
+        serde_json::from_str(result.get()).map_err(|_| protocol("a tool result that is not one"))
+    }
+
+    /// [`call_tool`](Self::call_tool), as the model is to be told of it.
+    pub async fn tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> ToolOutcome {
+        ToolOutcome::of(self.call_tool(name, arguments).await)
+    }
+
+    /// Any other request (`resources/read`, `prompts/get`, …) with `params`, its result read
+    /// as `T`. The reads MCP defines are repeated after any transient failure; other methods
+    /// only when they provably did not run.
+    pub async fn request<P, T>(&self, method: &str, params: &P) -> Result<T, McpError>
+    where
+        P: Serialize + ?Sized,
+        T: DeserializeOwned,
+    {
+        let params = match serde_json::to_value(params) {
+            Ok(serde_json::Value::Object(params)) => params,
+            _ => return Err(protocol("params that are not a JSON object")),
+        };
+        let mut call = McpCall::new(self.name.clone(), method.to_owned());
+        call.params = Some(Arc::new(params));
+        let result = self.send(call).await?;
+        serde_json::from_str(result.get()).map_err(|_| protocol("a result that is not one"))
+    }
+
+    /// Sends `call` through the layers, recorded as an MCP request; answers once the
+    /// cancellations its attempts sent have left.
+    async fn send(&self, call: McpCall) -> Result<Box<RawValue>, McpError> {
+        let operation =
+            crate::observe::McpOperation::start(&self.name, &call.method, call.tool.as_ref());
+        let cancels = call.cancels.clone();
+        let with_trace = |mut call: McpCall, trace: &_| {
+            crate::trace::insert(&mut call.headers, trace);
+            call
+        };
+        let status_of = |result: &Result<Box<RawValue>, McpError>| match result {
+            Ok(_) => Some(200),
+            Err(Failure::Failed(McpFailure::Http(HttpFailure::Status(status)))) => {
+                Some(status.status)
+            }
+            Err(_) => None,
+        };
+        let result = super::record::send_http(
+            &self.name,
+            self.service.clone(),
+            call,
+            "mcp",
+            with_trace,
+            status_of,
+        )
+        .instrument(operation.span().clone())
+        .await;
+        cancels.sent().await;
+        operation.ended(result.as_ref().err().map(|error| error.failure_reason()));
+        result
+    }
+}
+
+fn protocol(detail: &str) -> McpError {
+    Failure::Failed(McpFailure::Protocol {
+        detail: detail.to_owned(),
+    })
+}
+
+/// Builds an [`McpDependency`]. Defaults as every client's: a total timeout of 90 s, an
+/// attempt timeout of 30 s (which progress may extend only with
+/// [`progress_extends_up_to`](StackBuilder::progress_extends_up_to)), a connect timeout of
+/// 10 s, the default retry policy, a breaker for the server and one per tool with the
+/// default configuration, the default bulkhead, replies of at most 32 MiB (1 MiB an event),
+/// no tool idempotent. The layers' setters are [`StackBuilder`]'s, the same for every kind
+/// of callee; this page's are the server's own.
+pub type McpDependencyBuilder = StackBuilder<McpSettings>;
+
+/// What an [`McpDependencyBuilder`] adds to the stack: the server's name and endpoint, and
+/// what its transport sends and reads.
+pub struct McpSettings {
+    name: Arc<str>,
+    url: String,
+    http: HttpSettings,
+    max_reply: usize,
+    max_event: usize,
+    progress_up_to: Option<Duration>,
+    idempotent: Vec<String>,
+    trust_hint: bool,
+}
+
+impl std::fmt::Debug for McpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSettings")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CalleeSettings for McpSettings {
+    type Error = McpError;
+
+    /// The reads: `tools/list`, `resources/read`, `resources/list`, `prompts/get`,
+    /// `prompts/list`.
+    fn hedge(&self, delay: HedgeDelay) -> HedgeConfig {
+        HedgeConfig::new(delay).methods([
+            "tools/list",
+            "resources/read",
+            "resources/list",
+            "prompts/get",
+            "prompts/list",
+        ])
+    }
+
+    fn http(&mut self) -> Option<&mut HttpSettings> {
+        Some(&mut self.http)
+    }
+}
+
+impl OverHttp for McpSettings {}
+
+impl McpDependencyBuilder {
+    /// The tools that may be called again after a failure that leaves open whether they ran
+    /// (they do no more the second time: a lookup, a read).
+    pub fn idempotent_tools<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.callee.idempotent = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether a tool the server annotates `idempotentHint: true` is taken as idempotent
+    /// (default: no; the hint is the server's word, not yours).
+    pub fn trust_idempotent_hint(mut self, trust: bool) -> Self {
+        self.callee.trust_hint = trust;
+        self
+    }
+
+    /// Lets progress notifications (`notifications/progress` for the request, which then
+    /// carries a `progressToken`) extend an attempt: each starts the attempt timeout again,
+    /// never past `limit` from the attempt's start nor the call's deadline. Default: off.
+    pub fn progress_extends_up_to(mut self, limit: Duration) -> Self {
+        self.callee.progress_up_to = Some(limit);
+        self
+    }
+
+    /// The largest reply read, in bytes (default 32 MiB).
+    pub fn max_reply_bytes(mut self, bytes: usize) -> Self {
+        self.callee.max_reply = bytes;
+        self
+    }
+
+    /// The largest event of a reply sent as an SSE stream, in bytes (default 1 MiB).
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.callee.max_event = bytes;
+        self
+    }
+
+    /// Builds the client.
+    pub fn build(self) -> Result<McpDependency, BuildError> {
+        let url = parse_url(&self.callee.url)?;
+        self.callee.http.check_tls(&url)?;
+        let name = self.callee.name.clone();
+        let breakers = self.breaker.clone();
+        let (mut stack, breaker, settings) = self.finish(&name);
+        // The attempt timeout is the transport's, so that progress can extend it.
+        let attempt = stack.attempt_timeout.take();
+        let session = Arc::new(Session::default());
+        let service = McpService {
+            http: HttpService {
+                http: settings.http.client()?,
+                base: settings.url.into(),
+                max_reply: settings.max_reply,
+                headers: Default::default(),
+                deadline_header: None,
+                idempotency_header: reqwest::header::HeaderName::from_static("idempotency-key"),
+            },
+            session: session.clone(),
+            ids: Arc::new(AtomicI64::new(1)),
+            attempt,
+            progress_up_to: settings.progress_up_to,
+            max_event: settings.max_event,
+        };
+        Ok(McpDependency {
+            service: BoxCloneSyncService::new(stack.service(service)),
+            session,
+            tools: Arc::new(Tools::new(name.clone(), breakers)),
+            listed: Arc::new(AtomicU64::new(0)),
+            idempotent: settings.idempotent.into(),
+            trust_hint: settings.trust_hint,
+            name,
+            breaker,
+        })
+    }
+}

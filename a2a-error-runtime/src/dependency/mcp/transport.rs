@@ -1,0 +1,521 @@
+//! The MCP service at the bottom of an `McpDependency`'s stack: one attempt over streamable
+//! HTTP, in the session (initialized on first use, once more after a 404 for it), its reply
+//! read as JSON or as an SSE stream, and `notifications/cancelled` sent for a request that
+//! was left running.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use rmcp::model::{
+    CallToolResult, ClientCapabilities, ErrorData, Implementation, InitializeRequestParams,
+    InitializeResult, NumberOrString, ProtocolVersion,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+use tower::Service;
+
+use super::call::{Cancels, McpCall};
+use super::error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError, cut};
+use crate::dependency::http::{HttpService, read_error};
+use crate::dependency::{Failure, HttpCall, HttpFailure};
+use crate::http::sse::{Events, SseError};
+use crate::resilience::Timeout;
+
+/// The session header of streamable HTTP.
+pub(super) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// The longest session id kept; the spec asks for visible ASCII and sets no length.
+const MAX_SESSION_ID: usize = 1024;
+/// How long a cancellation may take once sent on its own (the caller waits less).
+const CANCEL_LIMIT: Duration = Duration::from_secs(5);
+
+/// Sends an [`McpCall`] once, in the server's session.
+#[derive(Clone)]
+pub(super) struct McpService {
+    pub(super) http: HttpService,
+    pub(super) session: Arc<Session>,
+    pub(super) ids: Arc<AtomicI64>,
+    /// The attempt timeout, kept here (not as a layer) so that progress can extend it.
+    pub(super) attempt: Option<Duration>,
+    /// How far progress notifications may extend an attempt, from its start.
+    pub(super) progress_up_to: Option<Duration>,
+    pub(super) max_event: usize,
+}
+
+/// The server's session, shared by every clone of the dependency: its id and protocol
+/// version, and how many sessions there have been.
+#[derive(Debug, Default)]
+pub(super) struct Session {
+    live: tokio::sync::Mutex<Option<Live>>,
+    epoch: AtomicU64,
+}
+
+impl Session {
+    /// The number of the current session (0 before the first).
+    pub(super) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+}
+
+/// One initialized session.
+#[derive(Clone, Debug)]
+pub(super) struct Live {
+    id: Option<HeaderValue>,
+    version: Option<HeaderValue>,
+    epoch: u64,
+}
+
+impl Service<McpCall> for McpService {
+    type Response = Box<RawValue>;
+    type Error = McpError;
+    type Future = Pin<Box<dyn Future<Output = Result<Box<RawValue>, McpError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: McpCall) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { this.attempt(call).await })
+    }
+}
+
+/// When an attempt ends: its own limit (which progress may move, up to a bound) or the
+/// call's deadline.
+#[derive(Clone, Copy)]
+struct Clock {
+    start: Instant,
+    attempt: Option<Duration>,
+    up_to: Option<Duration>,
+    ends: Option<Instant>,
+    deadline: Option<Instant>,
+}
+
+impl Clock {
+    fn firing(&self) -> Option<(Instant, Timeout)> {
+        Timeout::first(self.ends.map(|at| (at, Timeout::Attempt)), self.deadline)
+    }
+
+    /// A progress notification arrived: the attempt's limit starts again from now, never
+    /// past its start plus the bound.
+    fn progressed(&mut self) {
+        let (Some(attempt), Some(up_to)) = (self.attempt, self.up_to) else {
+            return;
+        };
+        let now = Instant::now();
+        let bound = self.start.checked_add(up_to);
+        let moved = crate::deadline::earliest(now.checked_add(attempt), bound);
+        self.ends = self.ends.max(moved);
+    }
+
+    async fn within<T>(
+        &self,
+        future: impl Future<Output = Result<T, McpError>>,
+    ) -> Result<T, McpError> {
+        clock_within(self.firing(), future).await
+    }
+}
+
+impl McpService {
+    async fn attempt(self, call: McpCall) -> Result<Box<RawValue>, McpError> {
+        let start = Instant::now();
+        let mut clock = Clock {
+            start,
+            attempt: self.attempt,
+            up_to: self.progress_up_to,
+            ends: self.attempt.and_then(|limit| start.checked_add(limit)),
+            deadline: call.limit.deadline_from(start),
+        };
+        let live = self.live(&call, &clock).await?;
+        match self.exchange(&call, &live, &mut clock).await {
+            // The server forgot the session (it restarted): one new session, sent again.
+            Err(Failure::Failed(McpFailure::Http(HttpFailure::Status(status))))
+                if status.status == 404 && live.id.is_some() =>
+            {
+                self.forget(&live).await;
+                let live = self.live(&call, &clock).await?;
+                self.exchange(&call, &live, &mut clock).await
+            }
+            other => other,
+        }
+    }
+
+    /// The current session, initialized first if there is none.
+    async fn live(&self, call: &McpCall, clock: &Clock) -> Result<Live, McpError> {
+        clock
+            .within(async {
+                let mut live = self.session.live.lock().await;
+                if let Some(live) = &*live {
+                    return Ok(live.clone());
+                }
+                let started = self.initialize(call, clock).await?;
+                *live = Some(started.clone());
+                Ok(started)
+            })
+            .await
+    }
+
+    async fn forget(&self, gone: &Live) {
+        let mut live = self.session.live.lock().await;
+        if live.as_ref().is_some_and(|live| live.epoch == gone.epoch) {
+            *live = None;
+        }
+    }
+
+    /// `initialize`, then `notifications/initialized`: a new session.
+    async fn initialize(&self, call: &McpCall, clock: &Clock) -> Result<Live, McpError> {
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let params = InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("a2a-error", env!("CARGO_PKG_VERSION")),
+        );
+        let body = request_body(id, "initialize", Some(&params))?;
+        let response = clock.within(self.open(call, None, body)).await?;
+        let id_header = response.headers().get(SESSION_HEADER).cloned();
+        if id_header.as_ref().is_some_and(|id| !is_session_id(id)) {
+            return Err(protocol("a session id that is not visible ASCII"));
+        }
+        let result = self.read(response, id, &mut clock.clone()).await?;
+        let result: InitializeResult = serde_json::from_str(result.get())
+            .map_err(|_| protocol("an initialize result that is not one"))?;
+        // The version the server chose, if it is a header value; else the one we asked for.
+        let version = [result.protocol_version, ProtocolVersion::LATEST]
+            .iter()
+            .find_map(|version| {
+                HeaderValue::from_str(&version.to_string())
+                    .ok()
+                    .filter(|value| value.len() <= 64)
+            });
+        let live = Live {
+            id: id_header,
+            version,
+            epoch: self.session.epoch.fetch_add(1, Ordering::AcqRel) + 1,
+        };
+        let initialized = notification_body("notifications/initialized", None);
+        clock
+            .within(self.open(call, Some(&live), initialized))
+            .await?;
+        Ok(live)
+    }
+
+    /// Sends the request once and reads its reply; a request left running (timed out, its
+    /// connection lost) is cancelled.
+    async fn exchange(
+        &self,
+        call: &McpCall,
+        live: &Live,
+        clock: &mut Clock,
+    ) -> Result<Box<RawValue>, McpError> {
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let token = self.progress_up_to.map(|_| id);
+        let body = call_body(id, call, token)?;
+        let mut pending = Pending {
+            service: Some((self.clone(), live.clone())),
+            id,
+            cancels: call.cancels.clone(),
+        };
+        let result = async {
+            let response = clock.within(self.open(call, Some(live), body)).await?;
+            self.read(response, id, clock).await
+        }
+        .await;
+        match &result {
+            Err(Failure::Timeout(_))
+            | Err(Failure::Failed(McpFailure::Http(HttpFailure::Transport { .. }))) => {
+                pending.cancel();
+            }
+            // Answered, refused, or never sent: nothing left running.
+            _ => pending.service = None,
+        }
+        let result = result?;
+        if call.tool.is_some() {
+            tool_error(&result)?;
+        }
+        Ok(result)
+    }
+
+    /// POSTs `body` in `live`'s session (none for `initialize`): the reply's head.
+    async fn open(
+        &self,
+        call: &McpCall,
+        live: Option<&Live>,
+        body: Bytes,
+    ) -> Result<reqwest::Response, McpError> {
+        let mut http = HttpCall::post("")
+            .body(body)
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in &call.headers {
+            http = http.header(name.clone(), value.clone());
+        }
+        if let Some(live) = live {
+            if let Some(id) = &live.id {
+                http = http.header(SESSION_HEADER, id.clone());
+            }
+            if let Some(version) = &live.version {
+                http = http.header(VERSION_HEADER, version.clone());
+            }
+        }
+        let accept = HeaderValue::from_static("application/json, text/event-stream");
+        self.http
+            .open(&http, Some(accept))
+            .await
+            .map_err(|error| error.map(McpFailure::Http))
+    }
+
+    /// The reply to request `id`: a JSON body, or the SSE stream that holds it (progress
+    /// notifications on it may extend the attempt; other messages are skipped).
+    async fn read(
+        &self,
+        response: reqwest::Response,
+        id: i64,
+        clock: &mut Clock,
+    ) -> Result<Box<RawValue>, McpError> {
+        let is_stream = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("text/event-stream"));
+        if !is_stream {
+            let read = async {
+                crate::http::body::read(response, self.http.max_reply)
+                    .await
+                    .map_err(|error| read_error(error).map(McpFailure::Http))
+            };
+            let body = clock.within(read).await?;
+            return match answer(&body, id)? {
+                Some(answer) => answer,
+                None => Err(protocol("a reply that is not the request's answer")),
+            };
+        }
+        let max = self.http.max_reply;
+        let mut received = 0usize;
+        let body = response.bytes_stream().map(move |chunk| {
+            let chunk = chunk.map_err(|_| Fault::Broken)?;
+            received = received.saturating_add(chunk.len());
+            if received > max {
+                return Err(Fault::TooLarge(max));
+            }
+            Ok(chunk)
+        });
+        let mut events = Events::new(Box::pin(body), self.max_event);
+        loop {
+            let next = clock_within(clock.firing(), async { Ok(events.next().await) }).await?;
+            let event = match next {
+                None => return Err(lost("the stream ended before the answer")),
+                Some(Ok(event)) => event,
+                Some(Err(SseError::TooLarge)) => {
+                    return Err(Failure::Failed(McpFailure::Http(HttpFailure::TooLarge {
+                        limit: self.max_event,
+                    })));
+                }
+                Some(Err(SseError::Transport(Fault::Broken))) => {
+                    return Err(lost("the stream broke before the answer"));
+                }
+                Some(Err(SseError::Transport(Fault::TooLarge(limit)))) => {
+                    return Err(Failure::Failed(McpFailure::Http(HttpFailure::TooLarge {
+                        limit,
+                    })));
+                }
+            };
+            if let Some(answer) = answer(event.data.as_bytes(), id)? {
+                return answer;
+            }
+            if is_progress(&event.data, id) {
+                clock.progressed();
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Fault {
+    Broken,
+    TooLarge(usize),
+}
+
+/// `future`, failed as the limit that fires at `by`.
+async fn clock_within<T>(
+    by: Option<(Instant, Timeout)>,
+    future: impl Future<Output = Result<T, McpError>>,
+) -> Result<T, McpError> {
+    match by {
+        None => future.await,
+        Some((at, fired)) => tokio::time::timeout_at(at, future)
+            .await
+            .unwrap_or(Err(Failure::Timeout(fired))),
+    }
+}
+
+/// A request sent and not yet answered: dropped or cancelled while its service is still set,
+/// it sends `notifications/cancelled` for the request on a task of its own.
+struct Pending {
+    service: Option<(McpService, Live)>,
+    id: i64,
+    cancels: Cancels,
+}
+
+impl Pending {
+    fn cancel(&mut self) {
+        let Some((service, live)) = self.service.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let id = self.id;
+        let sent = runtime.spawn(async move {
+            let params =
+                serde_json::json!({"requestId": id, "reason": "the caller stopped waiting"});
+            let body = notification_body("notifications/cancelled", Some(&params));
+            let call = McpCall::new(Arc::from("cancel"), "notifications/cancelled");
+            let _ =
+                tokio::time::timeout(CANCEL_LIMIT, service.open(&call, Some(&live), body)).await;
+        });
+        self.cancels.push(sent);
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// A JSON-RPC message as this client reads it: an answer (by its id) or a notification.
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(default)]
+    id: Option<NumberOrString>,
+    #[serde(default, borrow)]
+    method: Option<&'a str>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<ErrorData>,
+}
+
+/// The answer to request `id` in `json`, if it is one; `None` for any other message.
+fn answer(json: &[u8], id: i64) -> Result<Option<Result<Box<RawValue>, McpError>>, McpError> {
+    let Ok(message) = serde_json::from_slice::<Message<'_>>(json) else {
+        return Err(protocol("a message that is not JSON-RPC"));
+    };
+    if message.method.is_some() || message.id != Some(NumberOrString::Number(id)) {
+        return Ok(None);
+    }
+    Ok(Some(match (message.result, message.error) {
+        (_, Some(error)) => Err(Failure::Failed(McpFailure::Rpc(RpcError::new(
+            i64::from(error.code.0),
+            &error.message,
+        )))),
+        (Some(result), None) => Ok(result),
+        (None, None) => Err(protocol("an answer with neither result nor error")),
+    }))
+}
+
+/// Whether `data` is a progress notification for request `id` (its token is the id).
+fn is_progress(data: &str, id: i64) -> bool {
+    #[derive(Deserialize)]
+    struct Progress {
+        method: String,
+        params: Params,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "progressToken")]
+        token: NumberOrString,
+    }
+    serde_json::from_str::<Progress>(data).is_ok_and(|progress| {
+        progress.method == "notifications/progress"
+            && progress.params.token == NumberOrString::Number(id)
+    })
+}
+
+/// A tool's own failure (`isError: true`) as the attempt's failure, its text kept for the
+/// model.
+fn tool_error(result: &RawValue) -> Result<(), McpError> {
+    #[derive(Deserialize)]
+    struct Flag {
+        #[serde(default, rename = "isError")]
+        is_error: Option<bool>,
+    }
+    let flag: Flag = serde_json::from_str(result.get())
+        .map_err(|_| protocol("a tool result that is not an object"))?;
+    if flag.is_error != Some(true) {
+        return Ok(());
+    }
+    let text = serde_json::from_str::<CallToolResult>(result.get())
+        .map(|result| text_of(&result))
+        .unwrap_or_default();
+    Err(Failure::Failed(McpFailure::Tool(ToolError {
+        text: cut(text, TOOL_TEXT_BYTES),
+    })))
+}
+
+/// The text parts of a tool result's content, joined with newlines.
+pub(super) fn text_of(result: &CallToolResult) -> String {
+    let mut text = String::new();
+    for part in result.content.iter().filter_map(|part| part.as_text()) {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&part.text);
+    }
+    text
+}
+
+fn request_body(
+    id: i64,
+    method: &str,
+    params: Option<&impl serde::Serialize>,
+) -> Result<Bytes, McpError> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(|error| invalid(&error))
+}
+
+fn call_body(id: i64, call: &McpCall, token: Option<i64>) -> Result<Bytes, McpError> {
+    let mut params = call.params.as_deref().cloned().unwrap_or_default();
+    if let Some(token) = token {
+        params.insert("_meta".into(), serde_json::json!({"progressToken": token}));
+    }
+    request_body(id, &call.method, Some(&params))
+}
+
+fn notification_body(method: &str, params: Option<&serde_json::Value>) -> Bytes {
+    let body = match params {
+        Some(params) => serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}),
+        None => serde_json::json!({"jsonrpc": "2.0", "method": method}),
+    };
+    Bytes::from(body.to_string())
+}
+
+fn is_session_id(id: &HeaderValue) -> bool {
+    id.len() <= MAX_SESSION_ID && id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b))
+}
+
+fn protocol(detail: &str) -> McpError {
+    Failure::Failed(McpFailure::Protocol {
+        detail: detail.to_owned(),
+    })
+}
+
+fn invalid(error: &serde_json::Error) -> McpError {
+    Failure::Failed(McpFailure::Http(HttpFailure::Invalid {
+        detail: error.to_string(),
+    }))
+}
+
+fn lost(detail: &str) -> McpError {
+    Failure::Failed(McpFailure::Http(HttpFailure::Transport {
+        detail: detail.to_owned(),
+    }))
+}

@@ -1,0 +1,389 @@
+//! Tools over MCP (`McpDependency`) against the test kit's fake MCP server on loopback: the
+//! session, classification with MCP's meaning, per-tool breakers, cancellation, progress,
+//! and the series.
+
+use std::time::Duration;
+
+use a2a_error::dependency::mcp::{McpDependency, McpFailure, ToolOutcome, Unavailable};
+use a2a_error::dependency::{Failure, HttpFailure};
+use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry, State};
+use a2a_error::resilience::{RetryPolicy, Timeout};
+use a2a_error_testkit::{FaultMcp, McpAnswer, closed_url};
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+
+/// A client of `server` with quick retries.
+fn client(server: &FaultMcp) -> McpDependency {
+    builder(server.url()).build().unwrap()
+}
+
+fn builder(url: &str) -> a2a_error::dependency::McpDependencyBuilder {
+    McpDependency::builder("tools", url).retry(
+        RetryPolicy::default()
+            .max_attempts(3)
+            .base_delay(Duration::from_millis(10)),
+    )
+}
+
+fn q(text: &str) -> Map<String, Value> {
+    let mut arguments = Map::new();
+    arguments.insert("q".into(), text.into());
+    arguments
+}
+
+#[tokio::test]
+async fn the_first_call_starts_a_session_and_lists_the_tools() {
+    let server = FaultMcp::start(&["search", "fetch"]).await;
+    let tools = client(&server);
+    let outcome = tools.tool("search", q("rust")).await;
+    assert_eq!(outcome, ToolOutcome::Answered("search: rust".into()));
+    assert_eq!(outcome.for_model(), "tool: search: rust");
+    assert_eq!(
+        server.methods(),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+    let received = server.received();
+    assert_eq!(
+        received[0].headers["accept"],
+        "application/json, text/event-stream"
+    );
+    assert_eq!(received[0].session, None);
+    for later in &received[1..] {
+        assert_eq!(later.session.as_deref(), Some("s1"));
+        assert_eq!(later.headers["mcp-protocol-version"], "2025-06-18");
+    }
+    assert_eq!(received[3].params["arguments"], json!({"q": "rust"}));
+    // The session and its listing are kept.
+    tools.tool("fetch", q("x")).await;
+    assert_eq!(server.methods().len(), 5);
+    let mut known = tools.known_tools();
+    known.sort();
+    assert_eq!(known, ["fetch", "search"]);
+}
+
+#[tokio::test]
+async fn answers_as_sse_streams_are_read() {
+    let server = FaultMcp::start(&["search"]).await;
+    server.answer_with_sse();
+    let outcome = client(&server).tool("search", q("a")).await;
+    assert_eq!(outcome, ToolOutcome::Answered("search: a".into()));
+}
+
+#[tokio::test]
+async fn a_tool_error_is_the_tools_text_for_the_model_and_not_retried() {
+    let server = FaultMcp::start(&["search"]).await;
+    let long = "é".repeat(3000);
+    server.on_tool("search", [McpAnswer::tool_error(&["no rows", &long])]);
+    let outcome = client(&server).tool("search", q("a")).await;
+    let ToolOutcome::Failed(text) = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(text.starts_with("no rows\né"));
+    assert!(text.len() <= 4096 && text.len() >= 4094, "{}", text.len());
+    assert!(outcome.is_degraded());
+    assert_eq!(server.calls_of("search").len(), 1);
+}
+
+#[tokio::test]
+async fn a_call_refused_before_it_ran_is_retried_honouring_retry_after() {
+    let server = FaultMcp::start(&["search"]).await;
+    server.on_tool(
+        "search",
+        [
+            McpAnswer::status(429).header("retry-after", "1"),
+            McpAnswer::status(503),
+        ],
+    );
+    let started = Instant::now();
+    let outcome = client(&server).tool("search", q("a")).await;
+    assert_eq!(outcome, ToolOutcome::Answered("search: a".into()));
+    assert_eq!(server.calls_of("search").len(), 3);
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_call_that_may_have_run_is_not_retried_unless_its_tool_is_idempotent() {
+    for answer in [
+        McpAnswer::status(500),
+        McpAnswer::rpc_error(-32603, "/srv/x.py"),
+    ] {
+        let server = FaultMcp::start(&["write", "read"]).await;
+        server.on_tool("write", [answer.clone()]);
+        server.on_tool("read", [answer]);
+        let tools = builder(server.url())
+            .idempotent_tools(["read"])
+            .build()
+            .unwrap();
+        let outcome = tools.tool("write", q("a")).await;
+        assert_eq!(outcome, ToolOutcome::Unavailable(Unavailable::Down));
+        assert_eq!(outcome.for_model(), "tool unavailable");
+        assert_eq!(server.calls_of("write").len(), 1);
+        let read = tools.tool("read", q("a")).await;
+        assert_eq!(read, ToolOutcome::Answered("read: a".into()));
+        assert_eq!(server.calls_of("read").len(), 2);
+    }
+}
+
+#[tokio::test]
+async fn the_servers_idempotent_hint_counts_only_when_trusted() {
+    let listed = vec![json!({"name": "read", "inputSchema": {},
+        "annotations": {"idempotentHint": true}})];
+    for trusted in [false, true] {
+        let server = FaultMcp::with_tools(listed.clone()).await;
+        server.on_tool("read", [McpAnswer::status(502)]);
+        let tools = builder(server.url())
+            .trust_idempotent_hint(trusted)
+            .build()
+            .unwrap();
+        tools.tool("read", q("a")).await;
+        assert_eq!(server.calls_of("read").len(), 1 + usize::from(trusted));
+    }
+}
+
+#[tokio::test]
+async fn refusals_are_not_retried() {
+    let server = FaultMcp::start(&["search"]).await;
+    server.on_tool("search", [McpAnswer::rpc_error(-32602, "bad q")]);
+    let error = client(&server)
+        .call_tool("search", q("a"))
+        .await
+        .unwrap_err();
+    assert!(matches!(&error, Failure::Failed(McpFailure::Rpc(rpc)) if rpc.code == -32602));
+    assert_eq!(Unavailable::of(&error), Unavailable::Refused);
+    assert_eq!(server.calls_of("search").len(), 1);
+}
+
+#[tokio::test]
+async fn a_call_that_times_out_is_cancelled_and_not_retried() {
+    let server = FaultMcp::start(&["slow"]).await;
+    server.on_tool("slow", [McpAnswer::hang()]);
+    let tools = builder(server.url())
+        .attempt_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let error = tools.call_tool("slow", q("a")).await.unwrap_err();
+    assert!(
+        matches!(error, Failure::Timeout(Timeout::Attempt)),
+        "{error:?}"
+    );
+    let calls = server.calls_of("slow");
+    assert_eq!(calls.len(), 1);
+    // Sent before the call answered.
+    assert_eq!(server.cancelled(), [calls[0].id.clone().unwrap()]);
+}
+
+#[tokio::test]
+async fn a_connection_lost_after_sending_is_cancelled_and_not_retried() {
+    let server = FaultMcp::start(&["write"]).await;
+    server.on_tool("write", [McpAnswer::close()]);
+    let error = client(&server)
+        .call_tool("write", q("a"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Failure::Failed(McpFailure::Http(HttpFailure::Transport { .. }))
+        ),
+        "{error:?}"
+    );
+    let calls = server.calls_of("write");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(server.cancelled(), [calls[0].id.clone().unwrap()]);
+}
+
+#[tokio::test]
+async fn the_callers_deadline_bounds_the_call_and_cancels_it_first() {
+    let server = FaultMcp::start(&["slow"]).await;
+    server.on_tool("slow", [McpAnswer::hang()]);
+    let tools = client(&server);
+    let deadline = Instant::now() + Duration::from_millis(600);
+    let error = a2a_error::with_deadline(deadline, tools.call_tool("slow", q("a")))
+        .await
+        .unwrap_err();
+    assert!(Instant::now() <= deadline, "answered after the deadline");
+    assert!(
+        matches!(error, Failure::Timeout(Timeout::Total)),
+        "{error:?}"
+    );
+    assert_eq!(server.cancelled().len(), 1);
+}
+
+#[tokio::test]
+async fn a_caller_that_goes_away_still_cancels() {
+    let server = FaultMcp::start(&["slow"]).await;
+    server.on_tool("slow", [McpAnswer::hang()]);
+    let tools = client(&server);
+    let call = tools.call_tool("slow", q("a"));
+    let _ = tokio::time::timeout(Duration::from_millis(300), call).await;
+    let waited = Instant::now();
+    while server.cancelled().is_empty() && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.cancelled().len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_that_restarted_costs_one_new_session() {
+    let server = FaultMcp::start(&["search"]).await;
+    let tools = client(&server);
+    tools.tool("search", q("a")).await;
+    server.restart();
+    let outcome = tools.tool("search", q("b")).await;
+    assert_eq!(outcome, ToolOutcome::Answered("search: b".into()));
+    let methods = server.methods();
+    assert_eq!(
+        &methods[4..],
+        [
+            "tools/call",
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+        ]
+    );
+    let received = server.received();
+    assert_eq!(received[4].session.as_deref(), Some("s1"));
+    assert_eq!(received[7].session.as_deref(), Some("s2"));
+    // The new session's tools are listed before the next call.
+    tools.tool("search", q("c")).await;
+    assert_eq!(&server.methods()[8..], ["tools/list", "tools/call"]);
+}
+
+#[tokio::test]
+async fn one_tools_open_circuit_leaves_the_others_callable() {
+    let server = FaultMcp::start(&["a", "b"]).await;
+    server.on_tool(
+        "a",
+        std::iter::repeat_n(McpAnswer::rpc_error(-32603, "x"), 50),
+    );
+    let registry = BreakerRegistry::new(BreakerConfig::default().consecutive_failures(3));
+    let tools = builder(server.url())
+        .breakers(&registry)
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        tools.tool("a", q("x")).await;
+    }
+    assert_eq!(tools.tool_breaker("a").unwrap().state(), State::Open);
+    let sent = server.calls_of("a").len();
+    assert_eq!(
+        tools.tool("a", q("x")).await,
+        ToolOutcome::Unavailable(Unavailable::CircuitOpen)
+    );
+    assert_eq!(
+        server.calls_of("a").len(),
+        sent,
+        "sent through an open circuit"
+    );
+    assert_eq!(
+        tools.tool("b", q("y")).await,
+        ToolOutcome::Answered("b: y".into())
+    );
+    assert_eq!(tools.breaker().unwrap().state(), State::Closed);
+    assert_eq!(registry.get("tools/a").state(), State::Open);
+}
+
+#[tokio::test]
+async fn a_server_that_is_down_opens_the_servers_circuit() {
+    let url = format!("{}/mcp", closed_url());
+    let registry = BreakerRegistry::new(BreakerConfig::default().consecutive_failures(2));
+    let tools = builder(&url)
+        .breakers(&registry)
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            tools.tool("a", q("x")).await,
+            ToolOutcome::Unavailable(Unavailable::Down)
+        );
+    }
+    assert_eq!(tools.breaker().unwrap().state(), State::Open);
+    assert_eq!(
+        tools.tool("b", q("x")).await,
+        ToolOutcome::Unavailable(Unavailable::CircuitOpen)
+    );
+}
+
+#[tokio::test]
+async fn progress_extends_the_attempt_up_to_its_bound() {
+    let server = FaultMcp::start(&["long"]).await;
+    // Six notes 100 ms apart: 600 ms in all, past a 300 ms attempt timeout.
+    let slow = || McpAnswer::text("done").progress(6, Duration::from_millis(100));
+    server.on_tool("long", [slow(), slow()]);
+    let extended = builder(server.url())
+        .attempt_timeout(Duration::from_millis(300))
+        .progress_extends_up_to(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    assert_eq!(
+        extended.tool("long", q("a")).await,
+        ToolOutcome::Answered("done".into())
+    );
+    let call = &server.calls_of("long")[0];
+    assert_eq!(
+        call.params["_meta"]["progressToken"],
+        call.id.clone().unwrap()
+    );
+    let strict = builder(server.url())
+        .attempt_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    assert_eq!(
+        strict.tool("long", q("a")).await,
+        ToolOutcome::Unavailable(Unavailable::TimedOut)
+    );
+}
+
+#[tokio::test]
+async fn initialize_is_retried_when_the_server_is_briefly_unavailable() {
+    let server = FaultMcp::start(&["search"]).await;
+    server.on_method("initialize", [McpAnswer::status(503)]);
+    let outcome = client(&server).tool("search", q("a")).await;
+    assert_eq!(outcome, ToolOutcome::Answered("search: a".into()));
+    assert_eq!(
+        server.methods()[..3],
+        ["initialize", "initialize", "notifications/initialized"]
+    );
+}
+
+/// Requests are recorded under OpenTelemetry's MCP names, with tool names only as the server
+/// listed them.
+#[test]
+fn the_series_name_only_listed_tools() {
+    let snapshot = crate::metrics::with_own_recorder(|snapshotter| async move {
+        let server = FaultMcp::start(&["search"]).await;
+        server.on_tool("search", [McpAnswer::tool_error(&["no"])]);
+        let tools = client(&server);
+        tools.tool("search", q("a")).await;
+        tools.tool("search", q("b")).await;
+        tools.tool("made-up\nname", q("c")).await;
+        crate::metrics::recorded(&snapshotter)
+    });
+    let count = |labels: &[(&str, &str)]| {
+        crate::metrics::samples(&snapshot, "mcp.client.operation.duration", labels).len()
+    };
+    let call = ("mcp.method.name", "tools/call");
+    assert_eq!(count(&[call, ("gen_ai.tool.name", "search")]), 2);
+    assert_eq!(
+        count(&[
+            call,
+            ("gen_ai.tool.name", "search"),
+            ("error.type", "TOOL_ERROR")
+        ]),
+        1
+    );
+    assert_eq!(count(&[call, ("gen_ai.tool.name", "other")]), 1);
+    assert_eq!(count(&[("mcp.method.name", "tools/list")]), 1);
+    let labels: Vec<String> = snapshot
+        .iter()
+        .flat_map(|(key, _)| key.key().labels().map(|label| label.value().to_owned()))
+        .collect();
+    assert!(!labels.iter().any(|value| value.contains("made-up")));
+}
