@@ -387,3 +387,25 @@ fn the_series_name_only_listed_tools() {
         .collect();
     assert!(!labels.iter().any(|value| value.contains("made-up")));
 }
+
+#[tokio::test]
+async fn a_server_that_will_not_list_its_tools_is_still_called_and_not_asked_again() {
+    let server = FaultMcp::start(&["search"]).await;
+    server.on_method("tools/list", [McpAnswer::rpc_error(-32601, "no")]);
+    let tools = client(&server);
+    for query in ["a", "b"] {
+        let outcome = tools.tool("search", q(query)).await;
+        assert_eq!(outcome, ToolOutcome::Answered(format!("search: {query}")));
+    }
+    assert_eq!(
+        server.methods(),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "tools/call"
+        ]
+    );
+    assert!(tools.known_tools().is_empty());
+}

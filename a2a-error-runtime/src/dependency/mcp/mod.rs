@@ -167,8 +167,12 @@ impl McpDependency {
         let listed = self.listed.load(Ordering::Acquire);
         if listed == 0 || listed != self.session.epoch() {
             match self.list_tools().await {
-                // A server without tools/list still has tools to call.
-                Ok(_) | Err(Failure::Failed(McpFailure::Rpc(_))) => {}
+                Ok(_) => {}
+                // A server that will not list its tools still has tools to call: its tools
+                // share `other` until its next session.
+                Err(Failure::Failed(McpFailure::Rpc(_) | McpFailure::Protocol { .. })) => {
+                    self.listed.store(self.session.epoch(), Ordering::Release);
+                }
                 Err(error) => return Err(error),
             }
         }

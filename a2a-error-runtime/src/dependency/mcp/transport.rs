@@ -228,11 +228,11 @@ impl McpService {
         }
         .await;
         match &result {
-            Err(Failure::Timeout(_))
+            Err(Failure::Timeout(Timeout::Attempt | Timeout::Total | Timeout::Idle))
             | Err(Failure::Failed(McpFailure::Http(HttpFailure::Transport { .. }))) => {
                 pending.cancel();
             }
-            // Answered, refused, or never sent: nothing left running.
+            // Answered, refused, or never sent (no connection): nothing left running.
             _ => pending.service = None,
         }
         let result = result?;
