@@ -42,6 +42,10 @@ fn demo_runs_its_scenario_and_draws_it() {
     );
     // The panic's text stays in the agent's log: nothing of it on stderr (the default hook).
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        !stdout.contains("/srv/tools"),
+        "a server's text was shown: {stdout}"
+    );
 
     for expected in [
         // Backoff, then Retry-After.
@@ -80,6 +84,12 @@ fn demo_runs_its_scenario_and_draws_it() {
         "✔ stream 1: COMPLETED after 4 tokens, answered by model-b [degraded]",
         "✔ stream 2 token 2: \" the Pantheon,\"",
         "✘ stream 2: FAILED -32062 MODEL_STREAM_INTERRUPTED (retryable: true); the 2 tokens sent stand",
+        // Tools over MCP: one tool's circuit opens, the other tool of its server answers, and
+        // a restarted server costs a new session, not a failed call.
+        "tools/lookup circuit closed → open",
+        "✔ lookup call 6: circuit open, nothing sent → the model is told \"tool unavailable\" [degraded]",
+        "✔ weather, same server: the model is told \"tool: weather: rome\"",
+        "✔ after a restart: 404 for the old session, session 2 started, the model is told \"tool: weather: rome\"",
     ] {
         assert!(
             stdout.contains(expected),

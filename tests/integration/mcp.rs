@@ -9,6 +9,7 @@ use a2a_error::dependency::{Failure, HttpFailure};
 use a2a_error::resilience::breaker::{BreakerConfig, BreakerRegistry, State};
 use a2a_error::resilience::{RetryPolicy, Timeout};
 use a2a_error_testkit::{FaultMcp, McpAnswer, closed_url};
+use axum::response::IntoResponse;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
@@ -408,4 +409,104 @@ async fn a_server_that_will_not_list_its_tools_is_still_called_and_not_asked_aga
         ]
     );
     assert!(tools.known_tools().is_empty());
+}
+
+/// A server of the test's own that answers every POST with `reply` (after initialize, which
+/// it answers plainly with `session` as its session id).
+async fn hostile(session: &'static str, reply: fn() -> axum::response::Response) -> String {
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move |body: String| async move {
+            let message: Value = serde_json::from_str(&body).unwrap_or_default();
+            match message["method"].as_str() {
+                Some("initialize") => (
+                    [("mcp-session-id", session)],
+                    axum::Json(json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "protocolVersion": "2025-06-18", "capabilities": {},
+                        "serverInfo": {"name": "h", "version": "1"}}})),
+                )
+                    .into_response(),
+                Some(method) if method.starts_with("notifications/") => {
+                    axum::http::StatusCode::ACCEPTED.into_response()
+                }
+                _ => reply(),
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+fn sse(body: axum::body::Body) -> axum::response::Response {
+    ([("content-type", "text/event-stream")], body).into_response()
+}
+
+#[tokio::test]
+async fn a_hostile_server_is_bounded_and_typed() {
+    // A session id that is not one: refused, typed, nothing kept.
+    let url = hostile("bad id", || axum::http::StatusCode::OK.into_response()).await;
+    let error = builder(&url)
+        .build()
+        .unwrap()
+        .call_tool("t", q("a"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, Failure::Failed(McpFailure::Protocol { .. })),
+        "{error:?}"
+    );
+
+    // Events that never answer, forever: the attempt's limit ends it, and it is cancelled.
+    let url = hostile("s", || {
+        let junk = futures_util::stream::unfold((), |()| async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let event = b"id: 1\ndata:\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n";
+            Some((Ok::<_, std::io::Error>(bytes::Bytes::from_static(event)), ()))
+        });
+        sse(axum::body::Body::from_stream(junk))
+    })
+    .await;
+    let tools = builder(&url)
+        .attempt_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let error = tools.call_tool("t", q("a")).await.unwrap_err();
+    assert!(
+        matches!(error, Failure::Timeout(Timeout::Attempt)),
+        "{error:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // An event over the limit, and a reply over the limit: typed, read no further.
+    let url = hostile("s", || {
+        let big = format!("data: {}\n\n", "x".repeat(2 << 20));
+        sse(axum::body::Body::from(big))
+    })
+    .await;
+    let error = builder(&url)
+        .build()
+        .unwrap()
+        .call_tool("t", q("a"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Failure::Failed(McpFailure::Http(HttpFailure::TooLarge { .. }))
+        ),
+        "{error:?}"
+    );
+    let url = hostile("s", || "y".repeat(2 << 20).into_response()).await;
+    let tools = builder(&url).max_reply_bytes(1 << 20).build().unwrap();
+    let error = tools.call_tool("t", q("a")).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Failure::Failed(McpFailure::Http(HttpFailure::TooLarge { .. }))
+        ),
+        "{error:?}"
+    );
 }

@@ -72,27 +72,13 @@ impl Tools {
     pub(super) fn listed(&self, result: &str) -> Result<Vec<String>, serde_json::Error> {
         #[derive(Deserialize)]
         struct Listed {
-            tools: Vec<Listing>,
-        }
-        #[derive(Deserialize)]
-        struct Listing {
-            name: String,
-            #[serde(default)]
-            annotations: Option<Annotations>,
-        }
-        #[derive(Deserialize)]
-        struct Annotations {
-            #[serde(default, rename = "idempotentHint")]
-            idempotent_hint: Option<bool>,
+            tools: FirstValid,
         }
         // Only the names and hints are read: a server's schemas are not kept.
         let listed: Listed = serde_json::from_str(result)?;
         let mut known = self.known.write().unwrap_or_else(|e| e.into_inner());
         let mut names = Vec::new();
-        for tool in listed.tools {
-            if !is_tool_name(&tool.name) {
-                continue;
-            }
+        for tool in listed.tools.0 {
             let hint = tool.annotations.and_then(|a| a.idempotent_hint) == Some(true);
             if let Some(entry) = known.get_mut(&*tool.name) {
                 entry.idempotent_hint = hint;
@@ -116,6 +102,51 @@ impl Tools {
             names.push(tool.name);
         }
         Ok(names)
+    }
+}
+
+#[derive(Deserialize)]
+struct Listing {
+    name: String,
+    #[serde(default)]
+    annotations: Option<Annotations>,
+}
+
+#[derive(Deserialize)]
+struct Annotations {
+    #[serde(default, rename = "idempotentHint")]
+    idempotent_hint: Option<bool>,
+}
+
+/// The first [`MAX_TOOLS`] tools with a valid name, the rest skipped as they are parsed: a
+/// listing of a million tools costs its bytes, not a million names.
+struct FirstValid(Vec<Listing>);
+
+impl<'de> Deserialize<'de> for FirstValid {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = FirstValid;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of tools")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<FirstValid, A::Error> {
+                let mut kept = Vec::new();
+                while kept.len() < MAX_TOOLS {
+                    match seq.next_element::<Listing>()? {
+                        Some(tool) if is_tool_name(&tool.name) => kept.push(tool),
+                        Some(_) => {}
+                        None => return Ok(FirstValid(kept)),
+                    }
+                }
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(FirstValid(kept))
+            }
+        }
+        deserializer.deserialize_seq(Visit)
     }
 }
 

@@ -325,6 +325,10 @@ impl McpService {
                     })));
                 }
             };
+            // A priming event (an id, no data) readies a stream for resumption: nothing to read.
+            if event.data.trim().is_empty() {
+                continue;
+            }
             if let Some(answer) = answer(event.data.as_bytes(), id)? {
                 return answer;
             }
