@@ -39,13 +39,13 @@ pub(crate) fn agent(model: &str, more: &[&str]) -> (ExampleProcess, String) {
 }
 
 /// The answer's text, or a panic with the reply.
-fn text(reply: &Value) -> &str {
+pub(crate) fn text(reply: &Value) -> &str {
     reply["result"]["message"]["parts"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("not an answer: {reply}"))
 }
 
-fn degraded(reply: &Value) -> &Value {
+pub(crate) fn degraded(reply: &Value) -> &Value {
     &reply["result"]["message"]["metadata"]["degraded"]
 }
 

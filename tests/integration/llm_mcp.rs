@@ -5,19 +5,9 @@
 use std::time::{Duration, Instant};
 
 use crate::common::requests::{get_text, rpc, rpc_with, send};
-use crate::llm_agent::agent;
+use crate::llm_agent::{agent, degraded, text};
 use a2a_error_testkit::{FaultMcp, FaultService, HttpAnswer, McpAnswer, closed_url};
 use serde_json::{Value, json};
-
-fn text(reply: &Value) -> &str {
-    reply["result"]["message"]["parts"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not an answer: {reply}"))
-}
-
-fn degraded(reply: &Value) -> &Value {
-    &reply["result"]["message"]["metadata"]["degraded"]
-}
 
 /// What the model was last asked.
 fn asked(model: &FaultService) -> String {

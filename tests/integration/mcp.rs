@@ -159,43 +159,36 @@ async fn refusals_are_not_retried() {
     assert_eq!(server.calls_of("search").len(), 1);
 }
 
+/// A call that timed out or lost its connection after sending may have run: it is not sent
+/// again, and `notifications/cancelled` for it has left before the call answers.
 #[tokio::test]
-async fn a_call_that_times_out_is_cancelled_and_not_retried() {
-    let server = FaultMcp::start(&["slow"]).await;
+async fn a_call_left_running_is_cancelled_and_not_retried() {
+    let server = FaultMcp::start(&["slow", "cut"]).await;
     server.on_tool("slow", [McpAnswer::hang()]);
+    server.on_tool("cut", [McpAnswer::close()]);
     let tools = builder(server.url())
         .attempt_timeout(Duration::from_millis(300))
         .build()
         .unwrap();
-    let error = tools.call_tool("slow", q("a")).await.unwrap_err();
+    let timed_out = tools.call_tool("slow", q("a")).await.unwrap_err();
     assert!(
-        matches!(error, Failure::Timeout(Timeout::Attempt)),
-        "{error:?}"
+        matches!(timed_out, Failure::Timeout(Timeout::Attempt)),
+        "{timed_out:?}"
     );
-    let calls = server.calls_of("slow");
-    assert_eq!(calls.len(), 1);
-    // Sent before the call answered.
-    assert_eq!(server.cancelled(), [calls[0].id.clone().unwrap()]);
-}
-
-#[tokio::test]
-async fn a_connection_lost_after_sending_is_cancelled_and_not_retried() {
-    let server = FaultMcp::start(&["write"]).await;
-    server.on_tool("write", [McpAnswer::close()]);
-    let error = client(&server)
-        .call_tool("write", q("a"))
-        .await
-        .unwrap_err();
+    let lost = tools.call_tool("cut", q("a")).await.unwrap_err();
     assert!(
         matches!(
-            error,
+            lost,
             Failure::Failed(McpFailure::Http(HttpFailure::Transport { .. }))
         ),
-        "{error:?}"
+        "{lost:?}"
     );
-    let calls = server.calls_of("write");
-    assert_eq!(calls.len(), 1);
-    assert_eq!(server.cancelled(), [calls[0].id.clone().unwrap()]);
+    let (slow, cut) = (server.calls_of("slow"), server.calls_of("cut"));
+    assert_eq!((slow.len(), cut.len()), (1, 1));
+    assert_eq!(
+        server.cancelled(),
+        [slow[0].id.clone().unwrap(), cut[0].id.clone().unwrap()]
+    );
 }
 
 #[tokio::test]
