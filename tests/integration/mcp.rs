@@ -503,3 +503,166 @@ async fn a_hostile_server_is_bounded_and_typed() {
         "{error:?}"
     );
 }
+
+/// The fake MCP server over stdio (`fixtures/mcp_stdio_server.py`), logging what it receives
+/// to a file of the test's own.
+fn stdio(
+    test: &str,
+) -> (
+    a2a_error::dependency::McpDependencyBuilder,
+    std::path::PathBuf,
+) {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/integration/fixtures/mcp_stdio_server.py"
+    );
+    let log = std::env::temp_dir().join(format!("mcp-stdio-{}-{test}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let builder = McpDependency::stdio("local", "python3", [script, log.to_str().unwrap()]).retry(
+        RetryPolicy::default()
+            .max_attempts(3)
+            .base_delay(Duration::from_millis(10)),
+    );
+    (builder, log)
+}
+
+/// What the stdio server logged, one message a line.
+fn logged(log: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn methods_in(log: &std::path::Path) -> Vec<String> {
+    logged(log)
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tool_over_stdio_is_guarded_as_over_http() {
+    let (builder, log) = stdio("guarded");
+    let tools = builder
+        .attempt_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    assert_eq!(
+        tools.tool("echo", q("a")).await,
+        ToolOutcome::Answered("echo: a".into())
+    );
+    assert_eq!(
+        methods_in(&log),
+        [
+            "start",
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+    assert_eq!(
+        tools.tool("fail", q("a")).await,
+        ToolOutcome::Failed("no rows".into())
+    );
+    // No answer: timed out, not sent again, and cancelled.
+    assert_eq!(
+        tools.tool("hang", q("a")).await,
+        ToolOutcome::Unavailable(Unavailable::TimedOut)
+    );
+    let waited = Instant::now();
+    while !methods_in(&log).contains(&"notifications/cancelled".to_owned())
+        && waited.elapsed() < Duration::from_secs(5)
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let messages = logged(&log);
+    let hang = messages
+        .iter()
+        .find(|m| m["params"]["name"] == "hang")
+        .unwrap();
+    let cancelled = messages
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .unwrap();
+    assert_eq!(cancelled["params"]["requestId"], hang["id"]);
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| m["params"]["name"] == "hang")
+            .count(),
+        1
+    );
+    // The process ends mid-call: a lost connection (it may have run), not sent again; the
+    // next call starts a new process, a new session, whose tools are listed before the call
+    // after it (as after a 404 over HTTP).
+    assert_eq!(
+        tools.tool("crash", q("a")).await,
+        ToolOutcome::Unavailable(Unavailable::Down)
+    );
+    assert_eq!(
+        tools.tool("echo", q("b")).await,
+        ToolOutcome::Answered("echo: b".into())
+    );
+    let methods = methods_in(&log);
+    assert_eq!(methods.iter().filter(|m| *m == "start").count(), 2);
+    assert_eq!(
+        methods[methods.len() - 4..],
+        [
+            "start",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+    assert_eq!(
+        methods.iter().filter(|m| *m == "tools/call").count(),
+        5,
+        "the crashed call was sent again"
+    );
+    // A line over the limit ends the process; the next call starts another.
+    assert_eq!(
+        tools.tool("huge", q("a")).await,
+        ToolOutcome::Unavailable(Unavailable::Down)
+    );
+    assert_eq!(
+        tools.tool("echo", q("c")).await,
+        ToolOutcome::Answered("echo: c".into())
+    );
+    assert_eq!(methods_in(&log).iter().filter(|m| *m == "start").count(), 3);
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn progress_over_stdio_extends_the_attempt() {
+    let (builder, log) = stdio("progress");
+    let tools = builder
+        .attempt_timeout(Duration::from_millis(300))
+        .progress_extends_up_to(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    assert_eq!(
+        tools.tool("slow", q("a")).await,
+        ToolOutcome::Answered("done".into())
+    );
+    let _ = std::fs::remove_file(&log);
+}
+
+#[tokio::test]
+async fn a_program_that_does_not_start_is_down_and_nothing_ran() {
+    let tools = McpDependency::stdio("missing", "/nonexistent/mcp-server", ["x"])
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap();
+    let error = tools.call_tool("t", q("a")).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Failure::Failed(McpFailure::Http(HttpFailure::Connect { .. }))
+        ),
+        "{error:?}"
+    );
+    assert!(!a2a_error::resilience::Classify::may_have_run(&error));
+}

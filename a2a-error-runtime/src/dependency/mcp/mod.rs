@@ -1,4 +1,4 @@
-//! `McpDependency`: a client of one MCP server over streamable HTTP (feature `mcp`), built
+//! `McpDependency`: a client of one MCP server over streamable HTTP or stdio (feature `mcp`), built
 //! like every other callee and under the same layers, with MCP's meaning kept: per-tool
 //! breakers, `tools/call` repeated only when that is safe, a session that recovers, and
 //! `notifications/cancelled` for a request left running.
@@ -6,9 +6,11 @@
 mod call;
 mod error;
 mod outcome;
+mod stdio;
 mod tools;
 mod transport;
 
+use std::ffi::OsString;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
@@ -23,6 +25,7 @@ use tracing::Instrument;
 use call::McpCall;
 pub use error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError};
 pub use outcome::{ToolOutcome, Unavailable};
+use stdio::{Program, StdioService};
 pub use tools::MAX_TOOLS;
 use tools::Tools;
 use transport::{McpService, Session};
@@ -35,7 +38,8 @@ use crate::resilience::{
     CalleeSettings, Classify, HedgeConfig, HedgeDelay, OverHttp, StackBuilder,
 };
 
-/// A client of one MCP server (its tools, resources and prompts) over streamable HTTP.
+/// A client of one MCP server (its tools, resources and prompts) over streamable HTTP, or
+/// over stdio as a child process ([`McpDependency::stdio`]).
 ///
 /// Every request goes through the same layers as a call to an agent (a total timeout,
 /// retries with the shared budget and the server's `Retry-After`, the breaker, the bulkhead,
@@ -104,9 +108,35 @@ impl McpDependency {
     /// A builder for the MCP server named `name` (in metrics, logs and breaker registries)
     /// whose streamable HTTP endpoint is `url` (`http://127.0.0.1:9000/mcp`).
     pub fn builder(name: impl Into<Arc<str>>, url: impl Into<String>) -> McpDependencyBuilder {
+        McpDependency::at(name.into(), Endpoint::Http(url.into()))
+    }
+
+    /// A builder for the MCP server named `name` run as a child process over stdio: `program`
+    /// with `args`, started (and initialized) on first use and again after it ends, each
+    /// message a line of JSON (a line over the event limit, 1 MiB by default, ends the
+    /// process). Its failures read as over HTTP: a process that does not start is a refused
+    /// connection (nothing ran), one that ends with requests waiting a lost connection.
+    /// Dropping the last clone of the dependency ends the process.
+    pub fn stdio<I, S>(
+        name: impl Into<Arc<str>>,
+        program: impl Into<OsString>,
+        args: I,
+    ) -> McpDependencyBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let program = Program {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        };
+        McpDependency::at(name.into(), Endpoint::Stdio(program))
+    }
+
+    fn at(name: Arc<str>, endpoint: Endpoint) -> McpDependencyBuilder {
         let settings = McpSettings {
-            name: name.into(),
-            url: url.into(),
+            name,
+            endpoint,
             http: HttpSettings::default(),
             max_reply: 32 << 20,
             max_event: 1 << 20,
@@ -273,7 +303,7 @@ pub type McpDependencyBuilder = StackBuilder<McpSettings>;
 /// what its transport sends and reads.
 pub struct McpSettings {
     name: Arc<str>,
-    url: String,
+    endpoint: Endpoint,
     http: HttpSettings,
     max_reply: usize,
     max_event: usize,
@@ -286,9 +316,16 @@ impl std::fmt::Debug for McpSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpSettings")
             .field("name", &self.name)
-            .field("url", &self.url)
+            .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
     }
+}
+
+/// Where the server is: a streamable HTTP endpoint, or a program run over stdio.
+#[derive(Debug)]
+enum Endpoint {
+    Http(String),
+    Stdio(Program),
 }
 
 impl CalleeSettings for McpSettings {
@@ -354,31 +391,44 @@ impl McpDependencyBuilder {
 
     /// Builds the client.
     pub fn build(self) -> Result<McpDependency, BuildError> {
-        let url = parse_url(&self.callee.url)?;
-        self.callee.http.check_tls(&url)?;
+        if let Endpoint::Http(url) = &self.callee.endpoint {
+            self.callee.http.check_tls(&parse_url(url)?)?;
+        }
         let name = self.callee.name.clone();
         let breakers = self.breaker.clone();
         let (mut stack, breaker, settings) = self.finish(&name);
         // The attempt timeout is the transport's, so that progress can extend it.
         let attempt = stack.attempt_timeout.take();
         let session = Arc::new(Session::default());
-        let service = McpService {
-            http: HttpService {
-                http: settings.http.client()?,
-                base: settings.url.into(),
-                max_reply: settings.max_reply,
-                headers: Default::default(),
-                deadline_header: None,
-                idempotency_header: reqwest::header::HeaderName::from_static("idempotency-key"),
-            },
-            session: session.clone(),
-            ids: Arc::new(AtomicI64::new(1)),
-            attempt,
-            progress_up_to: settings.progress_up_to,
-            max_event: settings.max_event,
+        let ids = Arc::new(AtomicI64::new(1));
+        let service = match settings.endpoint {
+            Endpoint::Http(url) => BoxCloneSyncService::new(stack.service(McpService {
+                http: HttpService {
+                    http: settings.http.client()?,
+                    base: url.into(),
+                    max_reply: settings.max_reply,
+                    headers: Default::default(),
+                    deadline_header: None,
+                    idempotency_header: reqwest::header::HeaderName::from_static("idempotency-key"),
+                },
+                session: session.clone(),
+                ids,
+                attempt,
+                progress_up_to: settings.progress_up_to,
+                max_event: settings.max_event,
+            })),
+            Endpoint::Stdio(program) => BoxCloneSyncService::new(stack.service(StdioService {
+                program,
+                session: session.clone(),
+                process: Arc::default(),
+                ids,
+                attempt,
+                progress_up_to: settings.progress_up_to,
+                max_line: settings.max_event,
+            })),
         };
         Ok(McpDependency {
-            service: BoxCloneSyncService::new(stack.service(service)),
+            service,
             session,
             tools: Arc::new(Tools::new(name.clone(), breakers)),
             listed: Arc::new(AtomicU64::new(0)),

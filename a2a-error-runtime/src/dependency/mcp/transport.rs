@@ -63,6 +63,11 @@ impl Session {
     pub(super) fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
     }
+
+    /// A new session started: its number.
+    pub(super) fn started(&self) -> u64 {
+        self.epoch.fetch_add(1, Ordering::AcqRel) + 1
+    }
 }
 
 /// One initialized session.
@@ -91,7 +96,7 @@ impl Service<McpCall> for McpService {
 /// When an attempt ends: its own limit (which progress may move, up to a bound) or the
 /// call's deadline.
 #[derive(Clone, Copy)]
-struct Clock {
+pub(super) struct Clock {
     start: Instant,
     attempt: Option<Duration>,
     up_to: Option<Duration>,
@@ -100,13 +105,31 @@ struct Clock {
 }
 
 impl Clock {
-    fn firing(&self) -> Option<(Instant, Timeout)> {
+    /// An attempt starting now, limited to `attempt` (which progress may extend up to
+    /// `up_to` from now) and the call's `deadline`.
+    pub(super) fn new(
+        attempt: Option<Duration>,
+        up_to: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> Clock {
+        let start = Instant::now();
+        Clock {
+            start,
+            attempt,
+            up_to,
+            ends: attempt.and_then(|limit| start.checked_add(limit)),
+            deadline,
+        }
+    }
+
+    /// When the attempt ends, and as what.
+    pub(super) fn firing(&self) -> Option<(Instant, Timeout)> {
         Timeout::first(self.ends.map(|at| (at, Timeout::Attempt)), self.deadline)
     }
 
     /// A progress notification arrived: the attempt's limit starts again from now, never
     /// past its start plus the bound.
-    fn progressed(&mut self) {
+    pub(super) fn progressed(&mut self) {
         let (Some(attempt), Some(up_to)) = (self.attempt, self.up_to) else {
             return;
         };
@@ -116,7 +139,8 @@ impl Clock {
         self.ends = self.ends.max(moved);
     }
 
-    async fn within<T>(
+    /// `future`, failed as the limit that fires first.
+    pub(super) async fn within<T>(
         &self,
         future: impl Future<Output = Result<T, McpError>>,
     ) -> Result<T, McpError> {
@@ -126,14 +150,8 @@ impl Clock {
 
 impl McpService {
     async fn attempt(self, call: McpCall) -> Result<Box<RawValue>, McpError> {
-        let start = Instant::now();
-        let mut clock = Clock {
-            start,
-            attempt: self.attempt,
-            up_to: self.progress_up_to,
-            ends: self.attempt.and_then(|limit| start.checked_add(limit)),
-            deadline: call.limit.deadline_from(start),
-        };
+        let deadline = call.limit.deadline_from(Instant::now());
+        let mut clock = Clock::new(self.attempt, self.progress_up_to, deadline);
         let live = self.live(&call, &clock).await?;
         match self.exchange(&call, &live, &mut clock).await {
             // The server forgot the session (it restarted): one new session, sent again.
@@ -197,7 +215,7 @@ impl McpService {
         let live = Live {
             id: id_header,
             version,
-            epoch: self.session.epoch.fetch_add(1, Ordering::AcqRel) + 1,
+            epoch: self.session.started(),
         };
         let initialized = notification_body("notifications/initialized", None);
         clock
@@ -442,9 +460,42 @@ fn is_progress(data: &str, id: i64) -> bool {
     })
 }
 
+/// [`answer`] for a message already known to be addressed to request `id`.
+pub(super) fn answer_of(json: &[u8], id: i64) -> Option<Result<Box<RawValue>, McpError>> {
+    answer(json, id).unwrap_or_else(|error| Some(Err(error)))
+}
+
+/// Which request `json` is about: an answer's id, or a progress notification's token (with
+/// `true`); `None` for anything else.
+pub(super) fn addressed(json: &[u8]) -> Option<(i64, bool)> {
+    #[derive(Deserialize)]
+    struct Addressed<'a> {
+        #[serde(default)]
+        id: Option<NumberOrString>,
+        #[serde(default, borrow)]
+        method: Option<&'a str>,
+        #[serde(default)]
+        params: Option<Token>,
+    }
+    #[derive(Deserialize)]
+    struct Token {
+        #[serde(rename = "progressToken")]
+        token: Option<NumberOrString>,
+    }
+    let message: Addressed<'_> = serde_json::from_slice(json).ok()?;
+    match (message.method, message.id) {
+        (Some("notifications/progress"), _) => match message.params?.token? {
+            NumberOrString::Number(token) => Some((token, true)),
+            NumberOrString::String(_) => None,
+        },
+        (None, Some(NumberOrString::Number(id))) => Some((id, false)),
+        _ => None,
+    }
+}
+
 /// A tool's own failure (`isError: true`) as the attempt's failure, its text kept for the
 /// model.
-fn tool_error(result: &RawValue) -> Result<(), McpError> {
+pub(super) fn tool_error(result: &RawValue) -> Result<(), McpError> {
     #[derive(Deserialize)]
     struct Flag {
         #[serde(default, rename = "isError")]
@@ -475,7 +526,7 @@ pub(super) fn text_of(result: &CallToolResult) -> String {
     text
 }
 
-fn request_body(
+pub(super) fn request_body(
     id: i64,
     method: &str,
     params: Option<&impl serde::Serialize>,
@@ -486,7 +537,7 @@ fn request_body(
         .map_err(|error| invalid(&error))
 }
 
-fn call_body(id: i64, call: &McpCall, token: Option<i64>) -> Result<Bytes, McpError> {
+pub(super) fn call_body(id: i64, call: &McpCall, token: Option<i64>) -> Result<Bytes, McpError> {
     let mut params = call.params.as_deref().cloned().unwrap_or_default();
     if let Some(token) = token {
         params.insert("_meta".into(), serde_json::json!({"progressToken": token}));
@@ -494,7 +545,7 @@ fn call_body(id: i64, call: &McpCall, token: Option<i64>) -> Result<Bytes, McpEr
     request_body(id, &call.method, Some(&params))
 }
 
-fn notification_body(method: &str, params: Option<&serde_json::Value>) -> Bytes {
+pub(super) fn notification_body(method: &str, params: Option<&serde_json::Value>) -> Bytes {
     let body = match params {
         Some(params) => serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}),
         None => serde_json::json!({"jsonrpc": "2.0", "method": method}),
