@@ -28,6 +28,7 @@ use crate::dependency::http::{HttpService, read_error};
 use crate::dependency::{Failure, HttpCall, HttpFailure};
 use crate::http::sse::{Events, SseError};
 use crate::resilience::Timeout;
+use crate::wire::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER};
 
 /// The session header of streamable HTTP.
 pub(super) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -537,10 +538,25 @@ pub(super) fn request_body(
         .map_err(|error| invalid(&error))
 }
 
+/// The body of request `id` for `call`: its params, with in `_meta` the progress token (when
+/// progress may extend the attempt) and the call's W3C trace context (`traceparent`,
+/// `tracestate`: MCP's SEP-414, the only carrier over stdio).
 pub(super) fn call_body(id: i64, call: &McpCall, token: Option<i64>) -> Result<Bytes, McpError> {
     let mut params = call.params.as_deref().cloned().unwrap_or_default();
+    let mut meta = match params.remove("_meta") {
+        Some(serde_json::Value::Object(meta)) => meta,
+        _ => serde_json::Map::new(),
+    };
     if let Some(token) = token {
-        params.insert("_meta".into(), serde_json::json!({"progressToken": token}));
+        meta.insert("progressToken".into(), token.into());
+    }
+    for name in [TRACEPARENT_HEADER, TRACESTATE_HEADER] {
+        if let Some(value) = call.headers.get(name).and_then(|v| v.to_str().ok()) {
+            meta.insert(name.into(), value.into());
+        }
+    }
+    if !meta.is_empty() {
+        params.insert("_meta".into(), meta.into());
     }
     request_body(id, &call.method, Some(&params))
 }
