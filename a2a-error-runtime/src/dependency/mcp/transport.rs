@@ -235,7 +235,7 @@ impl McpService {
     ) -> Result<Box<RawValue>, McpError> {
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
         let token = self.progress_up_to.map(|_| id);
-        let body = call_body(id, call, token)?;
+        let body = call_body(id, call, token, false)?;
         let mut pending = Pending {
             service: Some((self.clone(), live.clone())),
             id,
@@ -539,9 +539,15 @@ pub(super) fn request_body(
 }
 
 /// The body of request `id` for `call`: its params, with in `_meta` the progress token (when
-/// progress may extend the attempt) and the call's W3C trace context (`traceparent`,
-/// `tracestate`: MCP's SEP-414, the only carrier over stdio).
-pub(super) fn call_body(id: i64, call: &McpCall, token: Option<i64>) -> Result<Bytes, McpError> {
+/// progress may extend the attempt) and, when `trace` (over stdio, where there are no
+/// headers), the call's W3C trace context (`traceparent`, `tracestate`: MCP's SEP-414). Over
+/// HTTP the trace travels in the headers, and the params stay as the caller wrote them.
+pub(super) fn call_body(
+    id: i64,
+    call: &McpCall,
+    token: Option<i64>,
+    trace: bool,
+) -> Result<Bytes, McpError> {
     let mut params = call.params.as_deref().cloned().unwrap_or_default();
     let mut meta = match params.remove("_meta") {
         Some(serde_json::Value::Object(meta)) => meta,
@@ -550,7 +556,10 @@ pub(super) fn call_body(id: i64, call: &McpCall, token: Option<i64>) -> Result<B
     if let Some(token) = token {
         meta.insert("progressToken".into(), token.into());
     }
-    for name in [TRACEPARENT_HEADER, TRACESTATE_HEADER] {
+    for name in [TRACEPARENT_HEADER, TRACESTATE_HEADER]
+        .into_iter()
+        .filter(|_| trace)
+    {
         if let Some(value) = call.headers.get(name).and_then(|v| v.to_str().ok()) {
             meta.insert(name.into(), value.into());
         }
