@@ -132,16 +132,7 @@ pub(crate) fn public(err: &A2AError) -> RemoteError {
     }
 }
 
-fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
+use crate::wire::text::cut;
 
 /// A downstream failure inside an executor (`?` on a call of the typed client) as the SDK's
 /// error: DOWNSTREAM_FAILED (or DEADLINE_EXCEEDED, AGENT_UNAVAILABLE…), translated and

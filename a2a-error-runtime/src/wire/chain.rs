@@ -104,14 +104,7 @@ impl Hop {
 
 /// `s` cut to [`MAX_FIELD_BYTES`] at a character boundary.
 fn cut(s: &str) -> String {
-    if s.len() <= MAX_FIELD_BYTES {
-        return s.to_owned();
-    }
-    let mut end = MAX_FIELD_BYTES;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_owned()
+    super::text::cut(s, MAX_FIELD_BYTES).to_owned()
 }
 
 /// The hops a received error object names, from the agent its sender called down to the root

@@ -2,6 +2,11 @@
 
 use std::fmt;
 
+/// `text` cut to at most `max` bytes at a character boundary, nothing added.
+pub(crate) fn cut(text: &str, max: usize) -> &str {
+    &text[..text.floor_char_boundary(max)]
+}
+
 /// How much of a peer's text a log line shows by default.
 pub(crate) const LOG_BYTES: usize = 256;
 

@@ -218,7 +218,7 @@ impl HttpDependency {
 
 /// The status of the reply a failed call ended on, if it ended on one (for its span and
 /// metrics).
-pub(super) fn failed_status(error: &HttpError) -> Option<u16> {
+fn failed_status(error: &HttpError) -> Option<u16> {
     match error {
         Failure::Failed(HttpFailure::Status(status)) => Some(status.status),
         _ => None,

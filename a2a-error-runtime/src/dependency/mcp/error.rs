@@ -148,15 +148,15 @@ impl fmt::Display for McpFailure {
 
 impl std::error::Error for McpFailure {}
 
-/// `text` cut to at most `max` bytes at a character boundary, nothing added.
-pub(super) fn cut(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
+impl From<HttpFailure> for McpFailure {
+    fn from(failure: HttpFailure) -> Self {
+        McpFailure::Http(failure)
     }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, nothing added (in place).
+pub(super) fn cut(mut text: String, max: usize) -> String {
+    text.truncate(crate::wire::text::cut(&text, max).len());
     text
 }
 

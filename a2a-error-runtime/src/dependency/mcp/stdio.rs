@@ -23,7 +23,9 @@ use tower::Service;
 
 use super::call::McpCall;
 use super::error::{McpError, McpFailure};
-use super::transport::{Clock, answer_of, call_body, notification_body, request_body, tool_error};
+use super::transport::{
+    Clock, Incoming, call_body, incoming, notification_body, request_body, tool_error,
+};
 use crate::dependency::{Failure, HttpFailure};
 use crate::resilience::Timeout;
 
@@ -224,26 +226,21 @@ async fn read_lines(
         if text.is_empty() {
             continue;
         }
-        let Some((id, progress)) = super::transport::addressed(text) else {
-            continue;
-        };
         let mut waiting = waiting.lock().unwrap_or_else(|e| e.into_inner());
-        if progress {
-            if let Some(waiter) = waiting.answers.get(&id) {
-                waiter.progress.notify_one();
+        match incoming(text) {
+            Ok(Incoming::Progress(id)) => {
+                if let Some(waiter) = waiting.answers.get(&id) {
+                    waiter.progress.notify_one();
+                }
             }
-            continue;
+            Ok(Incoming::Answer(id, answer)) => {
+                if let Some(waiter) = waiting.answers.remove(&id) {
+                    let _ = waiter.answer.send(answer);
+                }
+            }
+            // A line that is not JSON-RPC, or a message for nobody: skipped.
+            Ok(Incoming::Other) | Err(_) => {}
         }
-        if let Some(waiter) = waiting.answers.remove(&id) {
-            let answer = answer_of(text, id).unwrap_or_else(|| Err(protocol()));
-            let _ = waiter.answer.send(answer);
-        }
-    }
-}
-
-impl From<HttpFailure> for McpFailure {
-    fn from(failure: HttpFailure) -> Self {
-        McpFailure::Http(failure)
     }
 }
 
@@ -345,10 +342,4 @@ fn lost(detail: &str) -> McpError {
     Failure::Failed(McpFailure::Http(HttpFailure::Transport {
         detail: detail.to_owned(),
     }))
-}
-
-fn protocol() -> McpError {
-    Failure::Failed(McpFailure::Protocol {
-        detail: "a message that is not JSON-RPC".into(),
-    })
 }

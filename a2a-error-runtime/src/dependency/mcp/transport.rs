@@ -309,9 +309,9 @@ impl McpService {
                     .map_err(|error| read_error(error).map(McpFailure::Http))
             };
             let body = clock.within(read).await?;
-            return match answer(&body, id)? {
-                Some(answer) => answer,
-                None => Err(protocol("a reply that is not the request's answer")),
+            return match incoming(&body)? {
+                Incoming::Answer(answered, answer) if answered == id => answer,
+                _ => Err(protocol("a reply that is not the request's answer")),
             };
         }
         let max = self.http.max_reply;
@@ -348,11 +348,10 @@ impl McpService {
             if event.data.trim().is_empty() {
                 continue;
             }
-            if let Some(answer) = answer(event.data.as_bytes(), id)? {
-                return answer;
-            }
-            if is_progress(&event.data, id) {
-                clock.progressed();
+            match incoming(event.data.as_bytes())? {
+                Incoming::Answer(answered, answer) if answered == id => return answer,
+                Incoming::Progress(token) if token == id => clock.progressed(),
+                _ => {}
             }
         }
     }
@@ -412,86 +411,64 @@ impl Drop for Pending {
     }
 }
 
-/// A JSON-RPC message as this client reads it: an answer (by its id) or a notification.
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(default)]
-    id: Option<NumberOrString>,
-    #[serde(default, borrow)]
-    method: Option<&'a str>,
-    #[serde(default)]
-    result: Option<Box<RawValue>>,
-    #[serde(default)]
-    error: Option<ErrorData>,
+/// A message from the server, read once, as this client needs it.
+pub(super) enum Incoming {
+    /// The answer to request `id`: its result, or the JSON-RPC error it carried.
+    Answer(i64, Result<Box<RawValue>, McpError>),
+    /// Progress on the request whose progress token is this id.
+    Progress(i64),
+    /// Anything else (another notification, a request of the server's, an id that is not one
+    /// of ours): skipped.
+    Other,
 }
 
-/// The answer to request `id` in `json`, if it is one; `None` for any other message.
-fn answer(json: &[u8], id: i64) -> Result<Option<Result<Box<RawValue>, McpError>>, McpError> {
-    let Ok(message) = serde_json::from_slice::<Message<'_>>(json) else {
-        return Err(protocol("a message that is not JSON-RPC"));
-    };
-    if message.method.is_some() || message.id != Some(NumberOrString::Number(id)) {
-        return Ok(None);
-    }
-    Ok(Some(match (message.result, message.error) {
-        (_, Some(error)) => Err(Failure::Failed(McpFailure::Rpc(RpcError::new(
-            i64::from(error.code.0),
-            &error.message,
-        )))),
-        (Some(result), None) => Ok(result),
-        (None, None) => Err(protocol("an answer with neither result nor error")),
-    }))
-}
-
-/// Whether `data` is a progress notification for request `id` (its token is the id).
-fn is_progress(data: &str, id: i64) -> bool {
+/// Reads one JSON-RPC message; a message that is not JSON-RPC is a protocol error.
+pub(super) fn incoming(json: &[u8]) -> Result<Incoming, McpError> {
     #[derive(Deserialize)]
-    struct Progress {
-        method: String,
-        params: Params,
-    }
-    #[derive(Deserialize)]
-    struct Params {
-        #[serde(rename = "progressToken")]
-        token: NumberOrString,
-    }
-    serde_json::from_str::<Progress>(data).is_ok_and(|progress| {
-        progress.method == "notifications/progress"
-            && progress.params.token == NumberOrString::Number(id)
-    })
-}
-
-/// [`answer`] for a message already known to be addressed to request `id`.
-pub(super) fn answer_of(json: &[u8], id: i64) -> Option<Result<Box<RawValue>, McpError>> {
-    answer(json, id).unwrap_or_else(|error| Some(Err(error)))
-}
-
-/// Which request `json` is about: an answer's id, or a progress notification's token (with
-/// `true`); `None` for anything else.
-pub(super) fn addressed(json: &[u8]) -> Option<(i64, bool)> {
-    #[derive(Deserialize)]
-    struct Addressed<'a> {
+    struct Message<'a> {
         #[serde(default)]
         id: Option<NumberOrString>,
         #[serde(default, borrow)]
         method: Option<&'a str>,
+        #[serde(default, borrow)]
+        params: Option<&'a RawValue>,
         #[serde(default)]
-        params: Option<Token>,
+        result: Option<Box<RawValue>>,
+        #[serde(default)]
+        error: Option<ErrorData>,
     }
     #[derive(Deserialize)]
     struct Token {
         #[serde(rename = "progressToken")]
         token: Option<NumberOrString>,
     }
-    let message: Addressed<'_> = serde_json::from_slice(json).ok()?;
-    match (message.method, message.id) {
-        (Some("notifications/progress"), _) => match message.params?.token? {
-            NumberOrString::Number(token) => Some((token, true)),
-            NumberOrString::String(_) => None,
-        },
-        (None, Some(NumberOrString::Number(id))) => Some((id, false)),
-        _ => None,
-    }
+    let Ok(message) = serde_json::from_slice::<Message<'_>>(json) else {
+        return Err(protocol("a message that is not JSON-RPC"));
+    };
+    Ok(match (message.method, message.id) {
+        (Some("notifications/progress"), _) => {
+            let token = message
+                .params
+                .and_then(|params| serde_json::from_str::<Token>(params.get()).ok())
+                .and_then(|params| params.token);
+            match token {
+                Some(NumberOrString::Number(id)) => Incoming::Progress(id),
+                _ => Incoming::Other,
+            }
+        }
+        (None, Some(NumberOrString::Number(id))) => Incoming::Answer(
+            id,
+            match (message.result, message.error) {
+                (_, Some(error)) => Err(Failure::Failed(McpFailure::Rpc(RpcError::new(
+                    i64::from(error.code.0),
+                    &error.message,
+                )))),
+                (Some(result), None) => Ok(result),
+                (None, None) => Err(protocol("an answer with neither result nor error")),
+            },
+        ),
+        _ => Incoming::Other,
+    })
 }
 
 /// A tool's own failure (`isError: true`) as the attempt's failure, its text kept for the
