@@ -10,7 +10,10 @@ use a2a::{
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_error::bounded::{BoundedMap, Change};
-use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, ProtoJson, RedisTaskStore, SendDedup};
+use a2a_error::dependency::PushSender;
+use a2a_error::sdk::{
+    Bridge, Guarded, MemoryTaskStore, ProtoJson, PushDelivery, RedisTaskStore, SendDedup,
+};
 use a2a_error::server::{Dedup, DedupStore};
 use a2a_error::{A2aError, StandardError};
 use a2a_server::{AgentExecutor, DefaultRequestHandler, ExecutorContext, TaskStore};
@@ -217,7 +220,7 @@ fn card(public_url: &str, grpc_url: Option<&str>) -> AgentCard {
             {"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
         ],
-        "capabilities": {"streaming": true, "pushNotifications": false},
+        "capabilities": {"streaming": true, "pushNotifications": true},
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "echo", "name": "Echo", "description": "Echoes the text it is sent.",
@@ -238,11 +241,12 @@ fn echo() -> Echo {
     }
 }
 
-/// The SDK's handler over `executor` and `tasks`, advertising streaming.
+/// The SDK's handler over `executor` and `tasks`, advertising streaming and push
+/// notifications (which the bridge serves and delivers: the handler is given no push store).
 fn handler(executor: impl AgentExecutor, tasks: impl TaskStore) -> DefaultRequestHandler {
     DefaultRequestHandler::new(executor, tasks).with_capabilities(AgentCapabilities {
         streaming: Some(true),
-        push_notifications: Some(false),
+        push_notifications: Some(true),
         extensions: None,
         extended_agent_card: None,
     })
@@ -256,14 +260,25 @@ fn handler(executor: impl AgentExecutor, tasks: impl TaskStore) -> DefaultReques
 ///
 /// With `shared`, the tasks are kept there (in Redis, shared by the replicas, each running
 /// task leased to the replica that runs it) instead of in this process.
+///
+/// Push notifications are delivered by `push` (see [`Push`]): in this process, or with
+/// `shared` in Redis beside the tasks.
 pub fn bridge(
     public_url: &str,
     grpc_url: Option<&str>,
     store: impl DedupStore,
     shared: Option<RedisTaskStore>,
+    push: &Push,
 ) -> Bridge<DefaultRequestHandler> {
     let dedup: SendDedup = Dedup::with_store(store).window(Duration::from_secs(600));
-    served(public_url, grpc_url, shared).dedup(dedup)
+    served(public_url, grpc_url, shared, push).dedup(dedup)
+}
+
+/// How push notifications are delivered: the sender's settings, and how long a notification
+/// may wait to be accepted before it is a dead letter.
+pub struct Push {
+    pub sender: PushSender,
+    pub max_age: Duration,
 }
 
 /// The same bridge without its dedup (every SendMessage runs, `--no-dedup`): the baseline
@@ -271,8 +286,9 @@ pub fn bridge(
 pub fn bridge_without_dedup(
     public_url: &str,
     grpc_url: Option<&str>,
+    push: &Push,
 ) -> Bridge<DefaultRequestHandler> {
-    served(public_url, grpc_url, None)
+    served(public_url, grpc_url, None, push)
 }
 
 /// The guarded handler with its card and request timeout: all of the bridge but the dedup.
@@ -280,18 +296,21 @@ fn served(
     public_url: &str,
     grpc_url: Option<&str>,
     shared: Option<RedisTaskStore>,
+    push: &Push,
 ) -> Bridge<DefaultRequestHandler> {
     let bridge = match shared {
         Some(tasks) => {
-            let handler = handler(Guarded::leased(echo(), tasks.clone()), tasks.clone());
-            Bridge::new(handler).shared_tasks(tasks)
+            let push = PushDelivery::redis(push.sender.clone(), &tasks).with_max_age(push.max_age);
+            let guarded = Guarded::leased(echo(), tasks.clone()).push(push.clone());
+            Bridge::new(handler(guarded, tasks.clone()))
+                .shared_tasks(tasks)
+                .push(push)
         }
         None => {
+            let push = PushDelivery::memory(push.sender.clone()).with_max_age(push.max_age);
             let tasks = MemoryTaskStore::new(TASK_BYTES);
-            Bridge::new(handler(
-                Guarded::new(echo(), Arc::new(tasks.clone())),
-                tasks,
-            ))
+            let guarded = Guarded::new(echo(), Arc::new(tasks.clone())).push(push.clone());
+            Bridge::new(handler(guarded, tasks)).push(push)
         }
     };
     bridge

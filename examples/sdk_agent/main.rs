@@ -26,6 +26,14 @@
 //! For comparison (`benches/sdk/compare.sh`): `--no-dedup` serves the bridge without its
 //! dedup (every SendMessage runs), and `--sdk-routers` the same executor and store through
 //! the official SDK's own routers, without a2a-error.
+//! Push notifications (`CreateTaskPushNotificationConfig`, or a SendMessage's
+//! `configuration.taskPushNotificationConfig`) are delivered to each receiver in order, retried
+//! with backoff (honouring `Retry-After`), with Standard Webhooks' `webhook-id` and
+//! `webhook-timestamp` headers; `--push-signing-secret S` signs them (`webhook-signature`),
+//! `--push-max-age-ms N` (default 3600000) makes a notification not accepted by then a dead
+//! letter, and `--push-allow-private` allows receivers on loopback and private addresses
+//! (refused otherwise). With `--redis`, pending notifications live in Redis, each task's
+//! claimed by one replica under the task lease.
 //! With `OTEL_EXPORTER_OTLP_ENDPOINT` set, its spans are exported over OTLP/HTTP.
 
 mod app;
@@ -36,6 +44,7 @@ mod telemetry;
 
 use std::time::Duration;
 
+use a2a_error::dependency::PushSender;
 use a2a_error::sdk::{GrpcLimits, RedisTaskStore};
 use a2a_error::server::{
     AdaptiveLimit, MemoryStore, RateLimit, RateLimiter, RedisStore, ServeLimits, serve,
@@ -56,6 +65,9 @@ async fn main() {
     let mut adaptive = false;
     let mut rate_limit = None;
     let mut lease_ms: u64 = 10_000;
+    let mut push_private = false;
+    let mut push_max_age_ms: u64 = 3_600_000;
+    let mut push_secret: Option<String> = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--no-dedup" => {
@@ -68,6 +80,10 @@ async fn main() {
             }
             "--sdk-routers" => {
                 sdk_routers = true;
+                continue;
+            }
+            "--push-allow-private" => {
+                push_private = true;
                 continue;
             }
             _ => {}
@@ -85,6 +101,16 @@ async fn main() {
                     std::process::exit(2);
                 }
             },
+            ("--push-max-age-ms", Some(value)) => match value.parse::<u64>() {
+                Ok(ms) if (1_000..=604_800_000).contains(&ms) => push_max_age_ms = ms,
+                _ => {
+                    eprintln!(
+                        "--push-max-age-ms takes milliseconds from 1000 to 604800000, not {value:?}"
+                    );
+                    std::process::exit(2);
+                }
+            },
+            ("--push-signing-secret", Some(value)) => push_secret = Some(value),
             ("--rate-limit", Some(value)) => match value.parse::<u32>() {
                 Ok(rate) if rate >= 1 => rate_limit = Some(RateLimit::per_second(rate)),
                 _ => {
@@ -96,6 +122,7 @@ async fn main() {
                 eprintln!(
                     "usage: sdk_agent [--addr HOST:PORT] [--grpc HOST:PORT] \
                      [--redis redis://HOST:PORT] [--task-lease-ms N] [--rate-limit R] [--adaptive] \
+                     [--push-allow-private] [--push-max-age-ms N] [--push-signing-secret S] \
                      [--no-dedup | --sdk-routers]"
                 );
                 std::process::exit(2);
@@ -121,17 +148,35 @@ async fn main() {
             std::process::exit(2);
         }
     });
+    let mut sender = PushSender::builder().allow_private(push_private);
+    if let Some(secret) = &push_secret {
+        sender = sender.signing_secret(secret);
+    }
+    let push = app::Push {
+        sender: sender.build().unwrap_or_else(|error| {
+            eprintln!("cannot build the push sender: {error}");
+            std::process::exit(2);
+        }),
+        max_age: Duration::from_millis(push_max_age_ms),
+    };
     let bridge = match &redis {
-        _ if !dedup => app::bridge_without_dedup(&public_url, grpc_url.as_deref()),
+        _ if !dedup => app::bridge_without_dedup(&public_url, grpc_url.as_deref(), &push),
         None => app::bridge(
             &public_url,
             grpc_url.as_deref(),
             MemoryStore::default(),
             None,
+            &push,
         ),
         Some(store) => {
             let tasks = RedisTaskStore::new(store).lease(Duration::from_millis(lease_ms));
-            app::bridge(&public_url, grpc_url.as_deref(), store.clone(), Some(tasks))
+            app::bridge(
+                &public_url,
+                grpc_url.as_deref(),
+                store.clone(),
+                Some(tasks),
+                &push,
+            )
         }
     };
     // Each caller (by its Authorization) at R requests a second, burst R: shared by the

@@ -189,11 +189,7 @@ async fn a_task_whose_replica_is_killed_ends_failed_within_the_lease_and_two_sec
     // The follow is under way (its first event is the task itself) before the kill.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let status = std::process::Command::new("kill")
-        .args(["-9", &a_process.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    a_process.kill_9();
     let killed = Instant::now();
     let failed = loop {
         let read = get_task(&b, ALICE, &id).await;

@@ -27,6 +27,7 @@ mod metrics;
 mod otlp;
 mod peers;
 mod prometheus;
+mod push;
 mod python_interop;
 mod rate_limit;
 mod redis_dedup;

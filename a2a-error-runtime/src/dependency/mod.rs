@@ -9,6 +9,9 @@
 //!   [classified](crate::resilience::Classify).
 //! - `McpDependency` (feature `mcp`): a client of an MCP server's tools over streamable
 //!   HTTP, with a breaker per tool, safe retries, sessions that recover and cancellation.
+//! - `PushSender` (feature `push`): push notifications to webhooks, with Standard Webhooks'
+//!   headers and signature, a breaker and a bulkhead per receiver, and never inside the
+//!   network.
 //! - [`Failure`]: what such a call ends in (the callee's error, or a layer's);
 //!   [`DependencyFailed`] passes it on to this agent's caller as this agent's own error.
 
@@ -21,6 +24,8 @@ mod http;
 pub mod mcp;
 mod op;
 mod passed_on;
+#[cfg(feature = "push")]
+pub mod push;
 mod record;
 
 pub use dependency::{Dependency, DependencyBuilder, DependencyService, OpCall, OpSettings};
@@ -34,3 +39,5 @@ pub use http::{
 pub use mcp::{McpDependency, McpDependencyBuilder, McpError, McpFailure, ToolOutcome};
 pub use op::Op;
 pub use passed_on::DependencyFailed;
+#[cfg(feature = "push")]
+pub use push::{Delivery, PushSender, PushSenderBuilder, Receiver};

@@ -501,3 +501,26 @@ impl McpOperation {
             .record(self.started.elapsed().as_secs_f64());
     }
 }
+
+/// One attempt to deliver a push notification was sent.
+#[cfg(feature = "push")]
+pub(crate) fn push_attempt() {
+    metrics::counter!("a2a.push.attempts").increment(1);
+}
+
+/// A push notification ended with `outcome` (`delivered`, `rejected`, `gone`,
+/// `dead_letter`), `age` after its event.
+#[cfg(feature = "sdk")]
+pub(crate) fn push_ended(outcome: &'static str, age: Duration) {
+    metrics::counter!("a2a.push.deliveries", "outcome" => outcome).increment(1);
+    if outcome == "dead_letter" {
+        metrics::counter!("a2a.push.dead_letters").increment(1);
+    }
+    metrics::histogram!(super::PUSH_DURATION, "outcome" => outcome).record(age.as_secs_f64());
+}
+
+/// The age of the oldest push notification pending, in seconds (0 when none).
+#[cfg(feature = "sdk")]
+pub(crate) fn push_oldest_pending(seconds: f64) {
+    metrics::gauge!("a2a.push.oldest_pending_seconds").set(seconds);
+}

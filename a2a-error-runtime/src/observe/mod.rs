@@ -80,6 +80,7 @@ pub const HISTOGRAMS: &[(&str, &[f64])] = &[
     (GEN_AI_PER_CHUNK, CHUNK_SECONDS),
     (GEN_AI_TOKENS, TOKENS),
     (MCP_DURATION, DEPENDENCY_SECONDS),
+    (PUSH_DURATION, PUSH_SECONDS),
 ];
 
 /// Boundaries of a streamed answer's time to its first chunk, in seconds: 10 ms to a minute.
@@ -109,6 +110,12 @@ const DEPENDENCY_SECONDS: &[f64] = &[
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
+/// Boundaries of a push notification's time from its event to its end, in seconds: 50 ms to
+/// a day (a notification may wait hours for its receiver).
+const PUSH_SECONDS: &[f64] = &[
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0,
+];
+
 /// Boundaries of attempts a call made: one by one up to the default policy's four, then wider.
 const ATTEMPTS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 6.0, 10.0];
 
@@ -125,6 +132,9 @@ const MCP_DURATION: &str = "mcp.client.operation.duration";
 const GEN_AI_FIRST_CHUNK: &str = "gen_ai.client.operation.time_to_first_chunk";
 const GEN_AI_PER_CHUNK: &str = "gen_ai.client.operation.time_per_output_chunk";
 const GEN_AI_TOKENS: &str = "gen_ai.client.token.usage";
+
+/// A push notification's time from its event to its end (delivered, refused, dead letter).
+pub(crate) const PUSH_DURATION: &str = "a2a.push.delivery.duration";
 
 /// The name of a dependency call's duration histogram.
 const DEPENDENCY_DURATION: &str = "a2a.dependency.call.duration";

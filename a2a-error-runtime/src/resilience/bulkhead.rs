@@ -45,6 +45,12 @@ impl Default for Bulkhead {
 }
 
 impl Bulkhead {
+    /// A bulkhead of its own with this one's limits (one per receiver of push notifications).
+    #[cfg(feature = "push")]
+    pub(crate) fn same_limits(&self) -> Bulkhead {
+        Bulkhead::new(self.inner.max_concurrent, self.inner.max_queued)
+    }
+
     /// At most `max_concurrent` calls in flight (at least 1) and `max_queued` waiting.
     pub fn new(max_concurrent: usize, max_queued: usize) -> Self {
         let max_concurrent = max_concurrent.clamp(1, Semaphore::MAX_PERMITS);

@@ -44,7 +44,7 @@ pub use request::{Request, TimeLimit};
 pub use retry::{
     Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,
 };
-#[cfg(feature = "mcp")]
+#[cfg(any(feature = "mcp", feature = "push"))]
 pub(crate) use stack::BreakerSource;
 pub use stack::Stack;
 pub(crate) use timeout::within_time;

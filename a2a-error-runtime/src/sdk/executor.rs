@@ -82,6 +82,8 @@ pub struct Guarded<X> {
     /// The shared store whose leases the executions hold.
     #[cfg(feature = "redis")]
     leases: Option<super::RedisTaskStore>,
+    /// Where the tasks' events go as push notifications, when the bridge delivers them.
+    push: Option<super::PushDelivery>,
 }
 
 impl<X> Guarded<X> {
@@ -93,7 +95,17 @@ impl<X> Guarded<X> {
             store,
             #[cfg(feature = "redis")]
             leases: None,
+            push: None,
         }
+    }
+
+    /// Delivers the events of the tasks that have push configs with `push` (give the same
+    /// to [`Bridge::push`](super::Bridge::push)): every event the executor sends (its status
+    /// and artifact updates), its cancellation's, and the FAILED or CANCELED status the guard
+    /// ends a task with. A SendMessage's own push config is saved before its first event.
+    pub fn push(mut self, push: super::PushDelivery) -> Self {
+        self.push = Some(push);
+        self
     }
 
     /// Guards `executor`, whose tasks the shared `store` keeps, holding each task's lease
@@ -108,6 +120,7 @@ impl<X> Guarded<X> {
             inner: Arc::new(executor),
             store: Arc::new(store.clone()),
             leases: Some(store),
+            push: None,
         }
     }
 }
@@ -129,7 +142,9 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
                 .and_then(|param| link::find(param)),
             store: Arc::clone(&self.store),
             as_status: Arc::default(),
+            push: self.push.clone(),
         };
+        let config = self.push.as_ref().and_then(|_| push_config_of(&ctx));
         if let Some(link) = &run.link {
             link.started(&run.task_id);
         }
@@ -140,7 +155,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         let events = crate::trace::sync_scope(run.trace.clone(), || {
             std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)))
         });
-        let events = run.guard(events);
+        let events = run.guard(events, config);
         #[cfg(feature = "redis")]
         if let Some(store) = &self.leases {
             return super::shared::leased(store.clone(), task, events);
@@ -150,13 +165,29 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
 
     fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
         let inner = Arc::clone(&self.inner);
-        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.cancel(ctx))) {
+        let task = ctx.task_id.clone();
+        let events = match std::panic::catch_unwind(AssertUnwindSafe(|| inner.cancel(ctx))) {
             Ok(events) => AssertUnwindSafe(events)
                 .catch_unwind()
                 .map(|item| item.unwrap_or_else(|panic| Err(panicked(&*panic))))
                 .boxed(),
             Err(panic) => futures_util::stream::iter([Err(panicked(&*panic))]).boxed(),
-        }
+        };
+        let Some(push) = self.push.clone() else {
+            return events;
+        };
+        // The cancellation's events are the task's too (its CANCELED status).
+        events
+            .then(move |item| {
+                let (push, task) = (push.clone(), task.clone());
+                async move {
+                    if let Ok(event) = &item {
+                        push.notify(&task, event).await;
+                    }
+                    item
+                }
+            })
+            .boxed()
     }
 }
 
@@ -172,6 +203,7 @@ struct Run {
     store: Arc<dyn TaskStore>,
     /// Whether the execution asked for failures as FAILED status updates ([`fail_as_status`]).
     as_status: Arc<AtomicBool>,
+    push: Option<super::PushDelivery>,
 }
 
 /// Where the guarded stream stands.
@@ -179,6 +211,8 @@ struct Polling {
     events: Option<BoxStream<'static, Result<StreamResponse, A2AError>>>,
     started: bool,
     run: Arc<Run>,
+    /// The SendMessage's push config, saved before the first event.
+    config: Option<a2a::TaskPushNotificationConfig>,
 }
 
 impl Drop for Polling {
@@ -194,6 +228,7 @@ impl Run {
     fn guard(
         self,
         events: std::thread::Result<BoxStream<'static, Result<StreamResponse, A2AError>>>,
+        config: Option<a2a::TaskPushNotificationConfig>,
     ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
         let run = Arc::new(self);
         let events = match events {
@@ -204,9 +239,17 @@ impl Run {
             events: Some(events),
             started: false,
             run,
+            config,
         };
         futures_util::stream::unfold(state, |mut state| async move {
             let mut events = state.events.take()?;
+            if let (Some(mut config), Some(push)) = (state.config.take(), &state.run.push) {
+                config.task_id = state.run.task_id.clone();
+                if let Err(error) = push.save(config).await {
+                    state.run.mark_failed(&error).await;
+                    return Some((Err(error), state));
+                }
+            }
             let (link, polled) = (state.run.link.clone(), &mut events);
             let next = async move {
                 // A stream's execution waits for its reader (see `Link`).
@@ -242,6 +285,7 @@ impl Run {
                         // Nothing is polled after this: the executor's stream is dropped.
                         futures_util::future::Either::Right(_) => {
                             let canceled = state.run.canceled_event();
+                            state.run.notify(&canceled).await;
                             return Some((Ok(canceled), state));
                         }
                     }
@@ -256,11 +300,13 @@ impl Run {
                 Ok(event) => {
                     state.started = true;
                     state.events = Some(events);
+                    state.run.notify(&event).await;
                     Some((Ok(event), state))
                 }
                 // Nothing is polled after an error (or a panic).
                 Err(error) if state.started => {
                     let failed = state.run.failed_event(&error);
+                    state.run.notify(&failed).await;
                     Some((Ok(failed), state))
                 }
                 Err(error) => {
@@ -328,10 +374,46 @@ impl Run {
         }
         let mut task = task;
         task.status = failed_task_status(&public);
+        let status = task.status.clone();
         if let Err(store) = self.store.update(task).await {
             tracing::warn!(code = store.code, "could not end a failed task");
+            return;
+        }
+        self.notify(&StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.context_id.clone(),
+            status,
+            metadata: None,
+        }))
+        .await;
+    }
+
+    /// Queues `event` as a push notification, when the task has push configs.
+    async fn notify(&self, event: &StreamResponse) {
+        if let Some(push) = &self.push {
+            let mut event = event.clone();
+            // Without the guard's marker for the bridge's stream encoder, and stamped as the
+            // SDK's handler stamps what it stores.
+            if let StreamResponse::StatusUpdate(update) = &mut event {
+                if let Some(metadata) = &mut update.metadata {
+                    metadata.remove(FAILURE_KEY);
+                    if metadata.is_empty() {
+                        update.metadata = None;
+                    }
+                }
+                if update.status.timestamp.is_none() {
+                    update.status.timestamp = Some(chrono::Utc::now());
+                }
+            }
+            push.notify(&self.task_id, &event).await;
         }
     }
+}
+
+/// The push config a SendMessage carried, which the bridge checked and put in the params.
+fn push_config_of(ctx: &ExecutorContext) -> Option<a2a::TaskPushNotificationConfig> {
+    let json = ctx.service_params.get(super::scoped::PUSH_PARAM)?.first()?;
+    serde_json::from_str(json).ok()
 }
 
 /// The deadline the bridge's endpoint put in the service params, if any.

@@ -88,6 +88,7 @@ mod listing;
 mod owned;
 mod owners;
 mod protojson;
+pub mod push;
 mod scope_key;
 mod scoped;
 mod serve;
@@ -105,6 +106,7 @@ pub use grpc::{GrpcLimits, GrpcService};
 pub use owned::{OwnedTaskStore, Owner, creating_owner, owned_page};
 #[cfg(feature = "grpc")]
 pub use protojson::{ProtoJson, SendReply};
+pub use push::{DeadLetter, PushDelivery};
 pub use serve::{Bridge, SendDedup};
 #[cfg(feature = "redis")]
 pub use shared::{RedisPushConfigs, RedisTaskStore};

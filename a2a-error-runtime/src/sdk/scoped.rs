@@ -22,12 +22,20 @@ use super::owners::{Ownership, ScopeKey};
 /// removed first, so no caller can claim another's scope.
 pub(crate) const SCOPE_PARAM: &str = "a2a-error-scope";
 
+/// The service param that carries a SendMessage's push config (JSON) from [`Scoped`], which
+/// checked it, to [`Guarded`](super::Guarded), which saves it for the task once its id is
+/// known, before its first event. A caller's header of the same name is removed first.
+pub(crate) const PUSH_PARAM: &str = "a2a-error-push-config";
+
 /// The SDK handler `H`, serving each caller only its own tasks.
 pub(crate) struct Scoped<H> {
     pub(super) inner: Arc<H>,
     pub(super) owners: Ownership,
     /// Each caller's rate, when the bridge limits it.
     pub(super) rate: Option<crate::server::RateLimiter>,
+    /// The push notifications delivered, when the bridge serves them (the configs are then
+    /// served from here, not by the SDK's handler).
+    pub(super) push: Option<super::PushDelivery>,
 }
 
 impl<H> Clone for Scoped<H> {
@@ -36,6 +44,7 @@ impl<H> Clone for Scoped<H> {
             inner: Arc::clone(&self.inner),
             owners: self.owners.clone(),
             rate: self.rate.clone(),
+            push: self.push.clone(),
         }
     }
 }
@@ -104,6 +113,32 @@ impl<H> Scoped<H> {
         }
     }
 
+    /// The params of a SendMessage: with the bridge delivering push notifications, its push
+    /// config is taken out of the request (the SDK's handler has no store for it), checked
+    /// (INVALID_PARAMS before anything runs) and handed to the guard in a param.
+    async fn push_params(
+        &self,
+        params: &ServiceParams,
+        request: &mut SendMessageRequest,
+    ) -> Result<Option<ServiceParams>, A2AError> {
+        let Some(push) = &self.push else {
+            return Ok(None);
+        };
+        let Some(config) = request
+            .configuration
+            .as_mut()
+            .and_then(|configuration| configuration.task_push_notification_config.take())
+        else {
+            return Ok(None);
+        };
+        push.check(&config).await?;
+        let json = serde_json::to_string(&config)
+            .map_err(|_| crate::sdk::to_sdk(&crate::wire::standard::StandardError::Internal))?;
+        let mut params = params.clone();
+        params.insert(PUSH_PARAM.to_owned(), vec![json]);
+        Ok(Some(params))
+    }
+
     /// A SendMessage that continues a task must continue the caller's own.
     async fn check_send(
         &self,
@@ -159,10 +194,12 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
     async fn send_message(
         &self,
         params: &ServiceParams,
-        req: SendMessageRequest,
+        mut req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2AError> {
         self.admit(params).await?;
         self.check_send(params, &req).await?;
+        let pushed = self.push_params(params, &mut req).await?;
+        let params = pushed.as_ref().unwrap_or(params);
         let reply = match self
             .creating(params, self.inner.send_message(params, req))
             .await
@@ -188,10 +225,12 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
     async fn send_streaming_message(
         &self,
         params: &ServiceParams,
-        req: SendMessageRequest,
+        mut req: SendMessageRequest,
     ) -> Result<BoxStream<'static, Result<StreamResponse, A2AError>>, A2AError> {
         self.admit(params).await?;
         self.check_send(params, &req).await?;
+        let pushed = self.push_params(params, &mut req).await?;
+        let params = pushed.as_ref().unwrap_or(params);
         let stream = match self
             .creating(params, self.inner.send_streaming_message(params, req))
             .await
@@ -293,7 +332,10 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.admit_to(params, &req.task_id).await?;
-        self.inner.create_push_config(params, req).await
+        match &self.push {
+            Some(push) => push.set(req).await,
+            None => self.inner.create_push_config(params, req).await,
+        }
     }
 
     async fn get_push_config(
@@ -302,7 +344,10 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: GetTaskPushNotificationConfigRequest,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.admit_to(params, &req.task_id).await?;
-        self.inner.get_push_config(params, req).await
+        match &self.push {
+            Some(push) => push.configs().get(&req.task_id, &req.id).await,
+            None => self.inner.get_push_config(params, req).await,
+        }
     }
 
     async fn list_push_configs(
@@ -311,7 +356,26 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2AError> {
         self.admit_to(params, &req.task_id).await?;
-        self.inner.list_push_configs(params, req).await
+        let Some(push) = &self.push else {
+            return self.inner.list_push_configs(params, req).await;
+        };
+        // Paged as the SDK's handler pages them: by config id, the token the next offset.
+        let mut configs = push.configs().list(&req.task_id).await?;
+        configs.sort_by(|left, right| left.id.cmp(&right.id));
+        let page_size = a2a_server::pagination::resolve_page_size(req.page_size);
+        let start = match &req.page_token {
+            Some(token) => token
+                .parse::<usize>()
+                .map_err(|_| A2AError::invalid_params("invalid page token"))?,
+            None => 0,
+        }
+        .min(configs.len());
+        let end = start.saturating_add(page_size).min(configs.len());
+        let next_page_token = (end < configs.len()).then(|| end.to_string());
+        Ok(ListTaskPushNotificationConfigsResponse {
+            configs: configs[start..end].to_vec(),
+            next_page_token,
+        })
     }
 
     async fn delete_push_config(
@@ -320,7 +384,10 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         req: DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2AError> {
         self.admit_to(params, &req.task_id).await?;
-        self.inner.delete_push_config(params, req).await
+        match &self.push {
+            Some(push) => push.delete(&req.task_id, &req.id).await,
+            None => self.inner.delete_push_config(params, req).await,
+        }
     }
 
     async fn get_extended_agent_card(

@@ -31,6 +31,8 @@ pub(crate) fn from_raw<T: DeserializeOwned>(
 
 /// Deserializes the JSON text `bytes` as `T`; `Err(None)` when it is not JSON at all.
 pub(crate) fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Option<BadRequest>> {
+    let renamed = renamed(bytes);
+    let bytes = renamed.as_deref().unwrap_or(bytes);
     // Valid params are read once, without tracking the path (serde_path_to_error wraps every
     // value it reads); only a failure is read again to say where it is.
     if let Ok(value) = serde_json::from_slice(bytes) {
@@ -47,6 +49,29 @@ pub(crate) fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Option<
     })?;
     deserializer.end().map_err(|_| None)?;
     Ok(value)
+}
+
+/// A2A 0.3's name of SendMessage's push config, taken as 1.0's.
+const OLD_PUSH_CONFIG: &[u8] = b"\"pushNotificationConfig\"";
+
+/// `bytes` with `configuration.pushNotificationConfig` (A2A 0.3's name) renamed
+/// `configuration.taskPushNotificationConfig` (1.0's), when it is there and 1.0's is not; the
+/// protobuf JSON types would drop it. `None` (nothing to rename) costs one scan.
+fn renamed(bytes: &[u8]) -> Option<Vec<u8>> {
+    if !bytes
+        .windows(OLD_PUSH_CONFIG.len())
+        .any(|window| window == OLD_PUSH_CONFIG)
+    {
+        return None;
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let configuration = value.get_mut("configuration")?.as_object_mut()?;
+    if configuration.contains_key("taskPushNotificationConfig") {
+        return None;
+    }
+    let config = configuration.remove("pushNotificationConfig")?;
+    configuration.insert("taskPushNotificationConfig".to_owned(), config);
+    serde_json::to_vec(&value).ok()
 }
 
 fn violation(error: serde_path_to_error::Error<serde_json::Error>) -> BadRequest {

@@ -50,6 +50,15 @@ impl From<std::process::Child> for ExampleProcess {
 }
 
 impl ExampleProcess {
+    /// Kills the process with `kill -9` (no chance to clean up), now.
+    pub fn kill_9(&self) {
+        let status = std::process::Command::new("kill")
+            .args(["-9", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     /// The process's id.
     pub fn pid(&self) -> u32 {
         self.0.id()

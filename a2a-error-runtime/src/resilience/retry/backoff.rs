@@ -15,6 +15,10 @@ pub enum Jitter {
     Decorrelated,
     /// `cap(n)`: exact exponential delays.
     None,
+    /// `cap(n) + r·cap(n)·p/100`: the exponential delay plus at most `p` percent of it, so
+    /// that each delay is at most twice the one before (plus the jitter) and never shorter
+    /// than the exponential one: webhooks' retries (Standard Webhooks).
+    Added(u8),
 }
 
 /// Exponential backoff: base delay, cap and jitter.
@@ -55,6 +59,10 @@ impl Backoff {
             Jitter::Equal => {
                 let half = self.cap(n) / 2;
                 half.saturating_add(scale(half, r))
+            }
+            Jitter::Added(percent) => {
+                let cap = self.cap(n);
+                cap.saturating_add(scale(cap, r * f64::from(percent) / 100.0))
             }
             Jitter::Decorrelated => {
                 let high = previous.max(self.base).saturating_mul(3);
@@ -101,6 +109,10 @@ mod tests {
             1000 * MS
         );
         assert_eq!(backoff(Jitter::None).cap(200), 1000 * MS);
+        assert_eq!(backoff(Jitter::Added(20)).delay(1, MS, 0.0), 200 * MS);
+        assert_eq!(backoff(Jitter::Added(20)).delay(1, MS, 0.5), 220 * MS);
+        // At most the cap, after jitter.
+        assert_eq!(backoff(Jitter::Added(20)).delay(4, MS, 0.9), 1000 * MS);
     }
 
     #[test]
@@ -110,6 +122,7 @@ mod tests {
             Jitter::Equal,
             Jitter::Decorrelated,
             Jitter::None,
+            Jitter::Added(200),
         ] {
             let backoff = Backoff {
                 base: Duration::MAX,

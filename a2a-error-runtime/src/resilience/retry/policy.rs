@@ -45,6 +45,8 @@ pub struct RetryPolicy<F> {
     max_attempts: u32,
     backoff: Backoff,
     max_server_delay: Duration,
+    /// Whether a longer server delay is waited for `max_server_delay` (else refused).
+    cap_server_delay: bool,
     budget: Arc<dyn Budget + Send + Sync>,
     retry_if: Option<Predicate<F>>,
     on_retry: Option<Hook<F>>,
@@ -60,6 +62,7 @@ impl<F> Clone for RetryPolicy<F> {
             max_attempts: self.max_attempts,
             backoff: self.backoff,
             max_server_delay: self.max_server_delay,
+            cap_server_delay: self.cap_server_delay,
             budget: self.budget.clone(),
             retry_if: self.retry_if.clone(),
             on_retry: self.on_retry.clone(),
@@ -89,6 +92,7 @@ impl<F> Default for RetryPolicy<F> {
             max_attempts: 4,
             backoff: Backoff::default(),
             max_server_delay: DEFAULT_MAX_SERVER_DELAY,
+            cap_server_delay: false,
             budget: Arc::new(RetryBudget::default()),
             retry_if: None,
             on_retry: None,
@@ -146,6 +150,14 @@ impl<F> RetryPolicy<F> {
     /// `Retry-After: 999999999` cannot park a call for 31 years.
     pub fn max_server_delay(mut self, limit: Duration) -> Self {
         self.max_server_delay = limit;
+        self
+    }
+
+    /// Waits a longer delay asked for by a peer for [`max_server_delay`](Self::max_server_delay)
+    /// instead of ending the call (webhooks' senders cap a receiver's `Retry-After`; default:
+    /// the call ends).
+    pub fn cap_server_delay(mut self, cap: bool) -> Self {
+        self.cap_server_delay = cap;
         self
     }
 
@@ -264,7 +276,11 @@ impl<F: Classify> RetryPolicy<F> {
             return None;
         }
         let wait = match error.delay_at(now) {
-            Some(delay) if delay > self.max_server_delay => return None,
+            Some(delay) if delay > self.max_server_delay && !self.cap_server_delay => return None,
+            Some(delay) if delay > self.max_server_delay => Wait {
+                delay: self.max_server_delay,
+                source: DelaySource::Peer,
+            },
             Some(delay) => Wait {
                 delay,
                 source: DelaySource::Peer,

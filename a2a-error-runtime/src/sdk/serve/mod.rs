@@ -101,6 +101,7 @@ impl<H: RequestHandler> Bridge<H> {
                 inner: handler,
                 owners: Ownership::Local(Arc::new(Owners::new(DEFAULT_MAX_TASKS))),
                 rate: None,
+                push: None,
             }),
             streams: Arc::new(Streams::new()),
             scope: Arc::new(scope::authorization),
@@ -187,6 +188,16 @@ impl<H: RequestHandler> Bridge<H> {
         self.rescoped(|scoped| scoped.owners = Ownership::Shared(Arc::new(tasks)))
     }
 
+    /// Serves push notifications with `push` (give the same to [`Guarded::push`](crate::sdk::Guarded::push),
+    /// which sees the events): the configs (Create, Get, List, Delete, and a SendMessage's
+    /// `configuration.taskPushNotificationConfig`) are kept by it and checked (a URL inside
+    /// the network, or a token with CR or LF, is INVALID_PARAMS), and each event of a task
+    /// with configs is delivered (see [`PushDelivery`](crate::sdk::PushDelivery)). The SDK's
+    /// handler is given no push store: its one-shot sender never runs.
+    pub fn push(self, push: crate::sdk::PushDelivery) -> Self {
+        self.rescoped(|scoped| scoped.push = Some(push))
+    }
+
     /// The bridge with its [`Scoped`] handler changed by `change` (the SDK handler shared).
     fn rescoped(mut self, change: impl FnOnce(&mut Scoped<H>)) -> Self {
         let mut scoped = (*self.handler).clone();
@@ -261,6 +272,7 @@ fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServicePara
     params.remove(DEADLINE_PARAM);
     params.remove(LINK_PARAM);
     params.remove(SCOPE_PARAM);
+    params.remove(crate::sdk::scoped::PUSH_PARAM);
     let trace = crate::trace::current()
         .unwrap_or_else(|| crate::trace::served(headers, &tracing::Span::none()));
     params.insert(TRACEPARENT_HEADER.to_owned(), vec![trace.traceparent()]);

@@ -227,6 +227,15 @@ impl RedisTaskStore {
                 Written::Version(_) => {
                     crate::observe::task_abandoned();
                     tracing::warn!(task = id, "a task's lease lapsed: it ended FAILED");
+                    if let Some(push) = self.inner.reaped.get() {
+                        let event = a2a::StreamResponse::StatusUpdate(a2a::TaskStatusUpdateEvent {
+                            task_id: task.id.clone(),
+                            context_id: task.context_id.clone(),
+                            status: task.status.clone(),
+                            metadata: None,
+                        });
+                        push.notify(id, &event).await;
+                    }
                     return Ok(());
                 }
                 Written::Moved => continue,

@@ -35,6 +35,7 @@
 
 mod follow;
 mod lease;
+mod outbox;
 mod push;
 mod scripts;
 
@@ -144,6 +145,8 @@ struct Inner {
     followers: Arc<tokio::sync::Semaphore>,
     /// How many followers each scope has now (at most [`MAX_FOLLOWERS_PER_SCOPE`]).
     followers_by_scope: Arc<std::sync::Mutex<std::collections::HashMap<ScopeKey, usize>>>,
+    /// The push delivery told of the tasks the reaper ends FAILED, when there is one.
+    reaped: Arc<std::sync::OnceLock<crate::sdk::PushDelivery>>,
 }
 
 /// The reaper of lapsed leases, one per store and its clones: started once, it reads the
@@ -281,6 +284,7 @@ impl RedisTaskStore {
                 fresh: Arc::default(),
                 followers: Arc::new(tokio::sync::Semaphore::new(MAX_FOLLOWERS)),
                 followers_by_scope: Arc::default(),
+                reaped: Arc::default(),
             }),
         };
         tasks.aim_reaper();

@@ -7,10 +7,8 @@ use a2a_server::PushConfigStore;
 use super::{MAX_ID_BYTES, RedisTaskStore, decode, now_ms};
 use crate::wire::standard::StandardError;
 
-/// The most configs one task has, as the SDK's own store allows.
-const MAX_PER_TASK: u64 = 50;
-/// The largest config kept, as JSON: a heavier one is CONTENT_TOO_LARGE.
-const MAX_CONFIG_BYTES: usize = 8 << 10;
+use crate::sdk::push::{MAX_CONFIG_BYTES, MAX_CONFIGS_PER_TASK, not_found};
+
 /// What a config weighs beyond its JSON (its field in the task's hash).
 const CONFIG_OVERHEAD: u64 = 128;
 
@@ -32,13 +30,6 @@ impl RedisTaskStore {
             tasks: self.clone(),
         }
     }
-}
-
-fn not_found(config: &str) -> A2AError {
-    A2AError::new(
-        a2a::error_code::TASK_NOT_FOUND,
-        format!("push notification config not found: {config}"),
-    )
 }
 
 #[async_trait::async_trait]
@@ -73,7 +64,7 @@ impl PushConfigStore for RedisPushConfigs {
                     .arg(&id)
                     .arg(&json)
                     .arg(CONFIG_OVERHEAD)
-                    .arg(MAX_PER_TASK)
+                    .arg(MAX_CONFIGS_PER_TASK)
                     .arg(now_ms())
                     .arg(max)
                     .arg(max_scope);
@@ -83,7 +74,7 @@ impl PushConfigStore for RedisPushConfigs {
             1 => Ok(config),
             -1 => Err(A2AError::task_not_found(&config.task_id)),
             _ => Err(A2AError::invalid_params(format!(
-                "too many push notification configs for task (max {MAX_PER_TASK})"
+                "too many push notification configs for task (max {MAX_CONFIGS_PER_TASK})"
             ))),
         }
     }

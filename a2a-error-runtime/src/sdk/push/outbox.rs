@@ -1,0 +1,137 @@
+//! The outbox: the notifications not yet ended, in lanes (one task's notifications to one of
+//! its configs, delivered in order), claimed under a lease by the replica that delivers them.
+//! In this process ([`MemoryOutbox`](super::memory::MemoryOutbox)) or in Redis (the fleet's
+//! store, `sdk::shared::outbox`).
+
+use a2a::A2AError;
+use serde::{Deserialize, Serialize};
+
+/// The largest notification body kept (a StreamResponse as JSON): a larger event is not
+/// delivered, and becomes a dead letter at once (`too_large`).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// The most notifications pending in one lane (one task, one receiver).
+pub const MAX_PER_LANE: usize = 1000;
+/// The most notifications pending in all.
+pub const MAX_PENDING: usize = 10_000;
+/// The most bytes of notifications pending in all (their bodies and receivers).
+pub const MAX_PENDING_BYTES: u64 = 64 << 20;
+/// The most dead letters kept (the oldest go first).
+pub const MAX_DEAD_LETTERS: usize = 1000;
+/// The most bytes of dead letters kept.
+pub const MAX_DEAD_BYTES: u64 = 16 << 20;
+
+/// One notification to one receiver, as the outbox keeps it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    /// The `webhook-id`, the same on every attempt and every replica.
+    pub(crate) id: String,
+    pub(crate) task: String,
+    /// The config it is for.
+    pub(crate) config: String,
+    /// When the event happened, in Unix ms (its age counts from here).
+    pub(crate) at: u64,
+    pub(crate) url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token: Option<String>,
+    /// `(scheme, credentials)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) auth: Option<(String, String)>,
+    /// The StreamResponse, as JSON.
+    pub(crate) body: String,
+}
+
+impl Entry {
+    /// The lane this entry waits in.
+    pub(crate) fn lane(&self) -> String {
+        lane(&self.task, &self.config)
+    }
+
+    /// What it weighs in the outbox's byte bound.
+    pub(crate) fn weight(&self) -> u64 {
+        (self.body.len() + self.url.len() + self.task.len() + self.config.len() + 256) as u64
+    }
+}
+
+/// The lane of `task`'s notifications for its config `config`: unambiguous whatever the two
+/// hold (the task's length first).
+pub(crate) fn lane(task: &str, config: &str) -> String {
+    format!("{}.{task}{config}", task.len())
+}
+
+/// A notification that was not accepted before its deadline (or could not be kept): listed by
+/// [`PushDelivery::dead_letters`](super::PushDelivery::dead_letters), replayable.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeadLetter {
+    #[serde(flatten)]
+    pub(crate) entry: Entry,
+    /// Why: `expired`, `too_large`, `overflow`.
+    pub(crate) reason: String,
+}
+
+impl DeadLetter {
+    /// Its `webhook-id` (what [`replay`](super::PushDelivery::replay) takes).
+    pub fn id(&self) -> &str {
+        &self.entry.id
+    }
+    /// The task it is about.
+    pub fn task_id(&self) -> &str {
+        &self.entry.task
+    }
+    /// The receiver's URL.
+    pub fn url(&self) -> &str {
+        &self.entry.url
+    }
+    /// When its event happened, in Unix milliseconds.
+    pub fn event_unix_ms(&self) -> u64 {
+        self.entry.at
+    }
+    /// Why it is a dead letter: `expired` (not accepted within the maximum age),
+    /// `too_large` (its body over 1 MiB), `overflow` (past a bound of pending notifications).
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+    /// The notification's body (a StreamResponse as JSON).
+    pub fn body(&self) -> &str {
+        &self.entry.body
+    }
+}
+
+/// Where the outbox keeps its lanes.
+#[async_trait::async_trait]
+pub(crate) trait Outbox: Send + Sync + 'static {
+    /// Queues `entries` (one per config) of an event of `task`, unless the task's terminal
+    /// event was queued before; `terminal` marks this one so. Entries past a bound are dead
+    /// letters at once. Returns how many became dead letters.
+    async fn add(&self, task: &str, entries: Vec<Entry>, terminal: bool)
+    -> Result<usize, A2AError>;
+
+    /// Claims up to `max` lanes with notifications that no live replica holds.
+    async fn claim(&self, max: usize) -> Vec<String>;
+
+    /// The first notification of claimed `lane`, renewing the claim; `Ok(None)` when the
+    /// lane is empty (and released); `Err` when the claim was lost.
+    async fn head(&self, lane: &str) -> Result<Option<Entry>, Lost>;
+
+    /// Renews the claim of `lane`; `Err` when it was lost.
+    async fn renew(&self, lane: &str) -> Result<(), Lost>;
+
+    /// Ends notification `id`, the head of `lane`: gone from the lane, kept as a dead letter
+    /// for `Some(reason)`.
+    async fn end(&self, lane: &str, id: &str, dead: Option<&str>) -> Result<(), Lost>;
+
+    /// Drops every pending notification of `lane` (its config is gone).
+    async fn drop_lane(&self, lane: &str);
+
+    /// The dead letters kept, oldest first.
+    async fn dead_letters(&self) -> Result<Vec<DeadLetter>, A2AError>;
+
+    /// Queues dead letter `id` again (its age counting from now); `false` when there is none.
+    async fn replay(&self, id: &str, now: u64) -> Result<bool, A2AError>;
+
+    /// When the oldest pending notification's event happened, in Unix ms.
+    async fn oldest(&self) -> Option<u64>;
+}
+
+/// A lane's claim was lost (taken by another replica after a lapse, or the store failed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lost;

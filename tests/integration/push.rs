@@ -1,0 +1,690 @@
+//! Push notifications from outside: the `sdk_agent` example (`PushDelivery` in the bridge)
+//! delivering to receivers these tests start on loopback (accepting, failing, hanging,
+//! refusing, gone, down then up), with the agent's own process and, for the fleet, a real
+//! `redis-server` and a replica killed with `kill -9`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use hmac::{KeyInit, Mac};
+use serde_json::{Value, json};
+
+use crate::common::requests::{get_text, rpc_with};
+use crate::common::{ExampleProcess, redis_server, start_example};
+
+const ALICE: &str = "Bearer alice";
+const BOB: &str = "Bearer bob";
+
+/// What a receiver answers to one request.
+#[derive(Clone, Debug)]
+enum Answer {
+    Status(u16),
+    /// The status with `Retry-After: {value}`.
+    RetryAfter(u16, String),
+    /// Never answers.
+    Hang,
+}
+
+/// One request a receiver got.
+#[derive(Clone, Debug)]
+struct Hit {
+    at: Instant,
+    path: String,
+    headers: HeaderMap,
+    body: Value,
+    raw: String,
+}
+
+impl Hit {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+    }
+
+    /// The state of the status update (or task) it carries, or `artifact`.
+    fn state(&self) -> String {
+        if self.body.get("artifactUpdate").is_some() {
+            return "artifact".to_owned();
+        }
+        let status = self.body["statusUpdate"]["status"]["state"]
+            .as_str()
+            .or(self.body["task"]["status"]["state"].as_str())
+            .unwrap_or("?");
+        status.trim_start_matches("TASK_STATE_").to_owned()
+    }
+}
+
+/// A webhook receiver on loopback: answers each path's scripted answers in turn (200 once
+/// they run out) and records every request.
+#[derive(Clone, Default)]
+struct Receiver {
+    hits: Arc<Mutex<Vec<Hit>>>,
+    script: Arc<Mutex<HashMap<String, VecDeque<Answer>>>>,
+}
+
+impl Receiver {
+    /// Serves on a port of its own; returns its base URL.
+    async fn start() -> (Receiver, String) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let receiver = Receiver::default();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        receiver.serve(listener);
+        (receiver, url)
+    }
+
+    fn serve(&self, listener: tokio::net::TcpListener) {
+        let app = axum::Router::new()
+            .fallback(receive)
+            .with_state(self.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+    }
+
+    fn script(&self, path: &str, answers: impl IntoIterator<Item = Answer>) {
+        self.script
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), answers.into_iter().collect());
+    }
+
+    fn hits(&self, path: &str) -> Vec<Hit> {
+        let hits = self.hits.lock().unwrap();
+        hits.iter()
+            .filter(|hit| hit.path == path)
+            .cloned()
+            .collect()
+    }
+
+    /// Waits (up to `within`) until `path` got `n` requests; returns them.
+    async fn wait_for(&self, path: &str, n: usize, within: Duration) -> Vec<Hit> {
+        let started = Instant::now();
+        loop {
+            let hits = self.hits(path);
+            if hits.len() >= n {
+                return hits;
+            }
+            assert!(
+                started.elapsed() < within,
+                "{path} got {} of {n} requests in {within:?}: {:?}",
+                hits.len(),
+                hits.iter().map(Hit::state).collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn receive(
+    State(receiver): State<Receiver>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let path = uri.path().to_owned();
+    receiver.hits.lock().unwrap().push(Hit {
+        at: Instant::now(),
+        path: path.clone(),
+        headers,
+        body: serde_json::from_str(&body).unwrap_or(Value::Null),
+        raw: body,
+    });
+    let answer = receiver
+        .script
+        .lock()
+        .unwrap()
+        .get_mut(&path)
+        .and_then(VecDeque::pop_front);
+    match answer {
+        None => StatusCode::OK.into_response(),
+        Some(Answer::Status(status)) => StatusCode::from_u16(status).unwrap().into_response(),
+        Some(Answer::RetryAfter(status, after)) => (
+            StatusCode::from_u16(status).unwrap(),
+            [("retry-after", after)],
+        )
+            .into_response(),
+        Some(Answer::Hang) => std::future::pending().await,
+    }
+}
+
+fn agent(args: &[&str]) -> (ExampleProcess, String) {
+    start_example("sdk_agent", args)
+}
+
+async fn call(url: &str, caller: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    rpc_with(&format!("{url}/"), ("authorization", caller), body).await
+}
+
+/// SendMessage of `text` with a push config for `hook`, answered at once with its task when
+/// `immediately`; the reply.
+async fn send_with_push(url: &str, text: &str, hook: &str, immediately: bool) -> Value {
+    let params = json!({
+        "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]},
+        "configuration": {
+            "returnImmediately": immediately,
+            "taskPushNotificationConfig": {"url": hook, "token": "secret-token"}
+        }
+    });
+    call(url, ALICE, "SendMessage", params).await
+}
+
+fn uuid() -> String {
+    format!("{:032x}", fastrand::u128(..))
+}
+
+fn task_id(reply: &Value) -> String {
+    reply["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task in {reply}"))
+        .to_owned()
+}
+
+fn states(hits: &[Hit]) -> Vec<String> {
+    hits.iter().map(Hit::state).collect()
+}
+
+/// Standard Webhooks' signature, computed here from the specification.
+fn signature(secret: &str, id: &str, timestamp: &str, body: &str) -> String {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{id}.{timestamp}.{body}").as_bytes());
+    let digest = mac.finalize().into_bytes();
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Each event of a task with a push config is a POST to its URL, in order, with the token,
+/// Standard Webhooks' headers and a signature that verifies; the body is the StreamResponse.
+#[tokio::test]
+async fn events_arrive_in_order_signed_with_the_webhook_headers() {
+    let (receiver, base) = Receiver::start().await;
+    let (_agent, url) = agent(&[
+        "--push-allow-private",
+        "--push-signing-secret",
+        "whsec-test",
+    ]);
+    let card = crate::common::requests::card(&url).await;
+    assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
+
+    let hook = format!("{base}/stream");
+    let reply = send_with_push(&url, "stream:3", &hook, false).await;
+    let task = task_id(&reply);
+    let hits = receiver
+        .wait_for("/stream", 4, Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        states(&hits),
+        ["artifact", "artifact", "artifact", "COMPLETED"]
+    );
+    let mut ids = Vec::new();
+    for hit in &hits {
+        assert_eq!(hit.header("content-type"), "application/json");
+        assert_eq!(hit.header("a2a-notification-token"), "secret-token");
+        let id = hit.header("webhook-id");
+        assert!(!id.is_empty() && !ids.contains(&id.to_owned()), "{id}");
+        ids.push(id.to_owned());
+        let timestamp = hit.header("webhook-timestamp");
+        let sent: u64 = timestamp.parse().unwrap();
+        assert!(sent.abs_diff(unix_now()) < 30, "{timestamp}");
+        assert_eq!(
+            hit.header("webhook-signature"),
+            signature("whsec-test", id, timestamp, &hit.raw)
+        );
+        let about = hit.body["artifactUpdate"]["taskId"]
+            .as_str()
+            .or(hit.body["statusUpdate"]["taskId"].as_str());
+        assert_eq!(about, Some(task.as_str()), "{}", hit.body);
+    }
+    assert_eq!(
+        hits[2].body["artifactUpdate"]["artifact"]["parts"][0]["text"],
+        "chunk 3"
+    );
+
+    // `sleep:MS`: WORKING, then COMPLETED; A2A 0.3's name of the field is taken too.
+    let params = json!({
+        "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "sleep:200"}]},
+        "configuration": {"pushNotificationConfig": {"url": format!("{base}/sleep"), "token": "t"}}
+    });
+    call(&url, ALICE, "SendMessage", params).await;
+    let hits = receiver
+        .wait_for("/sleep", 2, Duration::from_secs(10))
+        .await;
+    assert_eq!(states(&hits), ["WORKING", "COMPLETED"]);
+    assert_eq!(hits[0].header("a2a-notification-token"), "t");
+
+    // Nothing is sent after the terminal event.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.hits("/stream").len(), 4);
+    assert_eq!(receiver.hits("/sleep").len(), 2);
+}
+
+/// A config set on a running task (REST and JSON-RPC), with Get, List and Delete, by its
+/// owner only; CancelTask's CANCELED is notified, and nothing after it.
+#[tokio::test]
+async fn configs_of_a_running_task_by_its_owner_and_the_cancel_notified() {
+    let (receiver, base) = Receiver::start().await;
+    let (_agent, url) = agent(&["--push-allow-private"]);
+    let params = json!({
+        "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "sleep:60000"}]},
+        "configuration": {"returnImmediately": true}
+    });
+    let task = task_id(&call(&url, ALICE, "SendMessage", params).await);
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{url}/tasks/{task}/pushNotificationConfigs"))
+        .header("authorization", ALICE)
+        .json(&json!({"url": format!("{base}/later"), "token": "tk"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+    let created: Value = created.json().await.unwrap();
+    let config = created["id"].as_str().unwrap().to_owned();
+
+    let got = call(
+        &url,
+        ALICE,
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": task, "id": config}),
+    )
+    .await;
+    assert_eq!(got["result"]["url"], format!("{base}/later"), "{got}");
+    let listed = call(
+        &url,
+        ALICE,
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task}),
+    )
+    .await;
+    assert_eq!(
+        listed["result"]["configs"].as_array().unwrap().len(),
+        1,
+        "{listed}"
+    );
+
+    // Another caller: TASK_NOT_FOUND on every one of them, 404 over REST.
+    for (method, params) in [
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "url": format!("{base}/bob")}),
+        ),
+        (
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task, "id": config}),
+        ),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": task})),
+        (
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task, "id": config}),
+        ),
+    ] {
+        let reply = call(&url, BOB, method, params).await;
+        assert_eq!(reply["error"]["code"], -32001, "{method}: {reply}");
+    }
+    let bob = http
+        .post(format!("{url}/tasks/{task}/pushNotificationConfigs"))
+        .header("authorization", BOB)
+        .json(&json!({"url": format!("{base}/bob")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bob.status(), 404);
+
+    // A second config over JSON-RPC, deleted again: nothing reaches it.
+    let second = call(
+        &url,
+        ALICE,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task, "url": format!("{base}/deleted")}),
+    )
+    .await;
+    let second_id = second["result"]["id"].as_str().unwrap().to_owned();
+    let deleted = call(
+        &url,
+        ALICE,
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": task, "id": second_id}),
+    )
+    .await;
+    assert!(deleted.get("error").is_none(), "{deleted}");
+
+    let canceled = call(&url, ALICE, "CancelTask", json!({"id": task})).await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let hits = receiver
+        .wait_for("/later", 1, Duration::from_secs(10))
+        .await;
+    assert_eq!(states(&hits), ["CANCELED"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.hits("/later").len(), 1);
+    assert!(receiver.hits("/deleted").is_empty());
+    assert!(receiver.hits("/bob").is_empty());
+}
+
+/// Without `--push-allow-private`, receivers inside the network are refused when set (and a
+/// SendMessage carrying one is not run); nothing is ever sent there.
+#[tokio::test]
+async fn receivers_inside_the_network_are_refused() {
+    let (receiver, base) = Receiver::start().await;
+    let (_agent, url) = agent(&[]);
+    let port = base.rsplit(':').next().unwrap();
+    for hook in [
+        format!("{base}/inside"),
+        format!("http://localhost:{port}/inside"),
+        "http://169.254.169.254/latest/meta-data".to_owned(),
+        "http://10.0.0.7/hook".to_owned(),
+        "http://192.168.1.1/hook".to_owned(),
+        "http://[::1]/hook".to_owned(),
+        "http://[fd00::1]/hook".to_owned(),
+        "ftp://example.com/hook".to_owned(),
+    ] {
+        let reply = send_with_push(&url, "hello", &hook, false).await;
+        assert_eq!(reply["error"]["code"], -32602, "{hook}: {reply}");
+    }
+    // The messages were not run: the caller has no task.
+    let listed = call(&url, ALICE, "ListTasks", json!({})).await;
+    assert_eq!(
+        listed["result"]["tasks"].as_array().map_or(0, Vec::len),
+        0,
+        "{listed}"
+    );
+
+    let task = task_id(&call(
+        &url,
+        ALICE,
+        "SendMessage",
+        json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "sleep:60000"}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+    .await);
+    let created = call(
+        &url,
+        ALICE,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task, "url": format!("{base}/inside")}),
+    )
+    .await;
+    assert_eq!(created["error"]["code"], -32602, "{created}");
+    let rest = reqwest::Client::new()
+        .post(format!("{url}/tasks/{task}/pushNotificationConfigs"))
+        .header("authorization", ALICE)
+        .json(&json!({"url": format!("http://localhost:{port}/inside")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), 400);
+    let injected = call(
+        &url,
+        ALICE,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task, "url": "https://example.com/hook", "token": "a\r\nX-Evil: 1"}),
+    )
+    .await;
+    assert_eq!(injected["error"]["code"], -32602, "{injected}");
+    call(&url, ALICE, "CancelTask", json!({"id": task})).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(receiver.hits("/inside").is_empty());
+}
+
+/// 503 then 200: retried with backoff (the first retry within 2 s, the next at most twice
+/// as long plus jitter), with the same webhook-id; 429 with `Retry-After` (seconds, then a
+/// date) is waited; a later event waits for the earlier one.
+#[tokio::test]
+async fn retries_back_off_honour_retry_after_and_keep_the_order() {
+    let (receiver, base) = Receiver::start().await;
+    let (_agent, url) = agent(&["--push-allow-private"]);
+    receiver.script("/flaky", [Answer::Status(503), Answer::Status(503)]);
+    send_with_push(&url, "sleep:100", &format!("{base}/flaky"), true).await;
+    let hits = receiver
+        .wait_for("/flaky", 4, Duration::from_secs(20))
+        .await;
+    // WORKING three times (two 503s), then COMPLETED: never before WORKING was accepted.
+    assert_eq!(
+        states(&hits),
+        ["WORKING", "WORKING", "WORKING", "COMPLETED"]
+    );
+    let id = hits[0].header("webhook-id");
+    assert!(hits[..3].iter().all(|hit| hit.header("webhook-id") == id));
+    assert_ne!(hits[3].header("webhook-id"), id);
+    let first = hits[1].at - hits[0].at;
+    let second = hits[2].at - hits[1].at;
+    assert!(
+        first <= Duration::from_secs(2),
+        "first retry after {first:?}"
+    );
+    assert!(
+        second <= first * 2 + first / 2 + Duration::from_millis(200),
+        "{first:?} then {second:?}"
+    );
+
+    let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(6));
+    receiver.script(
+        "/limited",
+        [
+            Answer::RetryAfter(429, "2".to_owned()),
+            Answer::RetryAfter(503, date),
+        ],
+    );
+    send_with_push(&url, "hello", &format!("{base}/limited"), false).await;
+    let hits = receiver
+        .wait_for("/limited", 3, Duration::from_secs(20))
+        .await;
+    assert_eq!(states(&hits), ["COMPLETED", "COMPLETED", "COMPLETED"]);
+    let waited = hits[1].at - hits[0].at;
+    assert!(
+        waited >= Duration::from_millis(1900),
+        "Retry-After: 2, retried after {waited:?}"
+    );
+    // A date 6 s ahead (about 4 s when it is read), read with a second's precision: at least 2 s.
+    let waited = hits[2].at - hits[1].at;
+    assert!(
+        waited >= Duration::from_millis(2000),
+        "Retry-After date, retried after {waited:?}"
+    );
+}
+
+/// A 400 ends its notification (not retried; the next one follows); a 410 removes the config
+/// and its pending notifications.
+#[tokio::test]
+async fn a_refusal_ends_a_notification_and_gone_removes_the_config() {
+    let (receiver, base) = Receiver::start().await;
+    let (_agent, url) = agent(&["--push-allow-private"]);
+    receiver.script("/refuses", [Answer::Status(400)]);
+    send_with_push(&url, "sleep:300", &format!("{base}/refuses"), true).await;
+    let hits = receiver
+        .wait_for("/refuses", 2, Duration::from_secs(10))
+        .await;
+    assert_eq!(states(&hits), ["WORKING", "COMPLETED"]);
+
+    receiver.script("/gone", [Answer::Status(410)]);
+    let reply = send_with_push(&url, "stream:3", &format!("{base}/gone"), true).await;
+    let task = task_id(&reply);
+    receiver.wait_for("/gone", 1, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(receiver.hits("/gone").len(), 1, "nothing after the 410");
+    let listed = call(
+        &url,
+        ALICE,
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task}),
+    )
+    .await;
+    assert_eq!(
+        listed["result"]["configs"].as_array().map_or(0, Vec::len),
+        0,
+        "{listed}"
+    );
+}
+
+/// A receiver that hangs delays no other: the other receiver of the same task, and another
+/// task's, get each notification within a second of its event.
+#[tokio::test]
+async fn a_hanging_receiver_delays_nobody_else() {
+    let (receiver, base) = Receiver::start().await;
+    let (stuck, stuck_base) = Receiver::start().await;
+    let (_agent, url) = agent(&["--push-allow-private"]);
+    stuck.script("/hang", std::iter::repeat_n(Answer::Hang, 50));
+    let reply = send_with_push(&url, "sleep:1500", &format!("{stuck_base}/hang"), true).await;
+    let task = task_id(&reply);
+    let started = Instant::now();
+    call(
+        &url,
+        ALICE,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task, "url": format!("{base}/beside")}),
+    )
+    .await;
+    let hits = receiver
+        .wait_for("/beside", 1, Duration::from_secs(10))
+        .await;
+    assert_eq!(states(&hits), ["COMPLETED"]);
+    // COMPLETED comes 1.5 s after the start; it arrives within a second of that.
+    let late = hits[0].at - started;
+    assert!(late < Duration::from_millis(2500), "after {late:?}");
+
+    let sent = Instant::now();
+    send_with_push(&url, "hello", &format!("{base}/other"), false).await;
+    let hits = receiver
+        .wait_for("/other", 1, Duration::from_secs(10))
+        .await;
+    assert!(
+        hits[0].at - sent < Duration::from_secs(1),
+        "{:?}",
+        hits[0].at - sent
+    );
+    assert_eq!(
+        stuck.hits("/hang").len(),
+        1,
+        "one attempt hangs, the rest wait"
+    );
+}
+
+/// A receiver down, then up: the notifications wait and arrive in order; one not accepted
+/// within `--push-max-age-ms` is a dead letter, in the metrics, and no attempt starts after.
+#[tokio::test]
+async fn down_then_up_and_dead_letters_after_the_maximum_age() {
+    let (_agent, url) = agent(&["--push-allow-private", "--push-max-age-ms", "3000"]);
+    let port = a2a_error_testkit::free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    send_with_push(&url, "sleep:200", &format!("{base}/later"), true).await;
+    // Up before the first retry (1 s to 1.2 s after the first attempt).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let receiver = Receiver::default();
+    receiver.serve(listener);
+    let hits = receiver
+        .wait_for("/later", 2, Duration::from_secs(10))
+        .await;
+    assert_eq!(states(&hits), ["WORKING", "COMPLETED"]);
+
+    receiver.script("/dead", std::iter::repeat_n(Answer::Status(503), 100));
+    let sent = Instant::now();
+    send_with_push(&url, "hello", &format!("{base}/dead"), false).await;
+    let metrics_url = format!("{url}/metrics");
+    loop {
+        let metrics = get_text(&metrics_url).await;
+        if metrics.contains("a2a_push_deliveries{outcome=\"dead_letter\"} 1") {
+            assert!(metrics.contains("a2a_push_dead_letters 1"), "{metrics}");
+            assert!(metrics.contains("a2a_push_attempts"), "{metrics}");
+            assert!(
+                metrics.contains("a2a_push_oldest_pending_seconds"),
+                "{metrics}"
+            );
+            assert!(
+                metrics.contains("a2a_push_deliveries{outcome=\"delivered\"}"),
+                "{metrics}"
+            );
+            for line in metrics.lines().filter(|line| line.starts_with("a2a_push")) {
+                assert!(!line.contains("127.0.0.1"), "{line}");
+            }
+            break;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(13),
+            "no dead letter: {metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        sent.elapsed() >= Duration::from_millis(2900),
+        "dead after {:?}",
+        sent.elapsed()
+    );
+    let hits = receiver.hits("/dead");
+    assert!(hits.len() >= 2, "{}", hits.len());
+    let last = hits.last().unwrap().at - sent;
+    assert!(
+        last < Duration::from_millis(3400),
+        "an attempt {last:?} after the event"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(receiver.hits("/dead").len(), hits.len());
+}
+
+/// A fleet on Redis: a replica killed with `kill -9` while the receiver fails leaves its
+/// pending notifications to the other, which takes them within the lease and 2 s and
+/// delivers them, with the same webhook-id, once the receiver recovers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_leaves_its_notifications_to_the_others() {
+    let Some(redis) = redis_server("push fleet tests") else {
+        return;
+    };
+    let (receiver, base) = Receiver::start().await;
+    let args = [
+        "--redis",
+        redis.url.as_str(),
+        "--task-lease-ms",
+        "1000",
+        "--push-allow-private",
+    ];
+    let (a_process, a) = agent(&args);
+    let (b_process, _b) = agent(&args);
+    receiver.script("/fleet", std::iter::repeat_n(Answer::Status(503), 1000));
+    send_with_push(&a, "hello", &format!("{base}/fleet"), false).await;
+    let hits = receiver
+        .wait_for("/fleet", 1, Duration::from_secs(10))
+        .await;
+    let id = hits[0].header("webhook-id").to_owned();
+    a_process.kill_9();
+    let killed = Instant::now();
+    // The receiver recovers; the survivor sends the same notification.
+    receiver.script("/fleet", Vec::<Answer>::new());
+    let before = receiver.hits("/fleet").len();
+    let hits = receiver
+        .wait_for("/fleet", before + 1, Duration::from_secs(20))
+        .await;
+    let taken = hits[before].at - killed;
+    assert!(taken < Duration::from_secs(3), "taken over after {taken:?}");
+    assert!(
+        hits.iter().all(|hit| hit.header("webhook-id") == id),
+        "one notification"
+    );
+    assert_eq!(hits[before].state(), "COMPLETED");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = receiver.hits("/fleet");
+    assert_eq!(
+        after.len(),
+        before + 1,
+        "delivered once: {:?}",
+        states(&after)
+    );
+    drop((a_process, b_process));
+}
