@@ -38,6 +38,9 @@ struct Hit {
     headers: HeaderMap,
     body: Value,
     raw: String,
+    /// The task's state as GetTask read it when the notification came (a receiver that reads
+    /// the task on each notification, `Receiver::reading`).
+    read: Option<String>,
 }
 
 impl Hit {
@@ -67,6 +70,8 @@ impl Hit {
 struct Receiver {
     hits: Arc<Mutex<Vec<Hit>>>,
     script: Arc<Mutex<HashMap<String, VecDeque<Answer>>>>,
+    /// The agent whose task it reads (as Alice) on each status update, if any.
+    reads: Arc<Mutex<Option<String>>>,
 }
 
 impl Receiver {
@@ -84,6 +89,11 @@ impl Receiver {
             .fallback(receive)
             .with_state(self.clone());
         tokio::spawn(async move { axum::serve(listener, app).await });
+    }
+
+    /// Reads the task from `agent` on each status update before answering.
+    fn reading(&self, agent: &str) {
+        *self.reads.lock().unwrap() = Some(agent.to_owned());
     }
 
     fn script(&self, path: &str, answers: impl IntoIterator<Item = Answer>) {
@@ -127,12 +137,25 @@ async fn receive(
     body: String,
 ) -> Response {
     let path = uri.path().to_owned();
+    let at = Instant::now();
+    let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let agent = receiver.reads.lock().unwrap().clone();
+    let read = match (agent, parsed["statusUpdate"]["taskId"].as_str()) {
+        (Some(agent), Some(task)) => {
+            let reply = call(&agent, ALICE, "GetTask", json!({"id": task})).await;
+            reply["result"]["status"]["state"]
+                .as_str()
+                .map(|state| state.trim_start_matches("TASK_STATE_").to_owned())
+        }
+        _ => None,
+    };
     receiver.hits.lock().unwrap().push(Hit {
-        at: Instant::now(),
+        at,
         path: path.clone(),
         headers,
-        body: serde_json::from_str(&body).unwrap_or(Value::Null),
+        body: parsed,
         raw: body,
+        read,
     });
     let answer = receiver
         .script
@@ -254,7 +277,9 @@ async fn events_arrive_in_order_signed_with_the_webhook_headers() {
         "chunk 3"
     );
 
-    // `sleep:MS`: WORKING, then COMPLETED; A2A 0.3's name of the field is taken too.
+    // `sleep:MS`: WORKING, then COMPLETED; A2A 0.3's name of the field is taken too. The
+    // task read on each notification is as the notification says: stored before it is sent.
+    receiver.reading(&url);
     let params = json!({
         "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": "sleep:200"}]},
         "configuration": {"pushNotificationConfig": {"url": format!("{base}/sleep"), "token": "t"}}
@@ -265,6 +290,11 @@ async fn events_arrive_in_order_signed_with_the_webhook_headers() {
         .await;
     assert_eq!(states(&hits), ["WORKING", "COMPLETED"]);
     assert_eq!(hits[0].header("a2a-notification-token"), "t");
+    let read: Vec<_> = hits
+        .iter()
+        .map(|hit| hit.read.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(read, ["WORKING", "COMPLETED"]);
 
     // Nothing is sent after the terminal event.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -659,6 +689,11 @@ async fn a_killed_replica_leaves_its_notifications_to_the_others() {
     let (b_process, _b) = agent(&args);
     receiver.script("/fleet", std::iter::repeat_n(Answer::Status(503), 1000));
     send_with_push(&a, "hello", &format!("{base}/fleet"), false).await;
+    // A task left running on the replica to be killed: its FAILED comes from the survivor.
+    send_with_push(&a, "sleep:600000", &format!("{base}/abandoned"), true).await;
+    receiver
+        .wait_for("/abandoned", 1, Duration::from_secs(10))
+        .await;
     let hits = receiver
         .wait_for("/fleet", 1, Duration::from_secs(10))
         .await;
@@ -686,5 +721,232 @@ async fn a_killed_replica_leaves_its_notifications_to_the_others() {
         "delivered once: {:?}",
         states(&after)
     );
+    let started = Instant::now();
+    let abandoned = loop {
+        let hits = receiver.hits("/abandoned");
+        if hits.iter().any(|hit| hit.state() == "FAILED") {
+            break hits;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            states(&hits)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Killed between a notification's 200 and its removal, a replica leaves it to be sent
+    // again: with the same webhook-id, which a receiver deduplicates on.
+    let mut ids = Vec::new();
+    let abandoned: Vec<Hit> = abandoned
+        .into_iter()
+        .filter(|hit| {
+            let id = hit.header("webhook-id").to_owned();
+            let first = !ids.contains(&id);
+            ids.push(id);
+            first
+        })
+        .collect();
+    assert_eq!(states(&abandoned), ["WORKING", "FAILED"]);
+    let cause = &abandoned[1].body["statusUpdate"]["status"]["message"]["metadata"]["error"];
+    assert_eq!(cause["reason"], "TASK_ABANDONED", "{}", abandoned[1].body);
     drop((a_process, b_process));
+}
+
+/// An executor that completes at once.
+struct Done;
+
+impl a2a_server::AgentExecutor for Done {
+    fn execute(
+        &self,
+        ctx: a2a_server::ExecutorContext,
+    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
+        use futures_util::StreamExt;
+        let done = a2a::StreamResponse::StatusUpdate(a2a::TaskStatusUpdateEvent {
+            task_id: ctx.task_id.clone(),
+            context_id: ctx.context_id.clone(),
+            status: a2a::TaskStatus {
+                state: a2a::TaskState::Completed,
+                message: None,
+                timestamp: None,
+            },
+            metadata: None,
+        });
+        futures_util::stream::iter([Ok(done)]).boxed()
+    }
+
+    fn cancel(
+        &self,
+        _: a2a_server::ExecutorContext,
+    ) -> futures_util::stream::BoxStream<'static, Result<a2a::StreamResponse, a2a::A2AError>> {
+        use futures_util::StreamExt;
+        futures_util::stream::empty().boxed()
+    }
+}
+
+/// Dead letters, in memory and in Redis: listed once their maximum age passed, and replayed
+/// with the same webhook-id once the receiver is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_listed_and_replayed_in_memory_and_in_redis() {
+    use a2a_error::dependency::PushSender;
+    use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, PushDelivery, RedisTaskStore};
+
+    let redis = redis_server("push dead letters in Redis");
+    let sender = || PushSender::builder().allow_private(true).build().unwrap();
+    let mut served = Vec::new();
+    {
+        let push = PushDelivery::memory(sender()).with_max_age(Duration::from_secs(1));
+        let tasks = MemoryTaskStore::new(1 << 20);
+        let guarded = Guarded::new(Done, Arc::new(tasks.clone())).push(push.clone());
+        let bridge =
+            Bridge::new(a2a_server::DefaultRequestHandler::new(guarded, tasks)).push(push.clone());
+        served.push(("memory", push, crate::common::serve(bridge.router()).await));
+    }
+    if let Some(redis) = &redis {
+        let store = a2a_error::server::RedisStore::connect(&redis.url).unwrap();
+        let tasks = RedisTaskStore::new(&store).lease(Duration::from_secs(1));
+        let push = PushDelivery::redis(sender(), &tasks).with_max_age(Duration::from_secs(1));
+        let guarded = Guarded::leased(Done, tasks.clone()).push(push.clone());
+        let bridge = Bridge::new(a2a_server::DefaultRequestHandler::new(
+            guarded,
+            tasks.clone(),
+        ))
+        .shared_tasks(tasks)
+        .push(push.clone());
+        served.push(("redis", push, crate::common::serve(bridge.router()).await));
+    }
+    for (kind, push, url) in served {
+        let (receiver, base) = Receiver::start().await;
+        let path = format!("/{kind}");
+        receiver.script(&path, std::iter::repeat_n(Answer::Status(503), 1000));
+        let reply = send_with_push(&url, "hello", &format!("{base}{path}"), false).await;
+        let task = task_id(&reply);
+        let started = Instant::now();
+        let letters = loop {
+            let letters = push.dead_letters().await.unwrap();
+            if !letters.is_empty() {
+                break letters;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(12),
+                "{kind}: no dead letter"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(letters.len(), 1, "{kind}");
+        let letter = &letters[0];
+        assert_eq!(letter.reason(), "expired", "{kind}");
+        assert_eq!(letter.task_id(), task, "{kind}");
+        assert_eq!(letter.url(), format!("{base}{path}"), "{kind}");
+        let id = receiver.hits(&path)[0].header("webhook-id").to_owned();
+        assert_eq!(letter.id(), id, "{kind}");
+        let tried = receiver.hits(&path).len();
+
+        receiver.script(&path, Vec::<Answer>::new());
+        assert!(push.replay(&id).await.unwrap(), "{kind}");
+        assert!(!push.replay("msg_unknown").await.unwrap(), "{kind}");
+        let hits = receiver
+            .wait_for(&path, tried + 1, Duration::from_secs(10))
+            .await;
+        assert_eq!(hits[tried].header("webhook-id"), id, "{kind}");
+        assert_eq!(hits[tried].state(), "COMPLETED", "{kind}");
+        assert!(push.dead_letters().await.unwrap().is_empty(), "{kind}");
+    }
+}
+
+/// The official Python client (a2a-sdk 1.3.0) registers receivers with the SDK agent, in a
+/// SendMessage (its `ClientConfig.push_notification_config`) and with its own config
+/// methods, over both HTTP bindings: the notifications arrive, the configs read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_client_registers_receivers() {
+    let Some(python) = crate::python_interop::python_or_skip("a2a.client") else {
+        return;
+    };
+    let (receiver, base) = Receiver::start().await;
+    let (_agent, url) = agent(&["--push-allow-private"]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_push_client.py"
+    );
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let hook = format!("{base}/{}", binding.replace('+', "-"));
+        let output = tokio::process::Command::new(&python)
+            .args([script, &url, binding, &hook])
+            .current_dir(std::env::temp_dir())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{binding}: {stdout}\n{stderr}");
+        let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+        let seen = &report["seen"];
+        assert_eq!(
+            seen["got_url"],
+            format!("{hook}/created"),
+            "{binding}: {seen}"
+        );
+        assert_eq!(
+            seen["listed"].as_array().unwrap().len(),
+            2,
+            "{binding}: {seen}"
+        );
+        assert_eq!(
+            seen["listed_after_delete"],
+            json!([format!("{hook}/sent")]),
+            "{binding}: {seen}"
+        );
+        let path = format!("/{}/sent", binding.replace('+', "-"));
+        let hits = receiver.wait_for(&path, 3, Duration::from_secs(10)).await;
+        assert_eq!(
+            states(&hits),
+            ["artifact", "artifact", "COMPLETED"],
+            "{binding}"
+        );
+        assert!(
+            hits.iter()
+                .all(|hit| hit.header("a2a-notification-token") == "py-token")
+        );
+        let task = seen["task_id"].as_str().unwrap();
+        assert_eq!(hits[2].body["statusUpdate"]["taskId"], task, "{binding}");
+    }
+}
+
+/// A flood into a receiver that hangs: past 1,000 pending for one task and receiver, the rest
+/// are dead letters at once (counted), and the agent's memory stays within its bounds.
+#[tokio::test]
+async fn a_flood_to_a_hanging_receiver_stays_within_the_bounds() {
+    let (stuck, base) = Receiver::start().await;
+    stuck.script("/flood", std::iter::repeat_n(Answer::Hang, 10));
+    let (agent_process, url) = agent(&["--push-allow-private"]);
+    let before = agent_process.rss();
+    send_with_push(&url, "stream:3000", &format!("{base}/flood"), false).await;
+    let metrics_url = format!("{url}/metrics");
+    let started = Instant::now();
+    let dead = loop {
+        let metrics = get_text(&metrics_url).await;
+        let dead = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("a2a_push_dead_letters "))
+            .and_then(|value| value.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if dead >= 1999.0 {
+            break dead;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{dead} dead letters"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // 3,001 events: the one in flight and 1,000 pending are kept, the rest are dead letters.
+    assert!(dead <= 2001.0, "{dead}");
+    assert_eq!(
+        stuck.hits("/flood").len(),
+        1,
+        "one attempt hangs, the rest wait"
+    );
+    let grown = agent_process.rss().saturating_sub(before);
+    // Pending and dead letters are bounded at 64 and 16 MiB; these small events take far less.
+    eprintln!("RSS grew by {grown} bytes");
+    assert!(grown < 96 << 20, "RSS grew by {grown} bytes");
 }

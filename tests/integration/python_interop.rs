@@ -26,7 +26,7 @@ fn python_with(modules: &str) -> Option<PathBuf> {
 }
 
 /// The Python to run; `None` only when the caller opted out with `A2A_INTEROP_SKIP=1`.
-fn python_or_skip(modules: &str) -> Option<PathBuf> {
+pub(crate) fn python_or_skip(modules: &str) -> Option<PathBuf> {
     if std::env::var_os("A2A_INTEROP_SKIP").is_some_and(|v| v == "1") {
         eprintln!("SKIPPED: Python interop (A2A_INTEROP_SKIP=1)");
         return None;

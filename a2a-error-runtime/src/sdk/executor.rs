@@ -145,6 +145,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
             push: self.push.clone(),
         };
         let config = self.push.as_ref().and_then(|_| push_config_of(&ctx));
+        let task_of_run = run.task_id.clone();
         if let Some(link) = &run.link {
             link.started(&run.task_id);
         }
@@ -155,7 +156,12 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         let events = crate::trace::sync_scope(run.trace.clone(), || {
             std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)))
         });
+        let push = run.push.clone();
         let events = run.guard(events, config);
+        let events = match push {
+            Some(push) => notified(events, push, task_of_run.clone()),
+            None => events,
+        };
         #[cfg(feature = "redis")]
         if let Some(store) = &self.leases {
             return super::shared::leased(store.clone(), task, events);
@@ -173,21 +179,11 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
                 .boxed(),
             Err(panic) => futures_util::stream::iter([Err(panicked(&*panic))]).boxed(),
         };
-        let Some(push) = self.push.clone() else {
-            return events;
-        };
         // The cancellation's events are the task's too (its CANCELED status).
-        events
-            .then(move |item| {
-                let (push, task) = (push.clone(), task.clone());
-                async move {
-                    if let Ok(event) = &item {
-                        push.notify(&task, event).await;
-                    }
-                    item
-                }
-            })
-            .boxed()
+        match self.push.clone() {
+            Some(push) => notified(events, push, task),
+            None => events,
+        }
     }
 }
 
@@ -285,7 +281,6 @@ impl Run {
                         // Nothing is polled after this: the executor's stream is dropped.
                         futures_util::future::Either::Right(_) => {
                             let canceled = state.run.canceled_event();
-                            state.run.notify(&canceled).await;
                             return Some((Ok(canceled), state));
                         }
                     }
@@ -300,13 +295,11 @@ impl Run {
                 Ok(event) => {
                     state.started = true;
                     state.events = Some(events);
-                    state.run.notify(&event).await;
                     Some((Ok(event), state))
                 }
                 // Nothing is polled after an error (or a panic).
                 Err(error) if state.started => {
                     let failed = state.run.failed_event(&error);
-                    state.run.notify(&failed).await;
                     Some((Ok(failed), state))
                 }
                 Err(error) => {
@@ -391,23 +384,72 @@ impl Run {
     /// Queues `event` as a push notification, when the task has push configs.
     async fn notify(&self, event: &StreamResponse) {
         if let Some(push) = &self.push {
-            let mut event = event.clone();
-            // Without the guard's marker for the bridge's stream encoder, and stamped as the
-            // SDK's handler stamps what it stores.
-            if let StreamResponse::StatusUpdate(update) = &mut event {
-                if let Some(metadata) = &mut update.metadata {
-                    metadata.remove(FAILURE_KEY);
-                    if metadata.is_empty() {
-                        update.metadata = None;
-                    }
-                }
-                if update.status.timestamp.is_none() {
-                    update.status.timestamp = Some(chrono::Utc::now());
-                }
-            }
-            push.notify(&self.task_id, &event).await;
+            push.notify(&self.task_id, &as_notified(event)).await;
         }
     }
+}
+
+/// `event` as a push notification carries it: without the guard's marker for the bridge's
+/// stream encoder, and stamped as the SDK's handler stamps what it stores.
+fn as_notified(event: &StreamResponse) -> StreamResponse {
+    let mut event = event.clone();
+    if let StreamResponse::StatusUpdate(update) = &mut event {
+        if let Some(metadata) = &mut update.metadata {
+            metadata.remove(FAILURE_KEY);
+            if metadata.is_empty() {
+                update.metadata = None;
+            }
+        }
+        if update.status.timestamp.is_none() {
+            update.status.timestamp = Some(chrono::Utc::now());
+        }
+    }
+    event
+}
+
+/// `events` of `task`, each queued as a push notification once the SDK's handler has taken
+/// it (stored it, and sent it to the task's readers): when the next one is asked for, or when
+/// the handler drops the stream after the last. A receiver that reads the task on a
+/// notification so finds it as the notification says.
+fn notified(
+    events: BoxStream<'static, Result<StreamResponse, A2AError>>,
+    push: super::PushDelivery,
+    task: String,
+) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+    struct Notifying {
+        events: BoxStream<'static, Result<StreamResponse, A2AError>>,
+        taken: Option<StreamResponse>,
+        push: super::PushDelivery,
+        task: String,
+    }
+    impl Drop for Notifying {
+        fn drop(&mut self) {
+            let (Some(event), Ok(runtime)) =
+                (self.taken.take(), tokio::runtime::Handle::try_current())
+            else {
+                return;
+            };
+            let (push, task) = (self.push.clone(), std::mem::take(&mut self.task));
+            runtime.spawn(async move { push.notify(&task, &event).await });
+        }
+    }
+    let state = Notifying {
+        events,
+        taken: None,
+        push,
+        task,
+    };
+    futures_util::stream::unfold(state, |mut state| async move {
+        if let Some(event) = state.taken.take() {
+            state.push.notify(&state.task, &event).await;
+        }
+        let item = state.events.next().await?;
+        if let Ok(event) = &item {
+            state.taken = Some(as_notified(event));
+        }
+        Some((item, state))
+    })
+    .boxed()
 }
 
 /// The push config a SendMessage carried, which the bridge checked and put in the params.

@@ -27,6 +27,9 @@ pub(crate) const LINK_PARAM: &str = "a2a-error-link";
 /// INTERNAL): at most 16 in the buffer, with room for the handler's own last event.
 pub(crate) const STREAM_WINDOW: usize = 16;
 
+/// What is told a task's id when its execution starts.
+type OnStart = Box<dyn Fn(&str) + Send + Sync>;
+
 /// The part of a link the execution holds.
 #[derive(Default)]
 pub(crate) struct Watch {
@@ -37,6 +40,9 @@ pub(crate) struct Watch {
     credits: Option<tokio::sync::Semaphore>,
     /// The id of the task the execution runs, once it has started.
     task: OnceLock<String>,
+    /// Told the task's id when the execution starts (the bridge records the caller as its
+    /// owner then, so that the caller reads its task while a SendMessage still runs it).
+    on_start: OnceLock<OnStart>,
     ended: AtomicBool,
     ended_notify: Notify,
 }
@@ -79,6 +85,14 @@ impl Watch {
     /// The execution started on `task`.
     pub(crate) fn started(&self, task: &str) {
         let _ = self.task.set(task.to_owned());
+        if let Some(on_start) = self.on_start.get() {
+            on_start(task);
+        }
+    }
+
+    /// Tells `on_start` the task's id when the execution starts.
+    pub(crate) fn on_start(&self, on_start: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.on_start.set(Box::new(on_start));
     }
 
     /// The id of the task the execution runs, once it has started.

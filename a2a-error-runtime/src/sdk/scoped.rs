@@ -106,6 +106,16 @@ impl<H> Scoped<H> {
         }
     }
 
+    /// Records the caller as the owner of the task the request's execution starts on, as it
+    /// starts: the caller reads its task (GetTask, a push notification's receiver) while a
+    /// SendMessage still runs it, not only once it is answered.
+    fn record_on_start(&self, params: &ServiceParams) {
+        if let (Some(watch), Ownership::Local(_)) = (started(params), &self.owners) {
+            let (owners, scope) = (self.owners.clone(), scope_of(params));
+            watch.on_start(move |task| owners.record(scope, task));
+        }
+    }
+
     /// Records the task the request's execution started on, if any.
     fn record_started(&self, params: &ServiceParams) {
         if let Some(task) = started(params).as_ref().and_then(|watch| watch.task()) {
@@ -200,6 +210,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         self.check_send(params, &req).await?;
         let pushed = self.push_params(params, &mut req).await?;
         let params = pushed.as_ref().unwrap_or(params);
+        self.record_on_start(params);
         let reply = match self
             .creating(params, self.inner.send_message(params, req))
             .await
@@ -231,6 +242,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         self.check_send(params, &req).await?;
         let pushed = self.push_params(params, &mut req).await?;
         let params = pushed.as_ref().unwrap_or(params);
+        self.record_on_start(params);
         let stream = match self
             .creating(params, self.inner.send_streaming_message(params, req))
             .await

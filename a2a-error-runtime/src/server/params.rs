@@ -56,14 +56,9 @@ const OLD_PUSH_CONFIG: &[u8] = b"\"pushNotificationConfig\"";
 
 /// `bytes` with `configuration.pushNotificationConfig` (A2A 0.3's name) renamed
 /// `configuration.taskPushNotificationConfig` (1.0's), when it is there and 1.0's is not; the
-/// protobuf JSON types would drop it. `None` (nothing to rename) costs one scan.
+/// protobuf JSON types would drop it. `None` (nothing to rename) costs one SIMD scan.
 fn renamed(bytes: &[u8]) -> Option<Vec<u8>> {
-    if !bytes
-        .windows(OLD_PUSH_CONFIG.len())
-        .any(|window| window == OLD_PUSH_CONFIG)
-    {
-        return None;
-    }
+    memchr::memmem::find(bytes, OLD_PUSH_CONFIG)?;
     let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     let configuration = value.get_mut("configuration")?.as_object_mut()?;
     if configuration.contains_key("taskPushNotificationConfig") {

@@ -38,7 +38,7 @@ pub use guard::Refused;
 use super::http::HttpService;
 use super::{Failure, HttpError, HttpFailure, HttpReply};
 use crate::http::BuildError;
-use crate::resilience::breaker::{BreakerConfig, CircuitBreaker};
+use crate::resilience::breaker::{BreakDuration, BreakerConfig, CircuitBreaker};
 use crate::resilience::{
     Bulkhead, CalleeSettings, HedgeConfig, HedgeDelay, Jitter, RetryPolicy, Stack, StackBuilder,
     Timeout,
@@ -293,7 +293,7 @@ impl PushSender {
         stack.breaker = self
             .inner
             .breakers
-            .then(|| CircuitBreaker::new("push", BreakerConfig::default()));
+            .then(|| CircuitBreaker::new("push", breaker_config()));
         stack.bulkhead = stack.bulkhead.as_ref().map(Bulkhead::same_limits);
         let service = PushService {
             http: self.inner.http.clone(),
@@ -305,6 +305,17 @@ impl PushSender {
             .insert(origin.to_owned(), (service.clone(), uses));
         service
     }
+}
+
+/// A receiver's breaker: the default, but open at most 30 s (plus 10 %), so that an open
+/// circuit never stretches a retry's delay past the 60 s of the backoff's cap: a retry waits
+/// its backoff, and then at most what is left of the break.
+fn breaker_config() -> BreakerConfig {
+    BreakerConfig::default().break_duration(BreakDuration::Growing {
+        base: Duration::from_secs(5),
+        max: Duration::from_secs(30),
+        jitter: 0.1,
+    })
 }
 
 /// How a failed call ends the notification, or `None` when it is to be tried again.

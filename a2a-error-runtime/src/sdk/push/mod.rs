@@ -232,6 +232,7 @@ impl PushDelivery {
     /// Queues `event` of `task` for each of the task's configs (none: nothing). A task's
     /// notifications stop at its terminal event.
     pub(crate) async fn notify(&self, task: &str, event: &StreamResponse) {
+        self.start();
         let configs = match self.inner.configs.list(task).await {
             Ok(configs) if configs.is_empty() => return,
             Ok(configs) => configs,
@@ -249,8 +250,12 @@ impl PushDelivery {
         };
         let at = now_ms();
         let mut too_large = 0;
+        // One notification per URL: two configs of one task with the same URL would be two
+        // lanes to one receiver, whose order nothing would keep.
+        let mut urls = std::collections::HashSet::new();
         let entries: Vec<Entry> = configs
             .into_iter()
+            .filter(|config| urls.insert(config.url.clone()))
             .map(|config| Entry {
                 id: format!("msg_{:032x}", fastrand::u128(..)),
                 task: task.to_owned(),
@@ -324,9 +329,7 @@ impl Engine {
         let free = MAX_WORKERS.saturating_sub(self.running().len());
         if free > 0 {
             for lane in self.outbox.claim(free).await {
-                if self.running().insert(lane.clone()) {
-                    tokio::spawn(Arc::clone(self).deliver(lane));
-                }
+                tokio::spawn(Arc::clone(self).take(lane));
             }
         }
         let oldest = self
@@ -339,6 +342,19 @@ impl Engine {
 
     fn running(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
         self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Delivers claimed `lane`, once the worker that emptied it here before has ended (it
+    /// may not have yet: a claim can follow its last look at once).
+    async fn take(self: Arc<Self>, lane: String) {
+        let gives_up = Instant::now() + self.lease;
+        while !self.running().insert(lane.clone()) {
+            if Instant::now() >= gives_up {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.deliver(lane).await;
     }
 
     /// Delivers `lane`'s notifications in order until it is empty or its claim is lost.

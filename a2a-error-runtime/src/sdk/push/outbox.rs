@@ -7,7 +7,7 @@ use a2a::A2AError;
 use serde::{Deserialize, Serialize};
 
 /// The largest notification body kept (a StreamResponse as JSON): a larger event is not
-/// delivered, and becomes a dead letter at once (`too_large`).
+/// delivered, counted as a dead letter and logged, but not kept.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// The most notifications pending in one lane (one task, one receiver).
 pub const MAX_PER_LANE: usize = 1000;
@@ -64,7 +64,7 @@ pub(crate) fn lane(task: &str, config: &str) -> String {
 pub struct DeadLetter {
     #[serde(flatten)]
     pub(crate) entry: Entry,
-    /// Why: `expired`, `too_large`, `overflow`.
+    /// Why: `expired`, `overflow`.
     pub(crate) reason: String,
 }
 
@@ -85,8 +85,8 @@ impl DeadLetter {
     pub fn event_unix_ms(&self) -> u64 {
         self.entry.at
     }
-    /// Why it is a dead letter: `expired` (not accepted within the maximum age),
-    /// `too_large` (its body over 1 MiB), `overflow` (past a bound of pending notifications).
+    /// Why it is a dead letter: `expired` (not accepted within the maximum age) or
+    /// `overflow` (past a bound of pending notifications).
     pub fn reason(&self) -> &str {
         &self.reason
     }
