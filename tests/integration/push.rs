@@ -242,6 +242,29 @@ async fn events_arrive_in_order_signed_with_the_webhook_headers() {
     ]);
     let card = crate::common::requests::card(&url).await;
     assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
+    // Every series is there from the start, at zero.
+    let metrics_url = format!("{url}/metrics");
+    let started = Instant::now();
+    loop {
+        let metrics = get_text(&metrics_url).await;
+        let series = [
+            "a2a_push_deliveries{outcome=\"delivered\"} 0",
+            "a2a_push_deliveries{outcome=\"rejected\"} 0",
+            "a2a_push_deliveries{outcome=\"gone\"} 0",
+            "a2a_push_deliveries{outcome=\"dead_letter\"} 0",
+            "a2a_push_attempts 0",
+            "a2a_push_dead_letters 0",
+            "a2a_push_oldest_pending_seconds 0",
+        ];
+        if series
+            .iter()
+            .all(|line| metrics.lines().any(|l| l == *line))
+        {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let hook = format!("{base}/stream");
     let reply = send_with_push(&url, "stream:3", &hook, false).await;
@@ -949,4 +972,101 @@ async fn a_flood_to_a_hanging_receiver_stays_within_the_bounds() {
     // Pending and dead letters are bounded at 64 and 16 MiB; these small events take far less.
     eprintln!("RSS grew by {grown} bytes");
     assert!(grown < 96 << 20, "RSS grew by {grown} bytes");
+}
+
+/// `message` as `caller` sends it over gRPC.
+fn as_caller<T>(caller: &str, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", caller.parse().unwrap());
+    request
+}
+
+/// Over gRPC: a SendMessage's push config and CreateTaskPushNotificationConfig register
+/// receivers for the caller's own task (another caller's Get is NOT_FOUND).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receivers_registered_over_grpc() {
+    use a2a_pb::proto;
+    let (receiver, base) = Receiver::start().await;
+    let port = a2a_error_testkit::free_port();
+    let grpc = format!("127.0.0.1:{port}");
+    let (_agent, _url) = crate::common::start_example_with_env(
+        "sdk_agent",
+        &["--grpc", &grpc, "--push-allow-private"],
+        &[],
+    );
+    crate::common::wait_until_listening(port, Duration::from_secs(20), "gRPC");
+    let mut client = proto::a2a_service_client::A2aServiceClient::connect(format!("http://{grpc}"))
+        .await
+        .unwrap();
+
+    let send = proto::SendMessageRequest {
+        message: Some(proto::Message {
+            message_id: uuid(),
+            role: proto::Role::User as i32,
+            parts: vec![proto::Part {
+                content: Some(proto::part::Content::Text("sleep:500".into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        configuration: Some(proto::SendMessageConfiguration {
+            task_push_notification_config: Some(proto::TaskPushNotificationConfig {
+                url: format!("{base}/grpc-sent"),
+                token: "g-token".into(),
+                ..Default::default()
+            }),
+            return_immediately: true,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let reply = client.send_message(as_caller(ALICE, send)).await.unwrap();
+    let task = match reply.into_inner().payload {
+        Some(proto::send_message_response::Payload::Task(task)) => task.id,
+        other => panic!("{other:?}"),
+    };
+    let created = client
+        .create_task_push_notification_config(as_caller(
+            ALICE,
+            proto::TaskPushNotificationConfig {
+                task_id: task.clone(),
+                url: format!("{base}/grpc-created"),
+                ..Default::default()
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let get = |caller| {
+        as_caller(
+            caller,
+            proto::GetTaskPushNotificationConfigRequest {
+                task_id: task.clone(),
+                id: created.id.clone(),
+                ..Default::default()
+            },
+        )
+    };
+    let got = client
+        .get_task_push_notification_config(get(ALICE))
+        .await
+        .unwrap();
+    assert_eq!(got.into_inner().url, format!("{base}/grpc-created"));
+    let refused = client
+        .get_task_push_notification_config(get(BOB))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::NotFound);
+
+    let sent = receiver
+        .wait_for("/grpc-sent", 2, Duration::from_secs(10))
+        .await;
+    assert_eq!(states(&sent), ["WORKING", "COMPLETED"]);
+    assert_eq!(sent[0].header("a2a-notification-token"), "g-token");
+    let created = receiver
+        .wait_for("/grpc-created", 1, Duration::from_secs(10))
+        .await;
+    assert_eq!(states(&created), ["COMPLETED"]);
 }

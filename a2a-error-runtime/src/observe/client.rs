@@ -519,6 +519,17 @@ pub(crate) fn push_ended(outcome: &'static str, age: Duration) {
     metrics::histogram!(super::PUSH_DURATION, "outcome" => outcome).record(age.as_secs_f64());
 }
 
+/// Push notifications' series, at zero, so that they are scraped before the first
+/// notification: every `outcome` of `a2a.push.deliveries`, the attempts and dead letters.
+#[cfg(feature = "sdk")]
+pub(crate) fn push_series() {
+    for outcome in ["delivered", "rejected", "gone", "dead_letter"] {
+        metrics::counter!("a2a.push.deliveries", "outcome" => outcome).increment(0);
+    }
+    metrics::counter!("a2a.push.attempts").increment(0);
+    metrics::counter!("a2a.push.dead_letters").increment(0);
+}
+
 /// The age of the oldest push notification pending, in seconds (0 when none).
 #[cfg(feature = "sdk")]
 pub(crate) fn push_oldest_pending(seconds: f64) {

@@ -85,15 +85,10 @@ pub async fn check_url(url: &str, allow_inside: bool) -> Result<reqwest::Url, Re
     if allow_inside {
         return Ok(parsed);
     }
-    let host = parsed.host_str().ok_or(Refused::Url)?;
-    // The URL parser writes every IP literal in its one form (IPv6 in brackets).
-    let literal = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    if let Ok(ip) = literal.parse::<IpAddr>() {
+    if let Some(ip) = literal(&parsed) {
         return inside_ip(ip).map(|()| parsed);
     }
+    let host = parsed.host_str().ok_or(Refused::Url)?;
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     if INSIDE_NAMES.contains(&host.as_str()) || host.ends_with(".localhost") {
         return Err(Refused::Inside);
@@ -123,6 +118,17 @@ pub(crate) fn parse(url: &str) -> Result<reqwest::Url, Refused> {
         && parsed.username().is_empty()
         && parsed.password().is_none();
     if fits { Ok(parsed) } else { Err(Refused::Url) }
+}
+
+/// The URL's host when it is an IP literal (the URL parser writes each in its one form,
+/// IPv6 in brackets, `0x7f000001` as `127.0.0.1`).
+pub(crate) fn literal(url: &reqwest::Url) -> Option<IpAddr> {
+    let host = url.host_str()?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    host.parse().ok()
 }
 
 fn inside_ip(ip: IpAddr) -> Result<(), Refused> {

@@ -226,9 +226,7 @@ impl PushSender {
             return Delivery::Rejected { status: 0 };
         };
         // A literal address is not resolved: checked here, as the resolver checks names.
-        if !self.inner.allow_inside
-            && guard::check_url(url.as_str(), false).await == Err(Refused::Inside)
-        {
+        if !self.inner.allow_inside && guard::literal(&url).is_some_and(guard::is_inside) {
             return Delivery::Rejected { status: 0 };
         }
         let Ok(id_value) = HeaderValue::from_str(id) else {

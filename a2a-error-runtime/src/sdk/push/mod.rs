@@ -312,11 +312,17 @@ impl PushDelivery {
                 };
                 (engine.lease / 4).clamp(Duration::from_millis(50), Duration::from_millis(500))
             };
+            let mut first = true;
             loop {
                 let Some(engine) = engine.upgrade() else {
                     return;
                 };
                 let _ = tokio::time::timeout(every, engine.wake.notified()).await;
+                // After a round's wait: an application installs its recorder once it has
+                // built what it serves.
+                if std::mem::take(&mut first) {
+                    crate::observe::push_series();
+                }
                 engine.round().await;
             }
         });
