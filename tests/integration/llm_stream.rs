@@ -244,8 +244,9 @@ async fn a_first_token_too_late_fails_the_attempt_which_is_retried() {
     let streamed = stream(&url, "hi", &[]).await;
     assert_eq!(artifact_texts(streamed.events()), ["on time"]);
     assert_eq!(model.received().len(), 2);
-    // The late attempt's connection was closed, not left open.
-    assert!(!model.dropped().is_empty());
+    // The late attempt's connection was closed, not left open (the model server sees it
+    // closed a moment later on a busy machine).
+    wait_for(|| model.dropped().first().copied()).await;
 }
 
 #[tokio::test]
@@ -294,8 +295,9 @@ async fn a_silent_model_is_cut_at_the_idle_timeout() {
     assert_eq!(artifact_texts(events), ["a"]);
     assert_eq!(failed_cause(events)["reason"], "MODEL_STREAM_INTERRUPTED");
     assert!(started.elapsed() >= Duration::from_millis(500));
-    // The connection to the silent model is closed.
-    assert!(!model.dropped().is_empty());
+    // The connection to the silent model is closed (seen by the model server a moment
+    // later on a busy machine).
+    wait_for(|| model.dropped().first().copied()).await;
 }
 
 #[tokio::test]
