@@ -416,21 +416,23 @@ fn notified(
     push: super::PushDelivery,
     task: String,
 ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+    /// An event the handler has been given, with the task's configs when it was made.
+    type Taken = (StreamResponse, Vec<a2a::TaskPushNotificationConfig>);
     struct Notifying {
         events: BoxStream<'static, Result<StreamResponse, A2AError>>,
-        taken: Option<StreamResponse>,
+        taken: Option<Taken>,
         push: super::PushDelivery,
         task: String,
     }
     impl Drop for Notifying {
         fn drop(&mut self) {
-            let (Some(event), Ok(runtime)) =
+            let (Some((event, configs)), Ok(runtime)) =
                 (self.taken.take(), tokio::runtime::Handle::try_current())
             else {
                 return;
             };
             let (push, task) = (self.push.clone(), std::mem::take(&mut self.task));
-            runtime.spawn(async move { push.notify(&task, &event).await });
+            runtime.spawn(async move { push.queue(&task, &event, configs).await });
         }
     }
     let state = Notifying {
@@ -440,12 +442,16 @@ fn notified(
         task,
     };
     futures_util::stream::unfold(state, |mut state| async move {
-        if let Some(event) = state.taken.take() {
-            state.push.notify(&state.task, &event).await;
+        if let Some((event, configs)) = state.taken.take() {
+            state.push.queue(&state.task, &event, configs).await;
         }
         let item = state.events.next().await?;
+        // A task with no configs (most) costs one look at its configs, no copy of its event.
         if let Ok(event) = &item {
-            state.taken = Some(as_notified(event));
+            let configs = state.push.configs_of(&state.task).await;
+            if !configs.is_empty() {
+                state.taken = Some((as_notified(event), configs));
+            }
         }
         Some((item, state))
     })

@@ -58,7 +58,10 @@ const OLD_PUSH_CONFIG: &[u8] = b"\"pushNotificationConfig\"";
 /// `configuration.taskPushNotificationConfig` (1.0's), when it is there and 1.0's is not; the
 /// protobuf JSON types would drop it. `None` (nothing to rename) costs one SIMD scan.
 fn renamed(bytes: &[u8]) -> Option<Vec<u8>> {
-    memchr::memmem::find(bytes, OLD_PUSH_CONFIG)?;
+    // Built once: building a searcher costs more than a search of a request's params.
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(OLD_PUSH_CONFIG));
+    FINDER.find(bytes)?;
     let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     let configuration = value.get_mut("configuration")?.as_object_mut()?;
     if configuration.contains_key("taskPushNotificationConfig") {

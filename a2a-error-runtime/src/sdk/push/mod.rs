@@ -232,18 +232,32 @@ impl PushDelivery {
     /// Queues `event` of `task` for each of the task's configs (none: nothing). A task's
     /// notifications stop at its terminal event.
     pub(crate) async fn notify(&self, task: &str, event: &StreamResponse) {
+        let configs = self.configs_of(task).await;
+        self.queue(task, event, configs).await;
+    }
+
+    /// The push configs of `task` now (none when they cannot be read, which is logged).
+    pub(crate) async fn configs_of(&self, task: &str) -> Vec<TaskPushNotificationConfig> {
+        self.inner.configs.list(task).await.unwrap_or_else(|error| {
+            tracing::warn!(
+                code = error.code,
+                "push configs not read: an event not notified"
+            );
+            Vec::new()
+        })
+    }
+
+    /// Queues `event` of `task` for each of `configs` (the task's, read at the event).
+    pub(crate) async fn queue(
+        &self,
+        task: &str,
+        event: &StreamResponse,
+        configs: Vec<TaskPushNotificationConfig>,
+    ) {
+        if configs.is_empty() {
+            return;
+        }
         self.start();
-        let configs = match self.inner.configs.list(task).await {
-            Ok(configs) if configs.is_empty() => return,
-            Ok(configs) => configs,
-            Err(error) => {
-                tracing::warn!(
-                    code = error.code,
-                    "push configs not read: an event not notified"
-                );
-                return;
-            }
-        };
         let body = match serde_json::to_string(&ProtoJson(event.clone())) {
             Ok(body) => body,
             Err(_) => return,
