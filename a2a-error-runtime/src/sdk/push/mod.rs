@@ -262,37 +262,38 @@ impl PushDelivery {
             Ok(body) => body,
             Err(_) => return,
         };
-        let at = now_ms();
-        let mut too_large = 0;
         // One notification per URL: two configs of one task with the same URL would be two
         // lanes to one receiver, whose order nothing would keep.
         let mut urls = std::collections::HashSet::new();
-        let entries: Vec<Entry> = configs
+        let configs: Vec<_> = configs
             .into_iter()
             .filter(|config| urls.insert(config.url.clone()))
-            .map(|config| Entry {
-                id: format!("msg_{:032x}", fastrand::u128(..)),
-                task: task.to_owned(),
-                config: config.id.unwrap_or_default(),
-                at,
-                url: config.url,
-                token: config.token,
-                auth: config
-                    .authentication
-                    .map(|auth| (auth.scheme, auth.credentials.unwrap_or_default())),
-                body: body.clone(),
-            })
             .collect();
         let terminal = is_terminal(event);
-        let entries = if body.len() > MAX_BODY_BYTES {
-            too_large = entries.len();
+        let (entries, too_large) = if body.len() > MAX_BODY_BYTES {
             tracing::warn!(
                 bytes = body.len(),
-                "a push notification over 1 MiB is a dead letter"
+                "a push notification over 1 MiB is not sent"
             );
-            Vec::new()
+            (Vec::new(), configs.len())
         } else {
-            entries
+            let at = now_ms();
+            let entries = configs
+                .into_iter()
+                .map(|config| Entry {
+                    id: format!("msg_{:032x}", fastrand::u128(..)),
+                    task: task.to_owned(),
+                    config: config.id.unwrap_or_default(),
+                    at,
+                    url: config.url,
+                    token: config.token,
+                    auth: config
+                        .authentication
+                        .map(|auth| (auth.scheme, auth.credentials.unwrap_or_default())),
+                    body: body.clone(),
+                })
+                .collect();
+            (entries, 0)
         };
         match self.inner.outbox.add(task, entries, terminal).await {
             Ok(dead) => {

@@ -129,8 +129,8 @@ if ARGV[6] == '1' then return redis.call('LINDEX', q, 0) end
 return '1'
 ";
 
-/// `ARGV`: prefix, replica, lane, id, weight, dead reason (`''`: none), dead max, dead
-/// bytes max. Pops the
+/// `ARGV`: prefix, replica, lane, id, dead reason (`''`: none), dead max, dead bytes max.
+/// Pops the
 /// head when it is `id` and the claim this replica's. Returns 1, or 0 when not.
 const END: &str = r"
 local me, lane, id = ARGV[2], ARGV[3], ARGV[4]
@@ -140,9 +140,9 @@ local head = redis.call('LINDEX', q, 0)
 if not head or cjson.decode(head)['id'] ~= id then return 0 end
 redis.call('LPOP', q)
 redis.call('DECR', P .. 'pn')
-redis.call('DECRBY', P .. 'pb', tonumber(ARGV[5]))
+redis.call('DECRBY', P .. 'pb', tonumber(cjson.decode(head)['w'] or 0))
 redis.call('ZREM', P .. 'ages', id)
-if ARGV[6] ~= '' then bury(head, ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])) end
+if ARGV[5] ~= '' then bury(head, ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])) end
 return 1
 ";
 
@@ -298,17 +298,12 @@ impl Outbox for RedisOutbox {
 
     async fn end(&self, lane: &str, id: &str, dead: Option<&str>) -> Result<(), Lost> {
         let tasks = &self.tasks;
-        // The weight the entry was counted with: the same computation as when it was added.
-        let weight = match self.renew_or_head(lane, true).await? {
-            Some(json) => serde_json::from_str::<Kept>(&json).map_or(0, |kept| kept.w),
-            None => return Err(Lost),
-        };
+        // The weight the entry was counted with is in its JSON, read by the script.
         let ended: i64 = tasks
             .run(&self.scripts.end, |call| {
                 call.arg(&tasks.inner.replica)
                     .arg(lane)
                     .arg(id)
-                    .arg(weight)
                     .arg(dead.unwrap_or(""))
                     .arg(MAX_DEAD_LETTERS)
                     .arg(MAX_DEAD_BYTES);
