@@ -7,6 +7,12 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+// Written as the SDK converts it, with one mend: a number of a `google.protobuf.Struct`
+// (metadata) is a double in protobuf, which the SDK's conversion writes as `-32603.0`;
+// protobuf's canonical JSON writes an integral double as an integer (`-32603`), and a client
+// that reads a failed task's `code` as an integer needs that.
+use crate::wire::protojson::Canonical;
+
 /// An SDK type (`a2a::SendMessageRequest`, `a2a::Task`, `a2a::StreamResponse`, …) in its A2A
 /// 1.0 JSON form. The SDK's types derive `serde` too, but their serde form is not the wire's
 /// (the SDK converts through protobuf), so every body the bridge reads or writes goes
@@ -16,22 +22,9 @@ pub struct ProtoJson<T>(pub T);
 
 impl<T: ProtoJsonPayload> Serialize for ProtoJson<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        to_value(&self.0)
-            .map_err(serde::ser::Error::custom)?
-            .serialize(serializer)
+        let json = protojson_conv::to_value(&self.0).map_err(serde::ser::Error::custom)?;
+        Canonical(&json).serialize(serializer)
     }
-}
-
-/// `value` as A2A 1.0 JSON, as the SDK converts it, with one mend: a number of a
-/// `google.protobuf.Struct` (metadata) is a double in protobuf, which the SDK's conversion
-/// writes as `-32603.0`; protobuf's canonical JSON writes an integral double as an integer
-/// (`-32603`), and a client that reads a failed task's `code` as an integer needs that.
-fn to_value<T: ProtoJsonPayload>(
-    value: &T,
-) -> Result<serde_json::Value, protojson_conv::ProtoJsonPayloadError> {
-    let mut json = protojson_conv::to_value(value)?;
-    crate::wire::protojson::integral_doubles_as_integers(&mut json);
-    Ok(json)
 }
 
 /// Read straight from the text into the protobuf JSON type (no `serde_json::Value` in
@@ -61,8 +54,8 @@ impl SendReply {
     pub(crate) fn new(
         response: a2a::SendMessageResponse,
     ) -> Result<Self, protojson_conv::ProtoJsonPayloadError> {
-        let json = to_value(&response)?;
-        let json = serde_json::value::to_raw_value(&json)
+        let json = protojson_conv::to_value(&response)?;
+        let json = serde_json::value::to_raw_value(&Canonical(&json))
             .map_err(protojson_conv::ProtoJsonPayloadError::Json)?;
         Ok(SendReply {
             json,

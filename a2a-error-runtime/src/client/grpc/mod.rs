@@ -155,13 +155,9 @@ fn request<T: DeserializeOwned, E>(
 fn json<T: Serialize, E>(message: &T) -> Result<RawJson, ClientError<E>> {
     serde_json::to_value(message)
         .ok()
-        .map(|mut value| {
-            // Metadata numbers are doubles in protobuf: written as the other bindings write
-            // them (`-32603`, not `-32603.0`).
-            crate::wire::protojson::integral_doubles_as_integers(&mut value);
-            value
-        })
-        .and_then(|value| serde_json::to_string(&value).ok())
+        // Metadata numbers are doubles in protobuf: written as the other bindings write them
+        // (`-32603`, not `-32603.0`).
+        .and_then(|value| serde_json::to_string(&crate::wire::protojson::Canonical(&value)).ok())
         .and_then(|text| RawValue::from_string(text).ok())
         .ok_or_else(|| ClientError::Malformed {
             detail: "a reply message has no JSON form".into(),

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use futures_util::StreamExt;
 use futures_util::future::{BoxFuture, Either};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 
+use crate::server::body::ReadError;
 use crate::wire::error::A2aError;
 use crate::wire::jsonrpc::{self, Body, Id, Request as RpcRequest};
 use crate::wire::standard::StandardError;
@@ -128,20 +128,23 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         if declared.is_some_and(|len| len > self.inner.max_body_bytes as u64) {
             return Err(self.too_large());
         }
-        let mut read = std::pin::pin!(Limited::new(body, self.inner.max_body_bytes).collect());
+        let mut read = std::pin::pin!(crate::server::body::read_whole(
+            body,
+            self.inner.max_body_bytes
+        ));
         // A small body has usually arrived whole with its head: read it without arming a timer.
         let read = match read.as_mut().now_or_never() {
             Some(read) => Ok(read),
             None => tokio::time::timeout(self.inner.body_timeout, read).await,
         };
         match read {
-            Ok(Ok(collected)) => Ok(collected.to_bytes()),
-            Ok(Err(error)) if error.is::<LengthLimitError>() => Err(self.too_large()),
-            Ok(Err(error)) if crate::server::body::is_body_timeout(&*error) => {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(ReadError::TooLarge)) => Err(self.too_large()),
+            Ok(Err(ReadError::Failed(error))) if crate::server::body::is_body_timeout(&error) => {
                 Err(self.slow_body())
             }
             Err(_) => Err(self.slow_body()),
-            Ok(Err(error)) => {
+            Ok(Err(ReadError::Failed(error))) => {
                 tracing::debug!("could not read a request body: {error}");
                 Err(self.transport_error(StatusCode::BAD_REQUEST, StandardError::ParseError))
             }
