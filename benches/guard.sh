@@ -18,7 +18,13 @@
 # --no-callgrind, user-space instructions and simulated L1 misses per request under
 # callgrind for the same servers, which do not move with the machine's load.
 #
-# Usage: benches/guard.sh REV [ROUNDS] [SECONDS] [--no-callgrind]   (defaults: 4 rounds of 4 s)
+# With --benches (in place of --no-callgrind, or after it), the report ends with the
+# callees' side of this tree: a streamed model call's cost per event against reqwest and the
+# SSE parser alone (benches/stream.rs), and the dependency stack against tower-resilience
+# (benches/generic.rs), each against its baseline measured in the same run.
+#
+# Usage: benches/guard.sh REV [ROUNDS] [SECONDS] [--no-callgrind] [--benches]
+#        (defaults: 4 rounds of 4 s)
 # Installs wrk and valgrind (Debian packages) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +32,14 @@ REV=${1:?usage: benches/guard.sh REV [ROUNDS] [SECONDS] [--no-callgrind]}
 ROUNDS=${2:-4}
 SECONDS_PER_RUN=${3:-4}
 CALLGRIND=yes
-[ "${4:-}" = "--no-callgrind" ] && CALLGRIND=no
+BENCHES=no
+for flag in "${@:4}"; do
+  case $flag in
+    --no-callgrind) CALLGRIND=no ;;
+    --benches) BENCHES=yes ;;
+    *) echo "unknown flag $flag" >&2; exit 2 ;;
+  esac
+done
 WORK=target/guard
 BASE=$WORK/base
 mkdir -p "$WORK"
@@ -116,7 +129,7 @@ for path in ("error", "success"):
         print(f"| {path} | {a} vs {b} | {mid:.2f}× | {low:.2f}–{high:.2f}× | {verdict} |")
 PY
 
-[ "$CALLGRIND" = yes ] || exit 0
+if [ "$CALLGRIND" = yes ]; then
 : >"$WORK/callgrind.txt"
 A=127.0.0.1:9509
 for server in "agent@rev $OLD/agent --addr $A" "agent $NEW/agent --addr $A" \
@@ -144,4 +157,32 @@ for (path, name), (ir, miss) in sorted(rows.items()):
     vs = f"{ir / old[0]:.3f}×" if old else ""
     vs_miss = f"{miss / old[1]:.3f}×" if old else ""
     print(f"| {path} | {name} | {ir:,.0f} | {vs} | {miss:,.0f} | {vs_miss} |")
+PY
+fi
+
+[ "$BENCHES" = yes ] || exit 0
+# The callees' side, this tree only: each bench measures its own baseline in the same run.
+echo
+echo "streamed model call, 10,000 events (benches/stream.rs; interleaved medians):"
+cargo bench -q -p a2a-error-benches --bench stream -- --warm-up-time 1 --measurement-time 2 \
+  2>/dev/null | sed -n '/^interleaved/,$p'
+cargo bench -q -p a2a-error-benches --bench generic -- --warm-up-time 1 --measurement-time 3 \
+  2>/dev/null >"$WORK/generic.txt"
+python3 - "$WORK/generic.txt" <<'PY'
+import re, sys
+units = {"ps": 1e-3, "ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6}
+times, name = {}, None
+for line in open(sys.argv[1]):
+    if line.strip() and not line[0].isspace():
+        name = line.split()[0].split("/")[-1]
+    found = re.search(r"time:\s+\[\S+ \S+ (\S+) (\S+)", line)
+    if found and name:
+        times[name] = float(found.group(1)) * units[found.group(2)]
+print("\ndependency stack over a service that answers at once (benches/generic.rs), per call:")
+for name, ns in times.items():
+    print(f"  {name}: {ns:.1f} ns")
+ours = next((ns for name, ns in times.items() if "a2a" in name), None)
+theirs = next((ns for name, ns in times.items() if "tower_resilience" in name), None)
+if ours and theirs:
+    print(f"  a2a-error's stack / tower-resilience 0.13: {ours / theirs:.2f}x")
 PY

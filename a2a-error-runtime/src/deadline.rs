@@ -79,14 +79,58 @@ pub(crate) fn run_until<F: Future>(
     use futures_util::FutureExt;
     let future = scope(end, future);
     match end {
-        Some(end) => Either::Left(tokio::time::timeout_at(end, future).map(Result::ok)),
+        Some(end) => Either::Left(Until {
+            future,
+            end,
+            timer: None,
+        }),
         None => Either::Right(future.map(Some)),
+    }
+}
+
+#[cfg(feature = "axum")]
+pin_project_lite::pin_project! {
+    /// `future` until `end`: tokio's `timeout_at`, with its timer made only once `future` has
+    /// to wait. A handler that answers in its first poll (an error, a cached reply) so never
+    /// touches the timer wheel.
+    struct Until<F> {
+        #[pin]
+        future: F,
+        end: Instant,
+        // Unconstrained, as tokio's own timeout polls its timer when the future used up the
+        // task's budget: the deadline holds however busy the future keeps the task.
+        #[pin]
+        timer: Option<tokio::task::Unconstrained<tokio::time::Sleep>>,
+    }
+}
+
+#[cfg(feature = "axum")]
+impl<F: Future> Future for Until<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let mut this = self.project();
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        if this.timer.is_none() {
+            let timer = tokio::task::unconstrained(tokio::time::sleep_until(*this.end));
+            this.timer.set(Some(timer));
+        }
+        match this.timer.as_pin_mut().map(|timer| timer.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
     }
 }
 
 /// The caller's deadline in `headers`, read on arrival: the earliest `A2A-Deadline-Ms` when
 /// there are several (a proxy added one), so that no hop can extend what a caller allowed.
-#[cfg(feature = "axum")]
+#[cfg(feature = "sdk")]
 pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> Option<Instant> {
     // A parsed name: looking a header up by `&str` validates and lowercases it each time.
     const NAME: axum::http::HeaderName = axum::http::HeaderName::from_static("a2a-deadline-ms");
@@ -94,12 +138,16 @@ pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> Option<Instant> {
         NAME.as_str()
             .eq_ignore_ascii_case(crate::wire::headers::DEADLINE_HEADER)
     );
-    headers
-        .get_all(NAME)
-        .iter()
+    let left = crate::server::header_values(headers, &NAME)
         .filter_map(|value| crate::wire::headers::parse_deadline_ms(value.as_bytes()))
-        .min()
-        .and_then(|left| Instant::now().checked_add(left))
+        .min();
+    from_left(left)
+}
+
+/// The deadline `left` from now (an `A2A-Deadline-Ms` read on arrival).
+#[cfg(feature = "axum")]
+pub(crate) fn from_left(left: Option<std::time::Duration>) -> Option<Instant> {
+    left.and_then(|left| Instant::now().checked_add(left))
 }
 
 /// Runs `future` so that the typed [`Client`](crate::Client) calls made inside it end by

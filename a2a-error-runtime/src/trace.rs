@@ -97,32 +97,45 @@ pub(crate) fn insert(headers: &mut reqwest::header::HeaderMap, trace: &TraceCont
 /// (`traceparent`, exactly one, and its `tracestate`), from `span` (with `otel`, the caller's
 /// span becomes its parent and its id is OpenTelemetry's); else a new trace. Headers beyond
 /// the bounds of [`TraceContext::parse`] are ignored, never an error.
-#[cfg(feature = "axum")]
+#[cfg(feature = "sdk")]
 pub(crate) fn served(headers: &axum::http::HeaderMap, span: &tracing::Span) -> TraceContext {
-    let caller = caller(headers);
+    use axum::http::HeaderName;
+    // Parsed names: a lookup by `&str` validates and lowercases the name each time.
+    static PARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
+    static STATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
+    let mut parents = crate::server::header_values(headers, &PARENT);
+    let parent = match (parents.next(), parents.next()) {
+        (Some(parent), None) => Some(parent),
+        _ => None,
+    };
+    let mut states = crate::server::header_values(headers, &STATE);
+    let state = match (states.next(), states.next()) {
+        (Some(state), None) => Some(state),
+        _ => None,
+    };
+    served_as(caller_by(parent, state).as_ref(), span)
+}
+
+/// The caller's trace context, from its `traceparent` and `tracestate` values when each came
+/// exactly once (W3C reads several `traceparent` as none; several `tracestate` are one list,
+/// and only one is passed on, whole or not at all).
+#[cfg(feature = "axum")]
+pub(crate) fn caller_by(
+    parent: Option<&axum::http::HeaderValue>,
+    state: Option<&axum::http::HeaderValue>,
+) -> Option<TraceContext> {
+    TraceContext::parse(parent?.as_bytes(), state.map(|state| state.as_bytes()))
+}
+
+/// [`served`], of the caller's context as [`caller_by`] read it.
+#[cfg(feature = "axum")]
+pub(crate) fn served_as(caller: Option<&TraceContext>, span: &tracing::Span) -> TraceContext {
     #[cfg(feature = "otel")]
-    if let Some(ours) = otel::served(span, caller.as_ref()) {
+    if let Some(ours) = otel::served(span, caller) {
         return ours;
     }
     let _ = span;
-    caller.map_or_else(TraceContext::root, |caller| caller.child())
-}
-
-/// The caller's trace context, when its headers carry exactly one `traceparent` that reads.
-#[cfg(feature = "axum")]
-fn caller(headers: &axum::http::HeaderMap) -> Option<TraceContext> {
-    let mut parents = headers.get_all(TRACEPARENT_HEADER).iter();
-    let (Some(parent), None) = (parents.next(), parents.next()) else {
-        // None, or several: W3C reads several as none.
-        return None;
-    };
-    // Several `tracestate` headers are one list; only one is passed on, whole or not at all.
-    let mut states = headers.get_all(TRACESTATE_HEADER).iter();
-    let state = match (states.next(), states.next()) {
-        (Some(state), None) => Some(state.as_bytes()),
-        _ => None,
-    };
-    TraceContext::parse(parent.as_bytes(), state)
+    caller.map_or_else(TraceContext::root, TraceContext::child)
 }
 
 /// Our trace context and OpenTelemetry's, kept one: the spans of `tracing-opentelemetry` take

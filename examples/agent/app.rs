@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use a2a_error::bounded::{BoundedMap, Change};
 use a2a_error::server::rest::{self, Json};
-use a2a_error::server::{Dedup, DedupError, DedupStore, JsonRpc, MemoryStore, RequestContext};
+use a2a_error::server::{App, Dedup, DedupError, DedupStore, JsonRpc, MemoryStore, RequestContext};
 use a2a_error::{A2aError, StandardError};
 use axum::Router;
 use axum::extract::{Path, State};
@@ -499,9 +499,17 @@ async fn agent_card(State(agent): State<Agent>) -> Json<Value> {
     }))
 }
 
-/// The whole agent on one router: JSON-RPC at `POST /`, REST, and the agent card.
-pub fn router_with(agent: Agent) -> Router {
-    let rest = Router::new()
+/// The whole agent as `serve` serves it: JSON-RPC at `POST /`, answered without being routed
+/// (see `server::App`), and behind it REST and the agent card. The JSON-RPC endpoint answers
+/// every request itself, in JSON, so it stays outside the REST layers (each layer costs a
+/// boxed service clone and a boxed future per request).
+pub fn app_with(agent: Agent) -> App {
+    json_rpc(agent.clone()).in_front_of(rest_router(agent))
+}
+
+/// REST and the agent card, within the REST layers.
+fn rest_router(agent: Agent) -> Router {
+    Router::new()
         .route("/message:send", post(rest_send))
         .route("/tasks/{id}", get(rest_get).post(rest_task_action))
         .route("/.well-known/agent-card.json", get(agent_card))
@@ -510,12 +518,6 @@ pub fn router_with(agent: Agent) -> Router {
         .layer(rest::RequireVersionLayer::new(["1.0"]))
         // Every REST error a framework layer produces (a wrong HTTP method, a bad path) is a
         // google.rpc.Status body too.
-        .layer(rest::StatusBodiesLayer);
-    // One router, one state. The JSON-RPC endpoint answers every request itself, in JSON,
-    // so it is merged outside the REST layers: each layer of a Router costs a boxed service
-    // clone and a boxed future per request (a tenth of the error path's CPU).
-    Router::new()
-        .merge(json_rpc(agent.clone()).into_router())
-        .merge(rest)
+        .layer(rest::StatusBodiesLayer)
         .with_state(agent)
 }

@@ -73,7 +73,8 @@ async fn main() {
     // Not axum::serve: it bounds neither header nor body read time nor connections.
     if let Err(error) = serve(
         listener,
-        app::router_with(agent).merge(metrics),
+        // JSON-RPC at `/` answered without routing; REST, the card and `/metrics` routed.
+        app::app_with(agent).merge(metrics),
         ServeLimits::default(),
     )
     .await

@@ -209,8 +209,9 @@ async fn main() {
         });
     }
     tracing::info!("SDK agent listening on http://{addr}");
-    let router = bridge.router().merge(metrics::route(metrics::install()));
-    if let Err(error) = serve(listener, router, limits).await {
+    // JSON-RPC at `/` answered without routing; the REST routes and `/metrics` routed.
+    let app = bridge.app().merge(metrics::route(metrics::install()));
+    if let Err(error) = serve(listener, app, limits).await {
         eprintln!("server error: {error}");
         std::process::exit(1);
     }

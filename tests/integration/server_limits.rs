@@ -60,6 +60,52 @@ async fn slow_headers_are_cut_off() {
 }
 
 #[tokio::test]
+async fn a_slow_head_on_a_kept_alive_connection_has_its_own_time() {
+    // The connection's header timer is armed for the first request's head (sent in two
+    // parts), and would fire 300 ms after the first answer; the second head has 600 ms from
+    // that answer, and gets them.
+    let limits = ServeLimits::default().header_timeout(Duration::from_millis(600));
+    let url = serve_with(TestAgent::new().router(), limits).await;
+    let mut socket = TcpStream::connect(addr(&url)).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}"#;
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    socket
+        .write_all(format!("\r\n{body}").as_bytes())
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("TASK_NOT_FOUND") {
+        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buffer))
+            .await
+            .expect("an answer to the first request")
+            .unwrap();
+        assert!(n > 0, "closed before the first answer");
+        got.extend_from_slice(&buffer[..n]);
+    }
+    let answered = std::time::Instant::now();
+    socket
+        .write_all(b"POST / HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let (_, closed) = read_until_close(&mut socket, Duration::from_secs(5)).await;
+    assert!(
+        closed,
+        "a kept-alive connection with an unfinished head was kept open"
+    );
+    let waited = answered.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500),
+        "closed {waited:?} after the first answer"
+    );
+}
+
+#[tokio::test]
 async fn a_body_shorter_than_its_length_gets_a_json_rpc_408() {
     let url = serve_with(TestAgent::new().router(), limits()).await;
     for (path, content_type) in [

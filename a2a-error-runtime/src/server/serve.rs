@@ -11,9 +11,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use bytes::Bytes;
+use futures_util::future::Either;
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use pin_project_lite::pin_project;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -21,6 +22,66 @@ use tower::ServiceExt;
 
 use super::body::TimedBody;
 use super::quota::{Quota, Quotas};
+use super::timer::ConnectionTimer;
+
+/// What [`serve`] serves: a [`Router`], with, when one is put [in front of
+/// it](super::JsonRpc::in_front_of), the JSON-RPC endpoint answering path `/` itself.
+///
+/// A request to `/` then goes to the endpoint without being routed: the router's matching,
+/// its boxed route and the futures around it cost the error path of a JSON-RPC agent about
+/// an eighth of its work (measured under callgrind, `benches/README.md`). The endpoint answers
+/// every request to `/` as it does from [`into_router`](super::JsonRpc::into_router) (any HTTP
+/// method; only `POST` with a JSON body reaches a handler); layers added to the router do not
+/// see them, so a layer the JSON-RPC requests must pass (authentication, say) belongs on a
+/// router that merges [`into_router`](super::JsonRpc::into_router) instead.
+///
+/// Any `Router` is an `App` (`serve(listener, router, limits)`).
+pub struct App {
+    front: Option<Front>,
+    router: Router,
+}
+
+/// The endpoint in front: one request's reply, boxed once (as its tower `Service` does).
+type Front = Arc<
+    dyn Fn(
+            hyper::Request<Body>,
+        ) -> futures_util::future::BoxFuture<'static, axum::response::Response>
+        + Send
+        + Sync,
+>;
+
+impl App {
+    /// `front` answering `/`, and `router` the rest.
+    pub(crate) fn new(front: Front, router: Router) -> Self {
+        App {
+            front: Some(front),
+            router,
+        }
+    }
+
+    /// `other`'s routes added to the router behind the endpoint (axum's `Router::merge`).
+    pub fn merge(mut self, other: Router) -> Self {
+        self.router = self.router.merge(other);
+        self
+    }
+}
+
+impl From<Router> for App {
+    fn from(router: Router) -> Self {
+        App {
+            front: None,
+            router,
+        }
+    }
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("json_rpc_in_front", &self.front.is_some())
+            .finish_non_exhaustive()
+    }
+}
 
 /// The limits of [`serve`]. Defaults: 10 s to send the request headers, 30 s to send a request
 /// body, 1024 connections at once, a quarter of them for one caller once three quarters are
@@ -94,8 +155,8 @@ impl ServeLimits {
     }
 }
 
-/// Serves `router` on `listener` over HTTP/1.1 within `limits`, until the listener fails for
-/// good. Each connection runs on its own task.
+/// Serves `app` (a [`Router`], or an [`App`]) on `listener` over HTTP/1.1 within `limits`,
+/// until the listener fails for good. Each connection runs on its own task.
 ///
 /// ```no_run
 /// # use a2a_error_runtime as a2a_error;
@@ -106,12 +167,16 @@ impl ServeLimits {
 /// serve(listener, JsonRpc::new().into_router(), ServeLimits::default()).await
 /// # }
 /// ```
-pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -> io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    app: impl Into<App>,
+    limits: ServeLimits,
+) -> io::Result<()> {
+    let App { front, router } = app.into();
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let quotas = Quotas::new(limits.max_connections, limits.max_per_caller);
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
+    http.header_read_timeout(limits.header_timeout);
     loop {
         // Wait for a free slot before accepting: excess peers queue in the kernel.
         let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
@@ -128,18 +193,27 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
             }
         };
         let _ = stream.set_nodelay(true);
-        let router = router.clone();
+        let (router, front) = (router.clone(), front.clone());
         let body_timeout = limits.body_timeout;
         let quotas = Arc::clone(&quotas);
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let quota = quotas.take(quotas.caller(request.headers(), Some(peer.ip())));
             let request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
-            let reply = quota.map(|quota| (quota, router.clone().oneshot(request)));
+            let reply = quota.map(|quota| {
+                let reply = match &front {
+                    Some(front) if request.uri().path() == "/" => Either::Left(front(request)),
+                    _ => Either::Right(router.clone().oneshot(request)),
+                };
+                (quota, reply)
+            });
             async move {
                 let Some((quota, reply)) = reply else {
                     return Ok(over_quota());
                 };
-                let reply = reply.await?;
+                let reply = match reply {
+                    Either::Left(front) => front.await,
+                    Either::Right(routed) => routed.await?,
+                };
                 // A reply of known size is written at once: its slot is given back now. A
                 // stream holds it until it ends or is closed.
                 if http_body::Body::size_hint(reply.body()).exact().is_some() {
@@ -153,7 +227,12 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits) -
                 }))
             }
         });
-        let connection = http.serve_connection(TokioIo::new(stream), service);
+        // A timer of the connection's own: one registration per header timeout, not one per
+        // request (see `ConnectionTimer`).
+        let connection = http
+            .clone()
+            .timer(ConnectionTimer::default())
+            .serve_connection(TokioIo::new(stream), service);
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!("connection ended: {error}");

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, HeaderName};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::wire::headers::VERSION_HEADER;
 
@@ -39,7 +39,12 @@ impl Versions {
         // A parsed name: looking a header up by `&str` validates and lowercases it each time.
         const NAME: HeaderName = HeaderName::from_static("a2a-version");
         debug_assert!(NAME.as_str().eq_ignore_ascii_case(VERSION_HEADER));
-        match headers.get(NAME) {
+        self.asked_by(super::header(headers, &NAME))
+    }
+
+    /// [`asked`](Self::asked), of the `A2A-Version` value a request sent, if any.
+    pub(crate) fn asked_by(&self, value: Option<&HeaderValue>) -> Arc<str> {
+        match value {
             Some(value) => match value.to_str().unwrap_or("").trim() {
                 // The usual answer, without an allocation.
                 asked if asked == &*self.assumed => Arc::clone(&self.assumed),

@@ -244,6 +244,14 @@ impl<H: RequestHandler> Bridge<H> {
             .merge(self.rest_router())
     }
 
+    /// What [`router`](Self::router) serves, for [`serve`](crate::server::serve), with the
+    /// JSON-RPC endpoint answering `/` without being routed (an eighth of a JSON-RPC error
+    /// reply's work; see [`App`](crate::server::App)). Layers of the caller's own go on
+    /// [`router`](Self::router) instead: they do not see the requests to `/` here.
+    pub fn app(&self) -> crate::server::App {
+        self.json_rpc().in_front_of(self.rest_router())
+    }
+
     /// The end of a unary request's work: the caller's deadline or the bridge's timeout,
     /// whichever comes first. The executor is given it, so that work the bridge stopped
     /// waiting for ends too.

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Request, StatusCode, header};
+use axum::http::{HeaderMap, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use futures_util::StreamExt;
 use futures_util::future::{BoxFuture, Either};
 
+use crate::server::Known;
 use crate::server::body::ReadError;
 use crate::wire::error::A2aError;
 use crate::wire::jsonrpc::{self, Body, Id, Request as RpcRequest};
@@ -27,6 +28,25 @@ enum Reply {
     Body(Vec<u8>),
     /// The events of a streaming method, answered as SSE (never in a batch).
     Events(Id, Events),
+}
+
+/// What a request's headers say, read once on arrival ([`Known`]): each request of a batch
+/// is served with the same.
+struct Arrived {
+    headers: Arc<HeaderMap>,
+    /// The A2A version asked for.
+    version: Arc<str>,
+    /// Boxed, and only when the caller sent either: inline, they would take `respond`'s
+    /// future past 1 KiB.
+    sent: Option<Box<Sent>>,
+}
+
+/// What a caller sends along when it is an agent of a chain.
+struct Sent {
+    /// Its `A2A-Deadline-Ms`, from arrival.
+    deadline: Option<tokio::time::Instant>,
+    /// Its trace context, when it reads.
+    caller: Option<crate::trace::TraceContext>,
 }
 
 /// How many requests of one batch run at once.
@@ -45,12 +65,16 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// malloc and free take their slow paths for every request.
     pub(super) async fn respond(self, request: Request<axum::body::Body>) -> Response {
         let (Parts { headers, .. }, body) = request.into_parts();
-        let bytes = match self.read_body(&headers, body).await {
+        // What the headers say, read in one pass on arrival (in a plain function: what it
+        // reads does not stay in this future).
+        let arrived = match self.arrived(headers) {
+            Ok(arrived) => arrived,
+            Err(refused) => return *refused,
+        };
+        let bytes = match self.read_body(body).await {
             Ok(bytes) => bytes,
             Err(refused) => return refused,
         };
-        let version = self.inner.versions.asked(&headers);
-        let headers = Arc::new(headers);
         match jsonrpc::parse(&bytes, self.inner.max_batch) {
             Body::ParseError => self.reply(Some(
                 self.error_response(&Id::Null, &StandardError::ParseError),
@@ -58,7 +82,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             Body::EmptyBatch => self.reply(Some(
                 self.error_response(&Id::Null, &StandardError::InvalidRequest),
             )),
-            Body::Single(entry) => match self.entry(entry, &headers, &version, false).await {
+            Body::Single(entry) => match self.entry(entry, &arrived, false).await {
                 Some(Reply::Events(id, events)) => {
                     crate::server::sse::encoded_response(
                         crate::server::Binding::JsonRpc(id),
@@ -79,7 +103,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                 // A few at a time, in order: a batch is one caller's, and must not open a
                 // hundred downstream calls at once.
                 let replies: Vec<Option<Reply>> = futures_util::stream::iter(entries)
-                    .map(|entry| self.entry(entry, &headers, &version, true))
+                    .map(|entry| self.entry(entry, &arrived, true))
                     .buffered(BATCH_CONCURRENCY)
                     .collect()
                     .await;
@@ -109,25 +133,47 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         }
     }
 
-    /// The request's body, read within its limits (size, time), or the error reply.
-    async fn read_body(
-        &self,
-        headers: &HeaderMap,
-        body: axum::body::Body,
-    ) -> Result<bytes::Bytes, Response> {
-        if !crate::server::is_json(headers) {
-            return Err(self.transport_error(
+    /// What a request's headers say, and the refusal of its body when it is not JSON or is
+    /// declared longer than the limit, before any of it is read.
+    fn arrived(&self, headers: HeaderMap) -> Result<Arrived, Box<Response>> {
+        let known = Known::read(&headers);
+        let json = crate::server::is_json_type(known.content_type);
+        let declared = known
+            .content_length
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let version = self.inner.versions.asked_by(known.version);
+        let deadline = crate::deadline::from_left(known.deadline_left);
+        let caller = crate::trace::caller_by(known.traceparent.once(), known.tracestate.once());
+        let sent =
+            (deadline.is_some() || caller.is_some()).then(|| Box::new(Sent { deadline, caller }));
+        if let Some(refused) = self.refused_body(json, declared) {
+            // Boxed: a refusal is rare, and a `Response` is 128 bytes to move on every request.
+            return Err(Box::new(refused));
+        }
+        Ok(Arrived {
+            headers: Arc::new(headers),
+            version,
+            sent,
+        })
+    }
+
+    /// The refusal of a body that is not JSON, or declared longer than the limit, before any
+    /// of it is read.
+    fn refused_body(&self, json: bool, declared: Option<u64>) -> Option<Response> {
+        if !json {
+            return Some(self.transport_error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 StandardError::InvalidRequest,
             ));
         }
-        let declared = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|len| len > self.inner.max_body_bytes as u64) {
-            return Err(self.too_large());
-        }
+        declared
+            .is_some_and(|len| len > self.inner.max_body_bytes as u64)
+            .then(|| self.too_large())
+    }
+
+    /// The request's body, read within its limits (size, time), or the error reply.
+    async fn read_body(&self, body: axum::body::Body) -> Result<bytes::Bytes, Response> {
         let mut read = std::pin::pin!(crate::server::body::read_whole(
             body,
             self.inner.max_body_bytes
@@ -156,8 +202,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     fn entry<'a>(
         &'a self,
         entry: jsonrpc::Entry,
-        headers: &'a Arc<HeaderMap>,
-        version: &'a Arc<str>,
+        arrived: &'a Arrived,
         in_batch: bool,
     ) -> impl Future<Output = Option<Reply>> + Send + 'a {
         match entry {
@@ -167,7 +212,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     self.error_response(&invalid.id, &StandardError::InvalidRequest),
                 ))))
             }
-            Ok(request) => Either::Right(self.call(request, headers, version, in_batch)),
+            Ok(request) => Either::Right(self.call(request, arrived, in_batch)),
         }
     }
 
@@ -177,12 +222,18 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     fn call<'a>(
         &'a self,
         request: RpcRequest,
-        headers: &'a Arc<HeaderMap>,
-        version: &'a Arc<str>,
+        arrived: &'a Arrived,
         in_batch: bool,
     ) -> impl Future<Output = Option<Reply>> + Send + 'a {
         let RpcRequest { id, method, params } = request;
-        let deadline = crate::deadline::from_headers(headers);
+        let Arrived {
+            headers,
+            version,
+            sent,
+        } = arrived;
+        let (deadline, caller) = sent
+            .as_deref()
+            .map_or((None, None), |sent| (sent.deadline, sent.caller.as_ref()));
         let found = self.inner.methods.get(&method);
         // The caller's trace, or one of its own: the request's span, the handler, the calls it
         // makes and the log line of a failure all carry it.
@@ -190,7 +241,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             crate::observe::System::JsonRpc,
             found.map_or("other", |registered| &registered.name),
         );
-        let trace = crate::trace::served(headers, &span);
+        let trace = crate::trace::served_as(caller, &span);
         let started = if !self.inner.versions.serves(version) {
             Err(Box::new(StandardError::VersionNotSupported) as DynError)
         } else {

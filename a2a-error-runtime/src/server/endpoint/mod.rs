@@ -11,7 +11,6 @@ mod dispatch;
 mod handler;
 mod stream;
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -148,7 +147,7 @@ impl<S> Clone for JsonRpc<S> {
 
 impl<S> std::fmt::Debug for JsonRpc<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut methods: Vec<&str> = self.inner.methods.keys().map(String::as_str).collect();
+        let mut methods: Vec<&str> = self.inner.methods.names().collect();
         methods.sort_unstable();
         f.debug_struct("JsonRpc")
             .field("methods", &methods)
@@ -156,10 +155,38 @@ impl<S> std::fmt::Debug for JsonRpc<S> {
     }
 }
 
+/// The methods served, by name: a list searched in order rather than a hash map. The names
+/// are the endpoint's own (a dozen or so, none of them a caller's), and comparing them costs
+/// less than hashing the name a caller sent (SipHash, to stay safe from a caller's keys,
+/// which this list needs no protection from: nothing a caller sends is added to it).
+#[derive(Clone)]
+struct Methods<S>(Vec<(Box<str>, Registered<S>)>);
+
+impl<S> Methods<S> {
+    fn get(&self, name: &str) -> Option<&Registered<S>> {
+        self.0
+            .iter()
+            .find(|(named, _)| **named == *name)
+            .map(|(_, registered)| registered)
+    }
+
+    /// Registers `name`, in place of what it named before.
+    fn insert(&mut self, name: &str, registered: Registered<S>) {
+        match self.0.iter_mut().find(|(named, _)| **named == *name) {
+            Some((_, held)) => *held = registered,
+            None => self.0.push((name.into(), registered)),
+        }
+    }
+
+    fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(name, _)| &**name)
+    }
+}
+
 #[derive(Clone)]
 struct Inner<S> {
     state: S,
-    methods: HashMap<String, Registered<S>>,
+    methods: Methods<S>,
     max_body_bytes: usize,
     body_timeout: Duration,
     max_batch: usize,
@@ -190,7 +217,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         JsonRpc {
             inner: Arc::new(Inner {
                 state,
-                methods: HashMap::new(),
+                methods: Methods(Vec::new()),
                 max_body_bytes: 4 << 20,
                 body_timeout: Duration::from_secs(30),
                 max_batch: 100,
@@ -235,7 +262,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             call,
             name: Arc::from(name),
         };
-        self.inner_mut().methods.insert(name.to_owned(), registered);
+        self.inner_mut().methods.insert(name, registered);
         self
     }
 
@@ -253,7 +280,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             );
         };
         handler.name = Arc::from(alias);
-        self.inner_mut().methods.insert(alias.to_owned(), handler);
+        self.inner_mut().methods.insert(alias, handler);
         self
     }
 
@@ -333,6 +360,28 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// the endpoint carries its own, so it merges into a router of any state.
     pub fn into_router<R: Clone + Send + Sync + 'static>(self) -> axum::Router<R> {
         axum::Router::new().route_service("/", self)
+    }
+
+    /// This endpoint answering `/` and `router` the rest, for [`serve`](crate::server::serve):
+    /// a request to `/` reaches the endpoint without being routed (see
+    /// [`App`](crate::server::App) for what that saves, and why the router's layers do not
+    /// see those requests).
+    ///
+    /// ```no_run
+    /// # use a2a_error_runtime as a2a_error;
+    /// # async fn run() -> std::io::Result<()> {
+    /// use a2a_error::server::{JsonRpc, ServeLimits, serve};
+    ///
+    /// let rest = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" }));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// serve(listener, JsonRpc::new().in_front_of(rest), ServeLimits::default()).await
+    /// # }
+    /// ```
+    pub fn in_front_of(self, router: axum::Router) -> crate::server::App {
+        crate::server::App::new(
+            Arc::new(move |request| Box::pin(self.clone().respond(request))),
+            router,
+        )
     }
 }
 
