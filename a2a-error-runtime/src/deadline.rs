@@ -132,16 +132,7 @@ impl<F: Future> Future for Until<F> {
 /// there are several (a proxy added one), so that no hop can extend what a caller allowed.
 #[cfg(feature = "sdk")]
 pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> Option<Instant> {
-    // A parsed name: looking a header up by `&str` validates and lowercases it each time.
-    const NAME: axum::http::HeaderName = axum::http::HeaderName::from_static("a2a-deadline-ms");
-    debug_assert!(
-        NAME.as_str()
-            .eq_ignore_ascii_case(crate::wire::headers::DEADLINE_HEADER)
-    );
-    let left = crate::server::header_values(headers, &NAME)
-        .filter_map(|value| crate::wire::headers::parse_deadline_ms(value.as_bytes()))
-        .min();
-    from_left(left)
+    from_left(crate::server::Known::read(headers).deadline_left)
 }
 
 /// The deadline `left` from now (an `A2A-Deadline-Ms` read on arrival).

@@ -99,21 +99,9 @@ pub(crate) fn insert(headers: &mut reqwest::header::HeaderMap, trace: &TraceCont
 /// the bounds of [`TraceContext::parse`] are ignored, never an error.
 #[cfg(feature = "sdk")]
 pub(crate) fn served(headers: &axum::http::HeaderMap, span: &tracing::Span) -> TraceContext {
-    use axum::http::HeaderName;
-    // Parsed names: a lookup by `&str` validates and lowercases the name each time.
-    static PARENT: HeaderName = HeaderName::from_static(TRACEPARENT_HEADER);
-    static STATE: HeaderName = HeaderName::from_static(TRACESTATE_HEADER);
-    let mut parents = crate::server::header_values(headers, &PARENT);
-    let parent = match (parents.next(), parents.next()) {
-        (Some(parent), None) => Some(parent),
-        _ => None,
-    };
-    let mut states = crate::server::header_values(headers, &STATE);
-    let state = match (states.next(), states.next()) {
-        (Some(state), None) => Some(state),
-        _ => None,
-    };
-    served_as(caller_by(parent, state).as_ref(), span)
+    let known = crate::server::Known::read(headers);
+    let caller = caller_by(known.traceparent.once(), known.tracestate.once());
+    served_as(caller.as_ref(), span)
 }
 
 /// The caller's trace context, from its `traceparent` and `tracestate` values when each came

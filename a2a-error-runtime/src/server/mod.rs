@@ -35,62 +35,14 @@ pub use sse::{Binding, sse_response};
 pub use task::failed_status;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 
-/// Up to how many header values a request's headers are scanned for a name rather than
-/// looked up by its hash: a scan compares a few names (most requests carry under a dozen
-/// headers), a lookup hashes every byte of the name first, which cost the error path about
-/// a thirtieth of its work over the seven headers it reads. Past this, and so for a peer
-/// that sends a hundred headers, the hash.
-const SCAN_UP_TO: usize = 16;
-
-/// The first value of header `name` in `headers` (`HeaderMap::get`, read by a scan when
-/// there are few).
-pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a HeaderValue> {
-    if headers.len() > SCAN_UP_TO {
-        return headers.get(name);
-    }
-    headers
-        .iter()
-        .find(|(named, _)| *named == name)
-        .map(|(_, value)| value)
-}
-
-/// Every value of header `name` in `headers`, in order (`HeaderMap::get_all`, read by a scan
-/// when there are few).
-#[cfg(feature = "sdk")]
-pub(crate) fn header_values<'a>(headers: &'a HeaderMap, name: &'a HeaderName) -> HeaderValues<'a> {
-    if headers.len() > SCAN_UP_TO {
-        return HeaderValues::Hashed(headers.get_all(name).iter());
-    }
-    HeaderValues::Scanned(headers.iter(), name)
-}
-
-/// The values [`header_values`] reads.
-#[cfg(feature = "sdk")]
-pub(crate) enum HeaderValues<'a> {
-    Scanned(header::Iter<'a, HeaderValue>, &'a HeaderName),
-    Hashed(header::ValueIter<'a, HeaderValue>),
-}
-
-#[cfg(feature = "sdk")]
-impl<'a> Iterator for HeaderValues<'a> {
-    type Item = &'a HeaderValue;
-
-    fn next(&mut self) -> Option<&'a HeaderValue> {
-        match self {
-            HeaderValues::Scanned(headers, name) => headers
-                .find(|(named, _)| named == name)
-                .map(|(_, value)| value),
-            HeaderValues::Hashed(values) => values.next(),
-        }
-    }
-}
-
-/// What the JSON-RPC endpoint reads of a request's headers, found in one pass over them: a
-/// lookup by name hashes the name first, and the seven the endpoint reads cost it about a
-/// thirtieth of an error reply's work; one pass compares each header's name once. Several
+/// What a server reads of a request's headers that A2A defines or that have names of no
+/// standard, found in one pass over them: a lookup of such a name hashes every byte of it
+/// first, and the seven the JSON-RPC endpoint reads cost it about a thirtieth of an error
+/// reply's work; one pass compares each header's name once. (A standard name,
+/// `Authorization` say, hashes as a small number: `HeaderMap::get` reads it.) Several
 /// `traceparent` (or `tracestate`) headers are kept as several, which W3C reads as none (or
 /// as one list not passed on).
 #[derive(Default)]
@@ -134,6 +86,7 @@ impl<'a> Known<'a> {
     /// One pass over `headers` (hyper caps them at 100).
     pub(crate) fn read(headers: &'a HeaderMap) -> Self {
         let mut known = Known::default();
+        // Names are lowercase in a `HeaderMap` (A2A's own are written `A2A-Version`).
         for (name, value) in headers {
             match name.as_str() {
                 "content-type" => {
@@ -151,8 +104,8 @@ impl<'a> Known<'a> {
                             crate::deadline::earliest(known.deadline_left, Some(left));
                     }
                 }
-                "traceparent" => known.traceparent.add(value),
-                "tracestate" => known.tracestate.add(value),
+                crate::trace::TRACEPARENT_HEADER => known.traceparent.add(value),
+                crate::trace::TRACESTATE_HEADER => known.tracestate.add(value),
                 _ => {}
             }
         }
@@ -176,7 +129,7 @@ pub const A2A_JSON: &str = "application/a2a+json";
 
 /// Whether a request says its body is JSON (`application/json` or `application/a2a+json`).
 pub(crate) fn is_json(headers: &HeaderMap) -> bool {
-    is_json_type(self::header(headers, &header::CONTENT_TYPE))
+    is_json_type(headers.get(header::CONTENT_TYPE))
 }
 
 /// [`is_json`] of a `Content-Type` value.
@@ -200,34 +153,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_scan_finds_what_the_hash_finds() {
-        let deadline = HeaderName::from_static("a2a-deadline-ms");
-        let absent = HeaderName::from_static("traceparent");
-        // Few headers (scanned) and many (hashed), with a name repeated, in any case.
-        for padding in [0, 3, SCAN_UP_TO + 5] {
-            let mut headers = HeaderMap::new();
-            headers.append(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-            for i in 0..padding {
-                let name = HeaderName::try_from(format!("x-pad-{i}")).unwrap();
-                headers.append(name, HeaderValue::from_static("pad"));
-            }
-            headers.append("A2A-Deadline-Ms", HeaderValue::from_static("30"));
-            headers.append(header::CONTENT_LENGTH, HeaderValue::from_static("2"));
-            headers.append("a2a-deadline-ms", HeaderValue::from_static("10"));
-            assert_eq!(header(&headers, &deadline), headers.get(&deadline));
-            assert_eq!(
-                header(&headers, &header::CONTENT_LENGTH),
-                headers.get(header::CONTENT_LENGTH)
-            );
-            assert_eq!(header(&headers, &absent), None);
-            #[cfg(feature = "sdk")]
-            {
-                let all: Vec<_> = header_values(&headers, &deadline).collect();
-                let expected: Vec<_> = headers.get_all(&deadline).iter().collect();
-                assert_eq!(all, expected);
-                assert_eq!(all.len(), 2);
-                assert_eq!(header_values(&headers, &absent).count(), 0);
-            }
-        }
+    fn one_pass_reads_what_lookups_read() {
+        let mut headers = HeaderMap::new();
+        headers.append(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        headers.append(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.append("A2A-Deadline-Ms", HeaderValue::from_static("30"));
+        headers.append(header::CONTENT_LENGTH, HeaderValue::from_static("2"));
+        headers.append("a2a-deadline-ms", HeaderValue::from_static("x"));
+        headers.append("a2a-deadline-ms", HeaderValue::from_static("10"));
+        headers.append("a2a-version", HeaderValue::from_static("0.3"));
+        headers.append("traceparent", HeaderValue::from_static("a"));
+        headers.append("tracestate", HeaderValue::from_static("b"));
+        headers.append("tracestate", HeaderValue::from_static("c"));
+        let known = Known::read(&headers);
+        // The first value, as `HeaderMap::get` reads it.
+        assert_eq!(known.content_type, headers.get(header::CONTENT_TYPE));
+        assert_eq!(known.content_length, headers.get(header::CONTENT_LENGTH));
+        assert_eq!(known.version, headers.get("a2a-version"));
+        // The smallest deadline of those that read.
+        assert_eq!(
+            known.deadline_left,
+            Some(std::time::Duration::from_millis(10))
+        );
+        // Exactly once, or not at all.
+        assert_eq!(known.traceparent.once(), headers.get("traceparent"));
+        assert_eq!(known.tracestate.once(), None);
+        let empty = HeaderMap::new();
+        let none = Known::read(&empty);
+        assert!(none.content_type.is_none() && none.version.is_none());
+        assert!(none.deadline_left.is_none() && none.traceparent.once().is_none());
     }
 }

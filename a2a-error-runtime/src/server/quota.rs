@@ -63,7 +63,7 @@ impl Quotas {
 
     /// The counter of the caller of a request with `headers` from `peer`.
     pub(crate) fn caller(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> usize {
-        let hash = match (super::header(headers, &AUTHORIZATION), peer) {
+        let hash = match (headers.get(AUTHORIZATION), peer) {
             (Some(value), _) => self
                 .hasher
                 .hash_one(super::scope::credential(value.as_bytes())),

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue};
 
 use crate::wire::headers::VERSION_HEADER;
 
@@ -36,10 +36,8 @@ impl Versions {
     /// The version a request asks for: its header, trimmed (a value that is not text asks for
     /// no version anyone serves), or the assumed one.
     pub(crate) fn asked(&self, headers: &HeaderMap) -> Arc<str> {
-        // A parsed name: looking a header up by `&str` validates and lowercases it each time.
-        const NAME: HeaderName = HeaderName::from_static("a2a-version");
-        debug_assert!(NAME.as_str().eq_ignore_ascii_case(VERSION_HEADER));
-        self.asked_by(super::header(headers, &NAME))
+        debug_assert!("a2a-version".eq_ignore_ascii_case(VERSION_HEADER));
+        self.asked_by(super::Known::read(headers).version)
     }
 
     /// [`asked`](Self::asked), of the `A2A-Version` value a request sent, if any.
