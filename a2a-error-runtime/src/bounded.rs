@@ -302,9 +302,7 @@ impl<V: Clone> BoundedMap<V> {
             }
         };
         // A time to live too long to be an instant is as good as forever.
-        let expires_at = now
-            .checked_add(ttl)
-            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
+        let expires_at = crate::deadline::after(now, ttl);
         match entry {
             // Written again: one lookup, and it keeps its place in the queue.
             Entry::Occupied(mut held) => {

@@ -31,6 +31,14 @@ pub(crate) fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
     }
 }
 
+/// `limit` after `now`; one past what an `Instant` holds is thirty years on, as tokio's `sleep`
+/// reads it: a limit that large is as good as none.
+#[cfg(feature = "axum")]
+pub(crate) fn after(now: Instant, limit: std::time::Duration) -> Instant {
+    now.checked_add(limit)
+        .unwrap_or_else(|| now + std::time::Duration::from_secs(86_400 * 365 * 30))
+}
+
 /// The deadline of the request being served, when there is one.
 pub(crate) fn inherited() -> Option<Instant> {
     DEADLINE.try_with(|deadline| *deadline).ok()

@@ -47,14 +47,10 @@ pin_project! {
 
 impl TimedBody {
     pub(crate) fn new(body: Incoming, limit: Duration) -> Self {
-        let now = tokio::time::Instant::now();
         TimedBody {
             body,
             timer: None,
-            // A limit past what an `Instant` holds never lapses (as `sleep` treats it).
-            deadline: now
-                .checked_add(limit)
-                .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30)),
+            deadline: crate::deadline::after(tokio::time::Instant::now(), limit),
         }
     }
 }

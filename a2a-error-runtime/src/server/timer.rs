@@ -30,12 +30,8 @@ struct Shared {
 
 impl Timer for ConnectionTimer {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Sleep>> {
-        // As tokio's `sleep`: a duration past what an `Instant` holds is thirty years.
-        let now = self.now();
-        let deadline = now
-            .checked_add(duration)
-            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
-        self.sleep_until(deadline)
+        let now = tokio::time::Instant::from_std(self.now());
+        self.sleep_until(crate::deadline::after(now, duration).into_std())
     }
 
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Sleep>> {

@@ -30,8 +30,8 @@ fn integral_doubles_as_integers(value: &mut Value) {
     }
 }
 
-/// A value serialized as [`integral_doubles_as_integers`] would leave it, mended while it is
-/// written: a reply is walked once, not once to mend and again to write.
+/// A value serialized with every integral double within ±2^53 written as an integer, mended
+/// while it is written: a reply is walked once, not once to mend and again to write.
 pub(crate) struct Canonical<'a>(pub(crate) &'a Value);
 
 impl Serialize for Canonical<'_> {
