@@ -76,6 +76,16 @@ pub(crate) fn scope<F: Future>(
     }
 }
 
+/// Runs `f` with `deadline` as the one calls made inside it inherit (an earlier one already
+/// in force is kept): [`scope`] for one poll of a future that scopes itself at each poll.
+#[cfg(feature = "sdk")]
+pub(crate) fn sync_scope<R>(deadline: Option<Instant>, f: impl FnOnce() -> R) -> R {
+    match earliest(deadline, inherited()) {
+        Some(deadline) => DEADLINE.sync_scope(deadline, f),
+        None => f(),
+    }
+}
+
 /// Runs `future` until `end`, which is also the deadline calls made inside it inherit:
 /// `None` when `end` came first and the future was dropped. Every "bounded by the deadline"
 /// of a server (a JSON-RPC handler, a REST route of the SDK bridge) is this function.
@@ -87,12 +97,19 @@ pub(crate) fn run_until<F: Future>(
     use futures_util::FutureExt;
     let future = scope(end, future);
     match end {
-        Some(end) => Either::Left(Until {
-            future,
-            end,
-            timer: None,
-        }),
+        Some(end) => Either::Left(until(end, future)),
         None => Either::Right(future.map(Some)),
+    }
+}
+
+/// `future` until `end` (`None` once `end` came first), its timer made only once `future`
+/// has to wait; no deadline scope of its own (see [`run_until`]).
+#[cfg(feature = "axum")]
+pub(crate) fn until<F: Future>(end: Instant, future: F) -> impl Future<Output = Option<F::Output>> {
+    Until {
+        future,
+        end,
+        timer: None,
     }
 }
 

@@ -187,6 +187,35 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
     }
 }
 
+pin_project_lite::pin_project! {
+    /// `future` polled inside its run's deadline, trace and failure mode: one layer whose every
+    /// poll enters the three, rather than a task-local future for each (each its own poll, and
+    /// its own copy of the event's future when moved).
+    struct InRun<F> {
+        run: Arc<Run>,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for InRun<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let run = &**this.run;
+        let future = this.future;
+        crate::trace::sync_scope(run.trace.clone(), || {
+            FAILURES_AS_STATUS.sync_scope(Arc::clone(&run.as_status), || {
+                crate::deadline::sync_scope(run.deadline, || future.poll(cx))
+            })
+        })
+    }
+}
+
 /// What the guard knows of one execution.
 struct Run {
     task_id: String,
@@ -254,25 +283,25 @@ impl Run {
                 }
                 AssertUnwindSafe(polled.next()).catch_unwind().await
             };
+            // The request's deadline and trace reach the calls made inside the executor (the
+            // SDK runs it in a task of its own).
+            let next = InRun {
+                run: Arc::clone(&state.run),
+                future: next,
+            };
             let deadline = state.run.deadline;
             let next = async move {
                 match deadline {
-                    // The request's deadline reaches typed clients called inside the executor.
-                    Some(deadline) => {
-                        let polled = crate::deadline::scope(Some(deadline), next);
-                        match tokio::time::timeout_at(deadline, polled).await {
-                            Ok(next) => next,
-                            Err(_) => Ok(Some(Err(crate::sdk::to_sdk(
-                                &StandardError::DeadlineExceeded,
-                            )))),
-                        }
-                    }
+                    // Its timer is made only when the event is not ready at once.
+                    Some(deadline) => match crate::deadline::until(deadline, next).await {
+                        Some(next) => next,
+                        None => Ok(Some(Err(crate::sdk::to_sdk(
+                            &StandardError::DeadlineExceeded,
+                        )))),
+                    },
                     None => next.await,
                 }
             };
-            // So does the request's trace: the SDK runs the executor in a task of its own.
-            let next = crate::trace::scope(state.run.trace.clone(), next);
-            let next = FAILURES_AS_STATUS.scope(Arc::clone(&state.run.as_status), next);
             let next = match state.run.link.clone() {
                 Some(link) => {
                     let gone = std::pin::pin!(link.gone());

@@ -13,6 +13,7 @@
 //! before the bridge adds its own (as for the deadline), so no caller can name another's.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -119,9 +120,35 @@ impl Watch {
 
 /// The links alive in this process, by number. One entry per request in flight: removed when
 /// its [`Link`] is dropped.
-fn links() -> &'static Mutex<HashMap<u64, Arc<Watch>>> {
-    static LINKS: OnceLock<Mutex<HashMap<u64, Arc<Watch>>>> = OnceLock::new();
+fn links() -> &'static Mutex<Links> {
+    static LINKS: OnceLock<Mutex<Links>> = OnceLock::new();
     LINKS.get_or_init(Default::default)
+}
+
+/// The map of links: its keys are drawn at random by this process, never chosen by a caller,
+/// so they are their own hash (SipHash's guard against chosen keys buys nothing here, and it
+/// was hashed three times a SendMessage).
+type Links = HashMap<u64, Arc<Watch>, BuildHasherDefault<DrawnHasher>>;
+
+/// The hasher of keys drawn at random: the key itself.
+#[derive(Default)]
+struct DrawnHasher(u64);
+
+impl Hasher for DrawnHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for a `u64` key; any other input is folded in, never panics.
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 /// The request's end of a link: while it lives, the execution it names runs; dropped before
@@ -178,7 +205,7 @@ impl Link {
 
     /// The value of [`LINK_PARAM`] that names this link.
     pub(crate) fn param(&self) -> String {
-        self.id.to_string()
+        itoa::Buffer::new().format(self.id).to_owned()
     }
 }
 

@@ -25,7 +25,7 @@ impl Owner {
 
     /// The key as 32 lowercase hex digits: what a store writes beside the task.
     pub fn to_hex(self) -> String {
-        format!("{:032x}", self.0)
+        super::scope_key::hex(self.0)
     }
 }
 

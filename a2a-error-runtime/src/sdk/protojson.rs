@@ -1,17 +1,46 @@
 //! [`ProtoJson`]: an SDK type read and written as the A2A 1.0 JSON (ProtoJSON), exactly as the
 //! SDK's own routers and clients convert it.
 
-use a2a_pb::protojson_conv::{self, ProtoJsonPayload};
+use a2a_pb::protojson_conv::{self, ProtoJsonPayload, ProtoJsonPayloadError};
 use prost::Message as _;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-// Written as the SDK converts it, with one mend: a number of a `google.protobuf.Struct`
-// (metadata) is a double in protobuf, which the SDK's conversion writes as `-32603.0`;
-// protobuf's canonical JSON writes an integral double as an integer (`-32603`), and a client
-// that reads a failed task's `code` as an integer needs that.
-use crate::wire::protojson::Canonical;
+/// `value`'s A2A 1.0 JSON, the bytes the SDK's routers write (`protojson_conv::to_value`,
+/// then that value written), with one mend: a number of a `google.protobuf.Struct`
+/// (metadata) is a double in protobuf, which the SDK's conversion writes as `-32603.0`;
+/// protobuf's canonical JSON writes an integral double as an integer (`-32603`), and a client
+/// that reads a failed task's `code` as an integer needs that.
+///
+/// Written from the protobuf JSON type without the SDK's `serde_json::Value` in between (see
+/// [`crate::wire::protojson`]); a type whose conversion also edits that value
+/// (`ListTasksResponse`, whose `nextPageToken` is always written) goes through it.
+pub(crate) fn to_json<T: ProtoJsonPayload + 'static>(
+    value: &T,
+) -> Result<Vec<u8>, ProtoJsonPayloadError> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<a2a::ListTasksResponse>() {
+        let json = protojson_conv::to_value(value)?;
+        return crate::wire::protojson::to_vec(&json, false).map_err(ProtoJsonPayloadError::Json);
+    }
+    // As the SDK converts: to protobuf, then through its bytes to the protobuf JSON type.
+    let proto = T::to_proto(value);
+    let json = T::ProtoJson::decode(proto.encode_to_vec().as_slice())
+        .map_err(ProtoJsonPayloadError::Decode)?;
+    crate::wire::protojson::to_vec(&json, true).map_err(ProtoJsonPayloadError::Json)
+}
+
+/// `value`'s A2A 1.0 JSON (see [`to_json`]) as a `RawValue`.
+fn to_raw<T: ProtoJsonPayload + 'static>(
+    value: &T,
+) -> Result<Box<RawValue>, ProtoJsonPayloadError> {
+    // serde_json wrote it: UTF-8 (checked, not assumed), and JSON (which `from_string` checks
+    // again: a `RawValue` is made no other way).
+    let text = String::from_utf8(to_json(value)?).map_err(|error| {
+        ProtoJsonPayloadError::Json(serde::ser::Error::custom(error.utf8_error()))
+    })?;
+    RawValue::from_string(text).map_err(ProtoJsonPayloadError::Json)
+}
 
 /// An SDK type (`a2a::SendMessageRequest`, `a2a::Task`, `a2a::StreamResponse`, …) in its A2A
 /// 1.0 JSON form. The SDK's types derive `serde` too, but their serde form is not the wire's
@@ -20,10 +49,12 @@ use crate::wire::protojson::Canonical;
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProtoJson<T>(pub T);
 
-impl<T: ProtoJsonPayload> Serialize for ProtoJson<T> {
+/// Written as [`to_json`] writes it, as a raw JSON value: verbatim into serde_json's writer.
+impl<T: ProtoJsonPayload + 'static> Serialize for ProtoJson<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let json = protojson_conv::to_value(&self.0).map_err(serde::ser::Error::custom)?;
-        Canonical(&json).serialize(serializer)
+        to_raw(&self.0)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
     }
 }
 
@@ -54,9 +85,7 @@ impl SendReply {
     pub(crate) fn new(
         response: a2a::SendMessageResponse,
     ) -> Result<Self, protojson_conv::ProtoJsonPayloadError> {
-        let json = protojson_conv::to_value(&response)?;
-        let json = serde_json::value::to_raw_value(&Canonical(&json))
-            .map_err(protojson_conv::ProtoJsonPayloadError::Json)?;
+        let json = to_raw(&response)?;
         Ok(SendReply {
             json,
             response: Some(response),
@@ -137,5 +166,83 @@ pub(super) fn missing_in_send(message: Option<(&str, i32, bool)>) -> Option<&'st
         Some("message.parts")
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SDK's own bytes (its `Value`, written), with integral doubles as integers.
+    fn sdk_bytes<T: ProtoJsonPayload>(value: &T) -> String {
+        fn mend(value: &mut serde_json::Value) {
+            match value {
+                serde_json::Value::Number(number) if number.is_f64() => {
+                    let double = number.as_f64().unwrap_or_default();
+                    if double.fract() == 0.0 && double.abs() <= 9_007_199_254_740_992.0 {
+                        *value = serde_json::Value::from(double as i64);
+                    }
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(mend),
+                serde_json::Value::Object(members) => members.values_mut().for_each(mend),
+                _ => {}
+            }
+        }
+        let mut json = protojson_conv::to_value(value).unwrap();
+        mend(&mut json);
+        serde_json::to_string(&json).unwrap()
+    }
+
+    fn read<T: ProtoJsonPayload>(json: serde_json::Value) -> T {
+        serde_json::from_value::<ProtoJson<T>>(json).unwrap().0
+    }
+
+    #[test]
+    fn the_sdks_bytes_without_its_value() {
+        let task: a2a::Task = read(serde_json::json!({
+            "id": "t-1", "contextId": "c-1",
+            "status": {"state": "TASK_STATE_FAILED", "timestamp": "2026-11-27T10:00:00.123456Z",
+                       "message": {"messageId": "m-2", "role": "ROLE_AGENT",
+                                   "parts": [{"text": "no \"quote\" here\n"}]}},
+            "history": [{"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"},
+                         {"data": {"b": 2.0, "a": [1.5, -3.0, {"z": null, "y": "é"}]}}],
+                         "metadata": {"k2": "v", "k1": 1.0}}],
+            "artifacts": [{"artifactId": "a-1", "parts": [{"url": "https://x/y", "mediaType": "text/plain"}]}],
+            "metadata": {"a2a-error": {"code": -32603.0, "message": "Internal error"},
+                         "timestamp": "2026-01-01T00:00:00+00:00", "n": 0.25},
+        }));
+        let status = a2a::StreamResponse::StatusUpdate(a2a::TaskStatusUpdateEvent {
+            task_id: "t-1".into(),
+            context_id: "c-1".into(),
+            status: task.status.clone(),
+            metadata: task.metadata.clone(),
+        });
+        let written = |json: Vec<u8>| String::from_utf8(json).unwrap();
+        assert_eq!(written(to_json(&task).unwrap()), sdk_bytes(&task));
+        assert_eq!(written(to_json(&status).unwrap()), sdk_bytes(&status));
+        let reply = a2a::SendMessageResponse::Task(task.clone());
+        assert_eq!(written(to_json(&reply).unwrap()), sdk_bytes(&reply));
+        let text = written(to_json(&reply).unwrap());
+        assert!(
+            text.contains(r#""timestamp":"2026-11-27T10:00:00.123456Z""#),
+            "{text}"
+        );
+        assert!(text.contains(r#""code":-32603,"#), "{text}");
+        // The one conversion that edits the SDK's value goes through it.
+        let list = a2a::ListTasksResponse {
+            tasks: vec![task],
+            next_page_token: String::new(),
+            page_size: 1,
+            total_size: 1,
+        };
+        assert_eq!(written(to_json(&list).unwrap()), sdk_bytes(&list));
+        assert!(sdk_bytes(&list).contains(r#""nextPageToken":"""#));
+        // As a raw value, and inside another reply.
+        let raw = serde_json::to_string(&ProtoJson(reply.clone())).unwrap();
+        assert_eq!(raw, sdk_bytes(&reply));
+        assert_eq!(
+            SendReply::new(reply.clone()).unwrap().json(),
+            sdk_bytes(&reply)
+        );
     }
 }

@@ -12,3 +12,26 @@ pub(crate) fn key_of(scope: Option<&str>) -> ScopeKey {
         None => 0,
     }
 }
+
+/// `key` as 32 lowercase hex digits, as service params and the shared store carry it (without
+/// the formatting machinery: it is written on every request).
+pub(crate) fn hex(key: ScopeKey) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 32];
+    for (i, digit) in out.iter_mut().enumerate() {
+        *digit = DIGITS[((key >> (124 - 4 * i)) & 0xf) as usize];
+    }
+    // Hex digits only.
+    String::from_utf8(out.to_vec()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_is_the_keys_32_digits() {
+        for key in [0, 1, 0xabc, u128::MAX, super::key_of(Some("t:alice"))] {
+            assert_eq!(super::hex(key), format!("{key:032x}"));
+            assert_eq!(u128::from_str_radix(&super::hex(key), 16), Ok(key));
+        }
+    }
+}

@@ -84,7 +84,7 @@ impl<H> Scoped<H> {
             return Ok(());
         };
         // The scope's hash: a bounded key whatever the caller's credential.
-        let caller = format!("{:032x}", scope_of(params));
+        let caller = super::scope_key::hex(scope_of(params));
         rate.admit(&caller)
             .await
             .map_err(|refused| crate::sdk::to_sdk(&refused))
@@ -108,18 +108,28 @@ impl<H> Scoped<H> {
 
     /// Records the caller as the owner of the task the request's execution starts on, as it
     /// starts: the caller reads its task (GetTask, a push notification's receiver) while a
-    /// SendMessage still runs it, not only once it is answered.
-    fn record_on_start(&self, params: &ServiceParams) {
-        if let (Some(watch), Ownership::Local(_)) = (started(params), &self.owners) {
-            let (owners, scope) = (self.owners.clone(), scope_of(params));
+    /// SendMessage still runs it, not only once it is answered. The request's link, found
+    /// once for the whole call.
+    fn record_on_start(
+        &self,
+        params: &ServiceParams,
+        scope: ScopeKey,
+    ) -> Option<Arc<super::link::Watch>> {
+        let watch = started(params);
+        if let (Some(watch), Ownership::Local(_)) = (&watch, &self.owners) {
+            let owners = self.owners.clone();
             watch.on_start(move |task| owners.record(scope, task));
         }
+        watch
     }
 
-    /// Records the task the request's execution started on, if any.
-    fn record_started(&self, params: &ServiceParams) {
-        if let Some(task) = started(params).as_ref().and_then(|watch| watch.task()) {
-            self.owners.record(scope_of(params), task);
+    /// Records `task` as `scope`'s, unless the execution's start already did
+    /// ([`record_on_start`](Self::record_on_start)).
+    fn record(&self, scope: ScopeKey, task: &str, watch: Option<&super::link::Watch>) {
+        let recorded_on_start = matches!(self.owners, Ownership::Local(_))
+            && watch.and_then(|watch| watch.task()) == Some(task);
+        if !recorded_on_start {
+            self.owners.record(scope, task);
         }
     }
 
@@ -163,9 +173,9 @@ impl<H> Scoped<H> {
 
     /// `call` of the inner handler, which may create tasks: with a shared store, inside the
     /// caller's scope, which the store writes as the owner of the tasks it creates.
-    async fn creating<T>(&self, params: &ServiceParams, call: impl Future<Output = T>) -> T {
+    async fn creating<T>(&self, scope: ScopeKey, call: impl Future<Output = T>) -> T {
         match &self.owners {
-            Ownership::Shared(_) => super::owned::creating(Owner(scope_of(params)), call).await,
+            Ownership::Shared(_) => super::owned::creating(Owner(scope), call).await,
             Ownership::Local(_) => call.await,
         }
     }
@@ -210,16 +220,19 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         self.check_send(params, &req).await?;
         let pushed = self.push_params(params, &mut req).await?;
         let params = pushed.as_ref().unwrap_or(params);
-        self.record_on_start(params);
+        let scope = scope_of(params);
+        let watch = self.record_on_start(params, scope);
         let reply = match self
-            .creating(params, self.inner.send_message(params, req))
+            .creating(scope, self.inner.send_message(params, req))
             .await
         {
             Ok(reply) => reply,
             Err(error) => {
                 // A task whose execution started is the caller's, even when the call failed
                 // (the task ended FAILED and is listed as such).
-                self.record_started(params);
+                if let Some(task) = watch.as_ref().and_then(|watch| watch.task()) {
+                    self.record(scope, task, watch.as_deref());
+                }
                 return Err(error);
             }
         };
@@ -228,7 +241,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
             SendMessageResponse::Message(message) => message.task_id.as_deref(),
         };
         if let Some(task) = task {
-            self.owners.record(scope_of(params), task);
+            self.record(scope, task, watch.as_deref());
         }
         Ok(reply)
     }
@@ -242,18 +255,21 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         self.check_send(params, &req).await?;
         let pushed = self.push_params(params, &mut req).await?;
         let params = pushed.as_ref().unwrap_or(params);
-        self.record_on_start(params);
+        let scope = scope_of(params);
+        let watch = self.record_on_start(params, scope);
         let stream = match self
-            .creating(params, self.inner.send_streaming_message(params, req))
+            .creating(scope, self.inner.send_streaming_message(params, req))
             .await
         {
             Ok(stream) => stream,
             Err(error) => {
-                self.record_started(params);
+                if let Some(task) = watch.as_ref().and_then(|watch| watch.task()) {
+                    self.record(scope, task, watch.as_deref());
+                }
                 return Err(error);
             }
         };
-        let (owners, scope, watch) = (self.owners.clone(), scope_of(params), started(params));
+        let owners = self.owners.clone();
         // Recorded before the event that hands out the task's id is sent on; a stream that
         // fails first records the task its execution started on, as a unary call does.
         let mut recorded = false;

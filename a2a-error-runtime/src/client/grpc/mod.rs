@@ -153,11 +153,11 @@ fn request<T: DeserializeOwned, E>(
 
 /// A reply message as the A2A JSON the other bindings return.
 fn json<T: Serialize, E>(message: &T) -> Result<RawJson, ClientError<E>> {
-    serde_json::to_value(message)
+    // Metadata numbers are doubles in protobuf: written as the other bindings write them
+    // (`-32603`, not `-32603.0`).
+    crate::wire::protojson::to_vec(message, false)
         .ok()
-        // Metadata numbers are doubles in protobuf: written as the other bindings write them
-        // (`-32603`, not `-32603.0`).
-        .and_then(|value| serde_json::to_string(&crate::wire::protojson::Canonical(&value)).ok())
+        .and_then(|json| String::from_utf8(json).ok())
         .and_then(|text| RawValue::from_string(text).ok())
         .ok_or_else(|| ClientError::Malformed {
             detail: "a reply message has no JSON form".into(),

@@ -76,7 +76,9 @@ impl<H: RequestHandler> Bridge<H> {
             })
         };
         let Some(dedup) = &self.dedup else {
-            return work(request).await.map_err(DedupError::Failed);
+            // Boxed, as below: inline, the work would make every future that holds this one
+            // (the endpoint's, per request) larger by its size, and copied at every move.
+            return Box::pin(work(request)).await.map_err(DedupError::Failed);
         };
         let id = request.message.message_id.clone();
         // The message's protobuf encoding is canonical (its maps are ordered), so a retry

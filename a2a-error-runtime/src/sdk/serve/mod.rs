@@ -28,6 +28,7 @@ use crate::sdk::executor::{DEADLINE_PARAM, epoch};
 use crate::sdk::link::{LINK_PARAM, Link};
 use crate::sdk::owners::{DEFAULT_MAX_TASKS, Owners, Ownership, key_of};
 use crate::sdk::protojson::SendReply;
+use crate::sdk::scope_key::hex as scope_hex;
 use crate::sdk::scoped::{SCOPE_PARAM, Scoped};
 use crate::sdk::streams::Streams;
 use crate::server::Dedup;
@@ -217,7 +218,7 @@ impl<H: RequestHandler> Bridge<H> {
     ) -> ServiceParams {
         let mut params = service_params(headers, deadline);
         let scope = key_of((self.scope)(headers).as_deref());
-        params.insert(SCOPE_PARAM.to_owned(), vec![format!("{scope:x}")]);
+        params.insert(SCOPE_PARAM.to_owned(), vec![scope_hex(scope)]);
         params
     }
 
@@ -264,10 +265,19 @@ impl<H: RequestHandler> Bridge<H> {
 }
 
 /// A request's headers and deadline as service params; the params only the bridge sets are
-/// removed from what the caller sent (see [`Bridge::service_params`]).
+/// left out of what the caller sent (see [`Bridge::service_params`]).
 fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServiceParams {
-    let mut params: ServiceParams = HashMap::with_capacity(headers.keys_len() + 1);
+    // Room for the params the bridge adds (trace context, deadline, scope, link), so that
+    // the map is not grown again: a rehash cost more than the headers' own inserts.
+    let mut params: ServiceParams = HashMap::with_capacity(headers.keys_len() + BRIDGE_PARAMS);
     for (name, value) in headers {
+        // Only the endpoint says what the deadline, the link and the scope are, and which
+        // span of the trace the executor's calls descend from (this request's, not the
+        // caller's): a caller's own are skipped here, by name, rather than hashed in and
+        // removed after.
+        if is_bridge_param(name.as_str()) {
+            continue;
+        }
         if let Ok(value) = value.to_str() {
             params
                 .entry(name.as_str().to_owned())
@@ -275,28 +285,37 @@ fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServicePara
                 .push(value.to_owned());
         }
     }
-    // Only the endpoint says what the deadline, the link and the scope are, and which span of
-    // the trace the executor's calls descend from (this request's, not the caller's).
-    params.remove(DEADLINE_PARAM);
-    params.remove(LINK_PARAM);
-    params.remove(SCOPE_PARAM);
-    params.remove(crate::sdk::scoped::PUSH_PARAM);
     let trace = crate::trace::current()
         .unwrap_or_else(|| crate::trace::served(headers, &tracing::Span::none()));
     params.insert(TRACEPARENT_HEADER.to_owned(), vec![trace.traceparent()]);
-    match trace.tracestate() {
-        Some(state) => {
-            params.insert(TRACESTATE_HEADER.to_owned(), vec![state.to_owned()]);
-        }
-        None => {
-            params.remove(TRACESTATE_HEADER);
-        }
+    if let Some(state) = trace.tracestate() {
+        params.insert(TRACESTATE_HEADER.to_owned(), vec![state.to_owned()]);
     }
     if let Some(deadline) = deadline {
         let micros = deadline.saturating_duration_since(epoch()).as_micros();
-        params.insert(DEADLINE_PARAM.to_owned(), vec![micros.to_string()]);
+        let micros = u64::try_from(micros).unwrap_or(u64::MAX);
+        params.insert(
+            DEADLINE_PARAM.to_owned(),
+            vec![itoa::Buffer::new().format(micros).to_owned()],
+        );
     }
     params
+}
+
+/// How many params the bridge may add to a request's headers.
+const BRIDGE_PARAMS: usize = 6;
+
+/// Whether `name` is a param only the bridge sets (header names are lowercase).
+fn is_bridge_param(name: &str) -> bool {
+    [
+        DEADLINE_PARAM,
+        LINK_PARAM,
+        SCOPE_PARAM,
+        crate::sdk::scoped::PUSH_PARAM,
+        TRACEPARENT_HEADER,
+        TRACESTATE_HEADER,
+    ]
+    .contains(&name)
 }
 
 impl<H: RequestHandler> Bridge<H> {

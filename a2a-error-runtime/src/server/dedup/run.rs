@@ -274,7 +274,9 @@ where
             }
             StoreFailure::RunWithoutDedup => {
                 tracing::warn!("dedup store unavailable, running without dedup: {error}");
-                work().await.map_err(DedupError::Failed)
+                // Boxed, as in `run_claimed`: inline, the work would be held in every future
+                // that can reach here, taken or not.
+                Box::pin(work()).await.map_err(DedupError::Failed)
             }
         }
     }
