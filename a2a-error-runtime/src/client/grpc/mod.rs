@@ -153,9 +153,9 @@ fn request<T: DeserializeOwned, E>(
 
 /// A reply message as the A2A JSON the other bindings return.
 fn json<T: Serialize, E>(message: &T) -> Result<RawJson, ClientError<E>> {
-    // Metadata numbers are doubles in protobuf: written as the other bindings write them
-    // (`-32603`, not `-32603.0`).
-    crate::wire::protojson::to_vec(message, false)
+    // Metadata numbers are doubles in protobuf, and its timestamps end in `+00:00`: both
+    // written as the other bindings write them (`-32603`, not `-32603.0`; `Z`).
+    crate::wire::protojson::to_vec(message, true)
         .ok()
         .and_then(|json| String::from_utf8(json).ok())
         .and_then(|text| RawValue::from_string(text).ok())
@@ -287,4 +287,26 @@ fn connection_failure<E>(source: &(dyn std::error::Error + 'static)) -> Option<C
         next = error.source();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_is_written_as_the_other_bindings_write_it() {
+        let task: pj::Task = serde_json::from_value(serde_json::json!({
+            "id": "t-1",
+            "status": {"state": "TASK_STATE_FAILED", "timestamp": "2026-11-27T10:00:00.5Z"},
+            "metadata": {"failure": {"code": -32603.0}},
+        }))
+        .unwrap();
+        let written = json::<_, crate::RemoteError>(&task).unwrap();
+        let written = written.get();
+        // protobuf's timestamp writes `+00:00`, and the number `-32603.0`.
+        assert_eq!(
+            written,
+            r#"{"id":"t-1","metadata":{"failure":{"code":-32603}},"status":{"state":"TASK_STATE_FAILED","timestamp":"2026-11-27T10:00:00.500Z"}}"#
+        );
+    }
 }
