@@ -32,15 +32,10 @@ pub(crate) fn to_vec<T: Serialize + ?Sized>(
     value: &T,
     timestamps: bool,
 ) -> serde_json::Result<Vec<u8>> {
-    thread_local! {
-        /// This thread's scratch, kept between replies so that writing one allocates only its
-        /// result (given back when it grew past [`KEPT_BYTES`]).
-        static SCRATCH: RefCell<State> = RefCell::default();
-    }
     SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
         Ok(mut state) => {
             let written = state.write(value, timestamps);
-            if state.bytes.capacity() > KEPT_BYTES {
+            if state.kept_bytes() > KEPT_BYTES {
                 *state = State::default();
             }
             written
@@ -50,7 +45,14 @@ pub(crate) fn to_vec<T: Serialize + ?Sized>(
     })
 }
 
-/// The most scratch bytes a thread keeps between replies: 256 KiB (a larger reply's are freed).
+thread_local! {
+    /// This thread's scratch, kept between replies so that writing one allocates only its
+    /// result (freed when it grew past [`KEPT_BYTES`]).
+    static SCRATCH: RefCell<State> = RefCell::default();
+}
+
+/// The most scratch a thread keeps between replies: 256 KiB of the reply's bytes and of its
+/// objects' members together (a larger reply's are freed once it is written).
 const KEPT_BYTES: usize = 256 << 10;
 
 /// A double that is integral and within ±2^53, as that integer.
@@ -111,6 +113,13 @@ impl Member {
 }
 
 impl State {
+    /// The bytes the scratch holds on to.
+    fn kept_bytes(&self) -> usize {
+        self.bytes.capacity()
+            + self.members.capacity() * std::mem::size_of::<Member>()
+            + self.open.capacity() * std::mem::size_of::<(usize, usize)>()
+    }
+
     fn write<T: Serialize + ?Sized>(
         &mut self,
         value: &T,
@@ -399,6 +408,13 @@ mod tests {
             );
         }
         assert_eq!(direct(&7u8, true), "7");
+        // A reply past what a thread keeps leaves no more than that behind.
+        let wide: std::collections::BTreeMap<String, u8> =
+            (0..20_000).map(|n| (format!("k{n}"), 1)).collect();
+        assert_eq!(direct(&wide, true), through_value(&wide, true));
+        let deep = (0..300).fold(json!(1), |inner, _| json!([{"b": inner, "a": 2.0}]));
+        assert_eq!(direct(&deep, true), through_value(&deep, true));
+        SCRATCH.with(|kept| assert!(kept.borrow().kept_bytes() <= KEPT_BYTES));
         assert_eq!(direct(&[1.5f64, 2.0], true), "[1.5,2]");
         assert_eq!(direct(&f64::NAN, true), "null");
     }
