@@ -125,7 +125,10 @@ impl<'de> Deserialize<'de> for SendReply {
 /// which would fill a missing message or messageId with new ones (so an empty SendMessage
 /// would run): a message with a messageId, a role and at least one part. What is missing is
 /// reported at its path, as for any params.
-pub(crate) struct SendParams(pub a2a::SendMessageRequest);
+///
+/// Boxed: the request (~480 bytes) is held by every future of the call until the SDK's handler
+/// takes it, and each would copy it whole when moved.
+pub(crate) struct SendParams(pub Box<a2a::SendMessageRequest>);
 
 impl<'de> Deserialize<'de> for SendParams {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -146,7 +149,7 @@ impl<'de> Deserialize<'de> for SendParams {
         )
         .map_err(D::Error::custom)?;
         a2a::SendMessageRequest::try_from_proto(&proto)
-            .map(SendParams)
+            .map(|request| SendParams(Box::new(request)))
             .map_err(D::Error::custom)
     }
 }

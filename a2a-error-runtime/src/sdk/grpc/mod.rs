@@ -230,7 +230,7 @@ impl<H: RequestHandler> A2aService for GrpcService<H> {
             request,
             |_, _, headers, deadline, message| async move {
                 checked_send(&message)?;
-                let request = pbconv::from_proto_send_message_request(&message);
+                let request = Box::new(pbconv::from_proto_send_message_request(&message));
                 bridge
                     .send_message(&headers, deadline, request)
                     .await

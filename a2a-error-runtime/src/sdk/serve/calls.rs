@@ -37,7 +37,7 @@ impl<H: RequestHandler> Bridge<H> {
         &self,
         headers: &HeaderMap,
         deadline: Option<Instant>,
-        request: SendMessageRequest,
+        request: Box<SendMessageRequest>,
     ) -> Result<SendReply, DedupError<RemoteError>> {
         let link = Link::new();
         // A request answered at once (`returnImmediately`) leaves its task running: only the
@@ -54,12 +54,12 @@ impl<H: RequestHandler> Bridge<H> {
         };
         let params = self.linked_params(headers, end, &link);
         let handler = Arc::clone(&self.handler);
-        let work = move |request: SendMessageRequest| async move {
+        let work = move |request: Box<SendMessageRequest>| async move {
             let history = request
                 .configuration
                 .as_ref()
                 .and_then(|configuration| configuration.history_length);
-            let response = match handler.send_message(&params, request).await {
+            let response = match handler.send_message(&params, *request).await {
                 Ok(response) => Ok(response),
                 Err(error) if fell_behind(&error) => caught_up(&handler, &params, &link, history)
                     .await

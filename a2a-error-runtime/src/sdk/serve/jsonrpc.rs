@@ -80,7 +80,7 @@ async fn rpc_send_streaming<H: RequestHandler>(
     ctx: RequestContext,
 ) -> Result<Events, RemoteError> {
     bridge
-        .send_streaming(&ctx.headers, ctx.deadline, request.0)
+        .send_streaming(&ctx.headers, ctx.deadline, *request.0)
         .await
 }
 

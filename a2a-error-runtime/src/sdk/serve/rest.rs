@@ -138,7 +138,7 @@ async fn rest_call<H: RequestHandler>(
                 Err(rejection) => return rejection.into_response(),
             };
             if row.name == method::SEND_STREAMING_MESSAGE {
-                let opened = bridge.send_streaming(&headers, deadline, request).await;
+                let opened = bridge.send_streaming(&headers, deadline, *request).await;
                 return bridge.rest_events(&headers, opened).await;
             }
             let work = async {
