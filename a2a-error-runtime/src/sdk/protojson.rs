@@ -77,7 +77,8 @@ impl<'de, T: ProtoJsonPayload> Deserialize<'de> for ProtoJson<T> {
 #[derive(Clone, Debug)]
 pub struct SendReply {
     json: Box<RawValue>,
-    response: Option<a2a::SendMessageResponse>,
+    /// Boxed: a reply goes up through every future of the call, copied at each.
+    response: Option<Box<a2a::SendMessageResponse>>,
 }
 
 impl SendReply {
@@ -88,7 +89,7 @@ impl SendReply {
         let json = to_raw(&response)?;
         Ok(SendReply {
             json,
-            response: Some(response),
+            response: Some(Box::new(response)),
         })
     }
 
@@ -100,7 +101,7 @@ impl SendReply {
     /// The SDK's reply: the one this process made, or read back from the JSON (a replay).
     pub fn into_response(self) -> Result<a2a::SendMessageResponse, serde_json::Error> {
         match self.response {
-            Some(response) => Ok(response),
+            Some(response) => Ok(*response),
             None => serde_json::from_str::<ProtoJson<_>>(self.json.get()).map(|reply| reply.0),
         }
     }
