@@ -386,6 +386,25 @@ async fn the_example_agents_task_store_is_bounded_in_resident_memory() {
     );
 }
 
+#[tokio::test]
+async fn the_sdk_agents_task_store_is_bounded_in_resident_memory_for_empty_parts() {
+    // A message of empty parts is 12 bytes of JSON a part and ~150 bytes in memory: while the
+    // store weighed its tasks by their JSON (to 9317aae), this grew the agent by ~340 MiB;
+    // weighed as they lie in memory, by ~80 MiB.
+    let (agent, url) = start_example("sdk_agent", &[]);
+    let parts = vec![json!({"text": ""}); 80_000];
+    let before = agent.rss();
+    for i in 0..40 {
+        let request = json!({"jsonrpc": "2.0", "id": i, "method": "SendMessage", "params":
+            {"message": {"messageId": format!("m-{i}"), "role": "ROLE_USER", "parts": parts}}});
+        let (status, text) = post(&format!("{url}/"), &request.to_string()).await;
+        assert_eq!(status, 200, "{}", &text[..text.len().min(300)]);
+    }
+    let grown = agent.rss().saturating_sub(before);
+    // The tasks (64 MiB) and the replies kept for retries (64 MiB), with the allocator's slack.
+    assert!(grown <= 192 << 20, "grew by {} MiB", grown >> 20);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_at_its_limit_sheds_at_once_with_a_truthful_delay() {
     use std::sync::Arc;

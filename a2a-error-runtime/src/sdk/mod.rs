@@ -97,6 +97,7 @@ mod shared;
 mod store;
 mod streams;
 mod transport;
+mod weight;
 
 pub use error::{CLIENT_FAILURE_TYPE, client_error, decode, error_object, remote, to_sdk};
 pub use executor::Guarded;

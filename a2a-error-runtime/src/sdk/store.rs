@@ -24,9 +24,10 @@ struct Stored {
 /// The SDK's `TaskStore` in this process, bounded in bytes: the SDK's own
 /// `InMemoryTaskStore` keeps every task forever, so any caller can grow it until the process
 /// dies (1.65 GB after ~0.9 M messages). This one keeps at most `max_bytes` of tasks, each
-/// weighed at twice its JSON plus 256 bytes (its memory, with the map's share), letting the
-/// tasks created longest ago go first and every task go an hour after its last write. Clones
-/// share the tasks: give one to the handler and one to [`Guarded`](super::Guarded).
+/// weighed at what it holds in memory (every string, list and map of it walked, in malloc's
+/// blocks) plus 256 bytes (the map's share), letting the tasks created longest ago go first
+/// and every task go an hour after its last write. Clones share the tasks: give one to the
+/// handler and one to [`Guarded`](super::Guarded).
 ///
 /// A task evicted is TASK_NOT_FOUND to GetTask; a store whose tasks must outlive memory is a
 /// database, behind the same trait.
@@ -50,26 +51,11 @@ const TASK_TTL: Duration = Duration::from_secs(3600);
 /// The least a task weighs (with its share of the map).
 const TASK_FLOOR: u64 = 256;
 
-/// Counts the bytes written to it: a task's JSON length without building the JSON.
-struct Counter(u64);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len() as u64;
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// What a task weighs: twice its JSON plus the floor and its id.
+/// What a task weighs: what it holds in memory (`sdk::weight`), with the floor (the map's
+/// share) and its `Arc`'s block.
 fn weight(task: &Task) -> u64 {
-    let mut json = Counter(0);
-    // A task that does not serialize is weighed at the floor.
-    let _ = serde_json::to_writer(&mut json, task);
-    TASK_FLOOR + task.id.len() as u64 + 2 * json.0
+    const ARC_BLOCK: u64 = (std::mem::size_of::<Task>() + 16 + 8).next_multiple_of(16) as u64;
+    TASK_FLOOR + ARC_BLOCK + super::weight::task(task)
 }
 
 /// A task of `weight` as a write of the map.
@@ -98,10 +84,10 @@ impl MemoryTaskStore {
         }
     }
 
-    /// The heaviest task kept, in bytes as tasks are weighed (twice its JSON and 256): the
-    /// whole `max_bytes` up to 16 MiB, at least 16 MiB above (16 MiB for a store of 64 MiB,
-    /// so a task of about 8 MB of JSON). A heavier task is CONTENT_TOO_LARGE, never dropped
-    /// in silence.
+    /// The heaviest task kept, in bytes as tasks are weighed (what it holds in memory, and
+    /// 256): the whole `max_bytes` up to 16 MiB, at least 16 MiB above (16 MiB for a store of
+    /// 64 MiB, so a task of about 16 MB of text). A heavier task is CONTENT_TOO_LARGE, never
+    /// dropped in silence.
     pub fn max_task_bytes(&self) -> u64 {
         self.tasks.max_record_bytes()
     }
@@ -240,24 +226,24 @@ mod tests {
 
     #[tokio::test]
     async fn a_task_too_large_is_an_error_never_a_silent_drop() {
-        // One shard of 1 MiB: a task of 600 KB of text weighs over 1.2 MB.
+        // One shard of 1 MiB: a task of 1.1 MB of text weighs over 1.1 MB.
         let store = MemoryTaskStore::new(1 << 20);
         assert_eq!(store.max_task_bytes(), 1 << 20);
-        let refused = store.create(task("big", 600_000)).await.unwrap_err();
+        let refused = store.create(task("big", 1_100_000)).await.unwrap_err();
         assert_eq!(refused.code, -32055);
         assert!(store.get("big").await.unwrap().is_none());
 
         // A task that grows too large: the update fails, and the task ends FAILED with the
         // cause rather than staying WORKING.
         store.create(task("t", 1_000)).await.unwrap();
-        let refused = store.update(task("t", 600_000)).await.unwrap_err();
+        let refused = store.update(task("t", 1_100_000)).await.unwrap_err();
         assert_eq!(refused.code, -32055);
         let kept = store.get("t").await.unwrap().unwrap();
         assert_eq!(kept.status.state, TaskState::Failed);
         let metadata = kept.status.message.unwrap().metadata.unwrap();
         assert_eq!(metadata["error"]["reason"], "CONTENT_TOO_LARGE");
         // What fits is stored: nothing between fits and refused.
-        store.create(task("fits", 100_000)).await.unwrap();
+        store.create(task("fits", 1_000_000)).await.unwrap();
         assert!(store.get("fits").await.unwrap().is_some());
     }
 }
