@@ -270,8 +270,10 @@ impl Run {
             let mut events = state.events.take()?;
             if let (Some(mut config), Some(push)) = (state.config.take(), &state.run.push) {
                 config.task_id = state.run.task_id.clone();
-                if let Err(error) = push.save(config).await {
-                    state.run.mark_failed(&error).await;
+                // The rare paths' futures boxed (here and below): inline, they would make
+                // the future made for every event ~3.4 KB, copied whole each time.
+                if let Err(error) = Box::pin(push.save(config)).await {
+                    Box::pin(state.run.mark_failed(&error)).await;
                     return Some((Err(error), state));
                 }
             }
@@ -332,7 +334,7 @@ impl Run {
                     Some((Ok(failed), state))
                 }
                 Err(error) => {
-                    state.run.mark_failed(&error).await;
+                    Box::pin(state.run.mark_failed(&error)).await;
                     Some((Err(error), state))
                 }
             }
@@ -472,7 +474,9 @@ fn notified(
     };
     futures_util::stream::unfold(state, |mut state| async move {
         if let Some((event, configs)) = state.taken.take() {
-            state.push.queue(&state.task, &event, configs).await;
+            // Boxed: only a task with push configs queues, and the future made for every
+            // event would hold this one's room.
+            Box::pin(state.push.queue(&state.task, &event, configs)).await;
         }
         let item = state.events.next().await?;
         // A task with no configs (most) costs one look at its configs, no copy of its event.

@@ -34,12 +34,7 @@ pub(crate) fn to_json<T: ProtoJsonPayload + 'static>(
 fn to_raw<T: ProtoJsonPayload + 'static>(
     value: &T,
 ) -> Result<Box<RawValue>, ProtoJsonPayloadError> {
-    // serde_json wrote it: UTF-8 (checked, not assumed), and JSON (which `from_string` checks
-    // again: a `RawValue` is made no other way).
-    let text = String::from_utf8(to_json(value)?).map_err(|error| {
-        ProtoJsonPayloadError::Json(serde::ser::Error::custom(error.utf8_error()))
-    })?;
-    RawValue::from_string(text).map_err(ProtoJsonPayloadError::Json)
+    crate::wire::protojson::raw(to_json(value)?).map_err(ProtoJsonPayloadError::Json)
 }
 
 /// An SDK type (`a2a::SendMessageRequest`, `a2a::Task`, `a2a::StreamResponse`, …) in its A2A

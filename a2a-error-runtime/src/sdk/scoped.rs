@@ -108,8 +108,9 @@ impl<H> Scoped<H> {
 
     /// Records the caller as the owner of the task the request's execution starts on, as it
     /// starts: the caller reads its task (GetTask, a push notification's receiver) while a
-    /// SendMessage still runs it, not only once it is answered. The request's link, found
-    /// once for the whole call.
+    /// SendMessage still runs it, not only once it is answered; and a task whose execution
+    /// started is the caller's even when the call then fails (the task ended FAILED and is
+    /// listed as such). The request's link, found once for the whole call.
     fn record_on_start(
         &self,
         params: &ServiceParams,
@@ -222,20 +223,9 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         let params = pushed.as_ref().unwrap_or(params);
         let scope = scope_of(params);
         let watch = self.record_on_start(params, scope);
-        let reply = match self
+        let reply = self
             .creating(scope, self.inner.send_message(params, req))
-            .await
-        {
-            Ok(reply) => reply,
-            Err(error) => {
-                // A task whose execution started is the caller's, even when the call failed
-                // (the task ended FAILED and is listed as such).
-                if let Some(task) = watch.as_ref().and_then(|watch| watch.task()) {
-                    self.record(scope, task, watch.as_deref());
-                }
-                return Err(error);
-            }
-        };
+            .await?;
         let task = match &reply {
             SendMessageResponse::Task(task) => Some(task.id.as_str()),
             SendMessageResponse::Message(message) => message.task_id.as_deref(),
@@ -256,30 +246,18 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         let pushed = self.push_params(params, &mut req).await?;
         let params = pushed.as_ref().unwrap_or(params);
         let scope = scope_of(params);
-        let watch = self.record_on_start(params, scope);
-        let stream = match self
+        self.record_on_start(params, scope);
+        let stream = self
             .creating(scope, self.inner.send_streaming_message(params, req))
-            .await
-        {
-            Ok(stream) => stream,
-            Err(error) => {
-                if let Some(task) = watch.as_ref().and_then(|watch| watch.task()) {
-                    self.record(scope, task, watch.as_deref());
-                }
-                return Err(error);
-            }
-        };
+            .await?;
         let owners = self.owners.clone();
-        // Recorded before the event that hands out the task's id is sent on; a stream that
-        // fails first records the task its execution started on, as a unary call does.
+        // Recorded before the event that hands out the task's id is sent on (a task whose
+        // execution started was recorded then: see `record_on_start`).
         let mut recorded = false;
         Ok(stream
             .map(move |item| {
                 if !recorded {
-                    let task = match &item {
-                        Ok(event) => task_of_event(event),
-                        Err(_) => watch.as_ref().and_then(|watch| watch.task()),
-                    };
+                    let task = item.as_ref().ok().and_then(task_of_event);
                     if let Some(task) = task {
                         owners.record(scope, task);
                     }

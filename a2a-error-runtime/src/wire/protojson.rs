@@ -45,6 +45,14 @@ pub(crate) fn to_vec<T: Serialize + ?Sized>(
     })
 }
 
+/// JSON that [`to_vec`] wrote, as a `RawValue` (to be written verbatim by serde_json): UTF-8
+/// and JSON are checked again, not assumed, as a `RawValue` is made no other way.
+pub(crate) fn raw(json: Vec<u8>) -> serde_json::Result<Box<serde_json::value::RawValue>> {
+    let text = String::from_utf8(json)
+        .map_err(|error| <serde_json::Error as serde::ser::Error>::custom(error.utf8_error()))?;
+    serde_json::value::RawValue::from_string(text)
+}
+
 thread_local! {
     /// This thread's scratch, kept between replies so that writing one allocates only its
     /// result (freed when it grew past [`KEPT_BYTES`]).

@@ -17,7 +17,6 @@ use futures_util::StreamExt;
 use reqwest::header::HeaderValue;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::error::ClientError;
@@ -156,10 +155,8 @@ fn json<T: Serialize, E>(message: &T) -> Result<RawJson, ClientError<E>> {
     // Metadata numbers are doubles in protobuf, and its timestamps end in `+00:00`: both
     // written as the other bindings write them (`-32603`, not `-32603.0`; `Z`).
     crate::wire::protojson::to_vec(message, true)
-        .ok()
-        .and_then(|json| String::from_utf8(json).ok())
-        .and_then(|text| RawValue::from_string(text).ok())
-        .ok_or_else(|| ClientError::Malformed {
+        .and_then(crate::wire::protojson::raw)
+        .map_err(|_| ClientError::Malformed {
             detail: "a reply message has no JSON form".into(),
             http: None,
         })
