@@ -105,7 +105,6 @@ pub use forward::{Forwarded, forward_stream, is_streaming};
 #[cfg(feature = "grpc")]
 pub use grpc::{GrpcLimits, GrpcService};
 pub use owned::{OwnedTaskStore, Owner, creating_owner, owned_page};
-#[cfg(feature = "grpc")]
 pub use protojson::{ProtoJson, SendReply};
 pub use push::{DeadLetter, PushDelivery};
 pub use serve::{Bridge, SendDedup};

@@ -37,6 +37,13 @@ fn to_raw<T: ProtoJsonPayload + 'static>(
     crate::wire::protojson::raw(to_json(value)?).map_err(ProtoJsonPayloadError::Json)
 }
 
+/// `value`'s A2A 1.0 JSON (see [`to_json`]) as text: UTF-8 checked, not assumed.
+fn to_text<T: ProtoJsonPayload + 'static>(value: &T) -> Result<Box<str>, ProtoJsonPayloadError> {
+    String::from_utf8(to_json(value)?)
+        .map(String::into_boxed_str)
+        .map_err(|error| ProtoJsonPayloadError::Json(serde::ser::Error::custom(error.utf8_error())))
+}
+
 /// An SDK type (`a2a::SendMessageRequest`, `a2a::Task`, `a2a::StreamResponse`, …) in its A2A
 /// 1.0 JSON form. The SDK's types derive `serde` too, but their serde form is not the wire's
 /// (the SDK converts through protobuf), so every body the bridge reads or writes goes
@@ -69,9 +76,13 @@ impl<'de, T: ProtoJsonPayload> Deserialize<'de> for ProtoJson<T> {
 /// A SendMessage reply as the bridge remembers and sends it: its A2A 1.0 JSON, made once
 /// (the dedup's record and the JSON-RPC and REST replies are the same bytes), with the SDK's
 /// reply while this process still holds it (the gRPC binding sends that as protobuf).
+///
+/// Its JSON is kept as the text this crate's writer made (serde_json, with the A2A member
+/// order), not as a `RawValue`, whose making checks the text again in full: the endpoint and
+/// the dedup's record copy it as it is; a `Serialize` of it elsewhere checks it then.
 #[derive(Clone, Debug)]
 pub struct SendReply {
-    json: Box<RawValue>,
+    json: Box<str>,
     /// Boxed: a reply goes up through every future of the call, copied at each.
     response: Option<Box<a2a::SendMessageResponse>>,
 }
@@ -81,7 +92,7 @@ impl SendReply {
     pub(crate) fn new(
         response: a2a::SendMessageResponse,
     ) -> Result<Self, protojson_conv::ProtoJsonPayloadError> {
-        let json = to_raw(&response)?;
+        let json = to_text(&response)?;
         Ok(SendReply {
             json,
             response: Some(Box::new(response)),
@@ -90,28 +101,30 @@ impl SendReply {
 
     /// The reply's A2A 1.0 JSON.
     pub fn json(&self) -> &str {
-        self.json.get()
+        &self.json
     }
 
     /// The SDK's reply: the one this process made, or read back from the JSON (a replay).
     pub fn into_response(self) -> Result<a2a::SendMessageResponse, serde_json::Error> {
         match self.response {
             Some(response) => Ok(*response),
-            None => serde_json::from_str::<ProtoJson<_>>(self.json.get()).map(|reply| reply.0),
+            None => serde_json::from_str::<ProtoJson<_>>(&self.json).map(|reply| reply.0),
         }
     }
 }
 
 impl Serialize for SendReply {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(serializer)
+        RawValue::from_string(self.json.to_string())
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for SendReply {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Ok(SendReply {
-            json: Box::<RawValue>::deserialize(deserializer)?,
+            json: Box::<RawValue>::deserialize(deserializer)?.into(),
             response: None,
         })
     }
@@ -243,5 +256,14 @@ mod tests {
             SendReply::new(reply.clone()).unwrap().json(),
             sdk_bytes(&reply)
         );
+        // Copied as it is where the endpoint and the dedup write it: the same bytes as its
+        // (checked) `Serialize`, and read back as the same reply.
+        let sent = SendReply::new(reply.clone()).unwrap();
+        let mut copied = Vec::new();
+        crate::server::write_json(&mut copied, &sent).unwrap();
+        assert_eq!(copied, serde_json::to_vec(&sent).unwrap());
+        let back: SendReply = serde_json::from_slice(&copied).unwrap();
+        assert_eq!(back.json(), sent.json());
+        assert!(back.into_response().is_ok());
     }
 }

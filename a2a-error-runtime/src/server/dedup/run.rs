@@ -221,9 +221,9 @@ where
                 let settings = &claimed.settings;
                 let outcome = tokio::time::timeout(settings.claim_ttl, work).await;
                 let record = match &outcome {
-                    Ok(Ok(Ok(reply))) => {
-                        outcome_record(fingerprint, true, |out| serde_json::to_writer(out, reply))
-                    }
+                    Ok(Ok(Ok(reply))) => outcome_record(fingerprint, true, |out| {
+                        crate::server::write_json(out, reply)
+                    }),
                     Ok(Ok(Err(error))) if !error.is_retryable() => {
                         outcome_record(fingerprint, false, |out| {
                             error.write_error_object(WireProfile::A2a, out);

@@ -110,12 +110,17 @@ pub trait Handler<T, S>: Send + Sync + 'static {
 async fn finish<P, T, E, Fut>(params: Box<RawValue>, run: impl FnOnce(P) -> Fut) -> Outcome
 where
     P: DeserializeOwned,
-    T: Serialize,
+    T: Serialize + 'static,
     E: A2aError + Send + Sync + 'static,
     Fut: Future<Output = Result<T, E>>,
 {
     match run(read_params(&params)?).await {
-        Ok(result) => result_json(&result),
+        Ok(result) => {
+            // As serde_json's `to_vec` starts.
+            let mut json = Vec::with_capacity(128);
+            crate::server::write_json(&mut json, &result).map_err(unserialized)?;
+            Ok(json)
+        }
         Err(error) => Err(Box::new(error) as DynError),
     }
 }
@@ -128,10 +133,13 @@ pub(super) fn read_params<P: DeserializeOwned>(params: &RawValue) -> Result<P, D
 /// The JSON of one result (of a method, or one event of a stream); one that does not
 /// serialize is -32603, and the reason goes to the log.
 pub(super) fn result_json<T: Serialize + ?Sized>(result: &T) -> Result<Vec<u8>, DynError> {
-    serde_json::to_vec(result).map_err(|error| {
-        tracing::error!("could not serialize a result: {error}");
-        Box::new(StandardError::Internal) as DynError
-    })
+    serde_json::to_vec(result).map_err(unserialized)
+}
+
+/// A result that does not serialize: -32603, and the reason to the log.
+fn unserialized(error: serde_json::Error) -> DynError {
+    tracing::error!("could not serialize a result: {error}");
+    Box::new(StandardError::Internal) as DynError
 }
 
 impl<F, Fut, P, T, E, S> Handler<(P,), S> for F
