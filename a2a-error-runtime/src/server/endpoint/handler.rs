@@ -130,8 +130,8 @@ pub(super) fn read_params<P: DeserializeOwned>(params: &RawValue) -> Result<P, D
     crate::server::params::from_raw::<P>(params).map_err(|invalid| Box::new(invalid) as DynError)
 }
 
-/// The JSON of one result (of a method, or one event of a stream); one that does not
-/// serialize is -32603, and the reason goes to the log.
+/// The JSON of one event of a stream (a method's result is written by `finish`); one that
+/// does not serialize is -32603, and the reason goes to the log.
 pub(super) fn result_json<T: Serialize + ?Sized>(result: &T) -> Result<Vec<u8>, DynError> {
     serde_json::to_vec(result).map_err(unserialized)
 }
