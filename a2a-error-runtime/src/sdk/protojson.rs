@@ -39,9 +39,9 @@ fn to_raw<T: ProtoJsonPayload + 'static>(
 
 /// `value`'s A2A 1.0 JSON (see [`to_json`]) as text: UTF-8 checked, not assumed.
 fn to_text<T: ProtoJsonPayload + 'static>(value: &T) -> Result<Box<str>, ProtoJsonPayloadError> {
-    String::from_utf8(to_json(value)?)
+    crate::wire::protojson::text(to_json(value)?)
         .map(String::into_boxed_str)
-        .map_err(|error| ProtoJsonPayloadError::Json(serde::ser::Error::custom(error.utf8_error())))
+        .map_err(ProtoJsonPayloadError::Json)
 }
 
 /// An SDK type (`a2a::SendMessageRequest`, `a2a::Task`, `a2a::StreamResponse`, …) in its A2A

@@ -16,11 +16,8 @@ pub(crate) fn key_of(scope: Option<&str>) -> ScopeKey {
 /// `key` as 32 lowercase hex digits, as service params and the shared store carry it (without
 /// the formatting machinery: it is written on every request).
 pub(crate) fn hex(key: ScopeKey) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = [0u8; 32];
-    for (i, digit) in out.iter_mut().enumerate() {
-        *digit = DIGITS[((key >> (124 - 4 * i)) & 0xf) as usize];
-    }
+    crate::wire::hex::write(&key.to_be_bytes(), &mut out);
     // Hex digits only.
     String::from_utf8(out.to_vec()).unwrap_or_default()
 }

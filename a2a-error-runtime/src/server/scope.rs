@@ -81,13 +81,11 @@ pub fn of_bytes(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
         Ok(text) => format!("t:{text}"),
         Err(_) => {
-            let mut out = String::with_capacity(2 + 2 * bytes.len());
-            out.push_str("x:");
-            for byte in bytes {
-                out.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-                out.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
-            }
-            out
+            let mut out = vec![0u8; 2 + 2 * bytes.len()];
+            out[..2].copy_from_slice(b"x:");
+            crate::wire::hex::write(bytes, &mut out[2..]);
+            // ASCII only.
+            String::from_utf8(out).unwrap_or_default()
         }
     }
 }

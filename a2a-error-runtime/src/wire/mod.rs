@@ -15,6 +15,7 @@ pub(crate) mod error;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub(crate) mod headers;
+pub(crate) mod hex;
 pub(crate) mod jsonrpc;
 pub(crate) mod method;
 pub(crate) mod object;

@@ -45,12 +45,16 @@ pub(crate) fn to_vec<T: Serialize + ?Sized>(
     })
 }
 
-/// JSON that [`to_vec`] wrote, as a `RawValue` (to be written verbatim by serde_json): UTF-8
-/// and JSON are checked again, not assumed, as a `RawValue` is made no other way.
+/// JSON that [`to_vec`] wrote, as text: UTF-8 checked, not assumed.
+pub(crate) fn text(json: Vec<u8>) -> serde_json::Result<String> {
+    String::from_utf8(json)
+        .map_err(|error| <serde_json::Error as serde::ser::Error>::custom(error.utf8_error()))
+}
+
+/// JSON that [`to_vec`] wrote, as a `RawValue` (to be written verbatim by serde_json): its
+/// text is checked again in full, as a `RawValue` is made no other way.
 pub(crate) fn raw(json: Vec<u8>) -> serde_json::Result<Box<serde_json::value::RawValue>> {
-    let text = String::from_utf8(json)
-        .map_err(|error| <serde_json::Error as serde::ser::Error>::custom(error.utf8_error()))?;
-    serde_json::value::RawValue::from_string(text)
+    serde_json::value::RawValue::from_string(text(json)?)
 }
 
 thread_local! {

@@ -135,11 +135,11 @@ impl TraceContext {
         // Written in place: one allocation per call sent on, not one per field.
         let mut out = [0u8; TRACEPARENT_LEN];
         out[..3].copy_from_slice(b"00-");
-        write_hex(&self.trace_id, &mut out[3..35]);
+        crate::wire::hex::write(&self.trace_id, &mut out[3..35]);
         out[35] = b'-';
-        write_hex(&self.parent_id, &mut out[36..52]);
+        crate::wire::hex::write(&self.parent_id, &mut out[36..52]);
         out[52] = b'-';
-        write_hex(&[self.flags], &mut out[53..55]);
+        crate::wire::hex::write(&[self.flags], &mut out[53..55]);
         // Hex digits and dashes only.
         String::from_utf8(out.to_vec()).unwrap_or_default()
     }
@@ -199,17 +199,8 @@ fn hex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
 
 fn to_hex(bytes: &[u8]) -> String {
     let mut out = vec![0u8; bytes.len() * 2];
-    write_hex(bytes, &mut out);
+    crate::wire::hex::write(bytes, &mut out);
     String::from_utf8(out).unwrap_or_default()
-}
-
-/// `bytes` as lower-case hex digits into `out` (twice as long).
-fn write_hex(bytes: &[u8], out: &mut [u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (byte, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0x0f)];
-    }
 }
 
 /// A `tracestate` passed on only whole: at most [`MAX_TRACESTATE`] bytes of printable ASCII.

@@ -232,11 +232,6 @@ fn now_ms() -> u64 {
         })
 }
 
-/// A scope key as the store writes it.
-fn scope_hex(scope: ScopeKey) -> String {
-    format!("{scope:032x}")
-}
-
 fn state_name(state: &TaskState) -> String {
     serde_json::to_value(state)
         .ok()
@@ -487,7 +482,9 @@ impl RedisTaskStore {
         scope: ScopeKey,
         page: &mut super::listing::KeysetPage<'_>,
     ) -> Result<(), A2AError> {
-        let mut ids = self.ids(&format!("s:{}", scope_hex(scope))).await?;
+        let mut ids = self
+            .ids(&format!("s:{}", super::scope_key::hex(scope)))
+            .await?;
         ids.sort_unstable();
         for batch in ids.chunks(BATCH) {
             for task in self.read_batch(batch).await? {

@@ -82,8 +82,9 @@ pub(crate) fn claim_record(fingerprint: u64, token: u64) -> Vec<u8> {
 /// `value` as 16 lowercase hex digits (`format!("{value:016x}")`, without the formatter's
 /// machinery: this runs twice for every keyed SendMessage).
 pub(crate) fn hex(value: u64) -> [u8; 16] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    std::array::from_fn(|i| DIGITS[((value >> (60 - 4 * i)) & 0xf) as usize])
+    let mut out = [0u8; 16];
+    crate::wire::hex::write(&value.to_be_bytes(), &mut out);
+    out
 }
 
 /// The record of an outcome whose JSON `write` appends (written in place: a reply is not

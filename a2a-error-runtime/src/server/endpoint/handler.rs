@@ -115,12 +115,7 @@ where
     Fut: Future<Output = Result<T, E>>,
 {
     match run(read_params(&params)?).await {
-        Ok(result) => {
-            // As serde_json's `to_vec` starts.
-            let mut json = Vec::with_capacity(128);
-            crate::server::write_json(&mut json, &result).map_err(unserialized)?;
-            Ok(json)
-        }
+        Ok(result) => result_json(&result),
         Err(error) => Err(Box::new(error) as DynError),
     }
 }
@@ -130,16 +125,18 @@ pub(super) fn read_params<P: DeserializeOwned>(params: &RawValue) -> Result<P, D
     crate::server::params::from_raw::<P>(params).map_err(|invalid| Box::new(invalid) as DynError)
 }
 
-/// The JSON of one event of a stream (a method's result is written by `finish`); one that
-/// does not serialize is -32603, and the reason goes to the log.
-pub(super) fn result_json<T: Serialize + ?Sized>(result: &T) -> Result<Vec<u8>, DynError> {
-    serde_json::to_vec(result).map_err(unserialized)
-}
-
-/// A result that does not serialize: -32603, and the reason to the log.
-fn unserialized(error: serde_json::Error) -> DynError {
-    tracing::error!("could not serialize a result: {error}");
-    Box::new(StandardError::Internal) as DynError
+/// The JSON of one result (of a method, or one event of a stream); one that does not
+/// serialize is -32603, and the reason goes to the log.
+pub(super) fn result_json<T: Serialize + 'static>(result: &T) -> Result<Vec<u8>, DynError> {
+    // As serde_json's `to_vec` starts.
+    let mut json = Vec::with_capacity(128);
+    match crate::server::write_json(&mut json, result) {
+        Ok(()) => Ok(json),
+        Err(error) => {
+            tracing::error!("could not serialize a result: {error}");
+            Err(Box::new(StandardError::Internal) as DynError)
+        }
+    }
 }
 
 impl<F, Fut, P, T, E, S> Handler<(P,), S> for F
