@@ -261,6 +261,46 @@ fn attribute(span: &opentelemetry_sdk::trace::SpanData, key: &str) -> Option<Str
         .map(|kv| kv.value.to_string())
 }
 
+/// A second dispatcher, registered for the rest of the process, that never records.
+///
+/// `tracing` caches each callsite's interest for the process, decided when the callsite is
+/// first reached; while exactly one dispatcher is registered it asks the reaching thread's
+/// own default. The test binary runs other tests in parallel without a subscriber: one of
+/// them reaching `a2a.client.call` first, after this test's subscriber is registered, would
+/// cache "never" for every thread, and this test's client spans would not be made (CI saw
+/// this once). With this one registered too, interest is asked of every dispatcher, and its
+/// "sometimes" makes each span ask the thread's own.
+struct Pin;
+
+impl tracing::Subscriber for Pin {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        false
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// `subscriber` as this thread's default, with [`Pin`] registered before it.
+fn pinned_default(
+    subscriber: impl tracing::Subscriber + Send + Sync + 'static,
+) -> tracing::dispatcher::DefaultGuard {
+    static PIN: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    PIN.get_or_init(|| tracing::Dispatch::new(Pin));
+    tracing::subscriber::set_default(subscriber)
+}
+
 /// In one process, on one thread (so the test's subscriber sees every task, the SDK's
 /// executor task included): the bridge's request span on each binding takes the caller's
 /// span as its parent, the executor's call to another agent is that request span's child
@@ -287,7 +327,7 @@ async fn the_executors_calls_are_children_of_the_bridges_request_span_on_every_b
             .with_tracer(provider.tracer("test"))
             .with_filter(ours),
     );
-    let _default = tracing::subscriber::set_default(subscriber);
+    let _default = pinned_default(subscriber);
 
     let downstream = FaultAgent::start(Answer::result(json!({"id": "t"}))).await;
     let client = a2a_error::Client::jsonrpc(format!("{}/", downstream.url()))
