@@ -106,6 +106,59 @@ async fn a_slow_head_on_a_kept_alive_connection_has_its_own_time() {
 }
 
 #[tokio::test]
+async fn a_reply_read_slowly_is_written_whole_and_one_left_unread_is_closed() {
+    const BIG: usize = 24 << 20;
+    let router =
+        axum::Router::new().route("/big", axum::routing::get(|| async { vec![b'x'; BIG] }));
+    let limits = ServeLimits::default().header_timeout(Duration::from_millis(1000));
+    let url = serve_with(router, limits).await;
+    // Read in pieces with pauses, for longer than the header timeout in all: the reply is
+    // being written, not waited on, and arrives whole.
+    let mut socket = TcpStream::connect(addr(&url)).await.unwrap();
+    socket
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (mut got, mut buffer) = (0, vec![0u8; 1 << 20]);
+    loop {
+        let read = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buffer));
+        match read.await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => got += n,
+        }
+        // Pauses well inside the timeout, for 1.5 s in all.
+        if started.elapsed() < Duration::from_millis(1500) {
+            tokio::time::sleep(Duration::from_millis(60)).await;
+        }
+    }
+    assert!(got > BIG, "{got} bytes of a {BIG}-byte reply");
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+    // A peer that asks and then reads nothing holds the connection for the header timeout,
+    // not for ever: what the sockets held arrives, then the close.
+    let mut socket = TcpStream::connect(addr(&url)).await.unwrap();
+    socket
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut got = 0;
+    let mut buffer = vec![0u8; 1 << 20];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match socket.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got += n,
+            }
+        }
+    })
+    .await
+    .is_ok();
+    assert!(closed, "a reply nobody reads held its connection");
+    assert!(got < BIG, "{got} bytes of a {BIG}-byte reply nobody read");
+}
+
+#[tokio::test]
 async fn a_body_shorter_than_its_length_gets_a_json_rpc_408() {
     let url = serve_with(TestAgent::new().router(), limits()).await;
     for (path, content_type) in [

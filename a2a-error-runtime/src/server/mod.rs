@@ -16,8 +16,8 @@ pub mod scope;
 pub(crate) mod serve;
 pub(crate) mod sse;
 mod task;
-mod timer;
 mod version;
+mod watch;
 
 #[cfg(feature = "redis")]
 pub use dedup::RedisStore;

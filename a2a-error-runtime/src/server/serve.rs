@@ -22,7 +22,7 @@ use tower::ServiceExt;
 
 use super::body::TimedBody;
 use super::quota::{Quota, Quotas};
-use super::timer::ConnectionTimer;
+use super::watch::{self, Counted, Progress, Serving};
 
 /// What [`serve`] serves: a [`Router`], with, when one is put [in front of
 /// it](super::JsonRpc::in_front_of), the JSON-RPC endpoint answering path `/` itself.
@@ -116,10 +116,11 @@ impl Default for ServeLimits {
 
 impl ServeLimits {
     /// How long a peer has to send a request's headers (default 10 s); then the connection is
-    /// closed. hyper counts it from the moment it starts reading a request: for the first
-    /// request of a connection that is the accept, so a connection that sends nothing is
-    /// closed after this long too; on a kept-alive connection, from the end of the previous
-    /// response.
+    /// closed. It counts from the accept for a connection's first request (so a connection
+    /// that sends nothing is closed after this long too), and on a kept-alive connection from
+    /// when the previous reply was last written to; a reply the peer has stopped reading
+    /// counts too (a streamed reply does not, until it ends). The connection is closed
+    /// between this long and a quarter more after it last did anything.
     pub fn header_timeout(mut self, limit: Duration) -> Self {
         self.header_timeout = limit;
         self
@@ -176,7 +177,9 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let quotas = Quotas::new(limits.max_connections, limits.max_per_caller);
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.header_read_timeout(limits.header_timeout);
+    // The header timeout is each connection's watch's (see `watch`): hyper's own polls every
+    // connection once more after each reply.
+    http.header_read_timeout(None);
     loop {
         // Wait for a free slot before accepting: excess peers queue in the kernel.
         let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
@@ -196,7 +199,12 @@ pub async fn serve(
         let (router, front) = (router.clone(), front.clone());
         let body_timeout = limits.body_timeout;
         let quotas = Arc::clone(&quotas);
+        let progress = Arc::new(Progress::default());
+        let serving = Arc::clone(&progress);
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            // The head is in: the connection is busy until the reply is written (a stream's,
+            // until it ends).
+            let serving = serving.begin();
             let quota = quotas.take(quotas.caller(request.headers(), Some(peer.ip())));
             let request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
             let reply = quota.map(|quota| {
@@ -223,22 +231,22 @@ pub async fn serve(
                     Body::new(Holding {
                         body,
                         _quota: quota,
+                        _serving: serving,
                     })
                 }))
             }
         });
-        // A timer of the connection's own: one registration per header timeout, not one per
-        // request (see `ConnectionTimer`).
-        let connection = http
-            .clone()
-            .timer(ConnectionTimer::default())
-            .serve_connection(TokioIo::new(stream), service);
-        tokio::spawn(async move {
+        let connection =
+            http.serve_connection(TokioIo::new(Counted::new(stream, &progress)), service);
+        let served = Arc::clone(&progress);
+        let task = tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!("connection ended: {error}");
             }
+            served.ended();
             drop(permit);
         });
+        watch::watch(&progress, limits.header_timeout, task.abort_handle());
     }
 }
 
@@ -253,11 +261,13 @@ fn over_quota() -> axum::response::Response {
 }
 
 pin_project! {
-    /// A reply body holding its caller's [`Quota`] until it ends or is dropped.
+    /// A reply body holding its caller's [`Quota`], and its connection busy, until it ends or
+    /// is dropped.
     struct Holding {
         #[pin]
         body: Body,
         _quota: Quota,
+        _serving: Serving,
     }
 }
 
