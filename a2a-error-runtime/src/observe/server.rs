@@ -18,6 +18,19 @@ pub(crate) fn request_served(
     }
 }
 
+/// A request to the JSON-RPC endpoint failed with `code` and `reason` after `elapsed`: its
+/// duration and its error reply counted at once, as [`request_served`] and [`error_sent`]
+/// would (one lookup of the thread's keys, not two).
+pub(crate) fn request_failed(
+    system: System,
+    method: Option<&std::sync::Arc<str>>,
+    code: i32,
+    reason: &str,
+    elapsed: std::time::Duration,
+) {
+    kept::failed_and_counted(system, method, code, reason, elapsed);
+}
+
 /// A request to one of the A2A methods (`method`, a 1.0 name; `None`: not one) was answered by
 /// the SDK bridge's REST routes or gRPC service, as [`request_served`] records the JSON-RPC
 /// endpoint's; a failure is recorded on its `span` too.
@@ -252,5 +265,58 @@ mod tests {
         // Back to the first: a snapshot takes what was recorded since the last.
         metrics::with_local_recorder(&first, || record(false));
         assert_eq!(durations(&first, "SendMessage"), (0, 1));
+    }
+
+    #[test]
+    fn a_failure_counted_with_its_request_is_both_series_in_every_recorder() {
+        let name: Arc<str> = Arc::from("GetTask");
+        let time = std::time::Duration::from_millis(2);
+        let fail = || {
+            super::super::request_failed(
+                super::super::System::JsonRpc,
+                Some(&name),
+                -32001,
+                "TASK_NOT_FOUND",
+                time,
+            )
+        };
+        let first = DebuggingRecorder::new();
+        metrics::with_local_recorder(&first, || {
+            fail();
+            fail();
+        });
+        assert_eq!(both_series(&first), (2, 2));
+        // Another recorder, the thread's keys already made: its own handles.
+        let second = DebuggingRecorder::new();
+        metrics::with_local_recorder(&second, fail);
+        assert_eq!(both_series(&second), (1, 1));
+    }
+
+    /// The durations and error counts in one snapshot of `recorder` (a snapshot takes what
+    /// was recorded since the last), each series checked to carry the labels
+    /// `request_served` and `error_sent` give a failed GetTask.
+    fn both_series(recorder: &DebuggingRecorder) -> (usize, u64) {
+        let (mut durations, mut errors) = (0, 0);
+        for (key, _, _, value) in recorder.snapshotter().snapshot().into_vec() {
+            let key = key.key();
+            let label = |name: &str| {
+                key.labels()
+                    .find(|label| label.key() == name)
+                    .map(|label| label.value().to_owned())
+            };
+            assert_eq!(label("rpc.method").as_deref(), Some("GetTask"));
+            assert_eq!(label("rpc.status_code").as_deref(), Some("-32001"));
+            assert_eq!(label("error.type").as_deref(), Some("TASK_NOT_FOUND"));
+            match (key.name(), value) {
+                ("rpc.server.call.duration", DebugValue::Histogram(samples)) => {
+                    assert_eq!(label("outcome").as_deref(), Some("error"));
+                    assert_eq!(label("rpc.system.name").as_deref(), Some("jsonrpc"));
+                    durations += samples.len();
+                }
+                ("a2a.server.errors", DebugValue::Counter(count)) => errors += count,
+                other => panic!("unexpected series {other:?}"),
+            }
+        }
+        (durations, errors)
     }
 }

@@ -61,6 +61,12 @@ pub(crate) fn error(
     err: &(dyn A2aError + Send + Sync),
 ) {
     crate::observe::error_sent(registered, err.code(), err.reason());
+    failure(method, id, err);
+}
+
+/// [`error`]'s log line alone, for a failure counted with its request
+/// ([`request_failed`](crate::observe::request_failed)).
+pub(crate) fn failure(method: &str, id: Option<&Id>, err: &(dyn A2aError + Send + Sync)) {
     let fault = is_server_fault(err);
     if !enabled(fault) {
         return;

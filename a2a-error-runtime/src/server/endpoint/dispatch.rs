@@ -301,19 +301,25 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     outcome
                 }
             };
-            crate::observe::request_served(
-                crate::observe::System::JsonRpc,
-                found.map(|registered| &registered.name),
-                outcome
-                    .as_ref()
-                    .err()
-                    .map(|error| (error.code(), error.reason())),
-                began.elapsed(),
-            );
-            // A failing notification gets no reply, but its failure is logged like any other.
+            let registered = found.map(|registered| &registered.name);
+            let system = crate::observe::System::JsonRpc;
+            match &outcome {
+                Ok(_) => crate::observe::request_served(system, registered, None, began.elapsed()),
+                Err(error) => {
+                    let (code, reason) = (error.code(), error.reason());
+                    crate::observe::request_failed(
+                        system,
+                        registered,
+                        code,
+                        reason,
+                        began.elapsed(),
+                    );
+                }
+            }
+            // A failing notification gets no reply, but its failure is logged (and counted)
+            // like any other.
             if let Err(error) = &outcome {
-                let registered = found.map(|registered| &registered.name);
-                crate::server::log::error(&method, registered, id.as_ref(), error.as_ref());
+                crate::server::log::failure(&method, id.as_ref(), error.as_ref());
                 if traced {
                     // The request's span, which this future runs in.
                     let span = tracing::Span::current();
