@@ -136,6 +136,13 @@ mod tests {
 
     use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
+    /// The value of `key`'s label `name`.
+    fn label(key: &metrics::Key, name: &str) -> Option<String> {
+        key.labels()
+            .find(|label| label.key() == name)
+            .map(|label| label.value().to_owned())
+    }
+
     /// The server error counts in `recorder`, as (method, code, reason, count).
     fn counts(recorder: &DebuggingRecorder) -> Vec<(String, String, String, u64)> {
         let mut counts: Vec<_> = recorder
@@ -148,12 +155,7 @@ mod tests {
                 let DebugValue::Counter(count) = value else {
                     return None;
                 };
-                let label = |name: &str| {
-                    key.labels()
-                        .find(|label| label.key() == name)
-                        .map(|label| label.value().to_owned())
-                        .unwrap_or_default()
-                };
+                let label = |name: &str| label(key, name).unwrap_or_default();
                 (key.name() == "a2a.server.errors").then(|| {
                     (
                         label("rpc.method"),
@@ -220,11 +222,7 @@ mod tests {
         let mut found = (0, 0);
         for (key, _, _, value) in recorder.snapshotter().snapshot().into_vec() {
             let key = key.key();
-            let label = |name: &str| {
-                key.labels()
-                    .find(|label| label.key() == name)
-                    .map(|label| label.value().to_owned())
-            };
+            let label = |name: &str| label(key, name);
             if key.name() != "rpc.server.call.duration"
                 || label("rpc.method").as_deref() != Some(method)
             {
@@ -299,11 +297,7 @@ mod tests {
         let (mut durations, mut errors) = (0, 0);
         for (key, _, _, value) in recorder.snapshotter().snapshot().into_vec() {
             let key = key.key();
-            let label = |name: &str| {
-                key.labels()
-                    .find(|label| label.key() == name)
-                    .map(|label| label.value().to_owned())
-            };
+            let label = |name: &str| label(key, name);
             assert_eq!(label("rpc.method").as_deref(), Some("GetTask"));
             assert_eq!(label("rpc.status_code").as_deref(), Some("-32001"));
             assert_eq!(label("error.type").as_deref(), Some("TASK_NOT_FOUND"));

@@ -61,9 +61,9 @@ impl Drop for Serving {
 }
 
 /// Watches `connection` (a task serving one connection): aborts it once `timeout` has passed
-/// with no request in progress and nothing done, checking every quarter of it, so a quiet
-/// connection is closed between `timeout` and `timeout` and a quarter after it last did
-/// anything (for a new connection: after its accept).
+/// with no request in progress and nothing done, checking every quarter of it: a quiet
+/// connection is closed between one and one and a quarter `timeout`s after it last did
+/// anything (a new connection: after its accept).
 pub(crate) fn watch(progress: &Arc<Progress>, timeout: Duration, connection: AbortHandle) {
     let tick = (timeout / 4).max(Duration::from_millis(1));
     let watched = Arc::clone(progress);

@@ -125,15 +125,14 @@ fn needs_escape(bytes: &[u8]) -> bool {
     if bytes.len() > 32 {
         return bytes.iter().fold(false, |seen, &b| seen | escaped(b));
     }
-    // Whether any byte of `word` is below 0x20, or is `"` or `\\` (exact for a bound up to
-    // 0x80: "hasless" and "haszero" of Bit Twiddling Hacks).
+    // A byte of `word` below `bound` (at most 0x80) sets the high bit of its byte here:
+    // "hasless" of Bit Twiddling Hacks, exact as a whole; a bound of 1 finds a zero byte.
+    let below = |word: u64, bound: u64| word.wrapping_sub(ONES * bound) & !word;
+    // A byte below 0x20, or one equal to `"` or `\\` (a zero byte once xor-ed with it).
     let any = |word: u64| {
-        let below = word.wrapping_sub(ONES * 0x20) & !word;
-        let quote = (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
-            & !(word ^ (ONES * u64::from(b'"')));
-        let slash = (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES)
-            & !(word ^ (ONES * u64::from(b'\\')));
-        (below | quote | slash) & HIGHS != 0
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let slash = word ^ (ONES * u64::from(b'\\'));
+        (below(word, 0x20) | below(quote, 1) | below(slash, 1)) & HIGHS != 0
     };
     let word_at = |at: usize| {
         let mut word = [0u8; 8];
@@ -159,16 +158,9 @@ fn needs_escape(bytes: &[u8]) -> bool {
 struct StrOnly<'a>(&'a mut Vec<u8>);
 
 /// What [`StrOnly`] refuses with: the value is not a string.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("not a string")]
 struct NotStr;
-
-impl std::fmt::Display for NotStr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("not a string")
-    }
-}
-
-impl std::error::Error for NotStr {}
 
 impl serde::ser::Error for NotStr {
     fn custom<T: std::fmt::Display>(_: T) -> Self {

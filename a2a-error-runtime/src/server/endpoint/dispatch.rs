@@ -305,6 +305,8 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             let system = crate::observe::System::JsonRpc;
             match &outcome {
                 Ok(_) => crate::observe::request_served(system, registered, None, began.elapsed()),
+                // A failing notification gets no reply, but its failure is counted and logged
+                // like any other.
                 Err(error) => {
                     let (code, reason) = (error.code(), error.reason());
                     crate::observe::request_failed(
@@ -314,16 +316,11 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                         reason,
                         began.elapsed(),
                     );
-                }
-            }
-            // A failing notification gets no reply, but its failure is logged (and counted)
-            // like any other.
-            if let Err(error) = &outcome {
-                crate::server::log::failure(&method, id.as_ref(), error.as_ref());
-                if traced {
-                    // The request's span, which this future runs in.
-                    let span = tracing::Span::current();
-                    crate::observe::server_failed(&span, error.code(), error.reason());
+                    crate::server::log::failure(&method, id.as_ref(), error.as_ref());
+                    if traced {
+                        // The request's span, which this future runs in.
+                        crate::observe::server_failed(&tracing::Span::current(), code, reason);
+                    }
                 }
             }
             let id = id?;
