@@ -15,8 +15,8 @@ use a2a::{
     A2AError, Message, Part, Role, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use a2a_server::{AgentExecutor, ExecutorContext, TaskStore};
+use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
-use futures_util::{FutureExt, StreamExt};
 use tokio::time::Instant;
 
 use super::failed::{failed_status_of, failed_task_status};
@@ -187,35 +187,6 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// `future` polled inside its run's deadline, trace and failure mode: one layer whose every
-    /// poll enters the three, rather than a task-local future for each (each its own poll, and
-    /// its own copy of the event's future when moved).
-    struct InRun<F> {
-        run: Arc<Run>,
-        #[pin]
-        future: F,
-    }
-}
-
-impl<F: Future> Future for InRun<F> {
-    type Output = F::Output;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<F::Output> {
-        let this = self.project();
-        let run = &**this.run;
-        let future = this.future;
-        crate::trace::sync_scope(run.trace.clone(), || {
-            FAILURES_AS_STATUS.sync_scope(Arc::clone(&run.as_status), || {
-                crate::deadline::sync_scope(run.deadline, || future.poll(cx))
-            })
-        })
-    }
-}
-
 /// What the guard knows of one execution.
 struct Run {
     task_id: String,
@@ -231,16 +202,34 @@ struct Run {
     push: Option<super::PushDelivery>,
 }
 
-/// Where the guarded stream stands.
-struct Polling {
-    events: Option<BoxStream<'static, Result<StreamResponse, A2AError>>>,
+/// An event, or the error that ends the execution.
+type Item = Result<StreamResponse, A2AError>;
+
+/// A rare step's future (saving the push config, ending a failed task in the store): its
+/// output, when there is one, is the stream's last item.
+type Aside = futures_util::future::BoxFuture<'static, Option<Item>>;
+
+/// The guarded stream. Written by hand rather than as an `unfold`: that made a future for
+/// every event (its async block held every step's room, ~1.7 KB, written and copied each
+/// time), where this keeps what lasts across events (the timer, the link's watch) once.
+struct Guard {
+    /// The executor's events; `None` once the stream has ended (or will after an aside).
+    events: Option<BoxStream<'static, Item>>,
     started: bool,
     run: Arc<Run>,
-    /// The SendMessage's push config, saved before the first event.
-    config: Option<a2a::TaskPushNotificationConfig>,
+    /// A rare step in progress, polled before anything else.
+    aside: Option<Aside>,
+    /// For a stream's execution: the credit for the next event is held.
+    credited: bool,
+    /// Waiting for a credit (its reader is a whole window behind).
+    credit: Option<futures_util::future::BoxFuture<'static, ()>>,
+    /// The request's deadline, made the first time an event is not ready at once.
+    timer: Option<std::pin::Pin<Box<tokio::task::Unconstrained<tokio::time::Sleep>>>>,
+    /// Resolves once the request is gone, made the first time an event is not ready at once.
+    gone: Option<futures_util::future::BoxFuture<'static, ()>>,
 }
 
-impl Drop for Polling {
+impl Drop for Guard {
     /// The handler drops the stream once it has written the last event: the execution ended.
     fn drop(&mut self) {
         if let Some(link) = &self.run.link {
@@ -249,96 +238,174 @@ impl Drop for Polling {
     }
 }
 
+impl Guard {
+    /// Polls for the credit of the next event (a stream's execution waits for its reader,
+    /// see `Link`), then for the event, inside the run's deadline, trace and failure mode
+    /// (the SDK runs the executor in a task of its own). `Err` is a panic.
+    fn poll_event(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::thread::Result<Option<Item>>> {
+        use std::task::Poll;
+        let run = &*self.run;
+        if !self.credited {
+            match &run.link {
+                Some(link) if link.is_stream() => {
+                    if self.credit.is_none() {
+                        if link.try_credit() {
+                            self.credited = true;
+                        } else {
+                            let link = Arc::clone(link);
+                            self.credit = Some(Box::pin(async move { link.credit().await }));
+                        }
+                    }
+                    if let Some(credit) = &mut self.credit {
+                        if credit.as_mut().poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
+                        self.credit = None;
+                        self.credited = true;
+                    }
+                }
+                _ => self.credited = true,
+            }
+        }
+        let Some(events) = self.events.as_mut() else {
+            return Poll::Ready(Ok(None));
+        };
+        let polled = crate::trace::sync_scope(run.trace.clone(), || {
+            FAILURES_AS_STATUS.sync_scope(Arc::clone(&run.as_status), || {
+                crate::deadline::sync_scope(run.deadline, || {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| events.poll_next_unpin(cx)))
+                })
+            })
+        });
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(item)) => Poll::Ready(Ok(item)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+impl futures_util::Stream for Guard {
+    type Item = Item;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Item>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            if let Some(aside) = &mut this.aside {
+                let Poll::Ready(last) = aside.as_mut().poll(cx) else {
+                    return Poll::Pending;
+                };
+                this.aside = None;
+                if let Some(last) = last {
+                    this.events = None;
+                    return Poll::Ready(Some(last));
+                }
+            }
+            if this.events.is_none() {
+                return Poll::Ready(None);
+            }
+            let item = match this.poll_event(cx) {
+                Poll::Ready(Ok(None)) => {
+                    this.events = None;
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Ok(Some(item))) => item,
+                Poll::Ready(Err(panic)) => Err(panicked(&*panic)),
+                Poll::Pending => {
+                    // The timer and the watch are made only when an event is not ready at
+                    // once, and then kept for the rest of the execution.
+                    let run = &*this.run;
+                    let expired = run.deadline.is_some_and(|deadline| {
+                        let timer = this.timer.get_or_insert_with(|| {
+                            Box::pin(tokio::task::unconstrained(tokio::time::sleep_until(
+                                deadline,
+                            )))
+                        });
+                        timer.as_mut().poll(cx).is_ready()
+                    });
+                    if expired {
+                        Err(crate::sdk::to_sdk(&StandardError::DeadlineExceeded))
+                    } else if let Some(link) = &run.link {
+                        let gone = this.gone.get_or_insert_with(|| {
+                            let link = Arc::clone(link);
+                            Box::pin(async move { link.gone().await })
+                        });
+                        if gone.as_mut().poll(cx).is_pending() {
+                            return Poll::Pending;
+                        }
+                        // Nothing is polled after this: the executor's stream is dropped.
+                        this.events = None;
+                        return Poll::Ready(Some(Ok(run.canceled_event())));
+                    } else {
+                        return Poll::Pending;
+                    }
+                }
+            };
+            this.credited = false;
+            match item {
+                Ok(event) => {
+                    this.started = true;
+                    return Poll::Ready(Some(Ok(event)));
+                }
+                // Nothing is polled after an error (or a panic).
+                Err(error) if this.started => {
+                    this.events = None;
+                    return Poll::Ready(Some(Ok(this.run.failed_event(&error))));
+                }
+                Err(error) => {
+                    this.events = None;
+                    let run = Arc::clone(&this.run);
+                    this.aside = Some(Box::pin(async move {
+                        run.mark_failed(&error).await;
+                        Some(Err(error))
+                    }));
+                }
+            }
+        }
+    }
+}
+
 impl Run {
     fn guard(
         self,
-        events: std::thread::Result<BoxStream<'static, Result<StreamResponse, A2AError>>>,
+        events: std::thread::Result<BoxStream<'static, Item>>,
         config: Option<a2a::TaskPushNotificationConfig>,
-    ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+    ) -> BoxStream<'static, Item> {
         let run = Arc::new(self);
         let events = match events {
             Ok(events) => events,
             Err(panic) => futures_util::stream::iter([Err(panicked(&*panic))]).boxed(),
         };
-        let state = Polling {
+        // The SendMessage's push config, saved before the first event.
+        let aside = match (config, &run.push) {
+            (Some(mut config), Some(push)) => {
+                let (run, push) = (Arc::clone(&run), push.clone());
+                config.task_id = run.task_id.clone();
+                Some(Box::pin(async move {
+                    let error = push.save(config).await.err()?;
+                    run.mark_failed(&error).await;
+                    Some(Err(error))
+                }) as Aside)
+            }
+            _ => None,
+        };
+        Guard {
             events: Some(events),
             started: false,
             run,
-            config,
-        };
-        futures_util::stream::unfold(state, |mut state| async move {
-            let mut events = state.events.take()?;
-            if let (Some(mut config), Some(push)) = (state.config.take(), &state.run.push) {
-                config.task_id = state.run.task_id.clone();
-                // The rare paths' futures boxed (here and below): inline, they would make
-                // the future made for every event ~3.4 KB, copied whole each time.
-                if let Err(error) = Box::pin(push.save(config)).await {
-                    Box::pin(state.run.mark_failed(&error)).await;
-                    return Some((Err(error), state));
-                }
-            }
-            let (link, polled) = (state.run.link.clone(), &mut events);
-            let next = async move {
-                // A stream's execution waits for its reader (see `Link`).
-                if let Some(link) = link {
-                    link.credit().await;
-                }
-                AssertUnwindSafe(polled.next()).catch_unwind().await
-            };
-            // The request's deadline and trace reach the calls made inside the executor (the
-            // SDK runs it in a task of its own).
-            let next = InRun {
-                run: Arc::clone(&state.run),
-                future: next,
-            };
-            let deadline = state.run.deadline;
-            let next = async move {
-                match deadline {
-                    // Its timer is made only when the event is not ready at once.
-                    Some(deadline) => match crate::deadline::until(deadline, next).await {
-                        Some(next) => next,
-                        None => Ok(Some(Err(crate::sdk::to_sdk(
-                            &StandardError::DeadlineExceeded,
-                        )))),
-                    },
-                    None => next.await,
-                }
-            };
-            let next = match state.run.link.clone() {
-                Some(link) => {
-                    let gone = std::pin::pin!(link.gone());
-                    match futures_util::future::select(std::pin::pin!(next), gone).await {
-                        futures_util::future::Either::Left((next, _)) => next,
-                        // Nothing is polled after this: the executor's stream is dropped.
-                        futures_util::future::Either::Right(_) => {
-                            let canceled = state.run.canceled_event();
-                            return Some((Ok(canceled), state));
-                        }
-                    }
-                }
-                None => next.await,
-            };
-            let item = match next {
-                Ok(item) => item?,
-                Err(panic) => Err(panicked(&*panic)),
-            };
-            match item {
-                Ok(event) => {
-                    state.started = true;
-                    state.events = Some(events);
-                    Some((Ok(event), state))
-                }
-                // Nothing is polled after an error (or a panic).
-                Err(error) if state.started => {
-                    let failed = state.run.failed_event(&error);
-                    Some((Ok(failed), state))
-                }
-                Err(error) => {
-                    Box::pin(state.run.mark_failed(&error)).await;
-                    Some((Err(error), state))
-                }
-            }
-        })
+            aside,
+            credited: false,
+            credit: None,
+            timer: None,
+            gone: None,
+        }
         .boxed()
     }
 
@@ -443,52 +510,117 @@ fn as_notified(event: &StreamResponse) -> StreamResponse {
 /// the handler drops the stream after the last. A receiver that reads the task on a
 /// notification so finds it as the notification says.
 fn notified(
-    events: BoxStream<'static, Result<StreamResponse, A2AError>>,
+    events: BoxStream<'static, Item>,
     push: super::PushDelivery,
     task: String,
-) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-    /// An event the handler has been given, with the task's configs when it was made.
-    type Taken = (StreamResponse, Vec<a2a::TaskPushNotificationConfig>);
-    struct Notifying {
-        events: BoxStream<'static, Result<StreamResponse, A2AError>>,
-        taken: Option<Taken>,
-        push: super::PushDelivery,
-        task: String,
-    }
-    impl Drop for Notifying {
-        fn drop(&mut self) {
-            let (Some((event, configs)), Ok(runtime)) =
-                (self.taken.take(), tokio::runtime::Handle::try_current())
-            else {
-                return;
-            };
-            let (push, task) = (self.push.clone(), std::mem::take(&mut self.task));
-            runtime.spawn(async move { push.queue(&task, &event, configs).await });
-        }
-    }
-    let state = Notifying {
+) -> BoxStream<'static, Item> {
+    Notifying {
         events,
         taken: None,
+        queuing: None,
+        reading: None,
         push,
-        task,
-    };
-    futures_util::stream::unfold(state, |mut state| async move {
-        if let Some((event, configs)) = state.taken.take() {
-            // Boxed: only a task with push configs queues, and the future made for every
-            // event would hold this one's room.
-            Box::pin(state.push.queue(&state.task, &event, configs)).await;
+        task: Arc::from(task),
+    }
+    .boxed()
+}
+
+/// An event the handler has been given, with the task's configs when it was made.
+type Taken = (StreamResponse, Vec<a2a::TaskPushNotificationConfig>);
+
+/// [`notified`]'s stream, written by hand as the guard's is (see [`Guard`]): a task with no
+/// configs (most) costs one look at its configs an event, and no copy of it.
+struct Notifying {
+    events: BoxStream<'static, Item>,
+    /// The event last given, queued when the next is asked for (or the stream dropped).
+    taken: Option<Taken>,
+    /// Queuing the event last given.
+    queuing: Option<futures_util::future::BoxFuture<'static, ()>>,
+    /// An event read, and its task's configs being read (a store outside this process).
+    reading: Option<(
+        Item,
+        futures_util::future::BoxFuture<'static, Vec<a2a::TaskPushNotificationConfig>>,
+    )>,
+    push: super::PushDelivery,
+    task: Arc<str>,
+}
+
+impl Drop for Notifying {
+    fn drop(&mut self) {
+        let (Some((event, configs)), Ok(runtime)) =
+            (self.taken.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let (push, task) = (self.push.clone(), Arc::clone(&self.task));
+        runtime.spawn(async move { push.queue(&task, &event, configs).await });
+    }
+}
+
+impl futures_util::Stream for Notifying {
+    type Item = Item;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Item>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        if let Some((event, configs)) = this.taken.take() {
+            let (push, task) = (this.push.clone(), Arc::clone(&this.task));
+            this.queuing = Some(Box::pin(async move {
+                push.queue(&task, &event, configs).await;
+            }));
         }
-        let item = state.events.next().await?;
-        // A task with no configs (most) costs one look at its configs, no copy of its event.
-        if let Ok(event) = &item {
-            let configs = state.push.configs_of(&state.task).await;
-            if !configs.is_empty() {
-                state.taken = Some((as_notified(event), configs));
+        if let Some(queuing) = &mut this.queuing {
+            if queuing.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.queuing = None;
+        }
+        if this.reading.is_none() {
+            let item = match this.events.poll_next_unpin(cx) {
+                Poll::Ready(Some(item)) => item,
+                other => return other,
+            };
+            let Ok(event) = &item else {
+                return Poll::Ready(Some(item));
+            };
+            match this.push.configs_here(&this.task) {
+                Some(configs) => {
+                    this.take(event, configs);
+                    return Poll::Ready(Some(item));
+                }
+                None => {
+                    let (push, task) = (this.push.clone(), Arc::clone(&this.task));
+                    let read = Box::pin(async move { push.configs_of(&task).await });
+                    this.reading = Some((item, read));
+                }
             }
         }
-        Some((item, state))
-    })
-    .boxed()
+        let Some((_, read)) = &mut this.reading else {
+            return Poll::Pending;
+        };
+        let Poll::Ready(configs) = read.as_mut().poll(cx) else {
+            return Poll::Pending;
+        };
+        let Some((item, _)) = this.reading.take() else {
+            return Poll::Pending;
+        };
+        if let Ok(event) = &item {
+            this.take(event, configs);
+        }
+        Poll::Ready(Some(item))
+    }
+}
+
+impl Notifying {
+    /// `event` is given to the handler now: it is queued once the handler has taken it.
+    fn take(&mut self, event: &StreamResponse, configs: Vec<a2a::TaskPushNotificationConfig>) {
+        if !configs.is_empty() {
+            self.taken = Some((as_notified(event), configs));
+        }
+    }
 }
 
 /// The push config a SendMessage carried, which the bridge checked and put in the params.

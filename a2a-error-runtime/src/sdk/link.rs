@@ -71,6 +71,22 @@ impl Watch {
         }
     }
 
+    /// Takes a credit if one is free at once (as [`credit`](Watch::credit) would without
+    /// waiting): false when the execution must wait for its reader.
+    pub(crate) fn try_credit(&self) -> bool {
+        match &self.credits {
+            Some(credits) => match credits.try_acquire() {
+                Ok(permit) => {
+                    permit.forget();
+                    true
+                }
+                Err(tokio::sync::TryAcquireError::NoPermits) => false,
+                Err(tokio::sync::TryAcquireError::Closed) => true,
+            },
+            None => true,
+        }
+    }
+
     /// Whether the link is a stream's (its reader receives each event as it is made).
     pub(crate) fn is_stream(&self) -> bool {
         self.credits.is_some()

@@ -42,6 +42,16 @@ impl MemoryConfigs {
     }
 }
 
+impl MemoryConfigs {
+    /// The configs of `task_id` (none: empty), read at once.
+    pub(crate) fn list_now(&self, task_id: &str) -> Vec<TaskPushNotificationConfig> {
+        self.tasks
+            .get(task_id)
+            .map(|held| (*held.configs).clone())
+            .unwrap_or_default()
+    }
+}
+
 fn weight(configs: &[TaskPushNotificationConfig]) -> u64 {
     configs
         .iter()
@@ -119,11 +129,7 @@ impl PushConfigStore for MemoryConfigs {
     }
 
     async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2AError> {
-        Ok(self
-            .tasks
-            .get(task_id)
-            .map(|held| (*held.configs).clone())
-            .unwrap_or_default())
+        Ok(self.list_now(task_id))
     }
 
     async fn delete(&self, task_id: &str, config_id: &str) -> Result<(), A2AError> {

@@ -84,6 +84,8 @@ pub struct PushDelivery {
 struct Engine {
     sender: PushSender,
     configs: Arc<dyn PushConfigStore>,
+    /// The same store, when it is this process's: read without a future for every event.
+    local: Option<memory::MemoryConfigs>,
     outbox: Arc<dyn Outbox>,
     max_age: std::sync::RwLock<Duration>,
     lease: Duration,
@@ -105,9 +107,10 @@ impl PushDelivery {
     /// Configs and pending notifications in this process (bounded: see the crate's
     /// constants [`MAX_PENDING`] and the others; gone with the process).
     pub fn memory(sender: PushSender) -> Self {
+        let configs = memory::MemoryConfigs::new();
         PushDelivery::with(
             sender,
-            Arc::new(memory::MemoryConfigs::new()),
+            (Arc::new(configs.clone()), Some(configs)),
             Arc::new(memory::MemoryOutbox::new()),
             DEFAULT_LEASE,
         )
@@ -121,7 +124,7 @@ impl PushDelivery {
     pub fn redis(sender: PushSender, tasks: &super::RedisTaskStore) -> Self {
         let delivery = PushDelivery::with(
             sender,
-            Arc::new(tasks.push_configs()),
+            (Arc::new(tasks.push_configs()), None),
             Arc::new(tasks.outbox()),
             tasks.lease_duration(),
         );
@@ -131,7 +134,7 @@ impl PushDelivery {
 
     fn with(
         sender: PushSender,
-        configs: Arc<dyn PushConfigStore>,
+        (configs, local): (Arc<dyn PushConfigStore>, Option<memory::MemoryConfigs>),
         outbox: Arc<dyn Outbox>,
         lease: Duration,
     ) -> Self {
@@ -139,6 +142,7 @@ impl PushDelivery {
             inner: Arc::new(Engine {
                 sender,
                 configs,
+                local,
                 outbox,
                 max_age: std::sync::RwLock::new(Duration::from_secs(3600)),
                 lease,
@@ -245,6 +249,12 @@ impl PushDelivery {
             );
             Vec::new()
         })
+    }
+
+    /// The push configs of `task` now when they are in this process, without waiting;
+    /// `None` when they are elsewhere (read them with [`configs_of`](Self::configs_of)).
+    pub(crate) fn configs_here(&self, task: &str) -> Option<Vec<TaskPushNotificationConfig>> {
+        self.inner.local.as_ref().map(|local| local.list_now(task))
     }
 
     /// Queues `event` of `task` for each of `configs` (the task's, read at the event).
