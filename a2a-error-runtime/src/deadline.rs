@@ -123,9 +123,10 @@ pin_project_lite::pin_project! {
         future: F,
         end: Instant,
         // Unconstrained, as tokio's own timeout polls its timer when the future used up the
-        // task's budget: the deadline holds however busy the future keeps the task.
-        #[pin]
-        timer: Option<tokio::task::Unconstrained<tokio::time::Sleep>>,
+        // task's budget: the deadline holds however busy the future keeps the task. Boxed:
+        // a timer is ~100 bytes, which every request's future would hold (and copy) to
+        // answer in its first poll.
+        timer: Option<std::pin::Pin<Box<tokio::task::Unconstrained<tokio::time::Sleep>>>>,
     }
 }
 
@@ -138,17 +139,17 @@ impl<F: Future> Future for Until<F> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
         use std::task::Poll;
-        let mut this = self.project();
+        let this = self.project();
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Some(output));
         }
-        if this.timer.is_none() {
-            let timer = tokio::task::unconstrained(tokio::time::sleep_until(*this.end));
-            this.timer.set(Some(timer));
-        }
-        match this.timer.as_pin_mut().map(|timer| timer.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(None),
-            _ => Poll::Pending,
+        let end = *this.end;
+        let timer = this.timer.get_or_insert_with(|| {
+            Box::pin(tokio::task::unconstrained(tokio::time::sleep_until(end)))
+        });
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
     }
 }

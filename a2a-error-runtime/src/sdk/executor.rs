@@ -533,7 +533,9 @@ type Taken = (StreamResponse, Vec<a2a::TaskPushNotificationConfig>);
 struct Notifying {
     events: BoxStream<'static, Item>,
     /// The event last given, queued when the next is asked for (or the stream dropped).
-    taken: Option<Taken>,
+    /// Boxed: an event is ~400 bytes, which every stream would carry for the few tasks that
+    /// have configs.
+    taken: Option<Box<Taken>>,
     /// Queuing the event last given.
     queuing: Option<futures_util::future::BoxFuture<'static, ()>>,
     /// An event read, and its task's configs being read (a store outside this process).
@@ -547,11 +549,11 @@ struct Notifying {
 
 impl Drop for Notifying {
     fn drop(&mut self) {
-        let (Some((event, configs)), Ok(runtime)) =
-            (self.taken.take(), tokio::runtime::Handle::try_current())
+        let (Some(taken), Ok(runtime)) = (self.taken.take(), tokio::runtime::Handle::try_current())
         else {
             return;
         };
+        let (event, configs) = *taken;
         let (push, task) = (self.push.clone(), Arc::clone(&self.task));
         runtime.spawn(async move { push.queue(&task, &event, configs).await });
     }
@@ -566,7 +568,8 @@ impl futures_util::Stream for Notifying {
     ) -> std::task::Poll<Option<Item>> {
         use std::task::Poll;
         let this = self.get_mut();
-        if let Some((event, configs)) = this.taken.take() {
+        if let Some(taken) = this.taken.take() {
+            let (event, configs) = *taken;
             let (push, task) = (this.push.clone(), Arc::clone(&this.task));
             this.queuing = Some(Box::pin(async move {
                 push.queue(&task, &event, configs).await;
@@ -618,7 +621,7 @@ impl Notifying {
     /// `event` is given to the handler now: it is queued once the handler has taken it.
     fn take(&mut self, event: &StreamResponse, configs: Vec<a2a::TaskPushNotificationConfig>) {
         if !configs.is_empty() {
-            self.taken = Some((as_notified(event), configs));
+            self.taken = Some(Box::new((as_notified(event), configs)));
         }
     }
 }

@@ -379,7 +379,10 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// ```
     pub fn in_front_of(self, router: axum::Router) -> crate::server::App {
         crate::server::App::new(
-            Arc::new(move |request| Box::pin(self.clone().respond(request))),
+            Arc::new(move |request: Request<axum::body::Body>| {
+                let (parts, body) = request.into_parts();
+                Box::pin(self.clone().respond(parts.headers, body))
+            }),
             router,
         )
     }
@@ -395,6 +398,7 @@ impl<S: Clone + Send + Sync + 'static> tower::Service<Request<axum::body::Body>>
     }
 
     fn call(&mut self, request: Request<axum::body::Body>) -> Self::Future {
-        Box::pin(self.clone().respond(request).map(Ok))
+        let (parts, body) = request.into_parts();
+        Box::pin(self.clone().respond(parts.headers, body).map(Ok))
     }
 }
