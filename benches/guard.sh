@@ -16,7 +16,8 @@
 # and its spread across rounds, and a verdict: "faster" or "slower" when every round is more
 # than 3 % so, "level" when every round is within 3 %, else "too wide to conclude". Then, unless
 # --no-callgrind, user-space instructions and simulated L1 misses per request under
-# callgrind for the same servers, which do not move with the machine's load.
+# callgrind for the same servers, which do not move with the machine's load (less the
+# growth of hash tables, a one-off whose count in a short run is luck).
 #
 # With --benches (in place of --no-callgrind, or after it), the report ends with the
 # callees' side of this tree: a streamed model call's cost per event against reqwest and the
@@ -153,7 +154,7 @@ for line in open(sys.argv[1]):
     path, name, n, ir, misses = line.split()
     rows[(path, name)] = (int(ir) / int(n), int(misses) / int(n))
 rev = sys.argv[2]
-print(f"\ncallgrind, per request: user-space instructions and simulated L1 misses ({rev} as @rev)\n")
+print(f"\ncallgrind, per request: user-space instructions and simulated L1 misses, hash tables' growth left out ({rev} as @rev)\n")
 print("| path | server | instructions | vs @rev | L1 misses | vs @rev |")
 print("|---|---|---|---|---|---|")
 for (path, name), (ir, miss) in sorted(rows.items()):
