@@ -85,7 +85,9 @@ impl<H> Scoped<H> {
         };
         // The scope's hash: a bounded key whatever the caller's credential.
         let caller = super::scope_key::hex(scope_of(params));
-        rate.admit(&caller)
+        // Boxed, as the push config's check below: the limiter's future is ~1 KB (its Redis
+        // round trip), which every request's future would carry, and copy, without one.
+        Box::pin(rate.admit(&caller))
             .await
             .map_err(|refused| crate::sdk::to_sdk(&refused))
     }
@@ -152,7 +154,7 @@ impl<H> Scoped<H> {
         else {
             return Ok(None);
         };
-        push.check(&config).await?;
+        Box::pin(push.check(&config)).await?;
         let json = serde_json::to_string(&config)
             .map_err(|_| crate::sdk::to_sdk(&crate::wire::standard::StandardError::Internal))?;
         let mut params = params.clone();
