@@ -581,7 +581,18 @@ impl futures_util::Stream for Notifying {
             }
             this.queuing = None;
         }
-        if this.reading.is_none() {
+        loop {
+            // An event whose task's configs are being read (a store outside this process).
+            if let Some((item, mut read)) = this.reading.take() {
+                let Poll::Ready(configs) = read.as_mut().poll(cx) else {
+                    this.reading = Some((item, read));
+                    return Poll::Pending;
+                };
+                if let Ok(event) = &item {
+                    this.take(event, configs);
+                }
+                return Poll::Ready(Some(item));
+            }
             let item = match this.events.poll_next_unpin(cx) {
                 Poll::Ready(Some(item)) => item,
                 other => return other,
@@ -589,31 +600,15 @@ impl futures_util::Stream for Notifying {
             let Ok(event) = &item else {
                 return Poll::Ready(Some(item));
             };
-            match this.push.configs_here(&this.task) {
-                Some(configs) => {
-                    this.take(event, configs);
-                    return Poll::Ready(Some(item));
-                }
-                None => {
-                    let (push, task) = (this.push.clone(), Arc::clone(&this.task));
-                    let read = Box::pin(async move { push.configs_of(&task).await });
-                    this.reading = Some((item, read));
-                }
-            }
-        }
-        let Some((_, read)) = &mut this.reading else {
-            return Poll::Pending;
-        };
-        let Poll::Ready(configs) = read.as_mut().poll(cx) else {
-            return Poll::Pending;
-        };
-        let Some((item, _)) = this.reading.take() else {
-            return Poll::Pending;
-        };
-        if let Ok(event) = &item {
+            let Some(configs) = this.push.configs_here(&this.task) else {
+                let (push, task) = (this.push.clone(), Arc::clone(&this.task));
+                let read = Box::pin(async move { push.configs_of(&task).await });
+                this.reading = Some((item, read));
+                continue;
+            };
             this.take(event, configs);
+            return Poll::Ready(Some(item));
         }
-        Poll::Ready(Some(item))
     }
 }
 
