@@ -108,8 +108,7 @@ pub(crate) fn run_until<F: Future>(
 pub(crate) fn until<F: Future>(end: Instant, future: F) -> impl Future<Output = Option<F::Output>> {
     Until {
         future,
-        end,
-        timer: None,
+        expiry: Expiry::new(end),
     }
 }
 
@@ -121,12 +120,7 @@ pin_project_lite::pin_project! {
     struct Until<F> {
         #[pin]
         future: F,
-        end: Instant,
-        // Unconstrained, as tokio's own timeout polls its timer when the future used up the
-        // task's budget: the deadline holds however busy the future keeps the task. Boxed:
-        // a timer is ~100 bytes, which every request's future would hold (and copy) to
-        // answer in its first poll.
-        timer: Option<std::pin::Pin<Box<tokio::task::Unconstrained<tokio::time::Sleep>>>>,
+        expiry: Expiry,
     }
 }
 
@@ -143,14 +137,42 @@ impl<F: Future> Future for Until<F> {
         if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Some(output));
         }
-        let end = *this.end;
-        let timer = this.timer.get_or_insert_with(|| {
-            Box::pin(tokio::task::unconstrained(tokio::time::sleep_until(end)))
-        });
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+        if this.expiry.poll_passed(cx) {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
         }
+    }
+}
+
+/// A deadline's timer, made only the first time what it bounds has to wait, and kept.
+#[cfg(feature = "axum")]
+pub(crate) struct Expiry {
+    end: Instant,
+    // Unconstrained, as tokio's own timeout polls its timer when the future used up the
+    // task's budget: the deadline holds however busy the future keeps the task. Boxed: a
+    // timer is ~100 bytes, which every request's future would hold (and copy) to answer in
+    // its first poll.
+    timer: Option<std::pin::Pin<Box<tokio::task::Unconstrained<tokio::time::Sleep>>>>,
+}
+
+#[cfg(feature = "axum")]
+impl Expiry {
+    /// The timer of `end`, not made yet.
+    pub(crate) fn new(end: Instant) -> Self {
+        Expiry { end, timer: None }
+    }
+
+    /// Whether `end` has come; when not, the task is woken at it.
+    pub(crate) fn poll_passed(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        let end = self.end;
+        self.timer
+            .get_or_insert_with(|| {
+                Box::pin(tokio::task::unconstrained(tokio::time::sleep_until(end)))
+            })
+            .as_mut()
+            .poll(cx)
+            .is_ready()
     }
 }
 

@@ -222,16 +222,15 @@ mod tests {
         let mut found = (0, 0);
         for (key, _, _, value) in recorder.snapshotter().snapshot().into_vec() {
             let key = key.key();
-            let label = |name: &str| label(key, name);
             if key.name() != "rpc.server.call.duration"
-                || label("rpc.method").as_deref() != Some(method)
+                || label(key, "rpc.method").as_deref() != Some(method)
             {
                 continue;
             }
             let DebugValue::Histogram(samples) = value else {
                 continue;
             };
-            match label("outcome").as_deref() {
+            match label(key, "outcome").as_deref() {
                 Some("ok") => found.0 += samples.len(),
                 _ => found.1 += samples.len(),
             }
@@ -297,14 +296,13 @@ mod tests {
         let (mut durations, mut errors) = (0, 0);
         for (key, _, _, value) in recorder.snapshotter().snapshot().into_vec() {
             let key = key.key();
-            let label = |name: &str| label(key, name);
-            assert_eq!(label("rpc.method").as_deref(), Some("GetTask"));
-            assert_eq!(label("rpc.status_code").as_deref(), Some("-32001"));
-            assert_eq!(label("error.type").as_deref(), Some("TASK_NOT_FOUND"));
+            assert_eq!(label(key, "rpc.method").as_deref(), Some("GetTask"));
+            assert_eq!(label(key, "rpc.status_code").as_deref(), Some("-32001"));
+            assert_eq!(label(key, "error.type").as_deref(), Some("TASK_NOT_FOUND"));
             match (key.name(), value) {
                 ("rpc.server.call.duration", DebugValue::Histogram(samples)) => {
-                    assert_eq!(label("outcome").as_deref(), Some("error"));
-                    assert_eq!(label("rpc.system.name").as_deref(), Some("jsonrpc"));
+                    assert_eq!(label(key, "outcome").as_deref(), Some("error"));
+                    assert_eq!(label(key, "rpc.system.name").as_deref(), Some("jsonrpc"));
                     durations += samples.len();
                 }
                 ("a2a.server.errors", DebugValue::Counter(count)) => errors += count,

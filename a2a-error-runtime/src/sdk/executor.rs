@@ -223,8 +223,8 @@ struct Guard {
     credited: bool,
     /// Waiting for a credit (its reader is a whole window behind).
     credit: Option<futures_util::future::BoxFuture<'static, ()>>,
-    /// The request's deadline, made the first time an event is not ready at once.
-    timer: Option<std::pin::Pin<Box<tokio::task::Unconstrained<tokio::time::Sleep>>>>,
+    /// The request's deadline, its timer made the first time an event is not ready at once.
+    expiry: Option<crate::deadline::Expiry>,
     /// Resolves once the request is gone, made the first time an event is not ready at once.
     gone: Option<futures_util::future::BoxFuture<'static, ()>>,
 }
@@ -322,15 +322,8 @@ impl futures_util::Stream for Guard {
                     // The timer and the watch are made only when an event is not ready at
                     // once, and then kept for the rest of the execution.
                     let run = &*this.run;
-                    let expired = run.deadline.is_some_and(|deadline| {
-                        let timer = this.timer.get_or_insert_with(|| {
-                            Box::pin(tokio::task::unconstrained(tokio::time::sleep_until(
-                                deadline,
-                            )))
-                        });
-                        timer.as_mut().poll(cx).is_ready()
-                    });
-                    if expired {
+                    let passed = this.expiry.as_mut().is_some_and(|end| end.poll_passed(cx));
+                    if passed {
                         Err(crate::sdk::to_sdk(&StandardError::DeadlineExceeded))
                     } else if let Some(link) = &run.link {
                         let gone = this.gone.get_or_insert_with(|| {
@@ -396,6 +389,7 @@ impl Run {
             }
             _ => None,
         };
+        let expiry = run.deadline.map(crate::deadline::Expiry::new);
         Guard {
             events: Some(events),
             started: false,
@@ -403,7 +397,7 @@ impl Run {
             aside,
             credited: false,
             credit: None,
-            timer: None,
+            expiry,
             gone: None,
         }
         .boxed()

@@ -40,9 +40,7 @@ impl MemoryConfigs {
             tasks: Arc::new(BoundedMap::new(1 << 16, MAX_CONFIGS_BYTES)),
         }
     }
-}
 
-impl MemoryConfigs {
     /// The configs of `task_id` (none: empty), read at once.
     pub(crate) fn list_now(&self, task_id: &str) -> Vec<TaskPushNotificationConfig> {
         self.tasks

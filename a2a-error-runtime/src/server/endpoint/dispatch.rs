@@ -55,17 +55,25 @@ const BATCH_CONCURRENCY: usize = 8;
 impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// Answers one HTTP request.
     pub async fn handle(&self, request: Request<axum::body::Body>) -> Response {
-        let (Parts { headers, .. }, body) = request.into_parts();
-        self.clone().respond(headers, body).await
+        self.clone().respond(request).await
     }
 
     /// [`handle`](Self::handle), owning the endpoint: the future the endpoint's tower
-    /// `Service` boxes for each request, given the request's headers and body (the rest of its
-    /// head is dropped before: an `async fn` keeps the room of what it is given for as long as
-    /// it runs). It is kept under 1 KiB (the body is read in a future of its own, and `entry`, `call` and
-    /// `run` are plain functions, so the request is held once): past 1,032 bytes, glibc's
-    /// malloc and free take their slow paths for every request.
-    pub(super) async fn respond(self, headers: HeaderMap, body: axum::body::Body) -> Response {
+    /// `Service` boxes for each request. The request's head is dropped here but for its
+    /// headers (an `async fn` keeps the room of what it is given for as long as it runs).
+    pub(super) fn respond(
+        self,
+        request: Request<axum::body::Body>,
+    ) -> impl Future<Output = Response> + Send + 'static {
+        let (Parts { headers, .. }, body) = request.into_parts();
+        self.respond_to(headers, body)
+    }
+
+    /// The reply to a request of `headers` and `body`. Its future is kept under 1 KiB (the
+    /// body is read in a future of its own, and `entry`, `call` and `run` are plain
+    /// functions, so the request is held once): past 1,032 bytes, glibc's malloc and free take
+    /// their slow paths for every request.
+    async fn respond_to(self, headers: HeaderMap, body: axum::body::Body) -> Response {
         // What the headers say, read in one pass on arrival (in a plain function: what it
         // reads does not stay in this future).
         let arrived = match self.arrived(headers) {
@@ -412,8 +420,8 @@ mod tests {
 
     #[test]
     fn the_future_of_a_request_stays_under_a_kib() {
-        // See `respond`: its size does not depend on the state or the handlers (boxed).
-        let future = JsonRpc::new().respond(HeaderMap::new(), axum::body::Body::empty());
+        // See `respond_to`: its size does not depend on the state or the handlers (boxed).
+        let future = JsonRpc::new().respond(Request::new(axum::body::Body::empty()));
         let size = std::mem::size_of_val(&future);
         assert!(size <= 1024, "JsonRpc::respond's future is {size} bytes");
     }

@@ -379,10 +379,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// ```
     pub fn in_front_of(self, router: axum::Router) -> crate::server::App {
         crate::server::App::new(
-            Arc::new(move |request: Request<axum::body::Body>| {
-                let (parts, body) = request.into_parts();
-                Box::pin(self.clone().respond(parts.headers, body))
-            }),
+            Arc::new(move |request| Box::pin(self.clone().respond(request))),
             router,
         )
     }
@@ -398,7 +395,6 @@ impl<S: Clone + Send + Sync + 'static> tower::Service<Request<axum::body::Body>>
     }
 
     fn call(&mut self, request: Request<axum::body::Body>) -> Self::Future {
-        let (parts, body) = request.into_parts();
-        Box::pin(self.clone().respond(parts.headers, body).map(Ok))
+        Box::pin(self.clone().respond(request).map(Ok))
     }
 }
