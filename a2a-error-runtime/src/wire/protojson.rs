@@ -23,7 +23,7 @@ const EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// The members whose string value is a `google.protobuf.Timestamp` in `a2a.proto` (the SDK's
 /// own list): written with `Z` where the timestamp type writes `+00:00`.
-const TIMESTAMP_MEMBERS: [&[u8]; 2] = [b"timestamp", b"statusTimestampAfter"];
+pub(crate) const TIMESTAMP_MEMBERS: [&[u8]; 2] = [b"timestamp", b"statusTimestampAfter"];
 
 /// `value`'s JSON, members sorted by key at every level (as a `serde_json::Value` writes
 /// them), every integral double within ±2^53 as an integer and, with `timestamps`, every
@@ -68,7 +68,7 @@ thread_local! {
 const KEPT_BYTES: usize = 256 << 10;
 
 /// A double that is integral and within ±2^53, as that integer.
-fn integral(double: f64) -> Option<i64> {
+pub(crate) fn integral(double: f64) -> Option<i64> {
     (double.fract() == 0.0 && double.abs() <= EXACT).then_some(double as i64)
 }
 

@@ -1,6 +1,8 @@
 //! [`ProtoJson`]: an SDK type read and written as the A2A 1.0 JSON (ProtoJSON), exactly as the
 //! SDK's own routers and clients convert it.
 
+mod direct;
+
 use a2a_pb::protojson_conv::{self, ProtoJsonPayload, ProtoJsonPayloadError};
 use prost::Message as _;
 use serde::de::Error as _;
@@ -13,12 +15,22 @@ use serde_json::value::RawValue;
 /// protobuf's canonical JSON writes an integral double as an integer (`-32603`), and a client
 /// that reads a failed task's `code` as an integer needs that.
 ///
-/// Written from the protobuf JSON type without the SDK's `serde_json::Value` in between (see
+/// A task, a message, a SendMessage reply or a stream's event is written straight from the
+/// SDK's type (`direct`: what the conversion writes, without its copies); any other type
+/// from the protobuf JSON type, without the SDK's `serde_json::Value` in between (see
 /// [`crate::wire::protojson`]); a type whose conversion also edits that value
-/// (`ListTasksResponse`, whose `nextPageToken` is always written) goes through it.
+/// (`ListTasksResponse`, whose `nextPageToken` is always written) through it.
 pub(crate) fn to_json<T: ProtoJsonPayload + 'static>(
     value: &T,
 ) -> Result<Vec<u8>, ProtoJsonPayloadError> {
+    match direct::to_vec(value) {
+        Some(json) => Ok(json),
+        None => converted(value),
+    }
+}
+
+/// `value`'s JSON the general way: converted as the SDK converts it, then written.
+fn converted<T: ProtoJsonPayload + 'static>(value: &T) -> Result<Vec<u8>, ProtoJsonPayloadError> {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<a2a::ListTasksResponse>() {
         let json = protojson_conv::to_value(value)?;
         return crate::wire::protojson::to_vec(&json, false).map_err(ProtoJsonPayloadError::Json);
