@@ -1,7 +1,10 @@
 //! [`ProtoJson`]: an SDK type read and written as the A2A 1.0 JSON (ProtoJSON), exactly as the
 //! SDK's own routers and clients convert it.
 
-mod direct;
+#[cfg(test)]
+mod generate;
+mod read;
+mod write;
 
 use a2a_pb::protojson_conv::{self, ProtoJsonPayload, ProtoJsonPayloadError};
 use prost::Message as _;
@@ -16,14 +19,14 @@ use serde_json::value::RawValue;
 /// that reads a failed task's `code` as an integer needs that.
 ///
 /// A task, a message, a SendMessage reply or a stream's event is written straight from the
-/// SDK's type (`direct`: what the conversion writes, without its copies); any other type
+/// SDK's type (`write`: what the conversion writes, without its copies); any other type
 /// from the protobuf JSON type, without the SDK's `serde_json::Value` in between (see
 /// [`crate::wire::protojson`]); a type whose conversion also edits that value
 /// (`ListTasksResponse`, whose `nextPageToken` is always written) through it.
 pub(crate) fn to_json<T: ProtoJsonPayload + 'static>(
     value: &T,
 ) -> Result<Vec<u8>, ProtoJsonPayloadError> {
-    match direct::to_vec(value) {
+    match write::to_vec(value) {
         Some(json) => Ok(json),
         None => converted(value),
     }
@@ -164,6 +167,10 @@ impl<'de> Deserialize<'de> for SendParams {
         });
         if let Some(field) = missing_in_send(message) {
             return Err(D::Error::missing_field(field));
+        }
+        // Its fields moved into the SDK's type (`read`), as the conversion would make it.
+        if read::shallow(&json) {
+            return Ok(SendParams(Box::new(read::send_message_request(json))));
         }
         let proto = <a2a::SendMessageRequest as ProtoJsonPayload>::Proto::decode(
             json.encode_to_vec().as_slice(),
