@@ -87,18 +87,37 @@ pub(crate) fn hex(value: u64) -> [u8; 16] {
     out
 }
 
-/// The record of an outcome whose JSON `write` appends (written in place: a reply is not
-/// serialized and then copied); `None` when it fails.
+/// The record of an outcome whose JSON `write` appends; `None` when it fails.
+///
+/// Written in this thread's scratch, then copied into a block of its size: a store keeps the
+/// record for minutes, and a `Vec` grown as it is written, made `Bytes`, would keep its spare
+/// room and a second block (`Bytes`' shared header) for as long.
 pub(crate) fn outcome_record<W>(fingerprint: u64, ok: bool, write: W) -> Option<Bytes>
 where
     W: FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
 {
-    let mut out = Vec::with_capacity(256);
-    out.push(b'D');
-    out.extend_from_slice(&hex(fingerprint));
-    out.push(if ok { b'O' } else { b'E' });
-    write(&mut out).ok()?;
-    Some(Bytes::from(out))
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    /// The most scratch a thread keeps between records.
+    const KEPT_BYTES: usize = 64 << 10;
+    SCRATCH.with(|scratch| {
+        let mut own = Vec::new();
+        let mut kept = scratch.try_borrow_mut();
+        let out = match kept.as_deref_mut() {
+            Ok(kept) => kept,
+            Err(_) => &mut own,
+        };
+        out.clear();
+        out.push(b'D');
+        out.extend_from_slice(&hex(fingerprint));
+        out.push(if ok { b'O' } else { b'E' });
+        let record = write(out).ok().map(|()| Bytes::copy_from_slice(out));
+        if out.capacity() > KEPT_BYTES {
+            *out = Vec::new();
+        }
+        record
+    })
 }
 
 /// The record kept in place of an outcome heavier than a store keeps (`limit` bytes): a final
