@@ -23,6 +23,8 @@ pub(crate) mod object;
 pub(crate) mod protojson;
 pub(crate) mod received;
 pub(crate) mod remote;
+#[cfg(feature = "axum")]
+pub(crate) mod scratch;
 pub(crate) mod spec;
 pub(crate) mod standard;
 pub(crate) mod text;

@@ -14,7 +14,6 @@
 //! refuses) it declines, and the general way writes it, or fails as it does.
 
 use std::any::Any;
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 use a2a::{
@@ -32,14 +31,6 @@ use crate::wire::protojson::{TIMESTAMP_MEMBERS, integral};
 /// levels of messages (a level of a value is two of them).
 const DEPTH: usize = 32;
 
-/// What a thread keeps of its scratch between replies (a larger reply's is freed).
-const KEPT_BYTES: usize = 64 << 10;
-
-thread_local! {
-    /// This thread's scratch: a reply is written here, then copied out at its size.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
 /// The value was not written: it has something written the general way.
 pub(super) struct Declined;
 
@@ -48,23 +39,9 @@ type Written = Result<(), Declined>;
 /// `value`'s JSON when it is one of the types written here and holds nothing declined; else
 /// `None` (the general way).
 pub(super) fn to_vec(value: &dyn Any) -> Option<Vec<u8>> {
-    SCRATCH.with(|scratch| {
-        let mut own = Vec::new();
-        let mut kept = scratch.try_borrow_mut();
-        // A `Serialize` that writes another reply from inside this one: a scratch of its own.
-        let out = match kept.as_deref_mut() {
-            Ok(kept) => kept,
-            Err(_) => &mut own,
-        };
-        out.clear();
-        let written = match any(value, out)? {
-            Ok(()) => Some(out.as_slice().to_vec()),
-            Err(Declined) => None,
-        };
-        if out.capacity() > KEPT_BYTES {
-            *out = Vec::new();
-        }
-        written
+    crate::wire::scratch::with(|out| match any(value, out)? {
+        Ok(()) => Some(out.to_vec()),
+        Err(Declined) => None,
     })
 }
 

@@ -96,27 +96,11 @@ pub(crate) fn outcome_record<W>(fingerprint: u64, ok: bool, write: W) -> Option<
 where
     W: FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
 {
-    thread_local! {
-        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    /// The most scratch a thread keeps between records.
-    const KEPT_BYTES: usize = 64 << 10;
-    SCRATCH.with(|scratch| {
-        let mut own = Vec::new();
-        let mut kept = scratch.try_borrow_mut();
-        let out = match kept.as_deref_mut() {
-            Ok(kept) => kept,
-            Err(_) => &mut own,
-        };
-        out.clear();
+    crate::wire::scratch::with(|out| {
         out.push(b'D');
         out.extend_from_slice(&hex(fingerprint));
         out.push(if ok { b'O' } else { b'E' });
-        let record = write(out).ok().map(|()| Bytes::copy_from_slice(out));
-        if out.capacity() > KEPT_BYTES {
-            *out = Vec::new();
-        }
-        record
+        write(out).ok().map(|()| Bytes::copy_from_slice(out))
     })
 }
 
