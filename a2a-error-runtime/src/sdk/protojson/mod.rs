@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 /// protobuf's canonical JSON writes an integral double as an integer (`-32603`), and a client
 /// that reads a failed task's `code` as an integer needs that.
 ///
-/// A task, a message, a SendMessage reply or a stream's event is written straight from the
+/// A task, a SendMessage reply or a stream's event is written straight from the
 /// SDK's type (`write`: what the conversion writes, without its copies); any other type
 /// from the protobuf JSON type, without the SDK's `serde_json::Value` in between (see
 /// [`crate::wire::protojson`]); a type whose conversion also edits that value
