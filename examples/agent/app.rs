@@ -243,17 +243,29 @@ const TASK_FLOOR: u64 = 512;
 /// What an attempt count weighs beside its id.
 const ATTEMPT_BYTES: u64 = 64;
 
-/// The agent's state, shared by both bindings.
+/// The agent's state, shared by both bindings: one `Arc`, so that the clone each request's
+/// handler is given (axum's `State`) is one count, not one a store (four shared counts
+/// written a request, each in a cache line of its own).
 #[derive(Clone)]
-pub struct Agent {
-    tasks: Arc<BoundedMap<Task>>,
-    attempts: Arc<BoundedMap<u32>>,
+pub struct Agent(Arc<Shared>);
+
+/// What [`Agent`] shares.
+pub struct Shared {
+    tasks: BoundedMap<Task>,
+    attempts: BoundedMap<u32>,
     dedup: Dedup<SendMessageResponse, AgentError>,
     /// Every SendMessage fails with AGENT_UNAVAILABLE (`--fail`): a specialist that is down.
     unavailable: bool,
     /// The base URL the agent card advertises: from configuration, never from the caller's
     /// `Host` header (behind a shared cache, a caller's Host would poison everyone's card).
-    public_url: Arc<str>,
+    public_url: Box<str>,
+}
+
+impl std::ops::Deref for Agent {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
 }
 
 impl Default for Agent {
@@ -271,14 +283,11 @@ impl Agent {
 
     /// As [`with_store`](Self::with_store), with claims that last `claim_ttl`.
     pub fn with_claim_ttl(store: impl DedupStore, claim_ttl: Duration) -> Self {
-        Agent {
+        Agent(Arc::new(Shared {
             // Bounded in bytes, not only in count: six 4 MiB messages must not keep 2.8 GB.
-            tasks: Arc::new(BoundedMap::new(TASK_BYTES / TASK_FLOOR, TASK_BYTES)),
-            attempts: Arc::new(BoundedMap::new(
-                TASK_BYTES / 16 / ATTEMPT_BYTES,
-                TASK_BYTES / 16,
-            )),
-            public_url: Arc::from("http://127.0.0.1:8080"),
+            tasks: BoundedMap::new(TASK_BYTES / TASK_FLOOR, TASK_BYTES),
+            attempts: BoundedMap::new(TASK_BYTES / 16 / ATTEMPT_BYTES, TASK_BYTES / 16),
+            public_url: "http://127.0.0.1:8080".into(),
             // Retries of SendMessage within 10 minutes of its reply get that reply, scoped by
             // the caller's Authorization header (its bytes, without loss); a handler never
             // runs longer than its claim.
@@ -287,20 +296,25 @@ impl Agent {
                 .claim_ttl(claim_ttl)
                 .identify(a2a_error::server::scope::authorization),
             unavailable: false,
-        }
+        }))
     }
 
     /// This agent, failing every SendMessage with AGENT_UNAVAILABLE (a specialist that is
     /// down, for the coordinator's tests and demos).
     pub fn unavailable(mut self) -> Self {
-        self.unavailable = true;
+        self.configured().unavailable = true;
         self
     }
 
     /// The base URL the agent card advertises (default `http://127.0.0.1:8080`).
     pub fn public_url(mut self, url: &str) -> Self {
-        self.public_url = Arc::from(url);
+        self.configured().public_url = url.into();
         self
+    }
+
+    /// The state, while it is configured: before the agent is cloned (served).
+    fn configured(&mut self) -> &mut Shared {
+        Arc::get_mut(&mut self.0).expect("an Agent is configured before it is cloned")
     }
 
     /// SendMessage, safe to retry: the same messageId from the same caller runs the work
