@@ -19,6 +19,16 @@
 # callgrind for the same servers, which do not move with the machine's load (less the
 # growth of hash tables, a one-off whose count in a short run is luck).
 #
+# Then the same comparisons "at once": both servers of a pair loaded at the same time, each
+# by a wrk of its own (both on CPU 1), both pinned to CPU 0, so that the scheduler gives each
+# half of that core and the ratio of their rates is the inverse ratio of what a request costs
+# each, measured over the same seconds. A shared host's noise (steal, a neighbour's caches,
+# the clock) then falls on both sides of every ratio rather than on one window or the other:
+# on this 2-core VM the rounds of one pair spread by ~±4 % at once against ~±20 % in turn.
+# It is a harsher regime (every switch between the two evicts some of the other's caches), so
+# a larger working set loses a little more in it than alone: its ratios are the ones to tell
+# a regression from noise with, the ones in turn what each server does alone.
+#
 # With --benches (in place of --no-callgrind, or after it), the report ends with the
 # callees' side of this tree: a streamed model call's cost per event against reqwest and the
 # SSE parser alone (benches/stream.rs), and the dependency stack against tower-resilience
@@ -91,9 +101,33 @@ for round in $(seq "$ROUNDS"); do
     done
   done
 done
+
+# The pairs at once (see the top): NAME_A NAME_B PATH, ROUNDS rounds of SECONDS each, the
+# pair's order alternating.
+AT_ONCE=$WORK/at-once.txt
+: >"$AT_ONCE"
+port_of() { for server in "${SERVERS[@]}"; do read -r n p _ <<<"$server"; [ "$n" = "$1" ] && echo "$p"; done; }
+PAIRS=("agent agent@rev error" "agent axum-baseline error" "agent@rev axum-baseline error"
+       "bridge bridge@rev error" "bridge sdk-routers error" "agent sdk-routers error"
+       "bridge bridge@rev success" "bridge sdk-routers success" "bridge@rev sdk-routers success"
+       "agent sdk-routers success")
+for round in $(seq "$ROUNDS"); do
+  for pair in "${PAIRS[@]}"; do
+    read -r a b path <<<"$pair"
+    [ $((round % 2)) = 0 ] && read -r b a _ <<<"$pair"
+    load "$path" "$a" "$(port_of "$a")" "$SECONDS_PER_RUN" "$round" >"$WORK/at-once.a" &
+    first=$!
+    load "$path" "$b" "$(port_of "$b")" "$SECONDS_PER_RUN" "$round" >"$WORK/at-once.b"
+    wait $first
+    # PATH A B ROUND rps_a rps_b wrong
+    read -r _ _ _ ra wa <"$WORK/at-once.a"
+    read -r _ _ _ rb wb <"$WORK/at-once.b"
+    echo "$path $a $b $round $ra $rb $((wa + wb))" >>"$AT_ONCE"
+  done
+done
 stop_all
 
-python3 - "$RESULTS" "$REV" <<'PY'
+python3 - "$RESULTS" "$REV" "$AT_ONCE" <<'PY'
 import sys, statistics, collections
 rows = collections.defaultdict(dict)  # (path, name) -> {round: rps}
 wrong = collections.Counter()
@@ -101,6 +135,14 @@ for line in open(sys.argv[1]):
     path, name, rnd, rps, bad = line.split()
     rows[(path, name)][rnd] = float(rps)
     wrong[(path, name)] += int(bad)
+def verdict_of(low, high):
+    if low > 1.03:
+        return "faster"
+    if high < 0.97:
+        return "slower"
+    if low >= 0.97 and high <= 1.03:
+        return "level"
+    return "too wide to conclude"
 rev = sys.argv[2]
 print(f"\nthis tree against {rev}: req/s, median of each server's rounds (wrk -t1 -c8)\n")
 print("| path | server | req/s | wrong replies |")
@@ -119,15 +161,27 @@ for path in ("error", "success"):
         ratios = sorted(rows[(path, a)][r] / rows[(path, b)][r]
                         for r in rows[(path, a)] if r in rows[(path, b)])
         low, high, mid = ratios[0], ratios[-1], statistics.median(ratios)
-        if low > 1.03:
-            verdict = "faster"
-        elif high < 0.97:
-            verdict = "slower"
-        elif low >= 0.97 and high <= 1.03:
-            verdict = "level"
-        else:
-            verdict = "too wide to conclude"
+        verdict = verdict_of(low, high)
         print(f"| {path} | {a} vs {b} | {mid:.2f}× | {low:.2f}–{high:.2f}× | {verdict} |")
+
+at_once = collections.defaultdict(list)  # (path, a, b) -> [rps_a / rps_b]
+wrong_at_once = 0
+for line in open(sys.argv[3]):
+    path, a, b, rnd, ra, rb, bad = line.split()
+    wrong_at_once += int(bad)
+    key = (path, a, b)
+    ratio = float(ra) / float(rb)
+    if (path, b, a) in at_once:
+        key, ratio = (path, b, a), 1 / ratio
+    at_once[key].append(ratio)
+print(f"\nat once (each pair loaded together, both on CPU 0; wrong replies: {wrong_at_once})\n")
+print("| path | comparison | median | rounds | verdict |")
+print("|---|---|---|---|---|")
+for (path, a, b), ratios in at_once.items():
+    ratios.sort()
+    low, high, mid = ratios[0], ratios[-1], statistics.median(ratios)
+    verdict = verdict_of(low, high)
+    print(f"| {path} | {a} vs {b} | {mid:.2f}× | {low:.2f}–{high:.2f}× | {verdict} |")
 PY
 
 if [ "$CALLGRIND" = yes ]; then
