@@ -135,14 +135,19 @@ for line in open(sys.argv[1]):
     path, name, rnd, rps, bad = line.split()
     rows[(path, name)][rnd] = float(rps)
     wrong[(path, name)] += int(bad)
-def verdict_of(low, high):
+def print_ratios(path, a, b, ratios):
+    """One comparison's row: the median of its rounds' ratios, their spread, the verdict."""
+    ratios = sorted(ratios)
+    low, high, mid = ratios[0], ratios[-1], statistics.median(ratios)
     if low > 1.03:
-        return "faster"
-    if high < 0.97:
-        return "slower"
-    if low >= 0.97 and high <= 1.03:
-        return "level"
-    return "too wide to conclude"
+        verdict = "faster"
+    elif high < 0.97:
+        verdict = "slower"
+    elif low >= 0.97 and high <= 1.03:
+        verdict = "level"
+    else:
+        verdict = "too wide to conclude"
+    print(f"| {path} | {a} vs {b} | {mid:.2f}× | {low:.2f}–{high:.2f}× | {verdict} |")
 rev = sys.argv[2]
 print(f"\nthis tree against {rev}: req/s, median of each server's rounds (wrk -t1 -c8)\n")
 print("| path | server | req/s | wrong replies |")
@@ -158,11 +163,9 @@ for path in ("error", "success"):
     for a, b in pairs:
         if (path, a) not in rows or (path, b) not in rows:
             continue
-        ratios = sorted(rows[(path, a)][r] / rows[(path, b)][r]
-                        for r in rows[(path, a)] if r in rows[(path, b)])
-        low, high, mid = ratios[0], ratios[-1], statistics.median(ratios)
-        verdict = verdict_of(low, high)
-        print(f"| {path} | {a} vs {b} | {mid:.2f}× | {low:.2f}–{high:.2f}× | {verdict} |")
+        ratios = [rows[(path, a)][r] / rows[(path, b)][r]
+                  for r in rows[(path, a)] if r in rows[(path, b)]]
+        print_ratios(path, a, b, ratios)
 
 at_once = collections.defaultdict(list)  # (path, a, b) -> [rps_a / rps_b]
 wrong_at_once = 0
@@ -178,10 +181,7 @@ print(f"\nat once (each pair loaded together, both on CPU 0; wrong replies: {wro
 print("| path | comparison | median | rounds | verdict |")
 print("|---|---|---|---|---|")
 for (path, a, b), ratios in at_once.items():
-    ratios.sort()
-    low, high, mid = ratios[0], ratios[-1], statistics.median(ratios)
-    verdict = verdict_of(low, high)
-    print(f"| {path} | {a} vs {b} | {mid:.2f}× | {low:.2f}–{high:.2f}× | {verdict} |")
+    print_ratios(path, a, b, ratios)
 PY
 
 if [ "$CALLGRIND" = yes ]; then
