@@ -181,20 +181,32 @@ fn trim(value: &[u8]) -> &[u8] {
 }
 
 /// Exactly `2 * N` lower-case hex digits as `N` bytes.
+///
+/// By a table, checked once at the end: the bridge reads a trace context back on every
+/// request, and a branch per digit of a random id is mispredicted about every other digit.
 fn hex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
+    /// Each byte's value as a lower-case hex digit, or 0x10 (a bit no digit has) if it is
+    /// none.
+    const VALUE: [u8; 256] = {
+        let mut table = [0x10u8; 256];
+        let mut d = 0;
+        while d < 16 {
+            table[b"0123456789abcdef"[d] as usize] = d as u8;
+            d += 1;
+        }
+        table
+    };
     if digits.len() != 2 * N {
         return None;
     }
-    let digit = |d: u8| match d {
-        b'0'..=b'9' => Some(d - b'0'),
-        b'a'..=b'f' => Some(d - b'a' + 10),
-        _ => None,
-    };
     let mut out = [0u8; N];
+    let mut invalid = 0u8;
     for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+        let (high, low) = (VALUE[usize::from(pair[0])], VALUE[usize::from(pair[1])]);
+        invalid |= high | low;
+        *byte = high << 4 | (low & 0x0f);
     }
-    Some(out)
+    (invalid & 0x10 == 0).then_some(out)
 }
 
 fn to_hex(bytes: &[u8]) -> String {
@@ -262,6 +274,24 @@ mod tests {
         assert_eq!(child.trace_id(), context.trace_id());
         assert_ne!(child.parent_id(), context.parent_id());
         assert_eq!(child.tracestate(), context.tracestate());
+    }
+
+    #[test]
+    fn hex_reads_lower_case_digits_only() {
+        let value = |d: u8| match d {
+            b'0'..=b'9' => Some(d - b'0'),
+            b'a'..=b'f' => Some(d - b'a' + 10),
+            _ => None,
+        };
+        for high in 0..=255u8 {
+            for low in 0..=255u8 {
+                let expected = value(high).zip(value(low)).map(|(h, l)| [h << 4 | l]);
+                assert_eq!(hex::<1>(&[high, low]), expected, "{high:#x} {low:#x}");
+            }
+        }
+        assert_eq!(hex::<2>(b"00ff"), Some([0x00, 0xff]));
+        assert_eq!(hex::<2>(b"0fF0"), None);
+        assert_eq!(hex::<2>(b"0ff"), None);
     }
 
     #[test]
