@@ -54,8 +54,8 @@ pub(super) fn scope_of(params: &ServiceParams) -> ScopeKey {
     params
         .get(SCOPE_PARAM)
         .and_then(|values| values.first())
-        .and_then(|hex| u128::from_str_radix(hex, 16).ok())
-        .unwrap_or(0)
+        .and_then(|hex| crate::wire::hex::read::<16>(hex.as_bytes()))
+        .map_or(0, u128::from_be_bytes)
 }
 
 /// The watch of the request's link, which the guard tells the task it started on.

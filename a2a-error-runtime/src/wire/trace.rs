@@ -9,6 +9,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::wire::hex;
+
 /// The W3C `traceparent` header: `00-{32 hex trace id}-{16 hex parent id}-{2 hex flags}`.
 pub const TRACEPARENT_HEADER: &str = "traceparent";
 
@@ -42,7 +44,7 @@ impl TraceContext {
         if value.len() < TRACEPARENT_LEN {
             return None;
         }
-        let version = hex::<1>(&value[0..2])?[0];
+        let version = hex::read::<1>(&value[0..2])?[0];
         if version == 0xff
             || (version == 0 && value.len() != TRACEPARENT_LEN)
             || (value.len() > TRACEPARENT_LEN && value[TRACEPARENT_LEN] != b'-')
@@ -52,9 +54,9 @@ impl TraceContext {
         {
             return None;
         }
-        let trace_id = hex::<16>(&value[3..35])?;
-        let parent_id = hex::<8>(&value[36..52])?;
-        let flags = hex::<1>(&value[53..55])?[0];
+        let trace_id = hex::read::<16>(&value[3..35])?;
+        let parent_id = hex::read::<8>(&value[36..52])?;
+        let flags = hex::read::<1>(&value[53..55])?[0];
         if trace_id == [0; 16] || parent_id == [0; 8] {
             return None;
         }
@@ -180,35 +182,6 @@ fn trim(value: &[u8]) -> &[u8] {
     value.trim_ascii()
 }
 
-/// Exactly `2 * N` lower-case hex digits as `N` bytes.
-///
-/// By a table, checked once at the end: the bridge reads a trace context back on every
-/// request, and a branch per digit of a random id is mispredicted about every other digit.
-fn hex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
-    /// Each byte's value as a lower-case hex digit, or 0x10 (a bit no digit has) if it is
-    /// none.
-    const VALUE: [u8; 256] = {
-        let mut table = [0x10u8; 256];
-        let mut d = 0;
-        while d < 16 {
-            table[b"0123456789abcdef"[d] as usize] = d as u8;
-            d += 1;
-        }
-        table
-    };
-    if digits.len() != 2 * N {
-        return None;
-    }
-    let mut out = [0u8; N];
-    let mut invalid = 0u8;
-    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-        let (high, low) = (VALUE[usize::from(pair[0])], VALUE[usize::from(pair[1])]);
-        invalid |= high | low;
-        *byte = high << 4 | (low & 0x0f);
-    }
-    (invalid & 0x10 == 0).then_some(out)
-}
-
 fn to_hex(bytes: &[u8]) -> String {
     let mut out = vec![0u8; bytes.len() * 2];
     crate::wire::hex::write(bytes, &mut out);
@@ -274,24 +247,6 @@ mod tests {
         assert_eq!(child.trace_id(), context.trace_id());
         assert_ne!(child.parent_id(), context.parent_id());
         assert_eq!(child.tracestate(), context.tracestate());
-    }
-
-    #[test]
-    fn hex_reads_lower_case_digits_only() {
-        let value = |d: u8| match d {
-            b'0'..=b'9' => Some(d - b'0'),
-            b'a'..=b'f' => Some(d - b'a' + 10),
-            _ => None,
-        };
-        for high in 0..=255u8 {
-            for low in 0..=255u8 {
-                let expected = value(high).zip(value(low)).map(|(h, l)| [h << 4 | l]);
-                assert_eq!(hex::<1>(&[high, low]), expected, "{high:#x} {low:#x}");
-            }
-        }
-        assert_eq!(hex::<2>(b"00ff"), Some([0x00, 0xff]));
-        assert_eq!(hex::<2>(b"0fF0"), None);
-        assert_eq!(hex::<2>(b"0ff"), None);
     }
 
     #[test]

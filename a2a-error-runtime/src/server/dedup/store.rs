@@ -124,7 +124,7 @@ pub(crate) fn too_large(outcome: Bytes, limit: u64) -> Bytes {
 
 /// Reads a record; `None` for bytes no store of this crate wrote.
 pub(crate) fn read_record(bytes: &Bytes) -> Option<Record> {
-    let fingerprint = u64::from_str_radix(std::str::from_utf8(bytes.get(1..17)?).ok()?, 16).ok()?;
+    let fingerprint = u64::from_be_bytes(crate::wire::hex::read::<8>(bytes.get(1..17)?)?);
     match (bytes.first()?, bytes.get(17)?) {
         (b'R', _) => Some(Record::Running { fingerprint }),
         (b'D', b'O') => Some(Record::Succeeded {
