@@ -25,6 +25,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex};
 
 use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 pub(crate) use super::scope_key::{ScopeKey, key_of};
 
@@ -103,19 +104,17 @@ struct Index {
     by_scope: HashMap<ScopeKey, Scope>,
     /// Every task in the order it was recorded, for eviction, with places that name nothing
     /// until they reach the front or the queue is compacted.
-    order: VecDeque<(Id, ScopeKey)>,
+    order: VecDeque<Id>,
+}
+
+/// Whether `id` (a place in a queue) names a task recorded now.
+fn held(by_task: &HashTable<Owned>, id: &Id) -> bool {
+    by_task.find(id.hash, |owned| owned.id.is(id)).is_some()
 }
 
 impl Index {
-    /// Whether `id` names the task recorded now.
-    fn holds(&self, id: &Id) -> bool {
-        self.by_task
-            .find(id.hash, |owned| owned.id.is(id))
-            .is_some()
-    }
-
-    /// Counts a record taken out of the table out of its scope.
-    fn remove_owned(&mut self, owned: Owned) {
+    /// Takes `owned`, just removed from the table, out of its scope's count.
+    fn uncount(&mut self, owned: &Owned) {
         if let Some(scope) = self.by_scope.get_mut(&owned.scope) {
             scope.live -= 1;
             if scope.live == 0 {
@@ -126,7 +125,7 @@ impl Index {
 
     /// Evicts the oldest task recorded; false when there is none.
     fn evict_oldest(&mut self) -> bool {
-        let Some((oldest, scope)) = self.order.pop_front() else {
+        let Some(oldest) = self.order.pop_front() else {
             return false;
         };
         let Ok(found) = self
@@ -136,20 +135,17 @@ impl Index {
             // Forgotten already.
             return true;
         };
-        found.remove();
-        if let Some(tasks) = self.by_scope.get_mut(&scope) {
-            // It is the oldest of its scope's live tasks: only places of forgotten ones are
-            // before it.
+        let (owned, _) = found.remove();
+        if let Some(tasks) = self.by_scope.get_mut(&owned.scope) {
+            // The oldest of its scope's live tasks: only places of forgotten ones are before
+            // it in the scope's queue.
             while let Some(front) = tasks.ids.pop_front() {
                 if front.is(&oldest) {
                     break;
                 }
             }
-            tasks.live -= 1;
-            if tasks.live == 0 {
-                self.by_scope.remove(&scope);
-            }
         }
+        self.uncount(&owned);
         true
     }
 }
@@ -174,12 +170,14 @@ impl Owners {
     /// first caller a task's id was handed to owns it.
     pub(crate) fn record(&self, scope: ScopeKey, task: &str) {
         let hash = self.hasher.hash_one(task);
-        let mut guard = self.lock();
-        let index = &mut *guard;
-        let hashbrown::hash_table::Entry::Vacant(vacant) =
-            index
-                .by_task
-                .entry(hash, |owned| *owned.id.text == *task, |owned| owned.id.hash)
+        let mut index = self.lock();
+        let Index {
+            by_task,
+            by_scope,
+            order,
+        } = &mut *index;
+        let Entry::Vacant(vacant) =
+            by_task.entry(hash, |owned| *owned.id.text == *task, |owned| owned.id.hash)
         else {
             return;
         };
@@ -191,30 +189,20 @@ impl Owners {
             id: id.clone(),
             scope,
         });
-        let tasks = index.by_scope.entry(scope).or_default();
+        let tasks = by_scope.entry(scope).or_default();
         tasks.ids.push_back(id.clone());
         tasks.live += 1;
         if tasks.ids.len() > 2 * tasks.live + 64 {
-            let ids = std::mem::take(&mut tasks.ids);
-            let by_task = &index.by_task;
-            let held = |id: &Id| by_task.find(id.hash, |owned| owned.id.is(id)).is_some();
-            let kept = ids.into_iter().filter(held).collect();
-            if let Some(tasks) = index.by_scope.get_mut(&scope) {
-                tasks.ids = kept;
-            }
+            tasks.ids.retain(|id| held(by_task, id));
         }
-        index.order.push_back((id, scope));
+        order.push_back(id);
+        if order.len() > 2 * self.max {
+            order.retain(|id| held(by_task, id));
+        }
         while index.by_task.len() > self.max {
             if !index.evict_oldest() {
                 break;
             }
-        }
-        if index.order.len() > 2 * self.max {
-            let order = std::mem::take(&mut index.order);
-            index.order = order
-                .into_iter()
-                .filter(|(id, _)| index.holds(id))
-                .collect();
         }
     }
 
@@ -237,7 +225,8 @@ impl Owners {
             tasks
                 .ids
                 .iter()
-                .filter(|id| after.is_none_or(|after| *id.text > *after) && index.holds(id))
+                .filter(|id| after.is_none_or(|after| *id.text > *after))
+                .filter(|id| held(&index.by_task, id))
                 .map(|id| Arc::clone(&id.text))
                 .collect()
         };
@@ -255,7 +244,7 @@ impl Owners {
             .find_entry(hash, |owned| *owned.id.text == *task)
         {
             let (owned, _) = found.remove();
-            index.remove_owned(owned);
+            index.uncount(&owned);
         }
     }
 
@@ -270,10 +259,18 @@ impl Owners {
 mod tests {
     use super::*;
 
+    fn alice_and_bob() -> (ScopeKey, ScopeKey) {
+        (key_of(Some("t:alice")), key_of(Some("t:bob")))
+    }
+
+    fn ids(tasks: Vec<Arc<str>>) -> Vec<String> {
+        tasks.iter().map(|task| task.to_string()).collect()
+    }
+
     #[test]
     fn a_task_is_its_first_callers_and_the_oldest_go_first() {
         let owners = Owners::new(3);
-        let (alice, bob) = (key_of(Some("t:alice")), key_of(Some("t:bob")));
+        let (alice, bob) = alice_and_bob();
         owners.record(alice, "t-2");
         owners.record(alice, "t-1");
         owners.record(bob, "t-1");
@@ -282,7 +279,6 @@ mod tests {
         assert!(!owners.owns(bob, "t-1"));
         assert!(!owners.owns(key_of(None), "t-1"));
         assert!(!owners.owns(alice, "nope"));
-        let ids = |tasks: Vec<Arc<str>>| tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>();
         assert_eq!(ids(owners.tasks(alice, None)), ["t-1", "t-2"]);
         assert_eq!(ids(owners.tasks(alice, Some("t-1"))), ["t-2"]);
         owners.record(bob, "t-4");
@@ -301,7 +297,7 @@ mod tests {
     #[test]
     fn a_task_recorded_again_is_evicted_as_its_new_record_not_its_old_one() {
         let owners = Owners::new(3);
-        let (alice, bob) = (key_of(Some("t:alice")), key_of(Some("t:bob")));
+        let (alice, bob) = alice_and_bob();
         owners.record(alice, "a");
         owners.record(alice, "b");
         owners.forget("a");
@@ -312,7 +308,6 @@ mod tests {
         assert_eq!(owners.len(), 3);
         assert!(owners.owns(bob, "a"));
         assert!(!owners.owns(alice, "b"));
-        let ids = |tasks: Vec<Arc<str>>| tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>();
         assert_eq!(ids(owners.tasks(bob, None)), ["a", "c", "d"]);
         assert_eq!(ids(owners.tasks(bob, Some("a"))), ["c", "d"]);
         assert!(owners.tasks(alice, None).is_empty());
@@ -322,7 +317,7 @@ mod tests {
     #[test]
     fn the_places_of_forgotten_tasks_do_not_pile_up_in_a_scope() {
         let owners = Owners::new(10_000);
-        let alice = key_of(Some("t:alice"));
+        let (alice, _) = alice_and_bob();
         owners.record(alice, "kept");
         for n in 0..1_000 {
             let task = format!("t-{n}");
