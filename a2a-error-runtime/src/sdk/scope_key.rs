@@ -16,10 +16,12 @@ pub(crate) fn key_of(scope: Option<&str>) -> ScopeKey {
 /// `key` as 32 lowercase hex digits, as service params and the shared store carry it (without
 /// the formatting machinery: it is written on every request).
 pub(crate) fn hex(key: ScopeKey) -> String {
-    let mut out = [0u8; 32];
-    crate::wire::hex::write(&key.to_be_bytes(), &mut out);
-    // Hex digits only.
-    String::from_utf8(out.to_vec()).unwrap_or_default()
+    crate::wire::hex::string(&key.to_be_bytes())
+}
+
+/// The key [`hex`] wrote; `None` for any other text.
+pub(crate) fn read(hex: &str) -> Option<ScopeKey> {
+    crate::wire::hex::read::<16>(hex.as_bytes()).map(u128::from_be_bytes)
 }
 
 #[cfg(test)]
@@ -29,6 +31,7 @@ mod tests {
         for key in [0, 1, 0xabc, u128::MAX, super::key_of(Some("t:alice"))] {
             assert_eq!(super::hex(key), format!("{key:032x}"));
             assert_eq!(u128::from_str_radix(&super::hex(key), 16), Ok(key));
+            assert_eq!(super::read(&super::hex(key)), Some(key));
         }
     }
 }

@@ -54,8 +54,8 @@ pub(super) fn scope_of(params: &ServiceParams) -> ScopeKey {
     params
         .get(SCOPE_PARAM)
         .and_then(|values| values.first())
-        .and_then(|hex| crate::wire::hex::read::<16>(hex.as_bytes()))
-        .map_or(0, u128::from_be_bytes)
+        .and_then(|hex| super::scope_key::read(hex))
+        .unwrap_or(0)
 }
 
 /// The watch of the request's link, which the guard tells the task it started on.

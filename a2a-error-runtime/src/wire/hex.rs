@@ -11,6 +11,14 @@ pub(crate) fn write(bytes: &[u8], out: &mut [u8]) {
     }
 }
 
+/// `bytes` as a string of lowercase hex digits.
+pub(crate) fn string(bytes: &[u8]) -> String {
+    let mut out = vec![0u8; bytes.len() * 2];
+    write(bytes, &mut out);
+    // Hex digits only.
+    String::from_utf8(out).unwrap_or_default()
+}
+
 /// Exactly `2 * N` lower-case hex digits as `N` bytes.
 ///
 /// By a table, checked once at the end: the bridge reads a trace context back on every

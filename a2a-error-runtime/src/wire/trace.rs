@@ -124,7 +124,7 @@ impl TraceContext {
 
     /// The id of the span that sent this context, 16 lower-case hex digits.
     pub fn parent_id(&self) -> String {
-        to_hex(&self.parent_id)
+        hex::string(&self.parent_id)
     }
 
     /// Whether the caller sampled the trace (the `sampled` flag).
@@ -137,11 +137,11 @@ impl TraceContext {
         // Written in place: one allocation per call sent on, not one per field.
         let mut out = [0u8; TRACEPARENT_LEN];
         out[..3].copy_from_slice(b"00-");
-        crate::wire::hex::write(&self.trace_id, &mut out[3..35]);
+        hex::write(&self.trace_id, &mut out[3..35]);
         out[35] = b'-';
-        crate::wire::hex::write(&self.parent_id, &mut out[36..52]);
+        hex::write(&self.parent_id, &mut out[36..52]);
         out[52] = b'-';
-        crate::wire::hex::write(&[self.flags], &mut out[53..55]);
+        hex::write(&[self.flags], &mut out[53..55]);
         // Hex digits and dashes only.
         String::from_utf8(out.to_vec()).unwrap_or_default()
     }
@@ -180,12 +180,6 @@ impl fmt::Debug for TraceId {
 /// Optional whitespace around a header value (RFC 9110), nothing else.
 fn trim(value: &[u8]) -> &[u8] {
     value.trim_ascii()
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    let mut out = vec![0u8; bytes.len() * 2];
-    crate::wire::hex::write(bytes, &mut out);
-    String::from_utf8(out).unwrap_or_default()
 }
 
 /// A `tracestate` passed on only whole: at most [`MAX_TRACESTATE`] bytes of printable ASCII.

@@ -472,7 +472,7 @@ impl RedisTaskStore {
                     .query_async(&mut connection),
             )
             .await?;
-        Ok(owner.and_then(|hex| u128::from_str_radix(&hex, 16).ok()) == Some(scope))
+        Ok(owner.and_then(|hex| super::scope_key::read(&hex)) == Some(scope))
     }
 
     /// Offers `scope`'s tasks to `page`, in id order. A scope's tasks are bounded by its
