@@ -11,7 +11,8 @@
 //!   lanes run apart, so a hanging receiver delays nobody else, nor the task.
 //! - **Until a maximum age** (default an hour): a notification not accepted by then is a dead
 //!   letter ([`dead_letters`](PushDelivery::dead_letters), [`replay`](PushDelivery::replay)).
-//!   A 410 removes the config and its pending notifications.
+//!   A 410 removes the config and its pending notifications; a notification whose config
+//!   is no longer saved when its turn comes is not sent.
 //! - **Durable across replicas** ([`PushDelivery::redis`]): the outbox in the fleet's Redis,
 //!   each lane claimed under a lease; a replica that dies leaves its lanes to the others,
 //!   which send the same notifications with the same `webhook-id`.
@@ -391,6 +392,12 @@ impl Engine {
     /// Delivers `lane`'s notifications in order until it is empty or its claim is lost.
     async fn deliver(self: Arc<Self>, lane: String) {
         while let Ok(Some(entry)) = self.outbox.head(&lane).await {
+            // An event read its task's configs before a 410 or a delete removed one, and was
+            // queued after its lane was dropped: its config is gone, so is the notification.
+            if self.gone(&entry).await {
+                self.outbox.drop_lane(&lane).await;
+                continue;
+            }
             let max_age = *self.max_age.read().unwrap_or_else(|e| e.into_inner());
             let age = Duration::from_millis(now_ms().saturating_sub(entry.at));
             let deadline = Instant::now() + max_age.saturating_sub(age);
@@ -431,6 +438,15 @@ impl Engine {
         self.running().remove(&lane);
     }
 
+    /// Whether `entry`'s config is no longer saved (a store that cannot say: not gone, the
+    /// notification is rather sent than lost).
+    async fn gone(&self, entry: &Entry) -> bool {
+        match self.configs.get(&entry.task, &entry.config).await {
+            Ok(_) => false,
+            Err(error) => error.code == a2a::error_code::TASK_NOT_FOUND,
+        }
+    }
+
     /// Renews `lane`'s claim every third of the lease; returns when it is lost.
     async fn renew(&self, lane: &str) {
         loop {
@@ -466,4 +482,72 @@ fn now_ms() -> u64 {
         .map_or(0, |since| {
             u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn config(task: &str, id: &str, url: String) -> TaskPushNotificationConfig {
+        TaskPushNotificationConfig {
+            url,
+            id: Some(id.to_owned()),
+            task_id: task.to_owned(),
+            token: None,
+            authentication: None,
+            tenant: None,
+        }
+    }
+
+    /// An event that read its task's configs before one was deleted (by a caller, or by a
+    /// 410) and is queued after the delete dropped the lane: nothing reaches the deleted
+    /// config's receiver; the kept one's gets it.
+    #[tokio::test]
+    async fn a_notification_queued_after_its_config_was_deleted_is_not_sent() {
+        let hits = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = Arc::clone(&hits);
+        let app = axum::Router::new().route(
+            "/{receiver}",
+            axum::routing::post(
+                move |axum::extract::Path(receiver): axum::extract::Path<String>| {
+                    seen.lock().unwrap().push(receiver);
+                    async { axum::http::StatusCode::NO_CONTENT }
+                },
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+
+        let sender = PushSender::builder().allow_private(true).build().unwrap();
+        let push = PushDelivery::memory(sender);
+        for id in ["kept", "deleted"] {
+            push.save(config("t", id, format!("{base}/{id}")))
+                .await
+                .unwrap();
+        }
+        let read_before = push.configs_of("t").await;
+        assert_eq!(read_before.len(), 2);
+        push.delete("t", "deleted").await.unwrap();
+        let event = StreamResponse::StatusUpdate(a2a::TaskStatusUpdateEvent {
+            task_id: "t".to_owned(),
+            context_id: "c".to_owned(),
+            status: a2a::TaskStatus {
+                state: a2a::TaskState::Completed,
+                message: None,
+                timestamp: None,
+            },
+            metadata: None,
+        });
+        push.queue("t", &event, read_before).await;
+
+        // Both lanes ended (the kept one once delivered): nothing is pending.
+        let waited = Instant::now();
+        while push.inner.outbox.oldest().await.is_some() || hits.lock().unwrap().is_empty() {
+            assert!(waited.elapsed() < Duration::from_secs(10), "not delivered");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(*hits.lock().unwrap(), ["kept"]);
+    }
 }
