@@ -80,6 +80,7 @@
 mod error;
 mod executor;
 mod failed;
+mod fingerprint;
 mod forward;
 #[cfg(feature = "grpc")]
 mod grpc;

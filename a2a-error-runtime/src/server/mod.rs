@@ -26,6 +26,8 @@ pub(crate) use dedup::fingerprint;
 #[cfg(all(feature = "redis", feature = "sdk"))]
 pub(crate) use dedup::redis_millis;
 pub use dedup::{Dedup, DedupError, DedupStore, MemoryStore, Refusal, StoreError, StoreFailure};
+#[cfg(feature = "sdk")]
+pub(crate) use dedup::{OUTCOME_HEAD, outcome_head};
 pub use endpoint::{AdaptiveLimit, Handler, JsonRpc, RequestContext, StreamHandler};
 pub use memory::return_freed_memory;
 #[cfg(feature = "sdk")]
@@ -123,7 +125,7 @@ pub(crate) fn write_json<T: serde::Serialize + 'static>(
 ) -> serde_json::Result<()> {
     #[cfg(feature = "sdk")]
     if let Some(reply) = (value as &dyn std::any::Any).downcast_ref::<crate::sdk::SendReply>() {
-        out.extend_from_slice(reply.json().as_bytes());
+        out.extend_from_slice(reply.json_bytes());
         return Ok(());
     }
     serde_json::to_writer(out, value)

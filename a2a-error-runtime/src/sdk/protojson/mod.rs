@@ -12,6 +12,9 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use crate::server::{OUTCOME_HEAD, outcome_head};
+use bytes::Bytes;
+
 /// `value`'s A2A 1.0 JSON, the bytes the SDK's routers write (`protojson_conv::to_value`,
 /// then that value written), with one mend: a number of a `google.protobuf.Struct`
 /// (metadata) is a double in protobuf, which the SDK's conversion writes as `-32603.0`;
@@ -52,13 +55,6 @@ fn to_raw<T: ProtoJsonPayload + 'static>(
     crate::wire::protojson::raw(to_json(value)?).map_err(ProtoJsonPayloadError::Json)
 }
 
-/// `value`'s A2A 1.0 JSON (see [`to_json`]) as text: UTF-8 checked, not assumed.
-fn to_text<T: ProtoJsonPayload + 'static>(value: &T) -> Result<Box<str>, ProtoJsonPayloadError> {
-    crate::wire::protojson::text(to_json(value)?)
-        .map(String::into_boxed_str)
-        .map_err(ProtoJsonPayloadError::Json)
-}
-
 /// An SDK type (`a2a::SendMessageRequest`, `a2a::Task`, `a2a::StreamResponse`, …) in its A2A
 /// 1.0 JSON form. The SDK's types derive `serde` too, but their serde form is not the wire's
 /// (the SDK converts through protobuf), so every body the bridge reads or writes goes
@@ -94,43 +90,68 @@ impl<'de, T: ProtoJsonPayload> Deserialize<'de> for ProtoJson<T> {
 ///
 /// Its JSON is kept as the text this crate's writer made (serde_json, with the A2A member
 /// order), not as a `RawValue`, whose making checks the text again in full: the endpoint and
-/// the dedup's record copy it as it is; a `Serialize` of it elsewhere checks it then.
+/// the dedup's record copy it as it is; a `Serialize` of it elsewhere checks it then. It is
+/// written after the head of the dedup's record of it, so that the record is this block,
+/// shared rather than copied.
 #[derive(Clone, Debug)]
 pub struct SendReply {
-    json: Box<str>,
+    /// [`OUTCOME_HEAD`] bytes of the dedup's record, then the JSON (UTF-8, checked once).
+    record: Bytes,
     /// Boxed: a reply goes up through every future of the call, copied at each.
     response: Option<Box<a2a::SendMessageResponse>>,
 }
 
 impl SendReply {
-    /// The reply's JSON, converted as the SDK's routers convert it.
+    /// The reply's JSON, converted as the SDK's routers convert it, after the head of its
+    /// record for a request with `fingerprint` (any, without a dedup).
     pub(crate) fn new(
         response: a2a::SendMessageResponse,
+        fingerprint: u64,
     ) -> Result<Self, protojson_conv::ProtoJsonPayloadError> {
-        let json = to_text(&response)?;
+        let head = outcome_head(fingerprint, true);
+        let record = match write::to_vec_after(&head, &response) {
+            Some(record) => record,
+            None => [&head[..], &converted(&response)?].concat(),
+        };
+        std::str::from_utf8(&record[OUTCOME_HEAD..]).map_err(|error| {
+            ProtoJsonPayloadError::Json(<serde_json::Error as serde::ser::Error>::custom(error))
+        })?;
         Ok(SendReply {
-            json,
+            record: Bytes::from(record),
             response: Some(Box::new(response)),
         })
     }
 
     /// The reply's A2A 1.0 JSON.
     pub fn json(&self) -> &str {
-        &self.json
+        // Checked when it was made or read.
+        std::str::from_utf8(self.json_bytes()).unwrap_or_default()
+    }
+
+    /// The reply's JSON, as bytes (what the endpoint copies, without checking it again).
+    pub(crate) fn json_bytes(&self) -> &[u8] {
+        &self.record[OUTCOME_HEAD..]
+    }
+
+    /// The dedup's record of this reply for a request with `fingerprint`, when it was made
+    /// for that request.
+    pub(crate) fn record(&self, fingerprint: u64) -> Option<Bytes> {
+        (self.record[..OUTCOME_HEAD] == outcome_head(fingerprint, true))
+            .then(|| self.record.clone())
     }
 
     /// The SDK's reply: the one this process made, or read back from the JSON (a replay).
     pub fn into_response(self) -> Result<a2a::SendMessageResponse, serde_json::Error> {
         match self.response {
             Some(response) => Ok(*response),
-            None => serde_json::from_str::<ProtoJson<_>>(&self.json).map(|reply| reply.0),
+            None => serde_json::from_slice::<ProtoJson<_>>(self.json_bytes()).map(|reply| reply.0),
         }
     }
 }
 
 impl Serialize for SendReply {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        RawValue::from_string(self.json.to_string())
+        RawValue::from_string(self.json().to_owned())
             .map_err(serde::ser::Error::custom)?
             .serialize(serializer)
     }
@@ -138,8 +159,10 @@ impl Serialize for SendReply {
 
 impl<'de> Deserialize<'de> for SendReply {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let json = Box::<RawValue>::deserialize(deserializer)?;
+        let record = [&outcome_head(0, true)[..], json.get().as_bytes()].concat();
         Ok(SendReply {
-            json: Box::<RawValue>::deserialize(deserializer)?.into(),
+            record: Bytes::from(record),
             response: None,
         })
     }
@@ -272,15 +295,22 @@ mod tests {
         let raw = serde_json::to_string(&ProtoJson(reply.clone())).unwrap();
         assert_eq!(raw, sdk_bytes(&reply));
         assert_eq!(
-            SendReply::new(reply.clone()).unwrap().json(),
+            SendReply::new(reply.clone(), 7).unwrap().json(),
             sdk_bytes(&reply)
         );
         // Copied as it is where the endpoint and the dedup write it: the same bytes as its
         // (checked) `Serialize`, and read back as the same reply.
-        let sent = SendReply::new(reply.clone()).unwrap();
+        let sent = SendReply::new(reply.clone(), 7).unwrap();
         let mut copied = Vec::new();
         crate::server::write_json(&mut copied, &sent).unwrap();
         assert_eq!(copied, serde_json::to_vec(&sent).unwrap());
+        // Its record for the request it was made for is its own block: the head the dedup
+        // writes, then the same JSON; for another request there is none.
+        let record = sent.record(7).unwrap();
+        assert_eq!(&record[..OUTCOME_HEAD], outcome_head(7, true));
+        assert_eq!(&record[OUTCOME_HEAD..], sent.json().as_bytes());
+        assert_eq!(record.as_ptr(), sent.record.as_ptr(), "shared, not copied");
+        assert!(sent.record(8).is_none());
         let back: SendReply = serde_json::from_slice(&copied).unwrap();
         assert_eq!(back.json(), sent.json());
         assert!(back.into_response().is_ok());

@@ -19,7 +19,7 @@ use crate::sdk::protojson::{ProtoJson, SendReply};
 use crate::sdk::scoped::Scoped;
 use crate::sdk::streams::{Seen, Streams};
 use crate::server::DedupError;
-use crate::server::{Refusal, fingerprint};
+use crate::server::Refusal;
 use crate::wire::error::A2aError;
 use crate::wire::method;
 use crate::wire::object::ErrorObject;
@@ -54,6 +54,12 @@ impl<H: RequestHandler> Bridge<H> {
         };
         let params = self.linked_params(headers, end, &link);
         let handler = Arc::clone(&self.handler);
+        // What makes a retry the same request; the reply is made as its record (any, without
+        // a dedup).
+        let fingerprint = match &self.dedup {
+            Some(_) => crate::sdk::fingerprint::of_message(&request.message),
+            None => 0,
+        };
         let work = move |request: Box<SendMessageRequest>| async move {
             let history = request
                 .configuration
@@ -70,7 +76,7 @@ impl<H: RequestHandler> Bridge<H> {
             // Answered: dropping the work from here on ends nothing.
             link.answered();
             let response = response.map_err(|error| public(&error))?;
-            SendReply::new(response).map_err(|error| {
+            SendReply::new(response, fingerprint).map_err(|error| {
                 tracing::error!("an SDK reply did not convert to JSON: {error}");
                 RemoteError::from_object(StandardError::Internal.to_error_object())
             })
@@ -81,14 +87,10 @@ impl<H: RequestHandler> Bridge<H> {
             return Box::pin(work(request)).await.map_err(DedupError::Failed);
         };
         let id = request.message.message_id.clone();
-        // The message's protobuf encoding is canonical (its maps are ordered), so a retry
-        // that builds its metadata in another order has the same fingerprint.
-        let message =
-            prost::Message::encode_to_vec(&a2a_pb::pbconv::to_proto_message(&request.message));
         // A message first sent as a stream: its task, not a second run.
         if self.streams.any() {
             let key = self.stream_key(headers, &id);
-            match self.streams.seen(&key, fingerprint(&message), false) {
+            match self.streams.seen(&key, fingerprint, false) {
                 Seen::New => {}
                 Seen::Task(task) => {
                     let params = self.service_params(headers, deadline);
@@ -102,11 +104,12 @@ impl<H: RequestHandler> Bridge<H> {
                         .get_task(&params, get)
                         .await
                         .map_err(|error| DedupError::Failed(public(&error)))?;
-                    return SendReply::new(a2a::SendMessageResponse::Task(task)).map_err(|_| {
-                        DedupError::Failed(RemoteError::from_object(
-                            StandardError::Internal.to_error_object(),
-                        ))
-                    });
+                    return SendReply::new(a2a::SendMessageResponse::Task(task), fingerprint)
+                        .map_err(|_| {
+                            DedupError::Failed(RemoteError::from_object(
+                                StandardError::Internal.to_error_object(),
+                            ))
+                        });
                 }
                 Seen::InProgress => {
                     return Err(DedupError::Refused(Refusal::InProgress {
@@ -118,11 +121,13 @@ impl<H: RequestHandler> Bridge<H> {
         }
         // Boxed: the dedup's future holds the SDK's request and call (~3 KiB), and every
         // future that held it inline would copy it again when moved.
-        Box::pin(
-            dedup.run_fingerprinted(method::SEND_MESSAGE, headers, &id, &message, move || {
-                work(request)
-            }),
-        )
+        Box::pin(dedup.run_fingerprinted(
+            method::SEND_MESSAGE,
+            headers,
+            &id,
+            fingerprint,
+            move || work(request),
+        ))
         .await
     }
 
@@ -135,13 +140,11 @@ impl<H: RequestHandler> Bridge<H> {
         // With a dedup, a retried stream is resumed, never run twice (see `Streams`).
         let key = match &self.dedup {
             Some(_) => {
-                let message = prost::Message::encode_to_vec(&a2a_pb::pbconv::to_proto_message(
-                    &request.message,
-                ));
+                let fingerprint = crate::sdk::fingerprint::of_message(&request.message);
                 let key = self.stream_key(headers, &request.message.message_id);
                 let refused =
                     |refusal: Refusal| RemoteError::from_object(refusal.to_error_object());
-                match self.streams.seen(&key, fingerprint(&message), true) {
+                match self.streams.seen(&key, fingerprint, true) {
                     Seen::New => Some(key),
                     Seen::Task(task) => return self.resume(headers, deadline, task).await,
                     Seen::InProgress => {

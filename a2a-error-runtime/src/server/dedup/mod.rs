@@ -53,6 +53,8 @@ pub use error::{DedupError, Refusal};
 /// The fingerprint of a request's bytes, as the dedup takes it.
 #[cfg(feature = "sdk")]
 pub(crate) use run::hash as fingerprint;
+#[cfg(feature = "sdk")]
+pub(crate) use store::{OUTCOME_HEAD, outcome_head};
 
 /// What to do when the store cannot be reached.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -11,7 +11,9 @@ use futures_util::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::store::{Record, StoreError, claim_record, hex, outcome_record, read_record};
+use super::store::{
+    Claim, Record, StoreError, claim_record, hex, outcome_record, read_record, success_record,
+};
 
 use super::detach::Detachable;
 use super::{COME_BACK, Dedup, DedupError, Refusal, StoreFailure};
@@ -106,20 +108,22 @@ where
         let Ok(request_bytes) = serde_json::to_vec(&request) else {
             return Err(DedupError::Refused(Refusal::Unfingerprintable));
         };
-        self.run_fingerprinted(method, headers, id, &request_bytes, move || work(request))
-            .await
+        self.run_fingerprinted(method, headers, id, hash(&request_bytes), move || {
+            work(request)
+        })
+        .await
     }
 
-    /// As [`run`](Self::run), with the bytes that make two uses of one id the same request
-    /// given by the caller (the bridge hashes the message's protobuf encoding, which is
-    /// canonical, instead of building its JSON), and the request already in `work` (a
+    /// As [`run`](Self::run), with the fingerprint that makes two uses of one id the same
+    /// request given by the caller (the bridge's is its message's, `sdk::fingerprint`,
+    /// instead of a hash of the request's JSON), and the request already in `work` (a
     /// request held beside the work that takes it would be a second copy in this future).
     pub(crate) async fn run_fingerprinted<F, Fut>(
         &self,
         method: &str,
         headers: &HeaderMap,
         id: &str,
-        request_bytes: &[u8],
+        fingerprint: u64,
         work: F,
     ) -> Result<T, DedupError<E>>
     where
@@ -129,7 +133,6 @@ where
         let settings = &self.settings;
         self.check_id(id)?;
         let key = self.key(method, headers, id);
-        let fingerprint = hash(request_bytes);
         let claim = claim_record(fingerprint, fastrand::u64(..));
         let waited_since = tokio::time::Instant::now();
         loop {
@@ -195,7 +198,7 @@ where
     async fn run_claimed<F, Fut>(
         &self,
         key: String,
-        claim: Vec<u8>,
+        claim: Claim,
         fingerprint: u64,
         work: F,
     ) -> Result<T, DedupError<E>>
@@ -221,9 +224,7 @@ where
                 let settings = &claimed.settings;
                 let outcome = tokio::time::timeout(settings.claim_ttl, work).await;
                 let record = match &outcome {
-                    Ok(Ok(Ok(reply))) => outcome_record(fingerprint, true, |out| {
-                        crate::server::write_json(out, reply)
-                    }),
+                    Ok(Ok(Ok(reply))) => success_record(fingerprint, reply),
                     Ok(Ok(Err(error))) if !error.is_retryable() => {
                         outcome_record(fingerprint, false, |out| {
                             error.write_error_object(WireProfile::A2a, out);
@@ -288,7 +289,7 @@ where
 struct Claimed {
     settings: Arc<super::Settings>,
     key: String,
-    claim: Vec<u8>,
+    claim: Claim,
     settled: bool,
 }
 
@@ -299,10 +300,7 @@ impl Drop for Claimed {
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let settings = Arc::clone(&self.settings);
-            let (key, claim) = (
-                std::mem::take(&mut self.key),
-                std::mem::take(&mut self.claim),
-            );
+            let (key, claim) = (std::mem::take(&mut self.key), self.claim);
             runtime.spawn(async move {
                 let _ = settings.store.release(&key, &claim).await;
             });

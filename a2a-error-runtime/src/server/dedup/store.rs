@@ -71,11 +71,15 @@ impl Record {
     }
 }
 
-pub(crate) fn claim_record(fingerprint: u64, token: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(33);
-    out.push(b'R');
-    out.extend_from_slice(&hex(fingerprint));
-    out.extend_from_slice(&hex(token));
+/// A claim's record: `R`, then the fingerprint and the claim's token in hex (in place: one
+/// is made for every keyed SendMessage).
+pub(crate) type Claim = [u8; 33];
+
+pub(crate) fn claim_record(fingerprint: u64, token: u64) -> Claim {
+    let mut out = [0u8; 33];
+    out[0] = b'R';
+    out[1..17].copy_from_slice(&hex(fingerprint));
+    out[17..].copy_from_slice(&hex(token));
     out
 }
 
@@ -85,6 +89,36 @@ pub(crate) fn hex(value: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
     crate::wire::hex::write(&value.to_be_bytes(), &mut out);
     out
+}
+
+/// The bytes of an outcome's record before its JSON: `D`, the fingerprint, `O` or `E`.
+pub(crate) const OUTCOME_HEAD: usize = 18;
+
+/// The head of the record of an outcome of a request with `fingerprint`, `ok` or not.
+pub(crate) fn outcome_head(fingerprint: u64, ok: bool) -> [u8; OUTCOME_HEAD] {
+    let mut head = [0u8; OUTCOME_HEAD];
+    head[0] = b'D';
+    head[1..17].copy_from_slice(&hex(fingerprint));
+    head[17] = if ok { b'O' } else { b'E' };
+    head
+}
+
+/// The record of `reply`, a success of a request with `fingerprint`: a `SendReply` made with
+/// that fingerprint already is its record (shared, not copied: one block of its JSON a
+/// SendMessage instead of two); any other reply is written as [`outcome_record`] writes it.
+pub(crate) fn success_record<T: serde::Serialize + 'static>(
+    fingerprint: u64,
+    reply: &T,
+) -> Option<Bytes> {
+    #[cfg(feature = "sdk")]
+    if let Some(reply) = (reply as &dyn std::any::Any).downcast_ref::<crate::sdk::SendReply>()
+        && let Some(record) = reply.record(fingerprint)
+    {
+        return Some(record);
+    }
+    outcome_record(fingerprint, true, |out| {
+        crate::server::write_json(out, reply)
+    })
 }
 
 /// The record of an outcome whose JSON `write` appends; `None` when it fails.
@@ -97,9 +131,7 @@ where
     W: FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
 {
     crate::wire::scratch::with(|out| {
-        out.push(b'D');
-        out.extend_from_slice(&hex(fingerprint));
-        out.push(if ok { b'O' } else { b'E' });
+        out.extend_from_slice(&outcome_head(fingerprint, ok));
         write(out).ok().map(|()| Bytes::copy_from_slice(out))
     })
 }
@@ -152,7 +184,7 @@ mod tests {
 
     #[test]
     fn records_read_back() {
-        let claim = Bytes::from(claim_record(0xabc, 7));
+        let claim = Bytes::copy_from_slice(&claim_record(0xabc, 7));
         assert_eq!(
             read_record(&claim),
             Some(Record::Running { fingerprint: 0xabc })
