@@ -62,7 +62,7 @@ fn to_raw<T: ProtoJsonPayload + 'static>(
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProtoJson<T>(pub T);
 
-/// Written as [`to_json`] writes it, as a raw JSON value: verbatim into serde_json's writer.
+/// Written as `to_json` writes it, as a raw JSON value: verbatim into serde_json's writer.
 impl<T: ProtoJsonPayload + 'static> Serialize for ProtoJson<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         to_raw(&self.0)
