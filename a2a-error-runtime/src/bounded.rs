@@ -263,13 +263,14 @@ impl<V: Clone> BoundedMap<V> {
 
     /// The live record at `key`, if any.
     pub fn get(&self, key: &str) -> Option<V> {
-        let now = Instant::now();
         let hash = self.hasher.hash_one(key);
         let shard = self.shard(hash);
+        // The clock is read only for a record found: a lookup of a key not held (an unknown
+        // task, a new id) reads none.
         shard
             .records
             .find(hash, |record| *record.key == *key)
-            .filter(|record| record.live(now))
+            .filter(|record| record.live(Instant::now()))
             .map(|record| record.value.clone())
     }
 
