@@ -28,10 +28,7 @@ pub(crate) fn of_message(message: &Message) -> u64 {
 /// oneof's content, even empty) always written, each nested message after its length.
 mod plain {
     use super::*;
-
-    /// Wire types.
-    const VARINT: u8 = 0;
-    const BYTES: u8 = 2;
+    use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
     /// Writes `message`'s encoding to `out`; false (with `out` partly written) when it has
     /// something this encoder leaves to the SDK's conversion.
@@ -44,13 +41,13 @@ mod plain {
         string(out, 3, message.task_id.as_deref().unwrap_or(""));
         let role = a2a_pb::pbconv::to_proto_role(&message.role);
         if role != 0 {
-            key(out, 4, VARINT);
+            encode_key(4, WireType::Varint, out);
             // An enum is an `int32`: a negative one takes ten bytes, as prost writes it.
-            varint(out, i64::from(role) as u64);
+            encode_varint(i64::from(role) as u64, out);
         }
         for part in &message.parts {
-            key(out, 5, BYTES);
-            varint(out, part_len(part) as u64);
+            encode_key(5, WireType::LengthDelimited, out);
+            encode_varint(part_len(part) as u64, out);
             write_part(part, out);
         }
         for extension in message.extensions.iter().flatten() {
@@ -101,8 +98,8 @@ mod plain {
     /// A length-delimited field, written even when empty (an element of a repeated field, a
     /// oneof's content).
     fn repeated(out: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
-        key(out, tag, BYTES);
-        varint(out, bytes.len() as u64);
+        encode_key(tag, WireType::LengthDelimited, out);
+        encode_varint(bytes.len() as u64, out);
         out.extend_from_slice(bytes);
     }
 
@@ -114,28 +111,9 @@ mod plain {
         }
     }
 
-    /// The bytes of a length-delimited field of `len` bytes (tags here are under 16: a key is
-    /// one byte).
+    /// The bytes of a length-delimited field of `len` bytes.
     fn field_len(tag: u32, len: usize) -> usize {
-        debug_assert!(tag < 16);
-        1 + varint_len(len as u64) + len
-    }
-
-    fn key(out: &mut Vec<u8>, tag: u32, wire: u8) {
-        out.push(((tag << 3) as u8) | wire);
-    }
-
-    fn varint(out: &mut Vec<u8>, mut value: u64) {
-        while value >= 0x80 {
-            out.push((value as u8) | 0x80);
-            value >>= 7;
-        }
-        out.push(value as u8);
-    }
-
-    fn varint_len(value: u64) -> usize {
-        // One byte per 7 bits, at least one.
-        (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+        key_len(tag) + encoded_len_varint(len as u64) + len
     }
 }
 

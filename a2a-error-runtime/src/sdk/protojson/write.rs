@@ -44,15 +44,13 @@ pub(super) fn to_vec(value: &dyn Any) -> Option<Vec<u8>> {
 
 /// `head`, then `value`'s JSON, in one block, as [`to_vec`].
 pub(super) fn to_vec_after(head: &[u8], value: &dyn Any) -> Option<Vec<u8>> {
-    crate::wire::scratch::with(|out| match any(value, extend(out, head))? {
-        Ok(()) => Some(out.to_vec()),
-        Err(Declined) => None,
+    crate::wire::scratch::with(|out| {
+        out.extend_from_slice(head);
+        match any(value, out)? {
+            Ok(()) => Some(out.to_vec()),
+            Err(Declined) => None,
+        }
     })
-}
-
-fn extend<'a>(out: &'a mut Vec<u8>, head: &[u8]) -> &'a mut Vec<u8> {
-    out.extend_from_slice(head);
-    out
 }
 
 /// Writes `value` when it is one of the types written here.

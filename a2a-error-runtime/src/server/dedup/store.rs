@@ -161,11 +161,11 @@ pub(crate) fn read_record(bytes: &Bytes) -> Option<Record> {
         (b'R', _) => Some(Record::Running { fingerprint }),
         (b'D', b'O') => Some(Record::Succeeded {
             fingerprint,
-            reply: bytes.slice(18..),
+            reply: bytes.slice(OUTCOME_HEAD..),
         }),
         (b'D', b'E') => Some(Record::Failed {
             fingerprint,
-            error: bytes.slice(18..),
+            error: bytes.slice(OUTCOME_HEAD..),
         }),
         _ => None,
     }
