@@ -1,20 +1,17 @@
 //! The deadline of the request being served, inherited by the calls made on its behalf.
 //!
-//! The server runs each handler inside [`scope`] with the request's deadline (the caller's
-//! `A2A-Deadline-Ms` or the endpoint's own timeout, whichever ends first); the typed client
-//! reads it with [`inherited`], so a handler that calls another agent passes its deadline on
-//! without doing arithmetic. A task-local rather than a parameter, so that it reaches calls
-//! made deep inside a handler's own code; tasks the handler spawns do not inherit it (use
-//! [`with_deadline`] in them).
+//! The server runs each handler with the request's deadline (the caller's `A2A-Deadline-Ms`
+//! or the endpoint's own timeout, whichever ends first) as what its calls inherit; the typed
+//! client reads it with [`inherited`], so a handler that calls another agent passes its
+//! deadline on without doing arithmetic. A task-local rather than a parameter, so that it
+//! reaches calls made deep inside a handler's own code (the one of
+//! [`inherited`](crate::inherited), beside the trace); tasks the handler spawns do not
+//! inherit it (use [`with_deadline`] in them).
 
 use std::future::Future;
 
 use futures_util::future::Either;
 use tokio::time::Instant;
-
-tokio::task_local! {
-    static DEADLINE: Instant;
-}
 
 /// What a downstream call leaves of the inherited time, so that our reply still reaches our
 /// caller: a tenth of the time left, at most this much. With no more than this left, a
@@ -41,7 +38,7 @@ pub(crate) fn after(now: Instant, limit: std::time::Duration) -> Instant {
 
 /// The deadline of the request being served, when there is one.
 pub(crate) fn inherited() -> Option<Instant> {
-    DEADLINE.try_with(|deadline| *deadline).ok()
+    crate::inherited::read(|inherited| inherited.deadline).flatten()
 }
 
 /// The deadline a call made now to a downstream agent or dependency inherits from the request
@@ -61,41 +58,50 @@ pub(crate) fn for_downstream() -> Result<Option<Instant>, ()> {
 }
 
 /// Runs `future` with `deadline` as the one calls made inside it inherit (an earlier one
-/// already in force, read now, is kept).
+/// already in force, read now, is kept; the trace too).
 ///
-/// This and [`run_until`] are plain functions returning one of two futures, not `async fn`s:
-/// an `async fn` would hold `future` both as its argument and inside what it awaits, twice
-/// the size of a handler's future, and every layer above would copy that when moved.
+/// A plain function returning one of two futures, not an `async fn`: an `async fn` would
+/// hold `future` both as its argument and inside what it awaits, twice the size of a
+/// handler's future, and every layer above would copy that when moved.
 pub(crate) fn scope<F: Future>(
     deadline: Option<Instant>,
     future: F,
 ) -> impl Future<Output = F::Output> {
-    match earliest(deadline, inherited()) {
-        Some(deadline) => Either::Left(DEADLINE.scope(deadline, future)),
+    let mut inherited = crate::inherited::current();
+    match earliest(deadline, inherited.deadline) {
+        Some(deadline) => {
+            inherited.deadline = Some(deadline);
+            Either::Left(crate::inherited::scope(inherited, future))
+        }
         None => Either::Right(future),
     }
 }
 
-/// Runs `f` with `deadline` as the one calls made inside it inherit (an earlier one already
-/// in force is kept): [`scope`] for one poll of a future that scopes itself at each poll.
-#[cfg(feature = "sdk")]
-pub(crate) fn sync_scope<R>(deadline: Option<Instant>, f: impl FnOnce() -> R) -> R {
-    match earliest(deadline, inherited()) {
-        Some(deadline) => DEADLINE.sync_scope(deadline, f),
-        None => f(),
-    }
-}
-
 /// Runs `future` until `end`, which is also the deadline calls made inside it inherit:
-/// `None` when `end` came first and the future was dropped. Every "bounded by the deadline"
-/// of a server (a JSON-RPC handler, a REST route of the SDK bridge) is this function.
-#[cfg(feature = "axum")]
+/// `None` when `end` came first and the future was dropped. A REST route of the SDK bridge
+/// is bounded so; the JSON-RPC endpoint and the bridge's gRPC service put the deadline in
+/// the one scope they run a request in, beside its trace, and bound it with [`until`].
+#[cfg(feature = "sdk")]
 pub(crate) fn run_until<F: Future>(
     end: Option<Instant>,
     future: F,
 ) -> impl Future<Output = Option<F::Output>> {
     use futures_util::FutureExt;
     let future = scope(end, future);
+    match end {
+        Some(end) => Either::Left(until(end, future)),
+        None => Either::Right(future.map(Some)),
+    }
+}
+
+/// `future` until `end` when there is one (`None` once it came first): [`until`] for a
+/// request that may have no deadline.
+#[cfg(feature = "axum")]
+pub(crate) fn until_any<F: Future>(
+    end: Option<Instant>,
+    future: F,
+) -> impl Future<Output = Option<F::Output>> {
+    use futures_util::FutureExt;
     match end {
         Some(end) => Either::Left(until(end, future)),
         None => Either::Right(future.map(Some)),

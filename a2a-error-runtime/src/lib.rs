@@ -33,6 +33,9 @@ pub mod sdk;
 mod deadline;
 
 #[cfg(any(feature = "axum", feature = "client"))]
+mod inherited;
+
+#[cfg(any(feature = "axum", feature = "client"))]
 pub mod trace;
 
 #[cfg(any(feature = "axum", feature = "client"))]

@@ -5,8 +5,8 @@
 //! own: the same trace id, a new span id. Every call made inside it (to an agent over any
 //! binding, or to an HTTP dependency) sends the trace on from a new span id, with
 //! `tracestate` unchanged. A request without a valid `traceparent` starts a trace of its own.
-//! Like the deadline, it is a task-local: tasks a handler spawns do not inherit it (use
-//! [`with_trace`] in them); the bridge carries it into the SDK's executor task itself.
+//! Like the deadline, it is a task-local (one, which holds both): tasks a handler spawns do not inherit it (use [`with_trace`] in them); the
+//! bridge carries it into the SDK's executor task itself.
 //!
 //! The trace id travels with the `tracing` facade alone: the server's log lines carry it as
 //! `trace_id`. Each request served is an `a2a.server.call` span and each call an
@@ -25,36 +25,29 @@ pub use crate::wire::trace::{
     MAX_TRACESTATE, TRACEPARENT_HEADER, TRACESTATE_HEADER, TraceContext, TraceId,
 };
 
-tokio::task_local! {
-    static CURRENT: TraceContext;
-}
-
 /// The trace context of the request being served, when there is one.
 pub fn current() -> Option<TraceContext> {
-    CURRENT.try_with(Clone::clone).ok()
+    crate::inherited::read(|inherited| inherited.trace.clone()).flatten()
 }
 
 /// Runs `future` inside `context`'s trace: the calls made inside it send that trace on. For
 /// tasks a handler spawns, and for servers of your own.
 pub async fn with_trace<F: Future>(context: TraceContext, future: F) -> F::Output {
-    CURRENT.scope(context, future).await
+    scope(context, future).await
 }
 
-/// Runs `future` inside `context`'s trace; a plain function returning the scoped future, as
-/// the deadline's are, so that a handler's future is not held twice.
-#[cfg(feature = "axum")]
+/// Runs `future` inside `context`'s trace (the deadline in force, read now, is kept); a
+/// plain function returning the scoped future, as the deadline's are, so that a handler's
+/// future is not held twice.
 pub(crate) fn scope<F: Future>(
     context: TraceContext,
     future: F,
-) -> tokio::task::futures::TaskLocalFuture<TraceContext, F> {
-    CURRENT.scope(context, future)
-}
-
-/// Runs `f` inside `context`'s trace: for code that runs before any future is polled (an SDK
-/// executor's `execute` may fail at once, and its error is logged as it is converted).
-#[cfg(feature = "sdk")]
-pub(crate) fn sync_scope<R>(context: TraceContext, f: impl FnOnce() -> R) -> R {
-    CURRENT.sync_scope(context, f)
+) -> tokio::task::futures::TaskLocalFuture<crate::inherited::Inherited, F> {
+    let inherited = crate::inherited::Inherited {
+        trace: Some(context),
+        deadline: crate::deadline::inherited(),
+    };
+    crate::inherited::scope(inherited, future)
 }
 
 /// What a call whose span is `span` sends: the trace being served, from that span (its

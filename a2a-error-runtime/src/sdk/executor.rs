@@ -5,6 +5,7 @@
 //! the task-local deadline of the request does not reach it. The guard polls the executor's
 //! stream so that none of that happens.
 
+use crate::inherited::Inherited;
 use crate::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER, TraceContext};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -34,17 +35,22 @@ pub(crate) const FAILURE_KEY: &str = "a2a-error.failure";
 /// caller's header of the same name is replaced), as microseconds after [`epoch`].
 pub(crate) const DEADLINE_PARAM: &str = "a2a-error-deadline-us";
 
-tokio::task_local! {
-    /// Set while the guard polls an execution's stream: an execution that sets the flag (as
-    /// [`forward_stream`](super::forward_stream) does) ends a failure after its first event
-    /// with a FAILED status update for its caller, not the stream's error event.
-    static FAILURES_AS_STATUS: Arc<AtomicBool>;
+thread_local! {
+    /// `Some` while the guard polls an execution's stream (on this thread, the poll being
+    /// synchronous), `Some(true)` once the execution asked: an execution that sets the flag
+    /// (as [`forward_stream`](super::forward_stream) does) ends a failure after its first
+    /// event with a FAILED status update for its caller, not the stream's error event.
+    static FAILURES_AS_STATUS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
 }
 
 /// Tells the guard polling this execution that a failure after its first event ends the
 /// caller's stream with a FAILED status update (A2A's task model), not an error event.
 pub(crate) fn fail_as_status() {
-    let _ = FAILURES_AS_STATUS.try_with(|flag| flag.store(true, Ordering::Relaxed));
+    FAILURES_AS_STATUS.with(|flag| {
+        if flag.get().is_some() {
+            flag.set(Some(true));
+        }
+    });
 }
 
 /// The instant deadlines in [`DEADLINE_PARAM`] count from (this process's own clock).
@@ -133,15 +139,17 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         let run = Run {
             task_id: ctx.task_id.clone(),
             context_id: ctx.context_id.clone(),
-            deadline: deadline_of(&ctx),
-            trace: trace_of(&ctx),
+            inherited: Inherited {
+                trace: Some(trace_of(&ctx)),
+                deadline: deadline_of(&ctx),
+            },
             link: ctx
                 .service_params
                 .get(LINK_PARAM)
                 .and_then(|values| values.first())
                 .and_then(|param| link::find(param)),
             store: Arc::clone(&self.store),
-            as_status: Arc::default(),
+            as_status: AtomicBool::new(false),
             push: self.push.clone(),
         };
         let config = self.push.as_ref().and_then(|_| push_config_of(&ctx));
@@ -153,7 +161,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         // Inside the request's trace: an executor may fail before its stream is polled.
         #[cfg(feature = "redis")]
         let task = run.task_id.clone();
-        let events = crate::trace::sync_scope(run.trace.clone(), || {
+        let events = crate::inherited::sync_scope(run.inherited.clone(), || {
             std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)))
         });
         let push = run.push.clone();
@@ -191,14 +199,13 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
 struct Run {
     task_id: String,
     context_id: String,
-    deadline: Option<Instant>,
-    /// The request's trace, which the calls the executor makes send on.
-    trace: TraceContext,
+    /// The request's trace and deadline, which the calls the executor makes inherit.
+    inherited: Inherited,
     /// The request's link (see `Link`), when the bridge made one.
     link: Option<Arc<Watch>>,
     store: Arc<dyn TaskStore>,
     /// Whether the execution asked for failures as FAILED status updates ([`fail_as_status`]).
-    as_status: Arc<AtomicBool>,
+    as_status: AtomicBool,
     push: Option<super::PushDelivery>,
 }
 
@@ -273,13 +280,13 @@ impl Guard {
         let Some(events) = self.events.as_mut() else {
             return Poll::Ready(Ok(None));
         };
-        let polled = crate::trace::sync_scope(run.trace.clone(), || {
-            FAILURES_AS_STATUS.sync_scope(Arc::clone(&run.as_status), || {
-                crate::deadline::sync_scope(run.deadline, || {
-                    std::panic::catch_unwind(AssertUnwindSafe(|| events.poll_next_unpin(cx)))
-                })
-            })
+        let outer = FAILURES_AS_STATUS.replace(Some(false));
+        let polled = crate::inherited::sync_scope(run.inherited.clone(), || {
+            std::panic::catch_unwind(AssertUnwindSafe(|| events.poll_next_unpin(cx)))
         });
+        if FAILURES_AS_STATUS.replace(outer) == Some(true) {
+            run.as_status.store(true, Ordering::Relaxed);
+        }
         match polled {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(item)) => Poll::Ready(Ok(item)),
@@ -389,7 +396,7 @@ impl Run {
             }
             _ => None,
         };
-        let expiry = run.deadline.map(crate::deadline::Expiry::new);
+        let expiry = run.inherited.deadline.map(crate::deadline::Expiry::new);
         Guard {
             events: Some(events),
             started: false,

@@ -288,21 +288,36 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             }
         };
         let traced = !span.is_disabled();
-        let call = crate::trace::scope(trace, async move {
+        // When the handler must have answered by: the endpoint's own timeout or the caller's
+        // deadline, whichever comes first. The calls it makes inherit it with the trace, from
+        // the one scope the request runs in.
+        let end = match &started {
+            Ok(_) => {
+                let own = self
+                    .inner
+                    .timeout
+                    .and_then(|limit| tokio::time::Instant::now().checked_add(limit));
+                crate::deadline::earliest(own, deadline)
+            }
+            Err(_) => None,
+        };
+        let inherited = crate::inherited::Inherited {
+            trace: Some(trace),
+            deadline: crate::deadline::earliest(end, crate::deadline::inherited()),
+        };
+        let call = crate::inherited::scope(inherited, async move {
             let began = std::time::Instant::now();
             let outcome = match started {
                 Err(refused) => Err(refused),
                 Ok((running, slot)) => {
                     let (method, id) = (method.as_str(), id.as_ref());
                     let outcome = match running {
-                        Either::Left(unary) => self
-                            .run(unary, deadline, method, id)
-                            .await
-                            .map(Answer::Result),
-                        Either::Right(stream) => self
-                            .run(stream, deadline, method, id)
-                            .await
-                            .map(Answer::Events),
+                        Either::Left(unary) => {
+                            self.run(unary, end, method, id).await.map(Answer::Result)
+                        }
+                        Either::Right(stream) => {
+                            self.run(stream, end, method, id).await.map(Answer::Events)
+                        }
                     };
                     if let Some(slot) = slot {
                         slot.finished();
@@ -354,23 +369,17 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         }
     }
 
-    /// Runs a handler future until the configured timeout or the caller's deadline, whichever
-    /// comes first, turning a panic into an internal error.
+    /// Runs a handler future until `end` (the configured timeout or the caller's deadline,
+    /// whichever comes first), turning a panic into an internal error.
     fn run<'a, T: Send + 'static>(
         &self,
         future: BoxFuture<'static, Result<T, DynError>>,
-        deadline: Option<tokio::time::Instant>,
+        end: Option<tokio::time::Instant>,
         method: &'a str,
         id: Option<&'a Id>,
     ) -> impl Future<Output = Result<T, DynError>> + Send + 'a {
         let guarded = AssertUnwindSafe(future).catch_unwind();
-        let own = self
-            .inner
-            .timeout
-            .and_then(|limit| tokio::time::Instant::now().checked_add(limit));
-        let end = crate::deadline::earliest(own, deadline);
-        // Calls the handler makes with the typed client inherit the deadline.
-        crate::deadline::run_until(end, guarded).map(move |finished| {
+        crate::deadline::until_any(end, guarded).map(move |finished| {
             let Some(finished) = finished else {
                 return Err(Box::new(StandardError::DeadlineExceeded) as DynError);
             };

@@ -1,0 +1,47 @@
+//! What the calls made on behalf of the request being served inherit from it: its trace
+//! context ([`trace`](crate::trace)) and its deadline ([`deadline`](crate::deadline)), in one
+//! task-local. One rather than one each: a request's handler then runs inside one scope,
+//! which each poll of it enters and leaves (two were ~2 % of an error reply's instructions),
+//! and what the SDK bridge carries into its executor's task is one value.
+
+use std::future::Future;
+
+use tokio::task::futures::TaskLocalFuture;
+use tokio::time::Instant;
+
+use crate::wire::trace::TraceContext;
+
+/// What a call made now inherits: the trace it belongs to, and when it must end by.
+#[derive(Clone, Default)]
+pub(crate) struct Inherited {
+    /// The trace context of the request being served.
+    pub(crate) trace: Option<TraceContext>,
+    /// The deadline of the request being served.
+    pub(crate) deadline: Option<Instant>,
+}
+
+tokio::task_local! {
+    static INHERITED: Inherited;
+}
+
+/// Reads what is inherited here, if anything is.
+pub(crate) fn read<R>(f: impl FnOnce(&Inherited) -> R) -> Option<R> {
+    INHERITED.try_with(f).ok()
+}
+
+/// What is inherited here (nothing outside a scope).
+pub(crate) fn current() -> Inherited {
+    INHERITED.try_with(Clone::clone).unwrap_or_default()
+}
+
+/// Runs `future` with `inherited` as what calls made inside it inherit.
+pub(crate) fn scope<F: Future>(inherited: Inherited, future: F) -> TaskLocalFuture<Inherited, F> {
+    INHERITED.scope(inherited, future)
+}
+
+/// Runs `f` with `inherited` as what calls made inside it inherit: [`scope`] for one poll of a
+/// future that scopes itself at each poll, or for code that runs before any is polled.
+#[cfg(feature = "sdk")]
+pub(crate) fn sync_scope<R>(inherited: Inherited, f: impl FnOnce() -> R) -> R {
+    INHERITED.sync_scope(inherited, f)
+}
