@@ -78,9 +78,10 @@ pub(crate) fn scope<F: Future>(
 }
 
 /// Runs `future` until `end`, which is also the deadline calls made inside it inherit:
-/// `None` when `end` came first and the future was dropped. A REST route of the SDK bridge
-/// is bounded so; the JSON-RPC endpoint and the bridge's gRPC service put the deadline in
-/// the one scope they run a request in, beside its trace, and bound it with [`until`].
+/// `None` when `end` came first and the future was dropped. The SDK bridge's REST routes
+/// are bounded so (inside the trace's scope of their middleware); the JSON-RPC endpoint and
+/// the bridge's gRPC calls put the deadline in the one scope they run a request in, beside
+/// its trace, and bound it with [`until_any`].
 #[cfg(feature = "sdk")]
 pub(crate) fn run_until<F: Future>(
     end: Option<Instant>,

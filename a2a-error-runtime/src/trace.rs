@@ -5,8 +5,9 @@
 //! own: the same trace id, a new span id. Every call made inside it (to an agent over any
 //! binding, or to an HTTP dependency) sends the trace on from a new span id, with
 //! `tracestate` unchanged. A request without a valid `traceparent` starts a trace of its own.
-//! Like the deadline, it is a task-local (one, which holds both): tasks a handler spawns do not inherit it (use [`with_trace`] in them); the
-//! bridge carries it into the SDK's executor task itself.
+//! Like the deadline, it is a task-local (one holds both): tasks a handler spawns do not
+//! inherit it (use [`with_trace`] in them); the bridge carries it into the SDK's executor
+//! task itself.
 //!
 //! The trace id travels with the `tracing` facade alone: the server's log lines carry it as
 //! `trace_id`. Each request served is an `a2a.server.call` span and each call an

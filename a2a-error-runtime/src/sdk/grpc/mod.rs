@@ -36,8 +36,10 @@ use super::error::public;
 use super::protojson::missing_in_send;
 use super::scoped::Scoped;
 use super::serve::{Bridge, Events};
-use crate::deadline::{earliest, run_until};
+use crate::deadline::{earliest, until_any};
+use crate::inherited::Inherited;
 use crate::server::endpoint::{guarded, until};
+use crate::trace::TraceContext;
 use crate::wire::bad_request::BadRequest;
 use crate::wire::grpc::{parse_timeout, to_status};
 use crate::wire::method;
@@ -92,14 +94,23 @@ impl<H: RequestHandler> GrpcService<H> {
         self.bridge.end(deadline)
     }
 
+    /// What a request's calls inherit: its trace, and its end (see [`end`](Self::end)).
+    fn inherited(&self, trace: TraceContext, end: Option<Instant>) -> Inherited {
+        Inherited {
+            trace: Some(trace),
+            deadline: earliest(end, crate::deadline::inherited()),
+        }
+    }
+
     /// `work` until `end`, under a panic guard: DEADLINE_EXCEEDED when the end came first,
-    /// INTERNAL (with nothing of the panic) when it panicked.
+    /// INTERNAL (with nothing of the panic) when it panicked. Run inside the request's one
+    /// scope ([`inherited`](Self::inherited)), which holds `end` for its calls.
     async fn guard<T>(
         &self,
         end: Option<Instant>,
         work: impl Future<Output = Result<T, Status>>,
     ) -> Result<T, Status> {
-        match run_until(self.end(end), AssertUnwindSafe(work).catch_unwind()).await {
+        match until_any(end, AssertUnwindSafe(work).catch_unwind()).await {
             None => Err(to_status(&StandardError::DeadlineExceeded)),
             Some(Err(panic)) => Err(to_status(&crate::server::log::caught(
                 "a gRPC handler",
@@ -127,11 +138,12 @@ impl<H: RequestHandler> GrpcService<H> {
         // The call runs in the caller's trace (or one of its own), as over HTTP.
         let span = crate::observe::server_span(crate::observe::System::Grpc, method);
         let trace = crate::trace::served(&headers, &span);
-        let result = crate::trace::scope(trace, async move {
+        let end = self.end(deadline);
+        let result = crate::inherited::scope(self.inherited(trace, end), async move {
             let params = self.bridge.service_params(&headers, deadline);
             let handler = Arc::clone(&self.bridge.handler);
             let work = work(handler, params, headers, deadline, message);
-            self.guard(deadline, work).await.map(Response::new)
+            self.guard(end, work).await.map(Response::new)
         })
         .instrument(span.clone())
         .await;
@@ -159,7 +171,8 @@ impl<H: RequestHandler> GrpcService<H> {
         let trace = crate::trace::served(&headers, &span);
         let opened = open(self.bridge.clone(), headers, deadline, message);
         // A stream's request is served once it is open.
-        let events = crate::trace::scope(trace, self.guard(deadline, opened))
+        let end = self.end(deadline);
+        let events = crate::inherited::scope(self.inherited(trace, end), self.guard(end, opened))
             .instrument(span.clone())
             .await;
         served(&span, method, events.as_ref().err(), began);
