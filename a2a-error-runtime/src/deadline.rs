@@ -87,12 +87,7 @@ pub(crate) fn run_until<F: Future>(
     end: Option<Instant>,
     future: F,
 ) -> impl Future<Output = Option<F::Output>> {
-    use futures_util::FutureExt;
-    let future = scope(end, future);
-    match end {
-        Some(end) => Either::Left(until(end, future)),
-        None => Either::Right(future.map(Some)),
-    }
+    until_any(end, scope(end, future))
 }
 
 /// `future` until `end` when there is one (`None` once it came first): [`until`] for a

@@ -21,6 +21,17 @@ pub(crate) struct Inherited {
     pub(crate) deadline: Option<Instant>,
 }
 
+impl Inherited {
+    /// What a request served in `trace` until `end` passes on to its calls: its trace, and
+    /// the earlier of `end` and a deadline already in force. Every server's scope is this.
+    pub(crate) fn served(trace: TraceContext, end: Option<Instant>) -> Inherited {
+        Inherited {
+            trace: Some(trace),
+            deadline: crate::deadline::earliest(end, crate::deadline::inherited()),
+        }
+    }
+}
+
 tokio::task_local! {
     static INHERITED: Inherited;
 }

@@ -44,11 +44,7 @@ pub(crate) fn scope<F: Future>(
     context: TraceContext,
     future: F,
 ) -> tokio::task::futures::TaskLocalFuture<crate::inherited::Inherited, F> {
-    let inherited = crate::inherited::Inherited {
-        trace: Some(context),
-        deadline: crate::deadline::inherited(),
-    };
-    crate::inherited::scope(inherited, future)
+    crate::inherited::scope(crate::inherited::Inherited::served(context, None), future)
 }
 
 /// What a call whose span is `span` sends: the trace being served, from that span (its

@@ -39,7 +39,6 @@ use super::serve::{Bridge, Events};
 use crate::deadline::{earliest, until_any};
 use crate::inherited::Inherited;
 use crate::server::endpoint::{guarded, until};
-use crate::trace::TraceContext;
 use crate::wire::bad_request::BadRequest;
 use crate::wire::grpc::{parse_timeout, to_status};
 use crate::wire::method;
@@ -94,17 +93,9 @@ impl<H: RequestHandler> GrpcService<H> {
         self.bridge.end(deadline)
     }
 
-    /// What a request's calls inherit: its trace, and its end (see [`end`](Self::end)).
-    fn inherited(&self, trace: TraceContext, end: Option<Instant>) -> Inherited {
-        Inherited {
-            trace: Some(trace),
-            deadline: earliest(end, crate::deadline::inherited()),
-        }
-    }
-
     /// `work` until `end`, under a panic guard: DEADLINE_EXCEEDED when the end came first,
     /// INTERNAL (with nothing of the panic) when it panicked. Run inside the request's one
-    /// scope ([`inherited`](Self::inherited)), which holds `end` for its calls.
+    /// scope (`Inherited::served`), which holds `end` for its calls.
     async fn guard<T>(
         &self,
         end: Option<Instant>,
@@ -139,7 +130,7 @@ impl<H: RequestHandler> GrpcService<H> {
         let span = crate::observe::server_span(crate::observe::System::Grpc, method);
         let trace = crate::trace::served(&headers, &span);
         let end = self.end(deadline);
-        let result = crate::inherited::scope(self.inherited(trace, end), async move {
+        let result = crate::inherited::scope(Inherited::served(trace, end), async move {
             let params = self.bridge.service_params(&headers, deadline);
             let handler = Arc::clone(&self.bridge.handler);
             let work = work(handler, params, headers, deadline, message);
@@ -172,9 +163,10 @@ impl<H: RequestHandler> GrpcService<H> {
         let opened = open(self.bridge.clone(), headers, deadline, message);
         // A stream's request is served once it is open.
         let end = self.end(deadline);
-        let events = crate::inherited::scope(self.inherited(trace, end), self.guard(end, opened))
-            .instrument(span.clone())
-            .await;
+        let events =
+            crate::inherited::scope(Inherited::served(trace, end), self.guard(end, opened))
+                .instrument(span.clone())
+                .await;
         served(&span, method, events.as_ref().err(), began);
         let events = events?;
         // The stream outlives the call that opened it: the caller's deadline still ends it.

@@ -301,10 +301,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             }
             Err(_) => None,
         };
-        let inherited = crate::inherited::Inherited {
-            trace: Some(trace),
-            deadline: crate::deadline::earliest(end, crate::deadline::inherited()),
-        };
+        let inherited = crate::inherited::Inherited::served(trace, end);
         let call = crate::inherited::scope(inherited, async move {
             let began = std::time::Instant::now();
             let outcome = match started {
