@@ -4,8 +4,10 @@
 # against numbers from another day (on a shared 2-core machine the same build moves by a
 # fifth from one run to the next).
 #
-# Builds REV in a worktree of its own (release, its own target directory) and the working
-# tree, then serves, each pinned to CPU 0 with the load generator on CPU 1 (wrk -t1 -c8):
+# Builds REV in a worktree of its own and the working tree, both in release as a user builds
+# a binary (without the tokio `test-util` the tests' dev-dependencies give examples:
+# sdk/build.sh), each with its own target directory, then serves, each pinned to CPU 0 with
+# the load generator on CPU 1 (wrk -t1 -c8):
 #   agent          examples/agent                      (REV and now)
 #   bridge         examples/sdk_agent, through the bridge (REV and now)
 #   axum-baseline  the hand-written axum handler        (the floor of the error path)
@@ -59,6 +61,7 @@ for tool in wrk valgrind; do
     || (apt-get update -q >/dev/null && apt-get install -y -q $tool >/dev/null)
 done
 source benches/sdk/serve.sh
+source benches/sdk/build.sh
 
 # REV, in a worktree of its own, built with its own target directory.
 SHA=$(git rev-parse --verify "$REV^{commit}")
@@ -67,17 +70,18 @@ if [ ! -d "$BASE" ] || [ "$(git -C "$BASE" rev-parse HEAD 2>/dev/null)" != "$SHA
   git worktree prune
   git worktree add --detach "$BASE" "$SHA" >/dev/null
 fi
-(cd "$BASE" && CARGO_TARGET_DIR="$PWD/../base-target" cargo build -q --release --example agent --example sdk_agent)
-cargo build -q --release --example agent --example sdk_agent
-cargo build -q --release -p a2a-error-benches --bin bench-baseline-axum
+# Both built as a user builds a release binary (see sdk/build.sh), each from a copy.
+build_servers "$BASE" "$WORK/base-copy" "$PWD/$WORK/base-target"
+build_servers "$PWD" target/servers/tree "$PWD/target/servers/target" baseline
 OLD=$WORK/base-target/release/examples
-NEW=target/release/examples
+NEW=target/servers/target/release/examples
+BASELINE=target/servers/target/release/bench-baseline-axum
 
 # name port command...
 SERVERS=(
   "agent@rev 9501 $OLD/agent --addr 127.0.0.1:9501"
   "agent 9502 $NEW/agent --addr 127.0.0.1:9502"
-  "axum-baseline 9503 target/release/bench-baseline-axum 127.0.0.1:9503"
+  "axum-baseline 9503 $BASELINE 127.0.0.1:9503"
   "bridge@rev 9504 $OLD/sdk_agent --addr 127.0.0.1:9504"
   "bridge 9505 $NEW/sdk_agent --addr 127.0.0.1:9505"
   "sdk-routers 9506 $NEW/sdk_agent --sdk-routers --addr 127.0.0.1:9506"
@@ -188,7 +192,7 @@ if [ "$CALLGRIND" = yes ]; then
 : >"$WORK/callgrind.txt"
 A=127.0.0.1:9509
 for server in "agent@rev $OLD/agent --addr $A" "agent $NEW/agent --addr $A" \
-    "axum-baseline target/release/bench-baseline-axum $A" "bridge@rev $OLD/sdk_agent --addr $A" \
+    "axum-baseline $BASELINE $A" "bridge@rev $OLD/sdk_agent --addr $A" \
     "bridge $NEW/sdk_agent --addr $A" "sdk-routers $NEW/sdk_agent --sdk-routers --addr $A"; do
   read -r name command <<<"$server"
   for path in error success; do

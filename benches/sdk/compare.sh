@@ -31,8 +31,10 @@ if [ ! -d "$WORK/js/node_modules/@a2a-js/sdk" ]; then
   (cd "$WORK/js" && npm init -y >/dev/null && npm install -q --no-audit --no-fund @a2a-js/sdk@1.3.0 express@4 >/dev/null)
 fi
 cp "$HERE/js_agent.mjs" "$WORK/js/"
-cargo build -q --release --example agent --example sdk_agent
-cargo build -q --release -p a2a-error-benches --bin bench-baseline-axum
+# Built as a user builds a release binary (see build.sh).
+source "$HERE/build.sh"
+build_servers "$PWD" target/servers/tree "$PWD/target/servers/target" baseline
+BUILT=target/servers/target/release
 
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }
@@ -48,13 +50,13 @@ start() { # NAME PORT COMMAND...
   done
   echo "$name did not start; see $WORK/$name.log" >&2; exit 1
 }
-start a2a-error 9401 target/release/examples/agent --addr 127.0.0.1:9401
-start axum-baseline 9402 target/release/bench-baseline-axum 127.0.0.1:9402
+start a2a-error 9401 $BUILT/examples/agent --addr 127.0.0.1:9401
+start axum-baseline 9402 $BUILT/bench-baseline-axum 127.0.0.1:9402
 start a2a-python 9403 .venv/bin/python tests/interop/python_agent.py 9403
 start a2a-js 9404 node "$WORK/js/js_agent.mjs" 9404
-start sdk-bridge 9405 target/release/examples/sdk_agent --addr 127.0.0.1:9405
-start sdk-routers 9406 target/release/examples/sdk_agent --sdk-routers --addr 127.0.0.1:9406
-start bridge-no-dedup 9407 target/release/examples/sdk_agent --no-dedup --addr 127.0.0.1:9407
+start sdk-bridge 9405 $BUILT/examples/sdk_agent --addr 127.0.0.1:9405
+start sdk-routers 9406 $BUILT/examples/sdk_agent --sdk-routers --addr 127.0.0.1:9406
+start bridge-no-dedup 9407 $BUILT/examples/sdk_agent --no-dedup --addr 127.0.0.1:9407
 
 RESULTS="$WORK/results.txt"
 : >"$RESULTS"

@@ -18,8 +18,10 @@ for tool in valgrind wrk; do
   command -v $tool >/dev/null || apt-get install -y -q $tool >/dev/null \
     || (apt-get update -q >/dev/null && apt-get install -y -q $tool >/dev/null)
 done
-cargo build -q --release --example agent --example sdk_agent
-cargo build -q --release -p a2a-error-benches --bin bench-baseline-axum
+# Built as a user builds a release binary (see build.sh).
+source "$HERE/build.sh"
+build_servers "$PWD" target/servers/tree "$PWD/target/servers/target" baseline
+BUILT=target/servers/target/release
 PORT=9409
 VPID=
 trap '[ -n "$VPID" ] && kill $VPID 2>/dev/null || true' EXIT
@@ -54,14 +56,14 @@ count() { # PATH NAME COMMAND... → "PATH NAME requests Ir I1mr D1mr D1mw" in r
 }
 : >"$WORK/results.txt"
 A=127.0.0.1:$PORT
-count error a2a-error target/release/examples/agent --addr $A
-count error axum-baseline target/release/bench-baseline-axum $A
-count error sdk-bridge target/release/examples/sdk_agent --addr $A
-count error sdk-routers target/release/examples/sdk_agent --sdk-routers --addr $A
-count success a2a-error target/release/examples/agent --addr $A
-count success sdk-bridge target/release/examples/sdk_agent --addr $A
-count success sdk-routers target/release/examples/sdk_agent --sdk-routers --addr $A
-count success bridge-no-dedup target/release/examples/sdk_agent --no-dedup --addr $A
+count error a2a-error $BUILT/examples/agent --addr $A
+count error axum-baseline $BUILT/bench-baseline-axum $A
+count error sdk-bridge $BUILT/examples/sdk_agent --addr $A
+count error sdk-routers $BUILT/examples/sdk_agent --sdk-routers --addr $A
+count success a2a-error $BUILT/examples/agent --addr $A
+count success sdk-bridge $BUILT/examples/sdk_agent --addr $A
+count success sdk-routers $BUILT/examples/sdk_agent --sdk-routers --addr $A
+count success bridge-no-dedup $BUILT/examples/sdk_agent --no-dedup --addr $A
 
 python3 - "$WORK/results.txt" <<'PY'
 import sys, datetime
