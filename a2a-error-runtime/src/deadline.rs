@@ -191,6 +191,17 @@ pub(crate) fn from_left(left: Option<std::time::Duration>) -> Option<Instant> {
     left.and_then(|left| Instant::now().checked_add(left))
 }
 
+/// When a request a server answers under its own `timeout` must end: that timeout from now
+/// or the caller's `deadline`, whichever comes first (the JSON-RPC endpoint's and the SDK
+/// bridge's).
+#[cfg(feature = "axum")]
+pub(crate) fn served_end(
+    timeout: Option<std::time::Duration>,
+    deadline: Option<Instant>,
+) -> Option<Instant> {
+    earliest(from_left(timeout), deadline)
+}
+
 /// Runs `future` so that the typed [`Client`](crate::Client) calls made inside it end by
 /// `deadline` (less a small margin), as inside a handler of this crate's server. For tasks a
 /// handler spawns, and for servers of your own.

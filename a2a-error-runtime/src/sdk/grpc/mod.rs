@@ -82,9 +82,11 @@ type StatusStream = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Stat
 fn deadline(headers: &HeaderMap) -> Option<Instant> {
     let timeout = headers
         .get("grpc-timeout")
-        .and_then(|value| parse_timeout(value.as_bytes()))
-        .and_then(|left| Instant::now().checked_add(left));
-    earliest(timeout, crate::deadline::from_headers(headers))
+        .and_then(|value| parse_timeout(value.as_bytes()));
+    earliest(
+        crate::deadline::from_left(timeout),
+        crate::deadline::from_headers(headers),
+    )
 }
 
 impl<H: RequestHandler> GrpcService<H> {

@@ -258,10 +258,7 @@ impl<H: RequestHandler> Bridge<H> {
     /// whichever comes first. The executor is given it, so that work the bridge stopped
     /// waiting for ends too.
     pub(crate) fn end(&self, deadline: Option<Instant>) -> Option<Instant> {
-        let own = self
-            .timeout
-            .and_then(|timeout| Instant::now().checked_add(timeout));
-        crate::deadline::earliest(own, deadline)
+        crate::deadline::served_end(self.timeout, deadline)
     }
 }
 

@@ -292,13 +292,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         // deadline, whichever comes first. The calls it makes inherit it with the trace, from
         // the one scope the request runs in.
         let end = match &started {
-            Ok(_) => {
-                let own = self
-                    .inner
-                    .timeout
-                    .and_then(|limit| tokio::time::Instant::now().checked_add(limit));
-                crate::deadline::earliest(own, deadline)
-            }
+            Ok(_) => crate::deadline::served_end(self.inner.timeout, deadline),
             Err(_) => None,
         };
         let inherited = crate::inherited::Inherited::served(trace, end);
