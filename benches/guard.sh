@@ -72,10 +72,10 @@ if [ ! -d "$BASE" ] || [ "$(git -C "$BASE" rev-parse HEAD 2>/dev/null)" != "$SHA
 fi
 # Both built as a user builds a release binary (see sdk/build.sh), each from a copy.
 build_servers "$BASE" "$WORK/base-copy" "$PWD/$WORK/base-target"
-build_servers "$PWD" target/servers/tree "$PWD/target/servers/target" baseline
+build_working_tree
 OLD=$WORK/base-target/release/examples
-NEW=target/servers/target/release/examples
-BASELINE=target/servers/target/release/bench-baseline-axum
+NEW=$BUILT/examples
+BASELINE=$BUILT/bench-baseline-axum
 
 # name port command...
 SERVERS=(

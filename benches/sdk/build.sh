@@ -10,9 +10,7 @@
 # baseline in the same invocation, so that every server has the same tokio features.
 
 # Builds the example agents of the tree at SRC (and, with `baseline`, the axum handler of
-# benches/sdk) from a copy at COPY into the target directory TARGET (absolute). The scripts
-# build the working tree at target/servers (its copy and its target directory), so that each
-# reuses what another built.
+# benches/sdk) from a copy at COPY into the target directory TARGET (absolute).
 build_servers() { # SRC COPY TARGET [baseline]
   local src=$1 copy=$2 target=$3 baseline=${4:-}
   rm -rf "$copy"
@@ -28,4 +26,11 @@ build_servers() { # SRC COPY TARGET [baseline]
   local targets=(--example agent --example sdk_agent)
   [ -n "$baseline" ] && targets=(-p a2a-error -p a2a-error-benches "${targets[@]}" --bin bench-baseline-axum)
   (cd "$copy" && CARGO_TARGET_DIR="$target" cargo build -q --release "${targets[@]}")
+}
+
+# Where every script builds the working tree's servers (its copy and its target directory,
+# under target/servers), so that each reuses what another built: the binaries are in BUILT.
+BUILT=target/servers/target/release
+build_working_tree() {
+  build_servers "$PWD" target/servers/tree "$PWD/target/servers/target" baseline
 }

@@ -33,8 +33,7 @@ fi
 cp "$HERE/js_agent.mjs" "$WORK/js/"
 # Built as a user builds a release binary (see build.sh).
 source "$HERE/build.sh"
-build_servers "$PWD" target/servers/tree "$PWD/target/servers/target" baseline
-BUILT=target/servers/target/release
+build_working_tree
 
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; }

@@ -20,8 +20,7 @@ for tool in valgrind wrk; do
 done
 # Built as a user builds a release binary (see build.sh).
 source "$HERE/build.sh"
-build_servers "$PWD" target/servers/tree "$PWD/target/servers/target" baseline
-BUILT=target/servers/target/release
+build_working_tree
 PORT=9409
 VPID=
 trap '[ -n "$VPID" ] && kill $VPID 2>/dev/null || true' EXIT
