@@ -1,8 +1,9 @@
 //! [`BoundedMap`]: an in-process map of records that callers can add to, bounded by entries
 //! and by bytes, with a time to live per record: a container every floor that keeps what
-//! callers send uses (the server's dedup, the SDK bridge's tasks, an agent's own state). The dedup's [`MemoryStore`] and the bridge's
-//! `MemoryTaskStore` keep their records in one; so can an agent's own state keyed by what
-//! callers send (tasks, attempts), which must not grow without bound.
+//! callers send uses (the server's dedup, the SDK bridge's tasks, an agent's own state). The
+//! dedup's [`MemoryStore`] and the bridge's `MemoryTaskStore` keep their records in one; so
+//! can an agent's own state keyed by what callers send (tasks, attempts), which must not grow
+//! without bound.
 //!
 //! ```
 //! # use a2a_error_runtime as a2a_error;
@@ -34,9 +35,10 @@
 //! table rehashes the whole bucket array each time a tenth of it is tombstones, hashing every
 //! key again; its per-key compute goes through a second table of waiters. A claim and its
 //! outcome cost 3–9 µs there, a third of the success path's CPU. Here a record lives in one of
-//! a few `Mutex`-guarded shards (SipHash with a random key, so callers cannot pick colliding
-//! ids) and in its shard's queue in the order its key was first written; the oldest go first.
-//! A claim and its outcome cost about a microsecond (`cargo bench -p a2a-error-benches --bench dedup`).
+//! a few `Mutex`-guarded shards (by its key's SipHash under a random key, so callers cannot
+//! pick colliding ids; no copy of the key is kept) and in its shard's queue in the order its
+//! key was first written; the oldest go first. A claim and its outcome cost about a
+//! microsecond (`cargo bench -p a2a-error-benches --bench dedup`).
 //!
 //! Why hashbrown's `HashTable` rather than a `HashMap`: a key is hashed once per operation
 //! (the same hash picks the shard and finds the record), and the queue names a record by its
@@ -44,13 +46,45 @@
 //! written long ago is out of the cache). A `HashMap` hashed a key three times a write.
 
 use std::collections::VecDeque;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
+use siphasher::sip128::{Hasher128, SipHasher13};
 use tokio::time::Instant;
+
+/// How a map knows its keys: by their 128-bit SipHash-1-3 (std's `HashMap` hashes with the
+/// 64-bit one) under a key of its own, drawn at random (from std's `RandomState`, itself
+/// seeded by the OS), never by a copy of the key. Keeping no copy spares an allocation a
+/// record (and its free, on eviction, in memory long cold) and a read of that copy on every
+/// lookup that finds the record. Two keys are taken for one only when both halves of their
+/// hashes agree: 2⁻¹²⁸ for a pair of keys, about 2⁻⁹⁶ over all the pairs of a map of
+/// 100,000, and SipHash is a keyed function whose key and outputs never leave the process,
+/// so a caller cannot choose keys that collide.
+struct Keys {
+    k0: u64,
+    k1: u64,
+}
+
+impl Keys {
+    fn new() -> Self {
+        let seed = RandomState::new();
+        Keys {
+            k0: seed.hash_one(0u8),
+            k1: seed.hash_one(1u8),
+        }
+    }
+
+    /// `key`'s hash (which places it) and check (which, with the hash, names it).
+    fn of(&self, key: &str) -> (u64, u64) {
+        let mut hasher = SipHasher13::new_with_keys(self.k0, self.k1);
+        hasher.write(key.as_bytes());
+        let hash = hasher.finish128();
+        (hash.h1, hash.h2)
+    }
+}
 
 /// What a [`BoundedMap::update`] does to the record at its key.
 pub enum Change<V> {
@@ -70,9 +104,11 @@ pub enum Change<V> {
 }
 
 struct Record<V> {
-    key: Box<str>,
     /// The key's hash, kept so that growing the table and evicting never hash it again.
     hash: u64,
+    /// The other half of the key's 128-bit SipHash: with `hash`, what the record is found by
+    /// (see [`Keys`]).
+    check: u64,
     value: V,
     weight: u64,
     expires_at: Instant,
@@ -189,15 +225,14 @@ impl<V> Shard<V> {
 /// time to live reads as absent (its memory is freed as later records are written, or when
 /// it is evicted).
 ///
-/// Memory: the records and their keys, within the bounds given, plus 56 bytes of table
-/// entry beside each value (its key's pointer, hash, weight, expiry and stamp) and 32 bytes
-/// per key in the queue of keys; a map's spare capacity is given back once it holds under a
-/// quarter of what it has room for. Each operation
-/// hashes its key once and locks one shard for a lookup and, on a write, a constant amount of
-/// eviction and cleanup.
+/// Memory: the records, within the bounds given, plus 48 bytes of table entry beside each
+/// value (its key's 128-bit hash, weight, expiry and stamp; the key itself is not kept) and
+/// 32 bytes per key in the queue of keys; a map's spare capacity is given back once it holds
+/// under a quarter of what it has room for. Each operation hashes its key once and locks one
+/// shard for a lookup and, on a write, a constant amount of eviction and cleanup.
 pub struct BoundedMap<V> {
     shards: Box<[Mutex<Shard<V>>]>,
-    hasher: RandomState,
+    keys: Keys,
     max_entries: usize,
     max_bytes: u64,
 }
@@ -234,7 +269,7 @@ impl<V: Clone> BoundedMap<V> {
         let count = count as u64;
         BoundedMap {
             shards,
-            hasher: RandomState::new(),
+            keys: Keys::new(),
             max_entries: usize::try_from((max_entries / count).max(1)).unwrap_or(usize::MAX),
             max_bytes: (max_bytes / count).max(1),
         }
@@ -263,13 +298,13 @@ impl<V: Clone> BoundedMap<V> {
 
     /// The live record at `key`, if any.
     pub fn get(&self, key: &str) -> Option<V> {
-        let hash = self.hasher.hash_one(key);
+        let (hash, check) = self.keys.of(key);
         let shard = self.shard(hash);
         // The clock is read only for a record found: a lookup of a key not held (an unknown
         // task, a new id) reads none.
         shard
             .records
-            .find(hash, |record| *record.key == *key)
+            .find(hash, |record| record.check == check)
             .filter(|record| record.live(Instant::now()))
             .map(|record| record.value.clone())
     }
@@ -278,12 +313,12 @@ impl<V: Clone> BoundedMap<V> {
     /// changes the key in between. Returns what `decide` returns beside its change.
     pub fn update<R>(&self, key: &str, decide: impl FnOnce(Option<&V>) -> (Change<V>, R)) -> R {
         let now = Instant::now();
-        let hash = self.hasher.hash_one(key);
+        let (hash, check) = self.keys.of(key);
         let mut guard = self.shard(hash);
         let shard = &mut *guard;
         let entry = shard
             .records
-            .entry(hash, |record| *record.key == *key, rehash::<V>);
+            .entry(hash, |record| record.check == check, rehash::<V>);
         let live = match &entry {
             Entry::Occupied(held) => Some(held.get()).filter(|record| record.live(now)),
             Entry::Vacant(_) => None,
@@ -317,8 +352,8 @@ impl<V: Clone> BoundedMap<V> {
                 let stamp = shard.next_stamp;
                 shard.next_stamp += 1;
                 vacant.insert(Record {
-                    key: Box::from(key),
                     hash,
+                    check,
                     value,
                     weight,
                     expires_at,
@@ -486,9 +521,19 @@ mod tests {
     }
 
     #[test]
+    fn each_map_hashes_keys_under_a_random_key_of_its_own() {
+        let (one, two) = (Keys::new(), Keys::new());
+        assert_ne!(one.of("m-1"), two.of("m-1"));
+        assert_eq!(one.of("m-1"), one.of("m-1"));
+        assert_ne!(one.of("m-1"), one.of("m-2"));
+        // A key's hash covers every byte: no two prefixes of a key are one key.
+        assert_ne!(one.of("ab"), one.of("ab\0"));
+    }
+
+    #[test]
     fn the_overhead_per_record_is_what_the_docs_say() {
-        // BoundedMap's docs: 56 bytes of table entry beside the value, 32 in the queue.
-        assert_eq!(std::mem::size_of::<Record<()>>(), 56);
+        // BoundedMap's docs: 48 bytes of table entry beside the value, 32 in the queue.
+        assert_eq!(std::mem::size_of::<Record<()>>(), 48);
         assert_eq!(std::mem::size_of::<Place>(), 32);
     }
 

@@ -7,13 +7,14 @@
 //! it does not exist (TASK_NOT_FOUND, so that its existence is not told either).
 //!
 //! Bounded in count: at most `max` tasks are remembered (the oldest recorded go first). Each
-//! is a 36-byte id behind one `Arc` (a 64-byte block), the table's entry with the scope's
-//! 128-bit hash (64 with the table's spare room), a place in its scope's queue and one in the
-//! eviction queue (24 bytes each, each queue up to twice its live places and its capacity
-//! rounded up to a power of two): ~210 bytes a task in resident memory while the first
-//! `max` are recorded, ~290 once they turn over (the queues' places of tasks gone, until
-//! compacted). Measured for the default of 100,000 (a test, in a process of its own):
-//! 21 MB, then 28.4 MB however long it runs; stated bound 32 MB. A task
+//! is the table's entry (80 bytes: the id inline when it is at most 38 bytes, as the SDK's
+//! 36-byte UUIDs are, else in a block of its own; its hash and stamp; the scope's 128-bit
+//! hash, 16-byte aligned; ~92 bytes with the table's spare room), a place in its scope's
+//! queue and one in the eviction queue (16 bytes each, each queue up to twice its live
+//! places and its capacity rounded up to a power of two). Measured for the default of
+//! 100,000 (a test, in a process of its own, the ids recorded three times over): 28.2 MB
+//! however long it runs (28.0 MB with each id in an `Arc` of its own, as before: the memory
+//! is the same, the allocation and the cold free a task are gone); stated bound 32 MB. A task
 //! whose record was dropped is served to no one (it fails closed), as the task store's own
 //! bound drops tasks.
 //!
@@ -76,31 +77,68 @@ pub(crate) struct Owners {
     index: Mutex<Index>,
 }
 
-/// A task's id with its hash, as the table and the queues keep it. The `Arc` names one
-/// record: a task forgotten and recorded again is another `Arc`, so the places in the queues
-/// of its earlier record name nothing.
-#[derive(Clone)]
-struct Id {
-    hash: u64,
-    text: Arc<str>,
+/// A task's id as the table keeps it: inline when it is no longer than 38 bytes (the SDK's
+/// ids are 36-byte UUIDs), so that recording a task allocates nothing and evicting one frees
+/// nothing long cold.
+enum Text {
+    Inline(u8, [u8; INLINE]),
+    Heap(Box<str>),
 }
 
-impl Id {
-    fn is(&self, other: &Id) -> bool {
-        Arc::ptr_eq(&self.text, &other.text)
+const INLINE: usize = 38;
+
+impl Text {
+    fn new(text: &str) -> Self {
+        if text.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            Text::Inline(text.len() as u8, bytes)
+        } else {
+            Text::Heap(Box::from(text))
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Copied from a `&str` whole: valid UTF-8.
+            Text::Inline(len, bytes) => {
+                std::str::from_utf8(&bytes[..*len as usize]).unwrap_or_default()
+            }
+            Text::Heap(text) => text,
+        }
     }
 }
 
+/// A task's record: its id, its owner, and the hash and stamp its places in the queues name
+/// it by.
 struct Owned {
-    id: Id,
+    hash: u64,
+    /// Which recording of a task this is (unique in the index): a task forgotten and recorded
+    /// again has another, so the places of its earlier record name nothing.
+    stamp: u64,
     scope: ScopeKey,
+    text: Text,
+}
+
+/// A task's place in a queue: the hash and stamp of its record (16 bytes).
+#[derive(Clone, Copy)]
+struct Place {
+    hash: u64,
+    stamp: u64,
+}
+
+impl Place {
+    /// Whether `owned` is the record this place names.
+    fn names(self) -> impl Fn(&Owned) -> bool {
+        move |owned| owned.stamp == self.stamp
+    }
 }
 
 /// A scope's tasks in the order they were recorded, with places that name nothing any more
 /// (tasks forgotten) until they reach the front or the queue is compacted.
 #[derive(Default)]
 struct Scope {
-    ids: VecDeque<Id>,
+    places: VecDeque<Place>,
     live: usize,
 }
 
@@ -110,12 +148,13 @@ struct Index {
     by_scope: HashMap<ScopeKey, Scope>,
     /// Every task in the order it was recorded, for eviction, with places that name nothing
     /// until they reach the front or the queue is compacted.
-    order: VecDeque<Id>,
+    order: VecDeque<Place>,
+    next_stamp: u64,
 }
 
-/// Whether `id` (a place in a queue) names a task recorded now.
-fn held(by_task: &HashTable<Owned>, id: &Id) -> bool {
-    by_task.find(id.hash, |owned| owned.id.is(id)).is_some()
+/// Whether `place` names a task recorded now.
+fn held(by_task: &HashTable<Owned>, place: Place) -> bool {
+    by_task.find(place.hash, place.names()).is_some()
 }
 
 impl Index {
@@ -134,24 +173,27 @@ impl Index {
         let Some(oldest) = self.order.pop_front() else {
             return false;
         };
-        let Ok(found) = self
-            .by_task
-            .find_entry(oldest.hash, |owned| owned.id.is(&oldest))
-        else {
+        let Ok(found) = self.by_task.find_entry(oldest.hash, oldest.names()) else {
             // Forgotten already.
             return true;
         };
         let (owned, _) = found.remove();
-        if let Some(tasks) = self.by_scope.get_mut(&owned.scope) {
-            // The oldest of its scope's live tasks: only places of forgotten ones are before
-            // it in the scope's queue.
-            while let Some(front) = tasks.ids.pop_front() {
-                if front.is(&oldest) {
-                    break;
-                }
+        // One lookup of its scope, for its place and its count.
+        let Some(scope) = self.by_scope.get_mut(&owned.scope) else {
+            return true;
+        };
+        scope.live -= 1;
+        if scope.live == 0 {
+            self.by_scope.remove(&owned.scope);
+            return true;
+        }
+        // The oldest of its scope's live tasks: only places of forgotten ones are before it
+        // in the scope's queue.
+        while let Some(front) = scope.places.pop_front() {
+            if front.stamp == oldest.stamp {
+                break;
             }
         }
-        self.uncount(&owned);
         true
     }
 }
@@ -181,29 +223,35 @@ impl Owners {
             by_task,
             by_scope,
             order,
+            next_stamp,
         } = &mut *index;
-        let Entry::Vacant(vacant) =
-            by_task.entry(hash, |owned| *owned.id.text == *task, |owned| owned.id.hash)
-        else {
+        let Entry::Vacant(vacant) = by_task.entry(
+            hash,
+            |owned| owned.text.as_str() == task,
+            |owned| owned.hash,
+        ) else {
             return;
         };
-        let id = Id {
+        let place = Place {
             hash,
-            text: Arc::from(task),
+            stamp: *next_stamp,
         };
+        *next_stamp += 1;
         vacant.insert(Owned {
-            id: id.clone(),
+            hash,
+            stamp: place.stamp,
             scope,
+            text: Text::new(task),
         });
         let tasks = by_scope.entry(scope).or_default();
-        tasks.ids.push_back(id.clone());
+        tasks.places.push_back(place);
         tasks.live += 1;
-        if tasks.ids.len() > 2 * tasks.live + 64 {
-            tasks.ids.retain(|id| held(by_task, id));
+        if tasks.places.len() > 2 * tasks.live + 64 {
+            tasks.places.retain(|place| held(by_task, *place));
         }
-        order.push_back(id);
+        order.push_back(place);
         if order.len() > 2 * self.max {
-            order.retain(|id| held(by_task, id));
+            order.retain(|place| held(by_task, *place));
         }
         while index.by_task.len() > self.max {
             if !index.evict_oldest() {
@@ -217,23 +265,24 @@ impl Owners {
         let hash = self.hasher.hash_one(task);
         self.lock()
             .by_task
-            .find(hash, |owned| *owned.id.text == *task)
+            .find(hash, |owned| owned.text.as_str() == task)
             .is_some_and(|owned| owned.scope == scope)
     }
 
     /// The tasks of `scope` after `after` (all, without), in id order.
-    pub(crate) fn tasks(&self, scope: ScopeKey, after: Option<&str>) -> Vec<Arc<str>> {
-        let mut tasks: Vec<Arc<str>> = {
+    pub(crate) fn tasks(&self, scope: ScopeKey, after: Option<&str>) -> Vec<String> {
+        let mut tasks: Vec<String> = {
             let index = self.lock();
             let Some(tasks) = index.by_scope.get(&scope) else {
                 return Vec::new();
             };
             tasks
-                .ids
+                .places
                 .iter()
-                .filter(|id| after.is_none_or(|after| *id.text > *after))
-                .filter(|id| held(&index.by_task, id))
-                .map(|id| Arc::clone(&id.text))
+                .filter_map(|place| index.by_task.find(place.hash, place.names()))
+                .map(|owned| owned.text.as_str())
+                .filter(|id| after.is_none_or(|after| *id > after))
+                .map(str::to_owned)
                 .collect()
         };
         // Sorted outside the lock: a scope of many tasks does not hold up SendMessage.
@@ -247,7 +296,7 @@ impl Owners {
         let mut index = self.lock();
         if let Ok(found) = index
             .by_task
-            .find_entry(hash, |owned| *owned.id.text == *task)
+            .find_entry(hash, |owned| owned.text.as_str() == task)
         {
             let (owned, _) = found.remove();
             index.uncount(&owned);
@@ -269,10 +318,6 @@ mod tests {
         (key_of(Some("t:alice")), key_of(Some("t:bob")))
     }
 
-    fn ids(tasks: Vec<Arc<str>>) -> Vec<String> {
-        tasks.iter().map(|task| task.to_string()).collect()
-    }
-
     #[test]
     fn a_task_is_its_first_callers_and_the_oldest_go_first() {
         let owners = Owners::new(3);
@@ -285,8 +330,8 @@ mod tests {
         assert!(!owners.owns(bob, "t-1"));
         assert!(!owners.owns(key_of(None), "t-1"));
         assert!(!owners.owns(alice, "nope"));
-        assert_eq!(ids(owners.tasks(alice, None)), ["t-1", "t-2"]);
-        assert_eq!(ids(owners.tasks(alice, Some("t-1"))), ["t-2"]);
+        assert_eq!(owners.tasks(alice, None), ["t-1", "t-2"]);
+        assert_eq!(owners.tasks(alice, Some("t-1")), ["t-2"]);
         owners.record(bob, "t-4");
         // Three at most: t-2, recorded first, is gone.
         assert_eq!(owners.len(), 3);
@@ -314,10 +359,38 @@ mod tests {
         assert_eq!(owners.len(), 3);
         assert!(owners.owns(bob, "a"));
         assert!(!owners.owns(alice, "b"));
-        assert_eq!(ids(owners.tasks(bob, None)), ["a", "c", "d"]);
-        assert_eq!(ids(owners.tasks(bob, Some("a"))), ["c", "d"]);
+        assert_eq!(owners.tasks(bob, None), ["a", "c", "d"]);
+        assert_eq!(owners.tasks(bob, Some("a")), ["c", "d"]);
         assert!(owners.tasks(alice, None).is_empty());
         assert!(!owners.lock().by_scope.contains_key(&alice));
+    }
+
+    #[test]
+    fn the_sizes_are_what_the_module_says() {
+        assert_eq!(std::mem::size_of::<Owned>(), 80);
+        assert_eq!(std::mem::size_of::<Place>(), 16);
+    }
+
+    #[test]
+    fn an_id_of_any_length_is_kept_whole() {
+        let owners = Owners::new(10);
+        let (alice, bob) = alice_and_bob();
+        let long = "x".repeat(300);
+        let edge = "y".repeat(INLINE);
+        let past = "z".repeat(INLINE + 1);
+        for id in [&long, &edge, &past, "é-ü"] {
+            owners.record(alice, id);
+        }
+        for id in [&long, &edge, &past, "é-ü"] {
+            assert!(owners.owns(alice, id), "{id}");
+            assert!(!owners.owns(bob, id), "{id}");
+        }
+        assert!(!owners.owns(alice, &"y".repeat(INLINE - 1)));
+        assert!(!owners.owns(alice, &"x".repeat(299)));
+        assert_eq!(
+            owners.tasks(alice, None),
+            [long.as_str(), &edge, &past, "é-ü"]
+        );
     }
 
     #[test]
@@ -333,14 +406,14 @@ mod tests {
         let index = owners.lock();
         let scope = &index.by_scope[&alice];
         assert_eq!(scope.live, 1);
-        assert!(scope.ids.len() <= 2 + 64 + 1, "{}", scope.ids.len());
+        assert!(scope.places.len() <= 2 + 64 + 1, "{}", scope.places.len());
         drop(index);
         assert_eq!(owners.tasks(alice, None).len(), 1);
     }
 
     /// The bound the module states, in resident memory: 100,000 tasks (36-byte ids, as the
     /// SDK makes them) of 8 callers, recorded three times over so that the queues have turned
-    /// over, grow the process by at most 32 MB (28.4 MB measured). Measured in a process of
+    /// over, grow the process by at most 32 MB (28.2 MB measured). Measured in a process of
     /// its own (this test run again with only itself), where no other test allocates
     /// meanwhile.
     #[cfg(target_os = "linux")]

@@ -163,7 +163,7 @@ impl<H: RequestHandler> Bridge<H> {
         self
     }
 
-    /// How many tasks' owners the bridge remembers (default 100,000, about 290 bytes each
+    /// How many tasks' owners the bridge remembers (default 100,000, about 282 bytes each
     /// in resident memory):
     /// past it, the tasks recorded first are served to no one. Keep it at least the number
     /// of tasks the task store holds.
