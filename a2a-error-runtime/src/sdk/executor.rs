@@ -21,7 +21,7 @@ use futures_util::stream::BoxStream;
 use tokio::time::Instant;
 
 use super::failed::{failed_status_of, failed_task_status};
-use super::link::{self, LINK_PARAM, Watch};
+use super::link::{self, Watch};
 use crate::wire::error::A2aError;
 use crate::wire::standard::StandardError;
 
@@ -29,11 +29,6 @@ use crate::wire::standard::StandardError;
 /// public error object, from the guard to the bridge's stream encoder (which sends it as the
 /// stream's error event and removes the key).
 pub(crate) const FAILURE_KEY: &str = "a2a-error.failure";
-
-/// The service param that carries the request's deadline from the bridge's endpoint to the
-/// guard, which runs in the handler's own task. The endpoint sets it on every request (a
-/// caller's header of the same name is replaced), as microseconds after [`epoch`].
-pub(crate) const DEADLINE_PARAM: &str = "a2a-error-deadline-us";
 
 thread_local! {
     /// `Some` while the guard polls an execution's stream (on this thread, the poll being
@@ -53,7 +48,8 @@ pub(crate) fn fail_as_status() {
     });
 }
 
-/// The instant deadlines in [`DEADLINE_PARAM`] count from (this process's own clock).
+/// The instant the deadlines the bridge tells its executor (`sdk::call`) count from (this
+/// process's own clock).
 pub(crate) fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
@@ -143,11 +139,9 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
                 trace: Some(trace_of(&ctx)),
                 deadline: deadline_of(&ctx),
             },
-            link: ctx
-                .service_params
-                .get(LINK_PARAM)
-                .and_then(|values| values.first())
-                .and_then(|param| link::find(param)),
+            link: super::call::read(&ctx.service_params)
+                .link
+                .and_then(link::find),
             store: Arc::clone(&self.store),
             as_status: AtomicBool::new(false),
             push: self.push.clone(),
@@ -630,13 +624,7 @@ fn push_config_of(ctx: &ExecutorContext) -> Option<a2a::TaskPushNotificationConf
 
 /// The deadline the bridge's endpoint put in the service params, if any.
 fn deadline_of(ctx: &ExecutorContext) -> Option<Instant> {
-    let micros: u64 = ctx
-        .service_params
-        .get(DEADLINE_PARAM)?
-        .first()?
-        .parse()
-        .ok()?;
-    epoch().checked_add(std::time::Duration::from_micros(micros))
+    super::call::read(&ctx.service_params).deadline
 }
 
 /// The trace the bridge's endpoint put in the service params (the request's own span), else

@@ -14,7 +14,6 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use serde_json::{Map, Value, json};
 
-use super::link::{LINK_PARAM, find};
 use crate::dependency::{DependencyFailed, HttpStream};
 use crate::resilience::{Answered, DEGRADED_KEY};
 
@@ -23,10 +22,9 @@ use crate::resilience::{Answered, DEGRADED_KEY};
 /// SendMessage's caller receives the outcome only. The bridge says so, in a service param no
 /// caller can set.
 pub fn is_streaming(ctx: &ExecutorContext) -> bool {
-    ctx.service_params
-        .get(LINK_PARAM)
-        .and_then(|values| values.first())
-        .and_then(|param| find(param))
+    super::call::read(&ctx.service_params)
+        .link
+        .and_then(super::link::find)
         .is_some_and(|watch| watch.is_stream())
 }
 

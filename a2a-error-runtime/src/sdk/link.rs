@@ -6,11 +6,11 @@
 //! The SDK's `DefaultRequestHandler` spawns the executor's work and hands the request only a
 //! subscription to its events: dropping the request (a caller that hung up, a stream reset,
 //! the bridge's own timeout) leaves the work running, for as long as the executor likes. The
-//! bridge makes a [`Link`] for each SendMessage and SendStreamingMessage and names it in a
-//! service param; [`Guarded`](super::Guarded) finds it by that name and ends the execution,
-//! with the task CANCELED, once the link is dropped. Service params are text, so the link is
-//! found through a map of this process; a caller's own param of the same name is removed
-//! before the bridge adds its own (as for the deadline), so no caller can name another's.
+//! bridge makes a [`Link`] for each SendMessage and SendStreamingMessage and names it in its
+//! service param (`sdk::call`); [`Guarded`](super::Guarded) finds it by that name and ends
+//! the execution, with the task CANCELED, once the link is dropped. Service params are text,
+//! so the link is found through a map of this process; a caller's own param of the same name
+//! is removed before the bridge adds its own, so no caller can name another's.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -18,9 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::Notify;
-
-/// The service param that names a request's link.
-pub(crate) const LINK_PARAM: &str = "a2a-error-link";
 
 /// How many events a stream's execution may make before its reader has received them. The
 /// SDK's handler passes events through a broadcast buffer of 32 and ends the subscription of
@@ -219,9 +216,9 @@ impl Link {
         &self.watch
     }
 
-    /// The value of [`LINK_PARAM`] that names this link.
-    pub(crate) fn param(&self) -> String {
-        itoa::Buffer::new().format(self.id).to_owned()
+    /// The id that names this link in the bridge's service param.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 }
 
@@ -238,9 +235,8 @@ impl Drop for Link {
     }
 }
 
-/// The watch of the link a service param names, if it is still alive.
-pub(crate) fn find(param: &str) -> Option<Arc<Watch>> {
-    let id: u64 = param.parse().ok()?;
+/// The watch of the link `id` names, if it is still alive.
+pub(crate) fn find(id: u64) -> Option<Arc<Watch>> {
     links()
         .lock()
         .unwrap_or_else(|poison| poison.into_inner())
@@ -255,26 +251,25 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_link_is_gone_and_forgotten() {
         let link = Link::new();
-        let watch = find(&link.param()).unwrap();
+        let watch = find(link.id()).unwrap();
         let waiting = tokio::spawn({
             let watch = Arc::clone(&watch);
             async move { watch.gone().await }
         });
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished());
-        let param = link.param();
+        let id = link.id();
         drop(link);
         waiting.await.unwrap();
-        assert!(find(&param).is_none());
+        assert!(find(id).is_none());
         // Already gone: resolves at once.
         watch.gone().await;
-        assert!(find("not a number").is_none());
 
         // Answered: forgotten, and not gone.
         let link = Link::new();
-        let (param, watch) = (link.param(), find(&link.param()).unwrap());
+        let (id, watch) = (link.id(), find(link.id()).unwrap());
         link.answered();
-        assert!(find(&param).is_none());
+        assert!(find(id).is_none());
         assert!(!watch.gone.load(Ordering::Acquire));
     }
 }

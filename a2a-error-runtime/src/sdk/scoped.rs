@@ -17,11 +17,6 @@ use futures_util::stream::BoxStream;
 use super::owned::Owner;
 use super::owners::{Ownership, ScopeKey};
 
-/// The service param that carries the caller's scope key (hex) from the bridge to
-/// [`Scoped`]. The bridge sets it on every request; a caller's header of the same name is
-/// removed first, so no caller can claim another's scope.
-pub(crate) const SCOPE_PARAM: &str = "a2a-error-scope";
-
 /// The service param that carries a SendMessage's push config (JSON) from [`Scoped`], which
 /// checked it, to [`Guarded`](super::Guarded), which saves it for the task once its id is
 /// known, before its first event. A caller's header of the same name is removed first.
@@ -51,19 +46,12 @@ impl<H> Clone for Scoped<H> {
 
 /// The scope key the bridge put in `params` (the anonymous caller's when there is none).
 pub(super) fn scope_of(params: &ServiceParams) -> ScopeKey {
-    params
-        .get(SCOPE_PARAM)
-        .and_then(|values| values.first())
-        .and_then(|hex| super::scope_key::read(hex))
-        .unwrap_or(0)
+    super::call::read(params).scope
 }
 
 /// The watch of the request's link, which the guard tells the task it started on.
 fn started(params: &ServiceParams) -> Option<Arc<super::link::Watch>> {
-    params
-        .get(super::link::LINK_PARAM)
-        .and_then(|values| values.first())
-        .and_then(|param| super::link::find(param))
+    super::call::read(params).link.and_then(super::link::find)
 }
 
 /// The id of the task an event or reply is about, if any.

@@ -24,12 +24,11 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::sdk::executor::{DEADLINE_PARAM, epoch};
-use crate::sdk::link::{LINK_PARAM, Link};
+use crate::sdk::call::CALL_PARAM;
+use crate::sdk::link::Link;
 use crate::sdk::owners::{DEFAULT_MAX_TASKS, Owners, Ownership, key_of};
 use crate::sdk::protojson::SendReply;
-use crate::sdk::scope_key::hex as scope_hex;
-use crate::sdk::scoped::{SCOPE_PARAM, Scoped};
+use crate::sdk::scoped::Scoped;
 use crate::sdk::streams::Streams;
 use crate::server::Dedup;
 use crate::server::endpoint::admission::Admission;
@@ -209,17 +208,31 @@ impl<H: RequestHandler> Bridge<H> {
     }
 
     /// The SDK's service params of a request: its headers (as the SDK's routers pass them),
-    /// the caller's scope for [`Scoped`], and the request's deadline for
-    /// [`Guarded`](crate::sdk::Guarded), which runs in a task of the handler's own where the
-    /// task-local deadline does not reach.
+    /// the trace context its executor's calls descend from, and what only the bridge knows
+    /// (`sdk::call`): the caller's scope for [`Scoped`] and the request's deadline for
+    /// [`Guarded`](crate::sdk::Guarded).
     pub(crate) fn service_params(
         &self,
         headers: &HeaderMap,
         deadline: Option<Instant>,
     ) -> ServiceParams {
-        let mut params = service_params(headers, deadline);
+        self.params_of(headers, deadline, None)
+    }
+
+    /// [`service_params`](Self::service_params), with the request's link to its execution
+    /// (`link`, by id) when it has one.
+    fn params_of(
+        &self,
+        headers: &HeaderMap,
+        deadline: Option<Instant>,
+        link: Option<u64>,
+    ) -> ServiceParams {
+        let mut params = service_params(headers);
         let scope = key_of((self.scope)(headers).as_deref());
-        params.insert(SCOPE_PARAM.to_owned(), vec![scope_hex(scope)]);
+        params.insert(
+            CALL_PARAM.to_owned(),
+            vec![crate::sdk::call::write(scope, deadline, link)],
+        );
         params
     }
 
@@ -262,10 +275,10 @@ impl<H: RequestHandler> Bridge<H> {
     }
 }
 
-/// A request's headers and deadline as service params; the params only the bridge sets are
-/// left out of what the caller sent (see [`Bridge::service_params`]).
-fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServiceParams {
-    // Room for the params the bridge adds (trace context, deadline, scope, link), so that
+/// A request's headers and trace context as service params; the params only the bridge sets
+/// are left out of what the caller sent (see [`Bridge::service_params`]).
+fn service_params(headers: &HeaderMap) -> ServiceParams {
+    // Room for the params the bridge adds (trace context, its own, a push config), so that
     // the map is not grown again: a rehash cost more than the headers' own inserts.
     let mut params: ServiceParams = HashMap::with_capacity(headers.keys_len() + BRIDGE_PARAMS);
     for (name, value) in headers {
@@ -289,26 +302,16 @@ fn service_params(headers: &HeaderMap, deadline: Option<Instant>) -> ServicePara
     if let Some(state) = trace.tracestate() {
         params.insert(TRACESTATE_HEADER.to_owned(), vec![state.to_owned()]);
     }
-    if let Some(deadline) = deadline {
-        let micros = deadline.saturating_duration_since(epoch()).as_micros();
-        let micros = u64::try_from(micros).unwrap_or(u64::MAX);
-        params.insert(
-            DEADLINE_PARAM.to_owned(),
-            vec![itoa::Buffer::new().format(micros).to_owned()],
-        );
-    }
     params
 }
 
 /// How many params the bridge may add to a request's headers.
-const BRIDGE_PARAMS: usize = 6;
+const BRIDGE_PARAMS: usize = 4;
 
 /// Whether `name` is a param only the bridge sets (header names are lowercase).
 fn is_bridge_param(name: &str) -> bool {
     [
-        DEADLINE_PARAM,
-        LINK_PARAM,
-        SCOPE_PARAM,
+        CALL_PARAM,
         crate::sdk::scoped::PUSH_PARAM,
         TRACEPARENT_HEADER,
         TRACESTATE_HEADER,
@@ -324,8 +327,6 @@ impl<H: RequestHandler> Bridge<H> {
         deadline: Option<Instant>,
         link: &Link,
     ) -> ServiceParams {
-        let mut params = self.service_params(headers, deadline);
-        params.insert(LINK_PARAM.to_owned(), vec![link.param()]);
-        params
+        self.params_of(headers, deadline, Some(link.id()))
     }
 }

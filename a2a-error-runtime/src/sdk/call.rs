@@ -1,0 +1,127 @@
+//! What only the bridge knows of a request, told to the SDK's handler and to the executor in
+//! one service param (`a2a-error-call`): the caller's scope (for [`Scoped`](super::scoped)),
+//! the request's deadline (for [`Guarded`](super::Guarded), which runs in a task of the
+//! handler's own where the task-local deadline does not reach) and the request's link to its
+//! execution (`link`). The bridge sets it on every request; a caller's header of the same
+//! name is dropped first, so no caller can claim another's scope or link.
+//!
+//! One param, not one each: the SDK's handler copies every param (its name, its list and its
+//! value: three allocations) into each execution's context, and three params were a tenth of
+//! a SendMessage's allocations.
+
+use std::time::Duration;
+
+use a2a_server::ServiceParams;
+use tokio::time::Instant;
+
+use super::executor::epoch;
+use super::scope_key::{ScopeKey, hex, read as read_scope};
+
+/// The service param's name.
+pub(crate) const CALL_PARAM: &str = "a2a-error-call";
+
+/// A request as the bridge tells it: `<scope> <deadline> <link>`, the scope as its key's 32
+/// hex digits, the deadline as microseconds after [`epoch`] and the link as its id, each of
+/// the last two `-` when there is none.
+pub(crate) fn write(scope: ScopeKey, deadline: Option<Instant>, link: Option<u64>) -> String {
+    let mut value = hex(scope);
+    value.push(' ');
+    match deadline {
+        Some(deadline) => {
+            let micros = deadline.saturating_duration_since(epoch()).as_micros();
+            let micros = u64::try_from(micros).unwrap_or(u64::MAX);
+            value.push_str(itoa::Buffer::new().format(micros));
+        }
+        None => value.push('-'),
+    }
+    value.push(' ');
+    match link {
+        Some(link) => value.push_str(itoa::Buffer::new().format(link)),
+        None => value.push('-'),
+    }
+    value
+}
+
+/// What the bridge told of a request in `params`.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Call {
+    /// The caller's scope (the anonymous caller's, `0`, when none was told).
+    pub(crate) scope: ScopeKey,
+    /// The request's deadline.
+    pub(crate) deadline: Option<Instant>,
+    /// The id of the request's link to its execution.
+    pub(crate) link: Option<u64>,
+}
+
+/// What the bridge told of the request `params` came with; nothing (the anonymous scope, no
+/// deadline, no link) when it told nothing, as for an executor run by something else.
+pub(crate) fn read(params: &ServiceParams) -> Call {
+    params
+        .get(CALL_PARAM)
+        .and_then(|values| values.first())
+        .and_then(|value| parse(value))
+        .unwrap_or_default()
+}
+
+fn parse(value: &str) -> Option<Call> {
+    let mut parts = value.split(' ');
+    let scope = read_scope(parts.next()?)?;
+    let deadline = match parts.next()? {
+        "-" => None,
+        micros => epoch().checked_add(Duration::from_micros(micros.parse().ok()?)),
+    };
+    let link = match parts.next()? {
+        "-" => None,
+        id => Some(id.parse().ok()?),
+    };
+    Some(Call {
+        scope,
+        deadline,
+        link,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(value: &str) -> ServiceParams {
+        ServiceParams::from([(CALL_PARAM.to_owned(), vec![value.to_owned()])])
+    }
+
+    #[test]
+    fn what_is_written_is_read_back() {
+        let scope = super::super::scope_key::key_of(Some("t:alice"));
+        let deadline = epoch() + Duration::from_micros(1_234_567);
+        for (deadline, link) in [
+            (None, None),
+            (Some(deadline), None),
+            (None, Some(7)),
+            (Some(deadline), Some(u64::MAX)),
+        ] {
+            let call = read(&params(&write(scope, deadline, link)));
+            assert_eq!(
+                call,
+                Call {
+                    scope,
+                    deadline,
+                    link
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn anything_else_is_the_anonymous_caller_with_no_deadline_and_no_link() {
+        assert_eq!(read(&ServiceParams::new()), Call::default());
+        for value in [
+            "",
+            "zz - -",
+            "0 - -",
+            &format!("{} x -", "0".repeat(32)),
+            &format!("{} - 1 2", "0".repeat(31)),
+        ] {
+            assert_eq!(read(&params(value)), Call::default(), "{value:?}");
+        }
+    }
+}
