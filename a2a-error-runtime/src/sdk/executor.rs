@@ -132,16 +132,16 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         &self,
         ctx: ExecutorContext,
     ) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        // What the bridge told of the request: its deadline and its link.
+        let call = super::call::read(&ctx.service_params);
         let run = Run {
             task_id: ctx.task_id.clone(),
             context_id: ctx.context_id.clone(),
             inherited: Inherited {
                 trace: Some(trace_of(&ctx)),
-                deadline: deadline_of(&ctx),
+                deadline: call.deadline,
             },
-            link: super::call::read(&ctx.service_params)
-                .link
-                .and_then(link::find),
+            link: call.link.and_then(link::find),
             store: Arc::clone(&self.store),
             as_status: AtomicBool::new(false),
             push: self.push.clone(),
@@ -620,11 +620,6 @@ impl Notifying {
 fn push_config_of(ctx: &ExecutorContext) -> Option<a2a::TaskPushNotificationConfig> {
     let json = ctx.service_params.get(super::scoped::PUSH_PARAM)?.first()?;
     serde_json::from_str(json).ok()
-}
-
-/// The deadline the bridge's endpoint put in the service params, if any.
-fn deadline_of(ctx: &ExecutorContext) -> Option<Instant> {
-    super::call::read(&ctx.service_params).deadline
 }
 
 /// The trace the bridge's endpoint put in the service params (the request's own span), else

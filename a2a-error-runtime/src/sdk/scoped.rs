@@ -49,11 +49,6 @@ pub(super) fn scope_of(params: &ServiceParams) -> ScopeKey {
     super::call::read(params).scope
 }
 
-/// The watch of the request's link, which the guard tells the task it started on.
-fn started(params: &ServiceParams) -> Option<Arc<super::link::Watch>> {
-    super::call::read(params).link.and_then(super::link::find)
-}
-
 /// The id of the task an event or reply is about, if any.
 pub(super) fn task_of_event(event: &StreamResponse) -> Option<&str> {
     match event {
@@ -100,13 +95,11 @@ impl<H> Scoped<H> {
     /// starts: the caller reads its task (GetTask, a push notification's receiver) while a
     /// SendMessage still runs it, not only once it is answered; and a task whose execution
     /// started is the caller's even when the call then fails (the task ended FAILED and is
-    /// listed as such). The request's link, found once for the whole call.
-    fn record_on_start(
-        &self,
-        params: &ServiceParams,
-        scope: ScopeKey,
-    ) -> Option<Arc<super::link::Watch>> {
-        let watch = started(params);
+    /// listed as such). The request's link (`call`'s, as the bridge told it), found once
+    /// for the whole call.
+    fn record_on_start(&self, call: &super::call::Call) -> Option<Arc<super::link::Watch>> {
+        let scope = call.scope;
+        let watch = call.link.and_then(super::link::find);
         if let (Some(watch), Ownership::Local(_)) = (&watch, &self.owners) {
             let owners = self.owners.clone();
             watch.on_start(move |task| owners.record(scope, task));
@@ -211,8 +204,9 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         self.check_send(params, &req).await?;
         let pushed = self.push_params(params, &mut req).await?;
         let params = pushed.as_ref().unwrap_or(params);
-        let scope = scope_of(params);
-        let watch = self.record_on_start(params, scope);
+        let call = super::call::read(params);
+        let scope = call.scope;
+        let watch = self.record_on_start(&call);
         let reply = self
             .creating(scope, self.inner.send_message(params, req))
             .await?;
@@ -235,8 +229,9 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
         self.check_send(params, &req).await?;
         let pushed = self.push_params(params, &mut req).await?;
         let params = pushed.as_ref().unwrap_or(params);
-        let scope = scope_of(params);
-        self.record_on_start(params, scope);
+        let call = super::call::read(params);
+        let scope = call.scope;
+        self.record_on_start(&call);
         let stream = self
             .creating(scope, self.inner.send_streaming_message(params, req))
             .await?;
