@@ -191,15 +191,19 @@ pub(crate) fn from_left(left: Option<std::time::Duration>) -> Option<Instant> {
     left.and_then(|left| Instant::now().checked_add(left))
 }
 
-/// When a request a server answers under its own `timeout` must end: that timeout from now
+/// When a request a server answers under its own `timeout` must end: that timeout from `now`
 /// or the caller's `deadline`, whichever comes first (the JSON-RPC endpoint's and the SDK
 /// bridge's).
 #[cfg(feature = "axum")]
 pub(crate) fn served_end(
+    now: Instant,
     timeout: Option<std::time::Duration>,
     deadline: Option<Instant>,
 ) -> Option<Instant> {
-    earliest(from_left(timeout), deadline)
+    earliest(
+        timeout.and_then(|timeout| now.checked_add(timeout)),
+        deadline,
+    )
 }
 
 /// Runs `future` so that the typed [`Client`](crate::Client) calls made inside it end by

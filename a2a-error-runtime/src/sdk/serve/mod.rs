@@ -271,7 +271,7 @@ impl<H: RequestHandler> Bridge<H> {
     /// whichever comes first. The executor is given it, so that work the bridge stopped
     /// waiting for ends too.
     pub(crate) fn end(&self, deadline: Option<Instant>) -> Option<Instant> {
-        crate::deadline::served_end(self.timeout, deadline)
+        crate::deadline::served_end(Instant::now(), self.timeout, deadline)
     }
 }
 
