@@ -330,3 +330,37 @@ impl<H: RequestHandler> Bridge<H> {
         self.params_of(headers, deadline, Some(link.id()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue};
+
+    use super::{CALL_PARAM, service_params};
+    use crate::sdk::scoped::PUSH_PARAM;
+
+    /// A caller cannot send what only the bridge says: a header named as the bridge's own
+    /// param (another caller's scope, a link, a push config, the executor's trace) is not
+    /// passed on; the caller's other headers are, as the SDK's routers pass them.
+    #[tokio::test]
+    async fn a_callers_header_never_stands_for_the_bridges_params() {
+        let mut headers = HeaderMap::new();
+        let forged = format!("{} - 1", "ab".repeat(16));
+        headers.insert(CALL_PARAM, HeaderValue::from_str(&forged).unwrap());
+        headers.insert(
+            PUSH_PARAM,
+            HeaderValue::from_static("{\"url\":\"http://x\"}"),
+        );
+        let caller_trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        headers.insert("traceparent", HeaderValue::from_static(caller_trace));
+        headers.insert("a2a-version", HeaderValue::from_static("1.0"));
+        let params = service_params(&headers);
+        assert!(!params.contains_key(CALL_PARAM));
+        assert!(!params.contains_key(PUSH_PARAM));
+        assert_eq!(params["a2a-version"], ["1.0"]);
+        // The trace the executor's calls descend from is this request's, not the caller's
+        // span (the same trace, another span).
+        let trace = &params["traceparent"];
+        assert_eq!(trace.len(), 1);
+        assert_ne!(trace[0], caller_trace);
+    }
+}
