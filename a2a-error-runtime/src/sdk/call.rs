@@ -9,13 +9,20 @@
 //! value: three allocations) into each execution's context, and three params were a tenth of
 //! a SendMessage's allocations.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use a2a_server::ServiceParams;
 use tokio::time::Instant;
 
-use super::executor::epoch;
 use super::scope_key::{ScopeKey, hex, read as read_scope};
+
+/// The instant the deadlines told here count from (this process's own clock: the executor
+/// runs in the process that served the request).
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
 
 /// The service param's name.
 pub(crate) const CALL_PARAM: &str = "a2a-error-call";

@@ -9,8 +9,8 @@ use crate::inherited::Inherited;
 use crate::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER, TraceContext};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use a2a::{
     A2AError, Message, Part, Role, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -18,7 +18,6 @@ use a2a::{
 use a2a_server::{AgentExecutor, ExecutorContext, TaskStore};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
-use tokio::time::Instant;
 
 use super::failed::{failed_status_of, failed_task_status};
 use super::link::{self, Watch};
@@ -46,13 +45,6 @@ pub(crate) fn fail_as_status() {
             flag.set(Some(true));
         }
     });
-}
-
-/// The instant the deadlines the bridge tells its executor (`sdk::call`) count from (this
-/// process's own clock).
-pub(crate) fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
 }
 
 /// An SDK `AgentExecutor` with this crate's guarantees. Hand it to `DefaultRequestHandler`

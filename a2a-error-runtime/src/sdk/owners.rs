@@ -158,12 +158,24 @@ fn held(by_task: &HashTable<Owned>, place: Place) -> bool {
 }
 
 impl Index {
-    /// Takes `owned`, just removed from the table, out of its scope's count.
-    fn uncount(&mut self, owned: &Owned) {
-        if let Some(scope) = self.by_scope.get_mut(&owned.scope) {
-            scope.live -= 1;
-            if scope.live == 0 {
-                self.by_scope.remove(&owned.scope);
+    /// Takes `owned`, just removed from the table, out of its scope's count, and, when it was
+    /// `evicted` (the oldest recorded, so the oldest of its scope's live tasks), its place
+    /// off the front of its scope's queue: one lookup of the scope for both.
+    fn uncount(&mut self, owned: &Owned, evicted: bool) {
+        let Some(scope) = self.by_scope.get_mut(&owned.scope) else {
+            return;
+        };
+        scope.live -= 1;
+        if scope.live == 0 {
+            self.by_scope.remove(&owned.scope);
+            return;
+        }
+        if evicted {
+            // Only places of forgotten tasks are before it in the scope's queue.
+            while let Some(front) = scope.places.pop_front() {
+                if front.stamp == owned.stamp {
+                    break;
+                }
             }
         }
     }
@@ -178,22 +190,7 @@ impl Index {
             return true;
         };
         let (owned, _) = found.remove();
-        // One lookup of its scope, for its place and its count.
-        let Some(scope) = self.by_scope.get_mut(&owned.scope) else {
-            return true;
-        };
-        scope.live -= 1;
-        if scope.live == 0 {
-            self.by_scope.remove(&owned.scope);
-            return true;
-        }
-        // The oldest of its scope's live tasks: only places of forgotten ones are before it
-        // in the scope's queue.
-        while let Some(front) = scope.places.pop_front() {
-            if front.stamp == oldest.stamp {
-                break;
-            }
-        }
+        self.uncount(&owned, true);
         true
     }
 }
@@ -299,7 +296,7 @@ impl Owners {
             .find_entry(hash, |owned| owned.text.as_str() == task)
         {
             let (owned, _) = found.remove();
-            index.uncount(&owned);
+            index.uncount(&owned, false);
         }
     }
 

@@ -288,12 +288,12 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             }
         };
         let traced = !span.is_disabled();
-        // When the handler must have answered by: the endpoint's own timeout or the caller's
-        // deadline, whichever comes first. The calls it makes inherit it with the trace, from
-        // the one scope the request runs in.
         // One read of the clock for both the end and the duration recorded (each is ~30 ns
         // on a VM's clock, a few tenths of a percent of an error reply).
         let began = tokio::time::Instant::now();
+        // When the handler must have answered by: the endpoint's own timeout or the caller's
+        // deadline, whichever comes first. The calls it makes inherit it with the trace, from
+        // the one scope the request runs in.
         let end = match &started {
             Ok(_) => crate::deadline::served_end(began, self.inner.timeout, deadline),
             Err(_) => None,
