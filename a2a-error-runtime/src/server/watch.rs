@@ -115,7 +115,7 @@ pub(crate) struct Counted {
 }
 
 /// The most bytes of a vectored write that [`Counted`] joins and sends as one buffer.
-pub(crate) const JOINED_AT_MOST: usize = 4 * 1024;
+const JOINED_AT_MOST: usize = 4 * 1024;
 
 impl Counted {
     pub(crate) fn new(stream: TcpStream, progress: &Arc<Progress>) -> Self {
