@@ -29,7 +29,9 @@
 //! Push notifications (`CreateTaskPushNotificationConfig`, or a SendMessage's
 //! `configuration.taskPushNotificationConfig`) are delivered to each receiver in order, retried
 //! with backoff (honouring `Retry-After`), with Standard Webhooks' `webhook-id` and
-//! `webhook-timestamp` headers; `--push-signing-secret S` signs them (`webhook-signature`),
+//! `webhook-timestamp` headers; `--push-signing-secret S` signs them (`webhook-signature`;
+//! `S` as Standard Webhooks writes a secret, `whsec_<base64>`, whose decoded bytes are the key,
+//! or any other string, whose bytes are),
 //! `--push-max-age-ms N` (default 3600000) makes a notification not accepted by then a dead
 //! letter, and `--push-allow-private` allows receivers on loopback and private addresses
 //! (refused otherwise). With `--redis`, pending notifications live in Redis, each task's

@@ -122,6 +122,32 @@ fn last_status(events: &[Value]) -> &Value {
     update
 }
 
+/// The stream's first event is its Task (SUBMITTED, with the caller's message), and every
+/// later event names the same task.
+fn assert_opens_with_task(events: &[Value]) {
+    let task = &events[0]["task"];
+    assert!(task.is_object(), "the first event is the Task: {events:?}");
+    assert_eq!(task["status"]["state"], "TASK_STATE_SUBMITTED", "{task}");
+    assert_eq!(task["history"][0]["role"], "ROLE_USER", "{task}");
+    for event in &events[1..] {
+        let about = event["artifactUpdate"]["taskId"]
+            .as_str()
+            .or(event["statusUpdate"]["taskId"].as_str());
+        assert_eq!(about, task["id"].as_str(), "{event}");
+    }
+}
+
+/// The value of the first series of `metrics` whose line starts with `name{` and has every
+/// label of `labels`.
+fn series(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    metrics
+        .lines()
+        .filter(|line| line.starts_with(&format!("{name}{{")))
+        .find(|line| labels.iter().all(|label| line.contains(label)))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+}
+
 /// The cause a FAILED status update carries, after checking its state.
 fn failed_cause(events: &[Value]) -> &Value {
     let status = &last_status(events)["status"];
@@ -139,7 +165,10 @@ async fn tokens_arrive_as_one_appended_artifact_and_the_task_completes() {
     let streamed = stream(&url, "hello", &[]).await;
     let sent = streamed.events();
     assert_eq!(artifact_texts(sent), deltas, "{sent:?}");
-    assert_eq!(sent.len(), deltas.len() + 1, "{sent:?}");
+    // A2A: the stream begins with the Task (the caller's message, SUBMITTED), then the
+    // tokens, then the final status.
+    assert_opens_with_task(sent);
+    assert_eq!(sent.len(), deltas.len() + 2, "{sent:?}");
     let completed = last_status(sent);
     assert_eq!(completed["status"]["state"], "TASK_STATE_COMPLETED");
     assert!(completed["metadata"]["degraded"].is_null(), "{completed}");
@@ -164,6 +193,7 @@ async fn tokens_arrive_as_one_appended_artifact_and_the_task_completes() {
     let body = response.text().await.unwrap();
     let events: Vec<Value> = events(&body).into_iter().map(|(_, data)| data).collect();
     assert_eq!(artifact_texts(&events), deltas, "{body}");
+    assert_opens_with_task(&events);
     assert_eq!(
         last_status(&events)["status"]["state"],
         "TASK_STATE_COMPLETED"
@@ -509,4 +539,158 @@ async fn a_tool_that_is_down_marks_the_streamed_answer_degraded() {
         body["messages"][0]["content"],
         "tool unavailable\nuser: search:rome"
     );
+}
+
+/// A model's answer that grows past what the task store keeps of a task: the stream does not
+/// end with an error event in its middle but with the FAILED status that names the cause, on
+/// both bindings, and the stored task is FAILED too; the server's series count it failed.
+#[tokio::test]
+async fn a_stream_past_the_task_stores_bound_ends_failed_with_its_cause() {
+    // 24 tokens of 900 KB (each under the 1 MiB event bound, 21 MB in all, under the 32 MiB
+    // reply bound): past the store's 16 MiB a task of the example's 64 MiB store.
+    let token = "x".repeat(900_000);
+    let event = format!(r#"data: {{"choices":[{{"delta":{{"content":"{token}"}}}}]}}"#);
+    let model = FaultService::start(HttpAnswer::events(vec![event; 24])).await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let streamed = stream(&url, "grow", &[]).await;
+    let events = streamed.events();
+    assert_opens_with_task(events);
+    let sent = artifact_texts(events).len();
+    assert!((1..24).contains(&sent), "{sent} tokens sent");
+    let cause = failed_cause(events);
+    assert_eq!(cause["reason"], "CONTENT_TOO_LARGE", "{cause}");
+    assert_eq!(cause["code"], -32055, "{cause}");
+    // The task as stored ended FAILED with the same cause.
+    let task_id = events[0]["task"]["id"].as_str().unwrap();
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{url}/"))
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id, "historyLength": 0}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        reply["result"]["status"]["state"], "TASK_STATE_FAILED",
+        "{}",
+        reply["result"]["status"]
+    );
+
+    // REST: the same.
+    let response = reqwest::Client::new()
+        .post(format!("{url}/message:stream"))
+        .json(
+            &json!({"message": {"messageId": "r-grow", "role": "ROLE_USER",
+            "parts": [{"text": "grow"}]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let body = response.text().await.unwrap();
+    let named: Vec<(String, Value)> = crate::common::requests::events(&body);
+    assert!(
+        named.iter().all(|(name, _)| name == "message"),
+        "no error event"
+    );
+    let events: Vec<Value> = named.into_iter().map(|(_, data)| data).collect();
+    assert_opens_with_task(&events);
+    assert_eq!(failed_cause(&events)["reason"], "CONTENT_TOO_LARGE");
+
+    // The server's series: both streams failed with the code, to their end.
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    for system in ["jsonrpc", "http"] {
+        let failed = series(
+            &metrics,
+            "rpc_server_call_duration_count",
+            &[
+                "rpc_method=\"SendStreamingMessage\"",
+                "outcome=\"error\"",
+                "rpc_status_code=\"-32055\"",
+                &format!("rpc_system_name=\"{system}\""),
+            ],
+        );
+        assert_eq!(failed, Some(1.0), "{system}:\n{metrics}");
+    }
+    let counted = series(
+        &metrics,
+        "a2a_server_errors",
+        &[
+            "rpc_method=\"SendStreamingMessage\"",
+            "rpc_status_code=\"-32055\"",
+        ],
+    );
+    assert_eq!(counted, Some(2.0), "{metrics}");
+}
+
+/// A stream that fails before its first token (an ordinary error reply) and one that ends
+/// FAILED after it are recorded as failed, with their codes and their whole duration; a
+/// stream that completes as `ok`.
+#[tokio::test]
+async fn the_servers_series_count_a_stream_by_how_it_ended() {
+    let model = FaultService::start(HttpAnswer::status(400)).await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let error = stream(&url, "hi", &[]).await.error().clone();
+    assert_eq!(error["data"][0]["reason"], "MODEL_REJECTED", "{error}");
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    let rejected = [
+        "rpc_method=\"SendStreamingMessage\"",
+        "outcome=\"error\"",
+        "error_type=\"MODEL_REJECTED\"",
+    ];
+    assert_eq!(
+        series(&metrics, "rpc_server_call_duration_count", &rejected),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        series(
+            &metrics,
+            "a2a_server_errors",
+            &[
+                "rpc_method=\"SendStreamingMessage\"",
+                "error_type=\"MODEL_REJECTED\""
+            ]
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        series(
+            &metrics,
+            "rpc_server_call_duration_count",
+            &["rpc_method=\"SendStreamingMessage\"", "outcome=\"ok\""]
+        ),
+        None,
+        "{metrics}"
+    );
+
+    // Cut after its first tokens, 300 ms apart: FAILED, MODEL_STREAM_INTERRUPTED, and the
+    // duration runs to the end (at least the 0.6 s the tokens took), not to the headers.
+    let model = FaultService::start(
+        HttpAnswer::completion_stream(&["a", "b", "c", "d"])
+            .cut_after(4)
+            .pause_before(2, Duration::from_millis(300))
+            .pause_before(3, Duration::from_millis(300)),
+    )
+    .await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let events = stream(&url, "hi", &[]).await;
+    assert_eq!(
+        failed_cause(events.events())["reason"],
+        "MODEL_STREAM_INTERRUPTED"
+    );
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    let cut = [
+        "rpc_method=\"SendStreamingMessage\"",
+        "outcome=\"error\"",
+        "error_type=\"MODEL_STREAM_INTERRUPTED\"",
+    ];
+    assert_eq!(
+        series(&metrics, "rpc_server_call_duration_count", &cut),
+        Some(1.0),
+        "{metrics}"
+    );
+    let seconds = series(&metrics, "rpc_server_call_duration_sum", &cut).unwrap();
+    assert!(seconds >= 0.6, "{seconds} s: {metrics}");
 }

@@ -934,6 +934,78 @@ async fn the_official_python_client_registers_receivers() {
     }
 }
 
+/// A secret written as Standard Webhooks writes one (`whsec_` and base64) signs with its
+/// decoded key: every notification verifies with the official Standard Webhooks library, and
+/// the token travels in both spellings the official SDKs read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whsec_secrets_verify_with_the_standard_webhooks_library() {
+    let Some(python) = crate::python_interop::python_or_skip("standardwebhooks") else {
+        return;
+    };
+    let key: Vec<u8> = (0u8..32).map(|i| i.wrapping_mul(37) ^ 0xa5).collect();
+    let secret = format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(&key)
+    );
+    let (receiver, base) = Receiver::start().await;
+    let (_agent, url) = agent(&["--push-allow-private", "--push-signing-secret", &secret]);
+    let hook = format!("{base}/whsec");
+    send_with_push(&url, "stream:3", &hook, false).await;
+    let hits = receiver
+        .wait_for("/whsec", 4, Duration::from_secs(10))
+        .await;
+    let sent: Vec<Value> = hits
+        .iter()
+        .map(|hit| {
+            // The token in both spellings: the Rust and Go SDKs' and the Python and JS SDKs'.
+            assert_eq!(hit.header("a2a-notification-token"), "secret-token");
+            assert_eq!(hit.header("x-a2a-notification-token"), "secret-token");
+            let headers: serde_json::Map<String, Value> =
+                ["webhook-id", "webhook-timestamp", "webhook-signature"]
+                    .into_iter()
+                    .map(|name| (name.to_owned(), json!(hit.header(name))))
+                    .collect();
+            json!({"headers": headers, "body": hit.raw})
+        })
+        .collect();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_webhook_verify.py"
+    );
+    let verify = |secret: String| {
+        let input = serde_json::to_vec(&sent).unwrap();
+        let python = python.clone();
+        async move {
+            let mut child = tokio::process::Command::new(&python)
+                .args([script, &secret])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            use tokio::io::AsyncWriteExt;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(&input).await.unwrap();
+            drop(stdin);
+            let output = child.wait_with_output().await.unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                output.status.success(),
+                "{stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            serde_json::from_str::<Vec<String>>(stdout.trim()).unwrap()
+        }
+    };
+    assert_eq!(verify(secret.clone()).await, ["ok", "ok", "ok", "ok"]);
+    // The check could fail: another key is refused by the same library.
+    let other = format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode([7u8; 32])
+    );
+    assert!(verify(other).await.iter().all(|result| result != "ok"));
+}
+
 /// A flood into a receiver that hangs: past 1,000 pending for one task and receiver, the rest
 /// are dead letters at once (counted), and the agent's memory stays within its bounds.
 #[tokio::test]

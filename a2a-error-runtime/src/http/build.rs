@@ -29,6 +29,13 @@ pub enum BuildError {
         /// The URL given.
         url: String,
     },
+    /// A signing secret written as Standard Webhooks writes one (`whsec_` and the key in
+    /// base64) whose part after `whsec_` is not base64 (or is empty).
+    #[error(
+        "the signing secret starts with `whsec_` but the rest is not base64: give the secret \
+         as Standard Webhooks writes it (`whsec_` and the key's bytes in base64)"
+    )]
+    InvalidSecret,
 }
 
 /// Whether this build's own HTTP client speaks TLS (a TLS feature is on).

@@ -9,8 +9,8 @@
 //! | `a2a.client.attempts` | histogram | `agent` |
 //! | `a2a.client.retries` | counter | `agent`, `rpc.method`, `error.type` |
 //! | `a2a.client.errors` | counter | `agent`, `rpc.status_code`, `error.type` |
-//! | `a2a.server.errors` | counter: the JSON-RPC endpoint's error replies, those that refuse the HTTP exchange itself included (the SDK bridge's REST and gRPC failures are the failed series of `rpc.server.call.duration`) | `rpc.method`, `rpc.status_code`, `error.type` |
-//! | `rpc.server.call.duration` | histogram, seconds (its count is the requests; a stream's ends when it opens): the JSON-RPC endpoint, and the SDK bridge's REST routes and gRPC service | `rpc.system.name` (`jsonrpc`, `http` for HTTP+JSON, `grpc`), `rpc.method`, `outcome`; failed: `rpc.status_code` (the A2A code, on every binding), `error.type` |
+//! | `a2a.server.errors` | counter: the JSON-RPC endpoint's error replies, those that refuse the HTTP exchange itself included, and every binding's streams that ended failed (the SDK bridge's other REST and gRPC failures are the failed series of `rpc.server.call.duration`) | `rpc.method`, `rpc.status_code`, `error.type` |
+//! | `rpc.server.call.duration` | histogram, seconds (its count is the requests; a stream's duration runs to its end, and its outcome is how it ended: an error before or after its first event, or a FAILED status update, is `error` with the code and reason, and is counted in `a2a.server.errors` too): the JSON-RPC endpoint, and the SDK bridge's REST routes and gRPC service | `rpc.system.name` (`jsonrpc`, `http` for HTTP+JSON, `grpc`), `rpc.method`, `outcome`; failed: `rpc.status_code` (the A2A code, on every binding), `error.type` |
 //! | `a2a.breaker.state` | gauge: 0 closed, 1 half-open, 2 open, 3 isolated | `agent` |
 //! | `a2a.breaker.transitions` | counter | `agent`, `from`, `to` |
 //! | `a2a.breaker.rejections` | counter | `agent` |

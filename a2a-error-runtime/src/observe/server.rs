@@ -3,7 +3,7 @@
 use super::kept;
 use super::{System, code_label, reason_label};
 
-/// A request to a server was answered (a stream: opened) after `elapsed`, or failed with
+/// A request to a server was answered (a stream: ended, see [`StreamServed`]) after `elapsed`, or failed with
 /// `failed` (its A2A code and reason); `method` is a registered method's name, or `None`
 /// (`other`). A failure's series carries `error.type` and `rpc.status_code` too.
 pub(crate) fn request_served(
@@ -31,6 +31,110 @@ pub(crate) fn request_failed(
     kept::failed_and_counted(system, method, code, reason, elapsed);
 }
 
+thread_local! {
+    /// While a served stream is polled for its caller (on this thread, the poll being
+    /// synchronous): the failure it ended with, once something inside the poll said so
+    /// ([`stream_failed`]). `None` outside such a poll.
+    static STREAM_FAILURE: std::cell::Cell<Option<Option<(i32, metrics::SharedString)>>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The stream being polled for its caller ended failed with `code` and `reason`, though its
+/// last item is no error: a task's FAILED status update, A2A's way of ending a stream whose
+/// work had started. Nothing when no served stream is being polled on this thread.
+pub(crate) fn stream_failed(code: i32, reason: &str) {
+    STREAM_FAILURE.with(|slot| {
+        let current = slot.take();
+        slot.set(match current {
+            Some(None) => Some(Some((code, reason_label(reason)))),
+            // Not inside a served stream's poll, or a failure already said: kept as it was.
+            other => other,
+        });
+    });
+}
+
+/// A stream served to a caller, recorded when it ends (or its caller leaves): its duration
+/// from the request's arrival to its end in `rpc.server.call.duration`, its outcome by how it
+/// ended (an error, before or after its first event, or a FAILED status: `error` with its code
+/// and reason, also counted in `a2a.server.errors`; else `ok`).
+pub(crate) struct StreamServed {
+    system: System,
+    method: Option<std::sync::Arc<str>>,
+    began: std::time::Instant,
+    failed: Option<(i32, metrics::SharedString)>,
+}
+
+impl StreamServed {
+    /// A stream of `method` (a registered method's name, or `None`) that `system` began
+    /// serving at `began`.
+    pub(crate) fn new(
+        system: System,
+        method: Option<std::sync::Arc<str>>,
+        began: std::time::Instant,
+    ) -> Self {
+        StreamServed {
+            system,
+            method,
+            began,
+            failed: None,
+        }
+    }
+
+    /// A stream of one of the A2A methods (a 1.0 name), as the bridge's REST routes and
+    /// gRPC service name them.
+    #[cfg(feature = "sdk")]
+    pub(crate) fn a2a(system: System, method: &'static str, began: std::time::Instant) -> Self {
+        Self::new(system, a2a_method(Some(method)).cloned(), began)
+    }
+
+    /// Polls `poll` (the stream's next item) with the stream's failure slot set, so that a
+    /// FAILED status update made inside it is recorded; an error item is recorded as the
+    /// stream's failure.
+    pub(crate) fn poll<T, E: crate::wire::error::A2aError + ?Sized>(
+        &mut self,
+        poll: impl FnOnce() -> std::task::Poll<Option<Result<T, Box<E>>>>,
+    ) -> std::task::Poll<Option<Result<T, Box<E>>>> {
+        let outer = STREAM_FAILURE.replace(Some(None));
+        let polled = poll();
+        if let Some(Some(failed)) = STREAM_FAILURE.replace(outer)
+            && self.failed.is_none()
+        {
+            self.failed = Some(failed);
+        }
+        if let std::task::Poll::Ready(Some(Err(error))) = &polled
+            && self.failed.is_none()
+        {
+            self.failed = Some((error.code(), reason_label(error.reason())));
+        }
+        polled
+    }
+}
+
+impl Drop for StreamServed {
+    fn drop(&mut self) {
+        let elapsed = self.began.elapsed();
+        match &self.failed {
+            Some((code, reason)) => {
+                request_failed(self.system, self.method.as_ref(), *code, reason, elapsed);
+            }
+            None => request_served(self.system, self.method.as_ref(), None, elapsed),
+        }
+    }
+}
+
+/// The name of A2A method `method` (a 1.0 name) as the keys' caches know it: one `Arc` a
+/// method; `None` for a name that is none.
+#[cfg(feature = "sdk")]
+fn a2a_method(method: Option<&'static str>) -> Option<&'static std::sync::Arc<str>> {
+    static NAMES: std::sync::LazyLock<Vec<std::sync::Arc<str>>> = std::sync::LazyLock::new(|| {
+        crate::wire::method::METHODS
+            .iter()
+            .map(|method| std::sync::Arc::from(method.name))
+            .collect()
+    });
+    method.and_then(|name| NAMES.iter().find(|known| &***known == name))
+}
+
 /// A request to one of the A2A methods (`method`, a 1.0 name; `None`: not one) was answered by
 /// the SDK bridge's REST routes or gRPC service, as [`request_served`] records the JSON-RPC
 /// endpoint's; a failure is recorded on its `span` too.
@@ -42,18 +146,10 @@ pub(crate) fn a2a_request_served(
     failed: Option<(i32, &str)>,
     elapsed: std::time::Duration,
 ) {
-    // The names as the keys' caches know them: one `Arc` a method.
-    static NAMES: std::sync::LazyLock<Vec<std::sync::Arc<str>>> = std::sync::LazyLock::new(|| {
-        crate::wire::method::METHODS
-            .iter()
-            .map(|method| std::sync::Arc::from(method.name))
-            .collect()
-    });
     if let Some((code, reason)) = failed {
         server_failed(span, code, reason);
     }
-    let known = method.and_then(|name| NAMES.iter().find(|known| &***known == name));
-    request_served(system, known, failed, elapsed);
+    request_served(system, a2a_method(method), failed, elapsed);
 }
 
 /// The A2A code and `error.type` of an error response, carried in its extensions to the layer

@@ -220,6 +220,11 @@ struct Guard {
     expiry: Option<crate::deadline::Expiry>,
     /// Resolves once the request is gone, made the first time an event is not ready at once.
     gone: Option<futures_util::future::BoxFuture<'static, ()>>,
+    /// A stream's first event when it is not the Task: sent after the task is read and sent
+    /// first (A2A: a task's stream begins with the Task object).
+    held: Option<StreamResponse>,
+    /// Reading the task to send before [`held`](Guard::held).
+    opening: Option<futures_util::future::BoxFuture<'static, Option<a2a::Task>>>,
 }
 
 impl Drop for Guard {
@@ -272,6 +277,9 @@ impl Guard {
         });
         if FAILURES_AS_STATUS.replace(outer) == Some(true) {
             run.as_status.store(true, Ordering::Relaxed);
+            if let Some(link) = &run.link {
+                link.fails_as_status();
+            }
         }
         match polled {
             Ok(Poll::Pending) => Poll::Pending,
@@ -291,6 +299,18 @@ impl futures_util::Stream for Guard {
         use std::task::Poll;
         let this = self.get_mut();
         loop {
+            if let Some(opening) = &mut this.opening {
+                let Poll::Ready(task) = opening.as_mut().poll(cx) else {
+                    return Poll::Pending;
+                };
+                this.opening = None;
+                if let Some(task) = task {
+                    return Poll::Ready(Some(Ok(StreamResponse::Task(task))));
+                }
+            }
+            if let Some(held) = this.held.take() {
+                return Poll::Ready(Some(Ok(held)));
+            }
             if let Some(aside) = &mut this.aside {
                 let Poll::Ready(last) = aside.as_mut().poll(cx) else {
                     return Poll::Pending;
@@ -336,6 +356,25 @@ impl futures_util::Stream for Guard {
             };
             this.credited = false;
             match item {
+                Ok(event) if !this.started && this.run.opens_with_task(&event) => {
+                    // A stream that does not begin with its Task: the task as stored (the
+                    // caller's message, SUBMITTED) is sent first, then the event.
+                    this.started = true;
+                    this.held = Some(event);
+                    let run = Arc::clone(&this.run);
+                    this.opening = Some(Box::pin(async move {
+                        match run.store.get(&run.task_id).await {
+                            Ok(task) => task,
+                            Err(error) => {
+                                tracing::warn!(
+                                    code = error.code,
+                                    "could not read a task to open its stream"
+                                );
+                                None
+                            }
+                        }
+                    }));
+                }
                 Ok(event) => {
                     this.started = true;
                     return Poll::Ready(Some(Ok(event)));
@@ -392,8 +431,18 @@ impl Run {
             credit: None,
             expiry,
             gone: None,
+            held: None,
+            opening: None,
         }
         .boxed()
+    }
+
+    /// Whether `event`, an execution's first, is to be preceded by its Task: the execution
+    /// serves a stream (whose caller reads each event), and the event is neither the Task
+    /// nor a Message (a stream of one message has no task).
+    fn opens_with_task(&self, event: &StreamResponse) -> bool {
+        self.link.as_ref().is_some_and(|link| link.is_stream())
+            && !matches!(event, StreamResponse::Task(_) | StreamResponse::Message(_))
     }
 
     /// The terminal event of a task whose work had started when it failed: marked for the

@@ -43,6 +43,10 @@ pub(crate) struct Watch {
     on_start: OnceLock<OnStart>,
     ended: AtomicBool,
     ended_notify: Notify,
+    /// The execution asked for a failure after its first event to end its caller's stream
+    /// as a FAILED status update (see `executor::fail_as_status`): a failure the SDK's
+    /// handler itself publishes then (its task store refusing an event) is sent that way too.
+    as_status: AtomicBool,
 }
 
 /// Waits on `flag`, set before `notify` is told.
@@ -82,6 +86,16 @@ impl Watch {
             },
             None => true,
         }
+    }
+
+    /// The execution ends a failure after its first event as a FAILED status update.
+    pub(crate) fn fails_as_status(&self) {
+        self.as_status.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the execution asked for failures as FAILED status updates.
+    pub(crate) fn as_status(&self) -> bool {
+        self.as_status.load(Ordering::Relaxed)
     }
 
     /// Whether the link is a stream's (its reader receives each event as it is made).

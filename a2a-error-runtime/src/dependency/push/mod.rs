@@ -44,8 +44,11 @@ use crate::resilience::{
     Timeout,
 };
 
-/// The header a receiver's token travels in, as a2a-server-lf sends it.
+/// The header a receiver's token travels in, as the official Rust and Go SDKs send it.
 pub const NOTIFICATION_TOKEN: HeaderName = HeaderName::from_static("a2a-notification-token");
+/// The same token as the official Python and JS SDKs send it. A2A names no header, so every
+/// notification carries both: a receiver written to either convention reads its token.
+pub const NOTIFICATION_TOKEN_X: HeaderName = HeaderName::from_static("x-a2a-notification-token");
 
 /// The most receiver origins whose breaker and bulkhead are kept at once: past it, the one
 /// used longest ago is forgotten (its circuit starts closed when it comes back).
@@ -59,7 +62,8 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// The receiver at `url`, with its `token` (sent as `A2A-Notification-Token`) and its
+    /// The receiver at `url`, with its `token` (sent as both `A2A-Notification-Token` and
+    /// `X-A2A-Notification-Token`, the two spellings of the official SDKs) and its
     /// authentication (`Bearer` or `Basic` credentials, sent as `Authorization`; other
     /// schemes are not sent). A token or credential with CR or LF is refused.
     pub fn new(
@@ -75,7 +79,9 @@ impl Receiver {
             HeaderValue::from_str(&value).map_err(|_| Refused::Header)
         };
         if let Some(token) = token {
-            headers.insert(NOTIFICATION_TOKEN, header(token.to_owned())?);
+            let value = header(token.to_owned())?;
+            headers.insert(NOTIFICATION_TOKEN_X, value.clone());
+            headers.insert(NOTIFICATION_TOKEN, value);
         }
         if let Some((scheme, credentials)) = authentication {
             let scheme = match scheme.to_ascii_lowercase().as_str() {
@@ -364,6 +370,21 @@ impl tower::retry::budget::Budget for Unlimited {
     }
 }
 
+/// The HMAC key of a signing secret: a Standard Webhooks `whsec_<base64>` decoded, any other
+/// secret as its bytes.
+fn signing_key(secret: &[u8]) -> Result<Arc<[u8]>, ()> {
+    use base64::Engine;
+    match secret.strip_prefix(b"whsec_") {
+        Some(encoded) => base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()
+            .filter(|key| !key.is_empty())
+            .map(Arc::from)
+            .ok_or(()),
+        None => Ok(Arc::from(secret)),
+    }
+}
+
 /// Builds a [`PushSender`]. The layers' setters are [`StackBuilder`]'s, the same as every
 /// other callee's; [`breakers`](StackBuilder::breakers) gives each origin a breaker of its
 /// own all the same (a registry's are one per name), and
@@ -373,7 +394,8 @@ pub type PushSenderBuilder = StackBuilder<PushSettings>;
 /// What a [`PushSenderBuilder`] adds to the stack: the signing secret, whether private
 /// receivers are allowed, the connect timeout.
 pub struct PushSettings {
-    secret: Option<Arc<[u8]>>,
+    /// The key, or `Err` for a `whsec_` secret whose tail is not base64 (refused at build).
+    secret: Option<Result<Arc<[u8]>, ()>>,
     allow_inside: bool,
     connect_timeout: Duration,
 }
@@ -398,11 +420,16 @@ impl CalleeSettings for PushSettings {
 }
 
 impl PushSenderBuilder {
-    /// Signs every attempt with `secret` (its bytes as given: Standard Webhooks'
-    /// `webhook-signature`, `v1,` and the base64 of HMAC-SHA256 over
-    /// `{webhook-id}.{webhook-timestamp}.{body}`).
+    /// Signs every attempt with `secret`: Standard Webhooks' `webhook-signature`, `v1,` and
+    /// the base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}`.
+    ///
+    /// A secret written as Standard Webhooks writes one, `whsec_` and the key in base64, is
+    /// decoded: the key is the decoded bytes, so receivers that verify with the Standard
+    /// Webhooks libraries (`Webhook("whsec_…")`) accept the signatures. A `whsec_` secret
+    /// whose tail is not base64 makes [`build`](Self::build) fail with
+    /// [`BuildError::InvalidSecret`]. Any other secret is the key as its bytes.
     pub fn signing_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
-        self.callee.secret = Some(Arc::from(secret.as_ref()));
+        self.callee.secret = Some(signing_key(secret.as_ref()));
         self
     }
 
@@ -423,6 +450,10 @@ impl PushSenderBuilder {
     pub fn build(self) -> Result<PushSender, BuildError> {
         let breakers = !matches!(self.breaker, crate::resilience::BreakerSource::Off);
         let (stack, _, settings) = self.finish(&Arc::from("push"));
+        let secret = settings
+            .secret
+            .transpose()
+            .map_err(|()| BuildError::InvalidSecret)?;
         let mut client = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .pool_max_idle_per_host(8)
@@ -444,10 +475,53 @@ impl PushSenderBuilder {
                 stack,
                 breakers,
                 http,
-                secret: settings.secret,
+                secret,
                 allow_inside: settings.allow_inside,
                 origins: Mutex::default(),
             }),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whsec_secrets_are_decoded_and_others_kept_as_bytes() {
+        // The Standard Webhooks specification's example secret and signature.
+        let key = signing_key(b"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        assert_eq!(
+            sign(
+                &key,
+                "msg_p5jXN8AQM9LWM0D4loKWxJek",
+                1614265330,
+                br#"{"test": 2432232314}"#
+            ),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+        assert_eq!(&*signing_key(b"plain secret").unwrap(), b"plain secret");
+        // `whsec_` with a tail that is not base64, or nothing after it, is refused at build.
+        assert!(signing_key(b"whsec_from_your_vault").is_err());
+        assert!(signing_key(b"whsec_").is_err());
+        assert!(matches!(
+            PushSender::builder()
+                .signing_secret("whsec_not base64!")
+                .build(),
+            Err(BuildError::InvalidSecret)
+        ));
+        assert!(
+            PushSender::builder()
+                .signing_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+                .build()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_token_travels_in_both_spellings() {
+        let receiver = Receiver::new("https://hooks.example.com/a", Some("tok"), None).unwrap();
+        assert_eq!(receiver.headers[&NOTIFICATION_TOKEN], "tok");
+        assert_eq!(receiver.headers[&NOTIFICATION_TOKEN_X], "tok");
     }
 }

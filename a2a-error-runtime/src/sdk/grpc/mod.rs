@@ -169,13 +169,21 @@ impl<H: RequestHandler> GrpcService<H> {
             crate::inherited::scope(Inherited::served(trace, end), self.guard(end, opened))
                 .instrument(span.clone())
                 .await;
-        served(&span, method, events.as_ref().err(), began);
-        let events = events?;
+        let events = match events {
+            Ok(events) => events,
+            Err(status) => {
+                served(&span, method, Some(&status), began);
+                return Err(status);
+            }
+        };
         // The stream outlives the call that opened it: the caller's deadline still ends it.
         let events = guarded(events, |event| {
             Ok(pbconv::to_proto_stream_response(&event.0))
         });
-        let events = until(events, deadline).map(|item| item.map_err(|error| to_status(&*error)));
+        // Recorded when it ends, by how it ended.
+        let record = crate::observe::StreamServed::a2a(crate::observe::System::Grpc, method, began);
+        let events = crate::server::endpoint::served(until(events, deadline), record)
+            .map(|item| item.map_err(|error| to_status(&*error)));
         Ok(Response::new(Box::pin(events)))
     }
 }

@@ -330,22 +330,68 @@ pub(crate) type Events = BoxStream<'static, Result<ProtoJson<StreamResponse>, Re
 
 /// The handler's stream as the bridge sends it: a failure the guard turned into a FAILED
 /// status (the work had started) is sent as the stream's error event, which ends it; an
-/// error is sent public. The stream holds the execution's `link`, if any: dropped with it.
+/// error is sent public. A stream whose execution asked for failures as FAILED status updates
+/// (a model's answer, `forward_stream`) gets an error after its first event (the SDK's task
+/// store refusing the grown task, say) as that FAILED status update with its cause, never as
+/// an error event in the middle of its stream. The stream holds the execution's `link`, if
+/// any: dropped with it.
 // One error per stream, at its end: its size does not matter.
 #[allow(clippy::result_large_err)]
 fn events(
     stream: BoxStream<'static, Result<StreamResponse, A2AError>>,
     link: Option<Link>,
 ) -> Events {
+    // The task and context of the events sent so far: `None` until the first.
+    let mut sent: Option<(String, String)> = None;
     stream
         .map(move |item| {
             // Received from the SDK's buffer: the execution may make one more.
             if let Some(link) = &link {
                 link.watch().received();
             }
+            match &item {
+                Ok(event) if sent.is_none() => sent = task_and_context(event),
+                Err(error) => {
+                    if let (Some((task, context)), Some(link)) = (&sent, &link)
+                        && link.watch().as_status()
+                    {
+                        let update = failed_update(error, task, context);
+                        let public = public(error);
+                        crate::observe::stream_failed(public.code(), public.reason());
+                        return Ok(ProtoJson(update));
+                    }
+                }
+                Ok(_) => {}
+            }
             event(item)
         })
         .boxed()
+}
+
+/// The task and context an event belongs to (none for a message).
+fn task_and_context(event: &StreamResponse) -> Option<(String, String)> {
+    match event {
+        StreamResponse::Task(task) => Some((task.id.clone(), task.context_id.clone())),
+        StreamResponse::StatusUpdate(update) => {
+            Some((update.task_id.clone(), update.context_id.clone()))
+        }
+        StreamResponse::ArtifactUpdate(update) => {
+            Some((update.task_id.clone(), update.context_id.clone()))
+        }
+        StreamResponse::Message(_) => None,
+    }
+}
+
+/// The final FAILED status update of a stream that failed after its first event: the
+/// error's public object as its cause, as the guard writes one.
+fn failed_update(error: &A2AError, task: &str, context: &str) -> StreamResponse {
+    let public = public(error);
+    StreamResponse::StatusUpdate(a2a::TaskStatusUpdateEvent {
+        task_id: task.to_owned(),
+        context_id: context.to_owned(),
+        status: crate::sdk::failed::failed_status_of(&public, task, context),
+        metadata: None,
+    })
 }
 
 /// One event of the handler's stream as the bridge sends it (see [`events`]).
@@ -362,11 +408,41 @@ fn event(item: Result<StreamResponse, A2AError>) -> Result<ProtoJson<StreamRespo
                     serde_json::from_value::<ErrorObject>(object)
                         .unwrap_or_else(|_| StandardError::Internal.to_error_object()),
                 )),
-                None => Ok(ProtoJson(StreamResponse::StatusUpdate(update))),
+                None => {
+                    if update.status.state == a2a::TaskState::Failed {
+                        let (code, reason) = cause_of(&update.status);
+                        crate::observe::stream_failed(code, reason);
+                    }
+                    Ok(ProtoJson(StreamResponse::StatusUpdate(update)))
+                }
             }
         }
         Ok(event) => Ok(ProtoJson(event)),
         Err(error) => Err(public(&error)),
+    }
+}
+
+/// The code and reason a FAILED status names as its cause (`metadata.error` of its message,
+/// as every part of the bridge writes it), else INTERNAL_ERROR's.
+fn cause_of(status: &a2a::TaskStatus) -> (i32, &str) {
+    let error = status
+        .message
+        .as_ref()
+        .and_then(|message| message.metadata.as_ref())
+        .and_then(|metadata| metadata.get("error"));
+    let code = error
+        .and_then(|error| error.get("code"))
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|code| i32::try_from(code).ok());
+    let reason = error
+        .and_then(|error| error.get("reason"))
+        .and_then(serde_json::Value::as_str);
+    match (code, reason) {
+        (Some(code), Some(reason)) => (code, reason),
+        _ => (
+            StandardError::Internal.code(),
+            StandardError::Internal.reason(),
+        ),
     }
 }
 

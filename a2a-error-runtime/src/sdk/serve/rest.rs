@@ -130,6 +130,11 @@ async fn rest_call<H: RequestHandler>(
     };
     let fields = path_fields(row, request.uri().path());
     let headers = request.headers().clone();
+    // When the request arrived (`record_rest`): a stream's duration counts from then.
+    let began = request
+        .extensions()
+        .get::<Began>()
+        .map_or_else(std::time::Instant::now, |began| began.0);
     let deadline = crate::deadline::from_headers(&headers);
     match row.name {
         method::SEND_MESSAGE | method::SEND_STREAMING_MESSAGE => {
@@ -139,7 +144,7 @@ async fn rest_call<H: RequestHandler>(
             };
             if row.name == method::SEND_STREAMING_MESSAGE {
                 let opened = bridge.send_streaming(&headers, deadline, *request).await;
-                return bridge.rest_events(&headers, opened).await;
+                return bridge.rest_events(&headers, row.name, began, opened).await;
             }
             let work = async {
                 bridge
@@ -155,7 +160,7 @@ async fn rest_call<H: RequestHandler>(
                 Err(response) => return *response,
             };
             let opened = bridge.subscribe(&headers, deadline, request).await;
-            bridge.rest_events(&headers, opened).await
+            bridge.rest_events(&headers, row.name, began, opened).await
         }
         method::GET_TASK => {
             let request = from_query::<GetTaskRequest>(query, fields);
@@ -313,9 +318,12 @@ impl<H: RequestHandler> Bridge<H> {
     }
 
     /// A streaming REST reply: SSE events of the stream, or the error's Status before it.
+    /// An open stream is recorded when it ends (see `StreamServed`), not by `record_rest`.
     async fn rest_events(
         &self,
         headers: &HeaderMap,
+        method: &'static str,
+        began: std::time::Instant,
         opened: Result<Events, RemoteError>,
     ) -> Response {
         match opened {
@@ -323,7 +331,13 @@ impl<H: RequestHandler> Bridge<H> {
                 let encoded = crate::server::endpoint::events(stream);
                 let encoded =
                     crate::server::endpoint::until(encoded, crate::deadline::from_headers(headers));
-                crate::server::sse::encoded_response(Binding::Rest, encoded).await
+                let record =
+                    crate::observe::StreamServed::a2a(crate::observe::System::Http, method, began);
+                let encoded = crate::server::endpoint::served(encoded, record);
+                let mut response =
+                    crate::server::sse::encoded_response(Binding::Rest, encoded).await;
+                response.extensions_mut().insert(RecordedAtEnd);
+                response
             }
             Err(error) => status::error_response(&error),
         }
@@ -370,6 +384,14 @@ async fn card<H: RequestHandler>(State(bridge): State<Bridge<H>>) -> Response {
     }
 }
 
+/// When a REST request arrived, for the route (a stream counts its duration from then).
+#[derive(Clone, Copy)]
+struct Began(std::time::Instant);
+
+/// A response whose request is recorded by its stream when it ends: not by `record_rest`.
+#[derive(Clone, Copy)]
+struct RecordedAtEnd;
+
 /// Runs a REST request in its trace, and records it in `rpc.server.call.duration` under its
 /// A2A method (`other` for a route that is none) and outcome (a status under 400 is
 /// answered).
@@ -381,12 +403,17 @@ async fn record_rest(
     let method =
         crate::wire::method::method_of_route(request.method().as_str(), request.uri().path());
     let began = std::time::Instant::now();
+    let mut request = request;
+    request.extensions_mut().insert(Began(began));
     // The route runs in the caller's trace (or one of its own), as a JSON-RPC handler does.
     let span = crate::observe::server_span(crate::observe::System::Http, method.unwrap_or("other"));
     let trace = crate::trace::served(request.headers(), &span);
     let response = crate::trace::scope(trace, next.run(request))
         .instrument(span.clone())
         .await;
+    if response.extensions().get::<RecordedAtEnd>().is_some() {
+        return response;
+    }
     let status = response.status().as_u16();
     let failed = match response.extensions().get::<crate::observe::FailedWith>() {
         Some(failed) => Some(failed.parts()),

@@ -321,6 +321,8 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             let registered = found.map(|registered| &registered.name);
             let system = crate::observe::System::JsonRpc;
             match &outcome {
+                // A stream is recorded when it ends, by how it ended.
+                Ok(Answer::Events(_)) => {}
                 Ok(_) => crate::observe::request_served(system, registered, None, began.elapsed()),
                 // A failing notification gets no reply, but its failure is counted and logged
                 // like any other.
@@ -340,6 +342,20 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     }
                 }
             }
+            let outcome = outcome.map(|answer| match answer {
+                Answer::Events(events) => {
+                    let record = crate::observe::StreamServed::new(
+                        system,
+                        registered.cloned(),
+                        began.into_std(),
+                    );
+                    // The caller's deadline ends the stream too (the endpoint's own timeout
+                    // bounds only the wait for it to open: a long stream is what streaming
+                    // is for), and is recorded as its end.
+                    Answer::Events(stream::served(stream::until(events, deadline), record))
+                }
+                answer => answer,
+            });
             let id = id?;
             Some(match outcome {
                 Ok(Answer::Result(result)) => {
@@ -347,9 +363,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                     jsonrpc::write_result(&id, &result, &mut out);
                     Reply::Body(out)
                 }
-                // The caller's deadline ends the stream too (the endpoint's own timeout
-                // bounds only the wait for it to open: a long stream is what streaming is for).
-                Ok(Answer::Events(events)) => Reply::Events(id, stream::until(events, deadline)),
+                Ok(Answer::Events(events)) => Reply::Events(id, events),
                 Err(error) => Reply::Body(self.error_response(&id, error.as_ref())),
             })
         });

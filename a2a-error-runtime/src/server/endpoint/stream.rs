@@ -172,3 +172,31 @@ pub(crate) fn until<T: Send + 'static>(
     })
     .boxed()
 }
+
+/// `events` served to a caller, recorded when they end (or the caller leaves) by `record`:
+/// its duration to the end and how it ended (see
+/// [`StreamServed`](crate::observe::StreamServed)).
+pub(crate) fn served<T: Send + 'static>(
+    events: BoxStream<'static, Result<T, DynError>>,
+    record: crate::observe::StreamServed,
+) -> BoxStream<'static, Result<T, DynError>> {
+    Served { events, record }.boxed()
+}
+
+/// [`served`]'s stream.
+struct Served<T> {
+    events: BoxStream<'static, Result<T, DynError>>,
+    record: crate::observe::StreamServed,
+}
+
+impl<T> Stream for Served<T> {
+    type Item = Result<T, DynError>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let Served { events, record } = self.get_mut();
+        record.poll(|| events.poll_next_unpin(cx))
+    }
+}
