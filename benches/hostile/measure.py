@@ -797,6 +797,114 @@ def reset_storm(calls=2000, after=1.0):
         agent.stop()
 
 
+# Fifth round (issue 68).
+
+
+class McpShapes(http.server.BaseHTTPRequestHandler):
+    """A streamable HTTP MCP server (JSON replies) whose one tool `t` answers in the shape
+    `McpShapes.shape` names, each about 30 MiB (under the 32 MiB reply bound): a JSON-RPC
+    error with a huge `data`, an initialize result with a huge `capabilities.experimental`,
+    a result with a huge `structuredContent`, or 1,150,000 tiny text parts."""
+
+    shape = "parts"
+    bodies = {}
+
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        method, rid = request.get("method"), request.get("id")
+        if rid is None:
+            self.send_response(202)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        zeros = lambda: "[" + ",".join(["0"] * (15 * 1024 * 1024)) + "]"
+        if method == "initialize":
+            experimental = zeros() if McpShapes.shape == "experimental" else "{}"
+            if McpShapes.shape == "experimental":
+                experimental = '{"x":' + experimental + "}"
+            body = ('{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"2025-06-18",'
+                    '"capabilities":{"tools":{},"experimental":%s},'
+                    '"serverInfo":{"name":"shapes","version":"1"}}}' % (rid, experimental))
+            self.answer(body.encode(), session=True)
+        elif method == "tools/list":
+            self.answer(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
+                {"name": "t", "inputSchema": {"type": "object"}}]}}).encode())
+        elif method == "tools/call":
+            shape = McpShapes.shape
+            if shape not in McpShapes.bodies:
+                if shape == "error_data":
+                    tail = '"error":{"code":-32603,"message":"no","data":%s}' % zeros()
+                elif shape == "structured":
+                    tail = ('"result":{"content":[{"type":"text","text":"found"}],'
+                            '"structuredContent":{"x":%s}}' % zeros())
+                elif shape == "parts":
+                    tail = ('"result":{"content":[' +
+                            ",".join(['{"type":"text","text":"a"}'] * 1_150_000) + "]}")
+                else:
+                    tail = '"result":{"content":[{"type":"text","text":"found"}]}'
+                McpShapes.bodies[shape] = '{"jsonrpc":"2.0","id":%%d,%s}' % tail
+            self.answer((McpShapes.bodies[shape] % rid).encode())
+        else:
+            self.answer(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {}}).encode())
+
+    def answer(self, body, session=False):
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        if session:
+            self.send_header("mcp-session-id", "s-1")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class SmallModel(http.server.BaseHTTPRequestHandler):
+    """A model provider that answers every chat completion with one short message."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        send_json(self, b'{"choices":[{"message":{"role":"assistant","content":"answered"}}]}')
+
+    def log_message(self, *args):
+        pass
+
+
+def mcp_replies():
+    """Each 30 MiB MCP reply shape through `llm_agent --mcp` (T = `mcp:t:q`): the agent's
+    peak RSS before the call and after it, a fresh agent per shape."""
+    servers = []
+    for handler in (McpShapes, SmallModel):
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+    mcp = f"http://127.0.0.1:{servers[0].server_address[1]}/mcp"
+    model = f"http://127.0.0.1:{servers[1].server_address[1]}"
+    rows = []
+    try:
+        for shape, what in [("error_data", "a JSON-RPC error's data"),
+                            ("experimental", "initialize's capabilities.experimental"),
+                            ("structured", "a result's structuredContent"),
+                            ("parts", "1,150,000 parts of one character (31 MB)")]:
+            McpShapes.shape = shape
+            agent = Process("llm_agent", ["--model", model, "--mcp", mcp])
+            try:
+                before = peak_mb(agent)
+                reply = rpc(agent.url, "SendMessage", message(f"mcp-{shape}", "mcp:t:q"),
+                            timeout=120)
+                answer = "answered" if "result" in reply else reply.get("error", {}).get("code")
+                after = peak_mb(agent)
+                rows.append((what, f"{answer}; peak RSS {before:.0f} / {after:.0f} MB "
+                                   f"(+{after - before:.0f})"))
+            finally:
+                agent.stop()
+        report("30 MiB MCP replies of each shape (llm_agent --mcp, mcp:t:q)", rows)
+    finally:
+        for server in servers:
+            server.shutdown()
+
+
 SCENARIOS = {
     "stream_huge": stream_huge,
     "grpc_streams": grpc_streams,
@@ -816,6 +924,7 @@ SCENARIOS = {
     "silent_grpc": silent_grpc,
     "sse_hog": sse_hog,
     "reset_storm": reset_storm,
+    "mcp_replies": mcp_replies,
 }
 
 if __name__ == "__main__":

@@ -437,11 +437,15 @@ impl Run {
         .boxed()
     }
 
-    /// Whether `event`, an execution's first, is to be preceded by its Task: the execution
-    /// serves a stream (whose caller reads each event), and the event is neither the Task
-    /// nor a Message (a stream of one message has no task).
+    /// Whether `event`, an execution's first, is to be preceded by its Task (A2A 1.0
+    /// §3.1.2: a task's stream begins with the Task object): the execution keeps A2A's task
+    /// model (it asked for failures as FAILED status updates, as
+    /// [`forward_stream`](super::forward_stream) does), it serves a stream (whose caller
+    /// reads each event), and the event is neither the Task nor a Message (a stream of one
+    /// message has no task). Other executions' events are sent as they make them.
     fn opens_with_task(&self, event: &StreamResponse) -> bool {
-        self.link.as_ref().is_some_and(|link| link.is_stream())
+        self.as_status.load(Ordering::Relaxed)
+            && self.link.as_ref().is_some_and(|link| link.is_stream())
             && !matches!(event, StreamResponse::Task(_) | StreamResponse::Message(_))
     }
 

@@ -35,6 +35,8 @@ pub fn is_streaming(ctx: &ExecutorContext) -> bool {
 /// step answered) and passes a failure on as your error (say
 /// [`DependencyFailed::models`]).
 ///
+/// - A stream's first event is its Task as stored (the caller's message, SUBMITTED), sent
+///   with the model's first content (A2A 1.0 §3.1.2: a task's stream begins with the Task).
 /// - Until the model's first content event, nothing is sent: a failure to open (after the
 ///   stack's retries and fallbacks) is the call's error, an ordinary JSON-RPC error (REST:
 ///   the HTTP status with its `google.rpc.Status`).
@@ -50,7 +52,9 @@ pub fn is_streaming(ctx: &ExecutorContext) -> bool {
 ///   `retryDelay` when one is known): `MODEL_STREAM_INTERRUPTED` (-32062, retryable) for a
 ///   stream cut, silent past its idle timeout, oversized or failing in-band;
 ///   DEADLINE_EXCEEDED at the caller's deadline. What was sent stands; no second model call
-///   is made.
+///   is made. So does a failure of the SDK's handler after the first event (its task store
+///   refusing the grown task: CONTENT_TOO_LARGE): the caller's stream ends with the FAILED
+///   status update naming it, never with an error event in its middle.
 /// - The caller leaving (its stream closed) drops the model's stream, which closes the
 ///   connection to the model at once.
 ///

@@ -6,6 +6,7 @@
 mod call;
 mod error;
 mod outcome;
+mod read;
 mod stdio;
 mod tools;
 mod transport;
@@ -189,11 +190,26 @@ impl McpDependency {
     /// Calls the tool `name` with `arguments`: its result, or why not. A result with
     /// `isError: true` is a [`McpFailure::Tool`]. Lists the tools first when this session has
     /// not (so that the tool has its own breaker).
+    ///
+    /// The result is rmcp's whole model of it, every part and `structuredContent` built in
+    /// memory (a `serde_json::Value` costs ~17 bytes a byte of JSON, a content part ~250
+    /// bytes): for a tool whose results may be large, [`tool`](Self::tool) reads only the
+    /// text parts, in place, at about the reply's own bytes.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallToolResult, McpError> {
+        let result = self.send_tool(name, arguments).await?;
+        serde_json::from_str(result.get()).map_err(|_| protocol("a tool result that is not one"))
+    }
+
+    /// [`call_tool`](Self::call_tool)'s request: the result as the server wrote it.
+    async fn send_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Box<RawValue>, McpError> {
         let listed = self.listed.load(Ordering::Acquire);
         if listed == 0 || listed != self.session.epoch() {
             match self.list_tools().await {
@@ -220,17 +236,25 @@ impl McpDependency {
         call.tool = Some(tool.label);
         call.breaker = tool.breaker;
         call.repeatable = idempotent.then_some(true);
-        let result = self.send(call).await?;
-        serde_json::from_str(result.get()).map_err(|_| protocol("a tool result that is not one"))
+        self.send(call).await
     }
 
-    /// [`call_tool`](Self::call_tool), as the model is to be told of it.
+    /// [`call_tool`](Self::call_tool), as the model is to be told of it. Only the result's
+    /// text parts are read, in place as they come (every other part and member skipped), so
+    /// a result costs about its own bytes in memory however it is made up.
     pub async fn tool(
         &self,
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> ToolOutcome {
-        ToolOutcome::of(self.call_tool(name, arguments).await)
+        let read = self.send_tool(name, arguments).await.and_then(|result| {
+            serde_json::from_str::<read::ToolText>(result.get())
+                .map_err(|_| protocol("a tool result that is not one"))
+        });
+        match read {
+            Ok(read) => ToolOutcome::Answered(read.content.text),
+            Err(error) => ToolOutcome::of(Err(error)),
+        }
     }
 
     /// Any other request (`resources/read`, `prompts/get`, …) with `params`, its result read

@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use rmcp::model::{ClientCapabilities, Implementation, InitializeRequestParams, InitializeResult};
+use rmcp::model::{ClientCapabilities, Implementation, InitializeRequestParams};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
@@ -137,7 +137,7 @@ impl StdioService {
                 &mut clock,
             )
             .await?;
-        serde_json::from_str::<InitializeResult>(result.get()).map_err(|_| {
+        serde_json::from_str::<super::read::Initialized>(result.get()).map_err(|_| {
             Failure::Failed(McpFailure::Protocol {
                 detail: "an initialize result that is not one".into(),
             })

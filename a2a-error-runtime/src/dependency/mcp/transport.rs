@@ -14,8 +14,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolResult, ClientCapabilities, ErrorData, Implementation, InitializeRequestParams,
-    InitializeResult, NumberOrString, ProtocolVersion,
+    CallToolResult, ClientCapabilities, Implementation, InitializeRequestParams, NumberOrString,
+    ProtocolVersion,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -24,6 +24,7 @@ use tower::Service;
 
 use super::call::{Cancels, McpCall};
 use super::error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError, cut};
+use super::read::{ErrorRead, Initialized, ToolText};
 use crate::dependency::http::{HttpService, read_error};
 use crate::dependency::{Failure, HttpCall, HttpFailure};
 use crate::http::sse::{Events, SseError};
@@ -203,7 +204,7 @@ impl McpService {
             return Err(protocol("a session id that is not visible ASCII"));
         }
         let result = self.read(response, id, &mut clock.clone()).await?;
-        let result: InitializeResult = serde_json::from_str(result.get())
+        let result: Initialized = serde_json::from_str(result.get())
             .map_err(|_| protocol("an initialize result that is not one"))?;
         // The version the server chose, if it is a header value; else the one we asked for.
         let version = [result.protocol_version, ProtocolVersion::LATEST]
@@ -434,8 +435,8 @@ pub(super) fn incoming(json: &[u8]) -> Result<Incoming, McpError> {
         params: Option<&'a RawValue>,
         #[serde(default)]
         result: Option<Box<RawValue>>,
-        #[serde(default)]
-        error: Option<ErrorData>,
+        #[serde(default, borrow)]
+        error: Option<ErrorRead<'a>>,
     }
     #[derive(Deserialize)]
     struct Token {
@@ -460,7 +461,7 @@ pub(super) fn incoming(json: &[u8]) -> Result<Incoming, McpError> {
             id,
             match (message.result, message.error) {
                 (_, Some(error)) => Err(Failure::Failed(McpFailure::Rpc(RpcError::new(
-                    i64::from(error.code.0),
+                    error.code,
                     &error.message,
                 )))),
                 (Some(result), None) => Ok(result),
@@ -484,8 +485,8 @@ pub(super) fn tool_error(result: &RawValue) -> Result<(), McpError> {
     if flag.is_error != Some(true) {
         return Ok(());
     }
-    let text = serde_json::from_str::<CallToolResult>(result.get())
-        .map(|result| text_of(&result))
+    let text = serde_json::from_str::<ToolText>(result.get())
+        .map(|result| result.content.text)
         .unwrap_or_default();
     Err(Failure::Failed(McpFailure::Tool(ToolError {
         text: cut(text, TOOL_TEXT_BYTES),
