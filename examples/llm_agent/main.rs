@@ -21,8 +21,9 @@
 //!   newlines), `tool error: R\nuser: T` for an `isError` result (R at most 4096 bytes), or
 //!   `tool unavailable\nuser: T`; the last two mark the answer degraded.
 //! - A SendStreamingMessage asks for a streamed answer (`"stream":true`, with
-//!   `"stream_options":{"include_usage":true}`) and forwards each token as it comes, one
-//!   artifact appended, the task COMPLETED at the end (see `a2a_error::sdk::forward_stream`):
+//!   `"stream_options":{"include_usage":true}`) and forwards each token as it comes, after
+//!   the Task (the stream's first event), one artifact appended, the task COMPLETED at the
+//!   end (see `a2a_error::sdk::forward_stream`):
 //!   before the first token a failure is retried or replaced as for a whole reply, each
 //!   attempt bounded by `--first-token-timeout-ms` (default 10000); after it, a cut, an
 //!   in-band error or a silence longer than `--idle-timeout-ms` (default 30000) ends the task
