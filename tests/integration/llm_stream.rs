@@ -562,15 +562,9 @@ async fn a_stream_past_the_task_stores_bound_ends_failed_with_its_cause() {
     assert_eq!(cause["code"], -32055, "{cause}");
     // The task as stored ended FAILED with the same cause.
     let task_id = events[0]["task"]["id"].as_str().unwrap();
-    let reply: Value = reqwest::Client::new()
-        .post(format!("{url}/"))
-        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id, "historyLength": 0}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask",
+        "params": {"id": task_id, "historyLength": 0}});
+    let reply = crate::common::requests::rpc(&format!("{url}/"), get).await;
     assert_eq!(
         reply["result"]["status"]["state"], "TASK_STATE_FAILED",
         "{}",
@@ -578,16 +572,11 @@ async fn a_stream_past_the_task_stores_bound_ends_failed_with_its_cause() {
     );
 
     // REST: the same.
-    let response = reqwest::Client::new()
-        .post(format!("{url}/message:stream"))
-        .json(
-            &json!({"message": {"messageId": "r-grow", "role": "ROLE_USER",
-            "parts": [{"text": "grow"}]}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    let body = response.text().await.unwrap();
+    let message = json!({"message": {"messageId": "r-grow", "role": "ROLE_USER",
+        "parts": [{"text": "grow"}]}});
+    let (_, _, body) =
+        crate::common::requests::post_raw(&format!("{url}/message:stream"), message.to_string())
+            .await;
     let named: Vec<(String, Value)> = crate::common::requests::events(&body);
     assert!(
         named.iter().all(|(name, _)| name == "message"),

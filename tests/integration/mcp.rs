@@ -682,3 +682,37 @@ async fn a_program_that_does_not_start_is_down_and_nothing_ran() {
     );
     assert!(!a2a_error::resilience::Classify::may_have_run(&error));
 }
+
+/// `tool` reads a result's text parts in place and skips the rest: images and their base64,
+/// `structuredContent`, parts by the hundred thousand; `call_tool` still has the whole model.
+#[tokio::test]
+async fn tool_reads_text_parts_and_skips_every_other_part_and_member() {
+    let server = FaultMcp::start(&["mixed", "many"]).await;
+    let mixed = json!({
+        "content": [
+            {"type": "text", "text": "first"},
+            {"type": "image", "data": "iVBORw0KGgo=".repeat(10_000), "mimeType": "image/png"},
+            {"type": "text", "text": "second", "annotations": {"priority": 1}},
+        ],
+        "structuredContent": {"rows": vec![json!({"deep": [0, 1, {"x": null}]}); 10_000]},
+    });
+    server.on_tool(
+        "mixed",
+        [McpAnswer::result(mixed.clone()), McpAnswer::result(mixed)],
+    );
+    let tools = client(&server);
+    let outcome = tools.tool("mixed", q("a")).await;
+    assert_eq!(outcome, ToolOutcome::Answered("first\nsecond".into()));
+    let whole = tools.call_tool("mixed", q("a")).await.unwrap();
+    assert_eq!(whole.content.len(), 3);
+    assert!(whole.structured_content.is_some());
+
+    let parts: Vec<Value> = (0..100_000)
+        .map(|_| json!({"type": "text", "text": "a"}))
+        .collect();
+    server.on_tool("many", [McpAnswer::result(json!({"content": parts}))]);
+    let ToolOutcome::Answered(text) = tools.tool("many", q("a")).await else {
+        panic!("not answered");
+    };
+    assert_eq!(text.len(), 2 * 100_000 - 1);
+}
