@@ -42,6 +42,7 @@ thread_local! {
 /// The stream being polled for its caller ended failed with `code` and `reason`, though its
 /// last item is no error: a task's FAILED status update, A2A's way of ending a stream whose
 /// work had started. Nothing when no served stream is being polled on this thread.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) fn stream_failed(code: i32, reason: &str) {
     STREAM_FAILURE.with(|slot| {
         let current = slot.take();
@@ -264,6 +265,65 @@ mod tests {
             .collect();
         counts.sort();
         counts
+    }
+
+    #[test]
+    fn a_stream_is_recorded_at_its_end_by_how_it_ended() {
+        use super::super::{StreamServed, System, stream_failed};
+        use std::task::Poll;
+        type Item = Option<Result<u8, Box<crate::wire::standard::StandardError>>>;
+        let recorder = DebuggingRecorder::new();
+        let method: Arc<str> = Arc::from("SendStreamingMessage");
+        metrics::with_local_recorder(&recorder, || {
+            // Said outside a served stream's poll: nothing.
+            stream_failed(-32055, "CONTENT_TOO_LARGE");
+            // An event, then one that says the stream ended FAILED.
+            let began = std::time::Instant::now();
+            let mut served = StreamServed::new(System::JsonRpc, Some(method.clone()), began);
+            let _ = served.poll(|| -> Poll<Item> { Poll::Ready(Some(Ok(1))) });
+            let _ = served.poll(|| -> Poll<Item> {
+                stream_failed(-32062, "MODEL_STREAM_INTERRUPTED");
+                stream_failed(-32603, "INTERNAL_ERROR");
+                Poll::Ready(Some(Ok(2)))
+            });
+            drop(served);
+            // An error item.
+            let mut served = StreamServed::new(System::JsonRpc, Some(method.clone()), began);
+            let _ = served.poll(|| -> Poll<Item> {
+                Poll::Ready(Some(Err(Box::new(
+                    crate::wire::standard::StandardError::DeadlineExceeded,
+                ))))
+            });
+            drop(served);
+            // Ended well.
+            let served = StreamServed::new(System::JsonRpc, Some(method.clone()), began);
+            drop(served);
+        });
+        let found = |method: &str, code: &str, reason: &str, n| {
+            (method.to_owned(), code.to_owned(), reason.to_owned(), n)
+        };
+        assert_eq!(
+            counts(&recorder),
+            [
+                found("SendStreamingMessage", "-32054", "DEADLINE_EXCEEDED", 1),
+                found(
+                    "SendStreamingMessage",
+                    "-32062",
+                    "MODEL_STREAM_INTERRUPTED",
+                    1
+                ),
+            ]
+        );
+        let outcomes: Vec<String> = recorder
+            .snapshotter()
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(key, ..)| key.key().name() == "rpc.server.call.duration")
+            .map(|(key, ..)| label(key.key(), "outcome").unwrap_or_default())
+            .collect();
+        assert_eq!(outcomes.iter().filter(|o| *o == "error").count(), 2);
+        assert_eq!(outcomes.iter().filter(|o| *o == "ok").count(), 1);
     }
 
     #[test]
