@@ -157,7 +157,7 @@ fn rehash<V>(record: &Record<V>) -> u64 {
 impl<V> Shard<V> {
     /// Evicts the record the oldest place names, if it still does; false when the queue is
     /// empty.
-    fn pop_oldest(&mut self) -> bool {
+    fn pop_oldest(&mut self, let_go: Option<&LetGo<V>>) -> bool {
         let Some(place) = self.order.pop_front() else {
             return false;
         };
@@ -165,15 +165,24 @@ impl<V> Shard<V> {
         if let Ok(found) = self.records.find_entry(place.hash, place.names()) {
             let (record, _) = found.remove();
             self.bytes -= record.weight;
+            if let Some(let_go) = let_go {
+                let_go(&record.value);
+            }
         }
         true
     }
 
     /// Keeps the bounds after a write, frees the expired records at the front of the queue,
     /// and keeps stale places (and spare capacity) from outgrowing the records.
-    fn settle(&mut self, max_entries: usize, max_bytes: u64, now: Instant) {
+    fn settle(
+        &mut self,
+        max_entries: usize,
+        max_bytes: u64,
+        now: Instant,
+        let_go: Option<&LetGo<V>>,
+    ) {
         while self.records.len() > max_entries || self.bytes > max_bytes {
-            if !self.pop_oldest() {
+            if !self.pop_oldest(let_go) {
                 break;
             }
         }
@@ -199,6 +208,9 @@ impl<V> Shard<V> {
                 Ok(found) => {
                     let (record, _) = found.remove();
                     self.bytes -= record.weight;
+                    if let Some(let_go) = let_go {
+                        let_go(&record.value);
+                    }
                 }
                 // Stale: the record it named is gone.
                 Err(_) => {}
@@ -235,7 +247,12 @@ pub struct BoundedMap<V> {
     keys: Keys,
     max_entries: usize,
     max_bytes: u64,
+    let_go: Option<LetGo<V>>,
 }
+
+/// What is told of each record a map lets go of by itself (see
+/// [`BoundedMap::telling`]).
+type LetGo<V> = Box<dyn Fn(&V) + Send + Sync>;
 
 impl<V> std::fmt::Debug for BoundedMap<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -272,7 +289,18 @@ impl<V: Clone> BoundedMap<V> {
             keys: Keys::new(),
             max_entries: usize::try_from((max_entries / count).max(1)).unwrap_or(usize::MAX),
             max_bytes: (max_bytes / count).max(1),
+            let_go: None,
         }
+    }
+
+    /// Tells `let_go` of each record the map lets go of by itself: evicted for its bounds,
+    /// freed after it expired, or replaced or removed by an [`update`](Self::update) whose
+    /// `decide` saw it absent because it had expired. Records that `decide` saw and changed
+    /// are its caller's to account for. `let_go` runs under a shard's lock: it must not call
+    /// the map.
+    pub fn telling(mut self, let_go: impl Fn(&V) + Send + Sync + 'static) -> Self {
+        self.let_go = Some(Box::new(let_go));
+        self
     }
 
     /// The shard of a key of this hash, locked. The shard is picked by bits 48 and up: the
@@ -319,11 +347,18 @@ impl<V: Clone> BoundedMap<V> {
         let entry = shard
             .records
             .entry(hash, |record| record.check == check, rehash::<V>);
-        let live = match &entry {
-            Entry::Occupied(held) => Some(held.get()).filter(|record| record.live(now)),
-            Entry::Vacant(_) => None,
+        let (live, expired) = match &entry {
+            Entry::Occupied(held) if held.get().live(now) => (Some(held.get()), false),
+            Entry::Occupied(_) => (None, true),
+            Entry::Vacant(_) => (None, false),
         };
         let (change, answer) = decide(live.map(|record| &record.value));
+        if expired
+            && !matches!(change, Change::Keep)
+            && let (Some(let_go), Entry::Occupied(held)) = (&self.let_go, &entry)
+        {
+            let_go(&held.get().value);
+        }
         let (value, weight, ttl) = match change {
             Change::Keep => return answer,
             Change::Put { value, weight, ttl } if weight <= self.max_bytes => (value, weight, ttl),
@@ -367,7 +402,7 @@ impl<V: Clone> BoundedMap<V> {
                 });
             }
         }
-        shard.settle(self.max_entries, self.max_bytes, now);
+        shard.settle(self.max_entries, self.max_bytes, now, self.let_go.as_ref());
         answer
     }
 
@@ -518,6 +553,46 @@ mod tests {
         let mut values = map.values();
         values.sort_unstable();
         assert_eq!(values, [7, 999_999]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_map_tells_of_what_it_lets_go_of_by_itself() {
+        let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = std::sync::Arc::clone(&told);
+        // One shard of 4 records.
+        let map: BoundedMap<u32> =
+            BoundedMap::new(4, 1 << 20).telling(move |value| seen.lock().unwrap().push(*value));
+        let hour = Duration::from_secs(3600);
+        for n in 0..4 {
+            map.put(&format!("k{n}"), n, 10, hour);
+        }
+        // Changed by the caller: not told.
+        map.put("k0", 10, 10, hour);
+        map.update("k1", |_| (Change::Remove, ()));
+        assert!(told.lock().unwrap().is_empty());
+        // Evicted for the bound: told.
+        map.put("k4", 4, 10, hour);
+        map.put("k5", 5, 10, hour);
+        assert_eq!(*told.lock().unwrap(), [10]);
+        // Expired, then written again: the caller saw nothing there, so it is told.
+        map.put("short", 7, 10, Duration::from_secs(1));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        map.update("short", |held| {
+            assert!(held.is_none());
+            (
+                Change::Put {
+                    value: 8,
+                    weight: 10,
+                    ttl: hour,
+                },
+                (),
+            )
+        });
+        assert!(
+            told.lock().unwrap().contains(&7),
+            "{:?}",
+            told.lock().unwrap()
+        );
     }
 
     #[test]

@@ -1046,6 +1046,89 @@ async fn a_flood_to_a_hanging_receiver_stays_within_the_bounds() {
     assert!(grown < 96 << 20, "RSS grew by {grown} bytes");
 }
 
+/// One caller's floods take only its share: 400 configs of 6 KB on its own tasks are refused
+/// past its share (1 MiB), and twelve `stream:1000` tasks to a receiver that never answers
+/// take at most half the outbox; another caller's config stays, and its notifications all
+/// arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_callers_flood_leaves_another_callers_push_whole() {
+    let (receiver, base) = Receiver::start().await;
+    receiver.script("/hang", std::iter::repeat_n(Answer::Hang, 64));
+    let (_agent, url) = agent(&["--push-allow-private"]);
+    let send = |caller: &'static str, text: &'static str, hook: String| {
+        let url = url.clone();
+        async move {
+            let params = json!({
+                "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]},
+                "configuration": {"taskPushNotificationConfig": {"url": hook, "token": "t"}}
+            });
+            call(&url, caller, "SendMessage", params).await
+        }
+    };
+    // Alice's config on a task of hers.
+    let alice_task = task_id(&send(ALICE, "hello", format!("{base}/alice-first")).await);
+    let kept = call(
+        &url,
+        ALICE,
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": alice_task, "url": format!("{base}/alice-kept")}),
+    )
+    .await;
+    let kept = kept["result"]["id"].as_str().unwrap().to_owned();
+
+    // Bob's configs of 6 KB on his own tasks, 40 a task: refused past his share, with a
+    // clear error.
+    let mut refused = Vec::new();
+    for n in 0..400 {
+        if n % 40 == 0 {
+            let task = task_id(&send(BOB, "hello", format!("{base}/bob")).await);
+            refused.push(task);
+            continue;
+        }
+        let task = refused.iter().rev().find(|t| t.len() > 8).unwrap().clone();
+        let created = call(
+            &url,
+            BOB,
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "url": format!("{base}/bob/{n}/{}", "x".repeat(1900)),
+                "token": "t".repeat(4000)}),
+        )
+        .await;
+        if created["error"]["code"] == -32602 {
+            let message = created["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("this caller"), "{created}");
+            refused.push(String::from("-"));
+        }
+    }
+    let refusals = refused.iter().filter(|entry| *entry == "-").count();
+    assert!(refusals > 200, "{refusals} of Bob's configs refused");
+
+    // Bob's twelve streams of 1,000 events to a receiver that never answers.
+    let floods: Vec<_> = (0..12)
+        .map(|_| tokio::spawn(send(BOB, "stream:1000", format!("{base}/hang"))))
+        .collect();
+    for flood in floods {
+        flood.await.unwrap();
+    }
+    // Alice's task: every notification arrives, and her first config is still hers.
+    send(ALICE, "stream:3", format!("{base}/alice")).await;
+    let hits = receiver
+        .wait_for("/alice", 4, Duration::from_secs(20))
+        .await;
+    assert_eq!(
+        states(&hits),
+        ["artifact", "artifact", "artifact", "COMPLETED"]
+    );
+    let got = call(
+        &url,
+        ALICE,
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": alice_task, "id": kept}),
+    )
+    .await;
+    assert_eq!(got["result"]["id"], kept, "{got}");
+}
+
 /// `message` as `caller` sends it over gRPC.
 fn as_caller<T>(caller: &str, message: T) -> tonic::Request<T> {
     let mut request = tonic::Request::new(message);

@@ -137,8 +137,10 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
             store: Arc::clone(&self.store),
             as_status: AtomicBool::new(false),
             push: self.push.clone(),
+            caller: call.scope,
         };
         let config = self.push.as_ref().and_then(|_| push_config_of(&ctx));
+        let run_caller = run.caller;
         let task_of_run = run.task_id.clone();
         if let Some(link) = &run.link {
             link.started(&run.task_id);
@@ -153,7 +155,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         let push = run.push.clone();
         let events = run.guard(events, config);
         let events = match push {
-            Some(push) => notified(events, push, task_of_run.clone()),
+            Some(push) => notified(events, push, task_of_run.clone(), run_caller),
             None => events,
         };
         #[cfg(feature = "redis")]
@@ -166,6 +168,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
     fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
         let inner = Arc::clone(&self.inner);
         let task = ctx.task_id.clone();
+        let caller = super::call::read(&ctx.service_params).scope;
         let events = match std::panic::catch_unwind(AssertUnwindSafe(|| inner.cancel(ctx))) {
             Ok(events) => AssertUnwindSafe(events)
                 .catch_unwind()
@@ -175,7 +178,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         };
         // The cancellation's events are the task's too (its CANCELED status).
         match self.push.clone() {
-            Some(push) => notified(events, push, task),
+            Some(push) => notified(events, push, task, caller),
             None => events,
         }
     }
@@ -193,6 +196,9 @@ struct Run {
     /// Whether the execution asked for failures as FAILED status updates ([`fail_as_status`]).
     as_status: AtomicBool,
     push: Option<super::PushDelivery>,
+    /// The caller whose request runs it (the task's owner), whose share its push configs
+    /// and notifications take.
+    caller: super::scope_key::ScopeKey,
 }
 
 /// An event, or the error that ends the execution.
@@ -414,7 +420,7 @@ impl Run {
                 let (run, push) = (Arc::clone(&run), push.clone());
                 config.task_id = run.task_id.clone();
                 Some(Box::pin(async move {
-                    let error = push.save(config).await.err()?;
+                    let error = push.save(config, run.caller).await.err()?;
                     run.mark_failed(&error).await;
                     Some(Err(error))
                 }) as Aside)
@@ -522,7 +528,8 @@ impl Run {
     /// Queues `event` as a push notification, when the task has push configs.
     async fn notify(&self, event: &StreamResponse) {
         if let Some(push) = &self.push {
-            push.notify(&self.task_id, &as_notified(event)).await;
+            push.notify(&self.task_id, self.caller, &as_notified(event))
+                .await;
         }
     }
 }
@@ -553,6 +560,7 @@ fn notified(
     events: BoxStream<'static, Item>,
     push: super::PushDelivery,
     task: String,
+    caller: super::scope_key::ScopeKey,
 ) -> BoxStream<'static, Item> {
     Notifying {
         events,
@@ -561,6 +569,7 @@ fn notified(
         reading: None,
         push,
         task: Arc::from(task),
+        caller,
     }
     .boxed()
 }
@@ -585,6 +594,8 @@ struct Notifying {
     )>,
     push: super::PushDelivery,
     task: Arc<str>,
+    /// The task's owner, whose share of the outbox its notifications take.
+    caller: super::scope_key::ScopeKey,
 }
 
 impl Drop for Notifying {
@@ -595,7 +606,8 @@ impl Drop for Notifying {
         };
         let (event, configs) = *taken;
         let (push, task) = (self.push.clone(), Arc::clone(&self.task));
-        runtime.spawn(async move { push.queue(&task, &event, configs).await });
+        let caller = self.caller;
+        runtime.spawn(async move { push.queue(&task, caller, &event, configs).await });
     }
 }
 
@@ -610,9 +622,9 @@ impl futures_util::Stream for Notifying {
         let this = self.get_mut();
         if let Some(taken) = this.taken.take() {
             let (event, configs) = *taken;
-            let (push, task) = (this.push.clone(), Arc::clone(&this.task));
+            let (push, task, caller) = (this.push.clone(), Arc::clone(&this.task), this.caller);
             this.queuing = Some(Box::pin(async move {
-                push.queue(&task, &event, configs).await;
+                push.queue(&task, caller, &event, configs).await;
             }));
         }
         if let Some(queuing) = &mut this.queuing {

@@ -324,7 +324,7 @@ impl<H: RequestHandler> RequestHandler for Scoped<H> {
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.admit_to(params, &req.task_id).await?;
         match &self.push {
-            Some(push) => push.set(req).await,
+            Some(push) => push.set(req, scope_of(params)).await,
             None => self.inner.create_push_config(params, req).await,
         }
     }

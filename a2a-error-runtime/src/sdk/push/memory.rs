@@ -9,36 +9,70 @@ use a2a_server::PushConfigStore;
 
 use super::outbox::{
     DeadLetter, Entry, Lost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
-    MAX_PER_LANE, Outbox,
+    MAX_PER_LANE, Outbox, within_share,
 };
 use crate::bounded::{BoundedMap, Change};
+use crate::sdk::scope_key::ScopeKey;
 use crate::wire::standard::StandardError;
 
 use super::{MAX_CONFIG_BYTES, MAX_CONFIGS_PER_TASK as MAX_PER_TASK, not_found};
 /// The most bytes of configs kept in this process (the tasks' configs used longest ago go
 /// first, as the tasks themselves do).
 const MAX_CONFIGS_BYTES: u64 = 16 << 20;
+/// The most bytes of configs one caller keeps (a sixteenth of the whole): past it, its next
+/// config is refused, so that no caller alone pushes another's out.
+pub(crate) const MAX_CALLER_CONFIGS_BYTES: u64 = MAX_CONFIGS_BYTES / 16;
 /// How long a task's configs are kept after their last change.
 const CONFIG_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// A task's configs, and whether its terminal event was queued.
+/// A task's configs, the caller whose they are (the task's owner: only it reaches them) and
+/// what they weigh.
 #[derive(Clone, Default)]
 struct TaskPush {
     configs: Arc<Vec<TaskPushNotificationConfig>>,
+    caller: ScopeKey,
+    weight: u64,
 }
 
 /// The push configs of this process's tasks: at most 50 a task, each at most 8 KiB of JSON,
-/// 16 MiB in all (the tasks used longest ago forgotten first), each task's kept 24 hours.
+/// 1 MiB a caller, 16 MiB in all (the tasks used longest ago forgotten first), each task's
+/// kept 24 hours.
 #[derive(Clone)]
 pub(crate) struct MemoryConfigs {
     tasks: Arc<BoundedMap<TaskPush>>,
+    /// What each caller's configs weigh now; a caller is here while it has configs.
+    callers: Arc<Mutex<HashMap<ScopeKey, u64>>>,
+}
+
+/// `weight` of `caller`'s configs gone.
+fn release(callers: &Mutex<HashMap<ScopeKey, u64>>, caller: ScopeKey, weight: u64) {
+    let mut callers = callers.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(used) = callers.get_mut(&caller) {
+        *used = used.saturating_sub(weight);
+        if *used == 0 {
+            callers.remove(&caller);
+        }
+    }
 }
 
 impl MemoryConfigs {
     pub(crate) fn new() -> Self {
+        let callers: Arc<Mutex<HashMap<ScopeKey, u64>>> = Arc::default();
+        let let_go = Arc::clone(&callers);
+        // Configs the map evicts or lets expire leave their caller's share.
+        let tasks = BoundedMap::new(1 << 16, MAX_CONFIGS_BYTES)
+            .telling(move |held: &TaskPush| release(&let_go, held.caller, held.weight));
         MemoryConfigs {
-            tasks: Arc::new(BoundedMap::new(1 << 16, MAX_CONFIGS_BYTES)),
+            tasks: Arc::new(tasks),
+            callers,
         }
+    }
+
+    /// What `caller`'s configs weigh now.
+    #[cfg(test)]
+    fn used_by(&self, caller: ScopeKey) -> u64 {
+        let callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
+        callers.get(&caller).copied().unwrap_or(0)
     }
 
     /// The configs of `task_id` (none: empty), read at once.
@@ -58,11 +92,13 @@ fn weight(configs: &[TaskPushNotificationConfig]) -> u64 {
         + 64
 }
 
-#[async_trait::async_trait]
-impl PushConfigStore for MemoryConfigs {
-    async fn save(
+impl MemoryConfigs {
+    /// Saves `config` as `caller`'s (the task's owner): refused when the caller's configs
+    /// would weigh more than [`MAX_CALLER_CONFIGS_BYTES`].
+    pub(crate) fn save_for(
         &self,
         mut config: TaskPushNotificationConfig,
+        caller: ScopeKey,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         if config.url.is_empty() {
             return Err(A2AError::invalid_params("push config URL cannot be empty"));
@@ -82,6 +118,8 @@ impl PushConfigStore for MemoryConfigs {
         let task = config.task_id.clone();
         let saved = config.clone();
         self.tasks.update(&task, |held| {
+            // A task's configs stay its first saver's (its owner's).
+            let (caller, before) = held.map_or((caller, 0), |held| (held.caller, held.weight));
             let mut configs: Vec<_> = held.map(|held| (*held.configs).clone()).unwrap_or_default();
             let full = configs.len() >= MAX_PER_TASK;
             match configs
@@ -99,15 +137,46 @@ impl PushConfigStore for MemoryConfigs {
                 }
                 None => configs.push(config),
             }
+            let weight = weight(&configs);
+            // The share is checked and taken under the map's lock for the task, the only lock
+            // taken inside it (the map's own telling takes the same one, in the same order).
+            let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
+            let used = callers.get(&caller).copied().unwrap_or(0);
+            let after = (used - before.min(used)) + weight;
+            if weight > before && after > MAX_CALLER_CONFIGS_BYTES {
+                return (
+                    Change::Keep,
+                    Err(A2AError::invalid_params(format!(
+                        "too many push notification configs for this caller (at most {} KiB \
+                         of configs; delete some first)",
+                        MAX_CALLER_CONFIGS_BYTES >> 10
+                    ))),
+                );
+            }
+            callers.insert(caller, after);
             let put = Change::Put {
-                weight: weight(&configs),
+                weight,
                 value: TaskPush {
                     configs: Arc::new(configs),
+                    caller,
+                    weight,
                 },
                 ttl: CONFIG_TTL,
             };
             (put, Ok(saved))
         })
+    }
+}
+
+#[async_trait::async_trait]
+impl PushConfigStore for MemoryConfigs {
+    /// Saved as the anonymous caller's: the bridge saves a caller's configs with
+    /// [`save_for`](MemoryConfigs::save_for).
+    async fn save(
+        &self,
+        config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        self.save_for(config, 0)
     }
 
     async fn get(
@@ -141,13 +210,19 @@ impl PushConfigStore for MemoryConfigs {
                 .filter(|config| config.id.as_deref() != Some(config_id))
                 .cloned()
                 .collect();
+            release(&self.callers, held.caller, held.weight);
             if configs.is_empty() {
                 return (Change::Remove, ());
             }
+            let weight = weight(&configs);
+            let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
+            *callers.entry(held.caller).or_default() += weight;
             let put = Change::Put {
-                weight: weight(&configs),
+                weight,
                 value: TaskPush {
                     configs: Arc::new(configs),
+                    caller: held.caller,
+                    weight,
                 },
                 ttl: CONFIG_TTL,
             };
@@ -157,7 +232,12 @@ impl PushConfigStore for MemoryConfigs {
     }
 
     async fn delete_all(&self, task_id: &str) -> Result<(), A2AError> {
-        self.tasks.update(task_id, |_| (Change::Remove, ()));
+        self.tasks.update(task_id, |held| {
+            if let Some(held) = held {
+                release(&self.callers, held.caller, held.weight);
+            }
+            (Change::Remove, ())
+        });
         Ok(())
     }
 }
@@ -176,6 +256,8 @@ struct State {
     due: VecDeque<String>,
     pending: usize,
     bytes: u64,
+    /// What each caller has pending (count, bytes); a caller is here while it has some.
+    callers: HashMap<String, (usize, u64)>,
     dead: VecDeque<DeadLetter>,
     dead_bytes: u64,
 }
@@ -215,10 +297,15 @@ impl State {
         }
     }
 
-    /// Queues `entry`, or gives it back when a bound is reached.
+    /// Queues `entry`, or gives it back when a bound is reached (the outbox's, its caller's
+    /// share, its lane's).
     fn queue(&mut self, entry: Entry) -> Option<Entry> {
         let weight = entry.weight();
         if self.pending >= MAX_PENDING || self.bytes + weight > MAX_PENDING_BYTES {
+            return Some(entry);
+        }
+        let caller = self.callers.get(&entry.caller).copied().unwrap_or_default();
+        if !within_share(caller, (self.pending, self.bytes), weight) {
             return Some(entry);
         }
         let name = entry.lane();
@@ -229,10 +316,27 @@ impl State {
         if lane.entries.is_empty() && !lane.claimed {
             self.due.push_back(name);
         }
+        let held = self.callers.entry(entry.caller.clone()).or_default();
+        held.0 += 1;
+        held.1 += weight;
         lane.entries.push_back(entry);
         self.pending += 1;
         self.bytes += weight;
         None
+    }
+
+    /// `entry` is no longer pending.
+    fn ended(&mut self, entry: &Entry) {
+        let weight = entry.weight();
+        self.pending -= 1;
+        self.bytes = self.bytes.saturating_sub(weight);
+        if let Some(held) = self.callers.get_mut(&entry.caller) {
+            held.0 = held.0.saturating_sub(1);
+            held.1 = held.1.saturating_sub(weight);
+            if held.0 == 0 {
+                self.callers.remove(&entry.caller);
+            }
+        }
     }
 }
 
@@ -313,8 +417,7 @@ impl Outbox for MemoryOutbox {
         let Some(entry) = held.entries.pop_front() else {
             return Err(Lost);
         };
-        state.pending -= 1;
-        state.bytes = state.bytes.saturating_sub(entry.weight());
+        state.ended(&entry);
         if let Some(reason) = dead {
             state.bury(entry, reason);
         }
@@ -325,9 +428,9 @@ impl Outbox for MemoryOutbox {
         let mut state = self.state();
         if let Some(held) = state.lanes.get_mut(lane) {
             let dropped: Vec<_> = held.entries.drain(..).collect();
-            state.pending -= dropped.len();
-            let freed: u64 = dropped.iter().map(Entry::weight).sum();
-            state.bytes = state.bytes.saturating_sub(freed);
+            for entry in &dropped {
+                state.ended(entry);
+            }
         }
     }
 
@@ -383,7 +486,44 @@ mod tests {
             token: None,
             auth: None,
             body: format!("{{\"n\":{n}}}"),
+            caller: String::new(),
         }
+    }
+
+    #[tokio::test]
+    async fn one_callers_hanging_receivers_leave_room_for_the_others() {
+        let outbox = MemoryOutbox::new();
+        let of = |caller: &str, task: &str, n: u32| Entry {
+            caller: caller.to_owned(),
+            ..entry(task, "c", n)
+        };
+        // Mallory's twelve tasks of 1,000 notifications each, to receivers that never answer.
+        let mut dead = 0;
+        for t in 0..12 {
+            let task = format!("m{t}");
+            let entries = (0..1000).map(|n| of("mallory", &task, n)).collect();
+            dead += outbox.add(&task, entries, false).await.unwrap();
+        }
+        // Taken until the outbox is half full (its share is an eighth; past it, half).
+        assert_eq!(12_000 - dead, MAX_PENDING / 2);
+        // Alice's task: every notification taken, and the anonymous caller's too.
+        let entries = (0..MAX_PER_LANE as u32)
+            .map(|n| of("alice", "a", n))
+            .collect();
+        assert_eq!(outbox.add("a", entries, false).await.unwrap(), 0);
+        assert_eq!(
+            outbox
+                .add("x", vec![entry("x", "c", 0)], false)
+                .await
+                .unwrap(),
+            0
+        );
+        // What leaves gives the share back: Mallory's lanes dropped, Mallory is gone.
+        for t in 0..12 {
+            outbox.drop_lane(&lane(&format!("m{t}"), "c")).await;
+        }
+        assert!(!outbox.state().callers.contains_key("mallory"));
+        assert_eq!(outbox.state().callers["alice"].0, MAX_PER_LANE);
     }
 
     #[tokio::test]
@@ -443,6 +583,50 @@ mod tests {
         assert_eq!(outbox.oldest().await, None);
         assert_eq!(outbox.state().pending, 0);
         assert_eq!(outbox.state().bytes, 0);
+    }
+
+    #[tokio::test]
+    async fn one_caller_cannot_push_out_anothers_configs() {
+        let configs = MemoryConfigs::new();
+        let config = |task: String, n: usize| TaskPushNotificationConfig {
+            url: format!("https://example.com/{n}/{}", "x".repeat(6000)),
+            id: None,
+            task_id: task,
+            token: None,
+            authentication: None,
+            tenant: None,
+        };
+        let (alice, mallory) = (1, 2);
+        let kept = configs
+            .save_for(config("alice-task".into(), 0), alice)
+            .unwrap();
+        // Mallory floods with 3,000 configs of ~6 KB on tasks of its own: past its share, refused.
+        let mut refused = 0;
+        for n in 0..3000 {
+            if configs
+                .save_for(config(format!("m-{}", n / 40), n), mallory)
+                .is_err()
+            {
+                refused += 1;
+            }
+        }
+        assert!(refused > 2800, "{refused} refused");
+        assert!(configs.used_by(mallory) <= MAX_CALLER_CONFIGS_BYTES);
+        // Alice's config is still there, and Alice can still save.
+        let id = kept.id.unwrap();
+        assert!(configs.get("alice-task", &id).await.is_ok());
+        configs
+            .save_for(config("alice-2".into(), 1), alice)
+            .unwrap();
+        // Deleting gives the share back.
+        let before = configs.used_by(mallory);
+        configs.delete_all("m-0").await.unwrap();
+        assert!(configs.used_by(mallory) < before);
+        assert!(configs.save_for(config("m-new".into(), 1), mallory).is_ok());
+        for task in ["alice-task", "alice-2"] {
+            configs.delete_all(task).await.unwrap();
+        }
+        assert_eq!(configs.used_by(alice), 0);
     }
 
     #[tokio::test]

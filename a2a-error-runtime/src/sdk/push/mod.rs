@@ -50,7 +50,7 @@ use tokio::time::Instant;
 
 pub use outbox::{
     DeadLetter, MAX_BODY_BYTES, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
-    MAX_PER_LANE,
+    MAX_PENDING_BYTES_PER_CALLER, MAX_PENDING_PER_CALLER, MAX_PER_LANE,
 };
 pub(crate) use outbox::{Entry, Lost, Outbox, lane};
 
@@ -210,21 +210,27 @@ impl PushDelivery {
         self.inner.sender.check(&config.url).await.map_err(refused)
     }
 
-    /// Saves `config` (checked first) and returns it as saved.
+    /// Saves `config` of `caller` (the task's owner; checked first) and returns it as saved.
     pub(crate) async fn set(
         &self,
         config: TaskPushNotificationConfig,
+        caller: crate::sdk::scope_key::ScopeKey,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
         self.check(&config).await?;
-        self.inner.configs.save(config).await
+        self.save(config, caller).await
     }
 
-    /// Saves `config`, already checked.
+    /// Saves `config` of `caller`, already checked: in this process, within the caller's
+    /// share ([`memory::MAX_CALLER_CONFIGS_BYTES`]).
     pub(crate) async fn save(
         &self,
         config: TaskPushNotificationConfig,
+        caller: crate::sdk::scope_key::ScopeKey,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        self.inner.configs.save(config).await
+        match &self.inner.local {
+            Some(local) => local.save_for(config, caller),
+            None => self.inner.configs.save(config).await,
+        }
     }
 
     /// Deletes config `config` of `task`, and its pending notifications.
@@ -234,11 +240,16 @@ impl PushDelivery {
         Ok(())
     }
 
-    /// Queues `event` of `task` for each of the task's configs (none: nothing). A task's
-    /// notifications stop at its terminal event.
-    pub(crate) async fn notify(&self, task: &str, event: &StreamResponse) {
+    /// Queues `event` of `task`, `caller`'s (its owner), for each of the task's configs
+    /// (none: nothing). A task's notifications stop at its terminal event.
+    pub(crate) async fn notify(
+        &self,
+        task: &str,
+        caller: crate::sdk::scope_key::ScopeKey,
+        event: &StreamResponse,
+    ) {
         let configs = self.configs_of(task).await;
-        self.queue(task, event, configs).await;
+        self.queue(task, caller, event, configs).await;
     }
 
     /// The push configs of `task` now (none when they cannot be read, which is logged).
@@ -258,10 +269,12 @@ impl PushDelivery {
         self.inner.local.as_ref().map(|local| local.list_now(task))
     }
 
-    /// Queues `event` of `task` for each of `configs` (the task's, read at the event).
+    /// Queues `event` of `task`, `caller`'s (its owner, whose share of the outbox it takes:
+    /// [`MAX_PENDING_PER_CALLER`]), for each of `configs` (the task's, read at the event).
     pub(crate) async fn queue(
         &self,
         task: &str,
+        caller: crate::sdk::scope_key::ScopeKey,
         event: &StreamResponse,
         configs: Vec<TaskPushNotificationConfig>,
     ) {
@@ -289,6 +302,10 @@ impl PushDelivery {
             (Vec::new(), configs.len())
         } else {
             let at = now_ms();
+            let caller = match caller {
+                0 => String::new(),
+                caller => crate::sdk::scope_key::hex(caller),
+            };
             let entries = configs
                 .into_iter()
                 .map(|config| Entry {
@@ -302,6 +319,7 @@ impl PushDelivery {
                         .authentication
                         .map(|auth| (auth.scheme, auth.credentials.unwrap_or_default())),
                     body: body.clone(),
+                    caller: caller.clone(),
                 })
                 .collect();
             (entries, 0)
@@ -523,7 +541,7 @@ mod tests {
         let sender = PushSender::builder().allow_private(true).build().unwrap();
         let push = PushDelivery::memory(sender);
         for id in ["kept", "deleted"] {
-            push.save(config("t", id, format!("{base}/{id}")))
+            push.save(config("t", id, format!("{base}/{id}")), 0)
                 .await
                 .unwrap();
         }
@@ -540,7 +558,7 @@ mod tests {
             },
             metadata: None,
         });
-        push.queue("t", &event, read_before).await;
+        push.queue("t", 0, &event, read_before).await;
 
         // Both lanes ended (the kept one once delivered): nothing is pending.
         let waited = Instant::now();

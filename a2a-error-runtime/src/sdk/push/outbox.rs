@@ -15,6 +15,27 @@ pub const MAX_PER_LANE: usize = 1000;
 pub const MAX_PENDING: usize = 10_000;
 /// The most bytes of notifications pending in all (their bodies and receivers).
 pub const MAX_PENDING_BYTES: u64 = 64 << 20;
+/// The notifications one caller (the owner of their tasks) has pending that are always
+/// taken while the outbox has room: an eighth of [`MAX_PENDING`]. Past it, a caller's
+/// notifications are taken only while the outbox is less than half full (by count and by
+/// bytes), so one caller whose receivers hang fills at most half of it and every other caller
+/// keeps room for its own share.
+pub const MAX_PENDING_PER_CALLER: usize = MAX_PENDING / 8;
+/// The bytes of one caller's pending notifications always taken while there is room: an
+/// eighth of [`MAX_PENDING_BYTES`] (see [`MAX_PENDING_PER_CALLER`]).
+pub const MAX_PENDING_BYTES_PER_CALLER: u64 = MAX_PENDING_BYTES / 8;
+
+/// Whether a caller with `caller` notifications of `caller_bytes` pending may queue one more
+/// of `weight`, while `all` of `all_bytes` are pending in all (the outbox's and the lane's
+/// own bounds checked apart): within its share, or while the outbox is less than half full.
+pub(crate) fn within_share(
+    (caller, caller_bytes): (usize, u64),
+    (all, all_bytes): (usize, u64),
+    weight: u64,
+) -> bool {
+    (caller < MAX_PENDING_PER_CALLER && caller_bytes + weight <= MAX_PENDING_BYTES_PER_CALLER)
+        || (all < MAX_PENDING / 2 && all_bytes + weight <= MAX_PENDING_BYTES / 2)
+}
 /// The most dead letters kept (the oldest go first).
 pub const MAX_DEAD_LETTERS: usize = 1000;
 /// The most bytes of dead letters kept.
@@ -38,6 +59,10 @@ pub(crate) struct Entry {
     pub(crate) auth: Option<(String, String)>,
     /// The StreamResponse, as JSON.
     pub(crate) body: String,
+    /// The caller whose task it is (its scope key in hex; empty: the anonymous caller, or
+    /// not known), whose share it takes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(crate) caller: String,
 }
 
 impl Entry {

@@ -234,7 +234,7 @@ impl RedisTaskStore {
                             status: task.status.clone(),
                             metadata: None,
                         });
-                        push.notify(id, &event).await;
+                        push.notify(id, 0, &event).await;
                     }
                     return Ok(());
                 }

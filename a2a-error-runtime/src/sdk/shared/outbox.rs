@@ -9,6 +9,8 @@
 //! - `P own:{lane}`: the replica holding the lane's claim;
 //! - `P ages`: every pending notification's id, scored by its event's time (the oldest);
 //! - `P pn`, `P pb`: how many notifications are pending, and their bytes;
+//! - `P cn:{caller}`, `P cb:{caller}`: the same for one caller's (its scope key in hex, empty
+//!   for the anonymous caller), removed when it has none;
 //! - `P ended:{task}`: set (for a day) once the task's terminal event was queued;
 //! - `P dead`: the dead letters (JSON), at most 1,000, oldest first.
 
@@ -19,8 +21,8 @@ use a2a::A2AError;
 
 use super::{RedisTaskStore, now_ms};
 use crate::sdk::push::{
-    Entry, Lost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES, MAX_PER_LANE,
-    Outbox,
+    Entry, Lost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
+    MAX_PENDING_BYTES_PER_CALLER, MAX_PENDING_PER_CALLER, MAX_PER_LANE, Outbox,
 };
 
 /// The outbox's scripts.
@@ -47,9 +49,17 @@ impl OutboxScripts {
     }
 }
 
-/// Shared by the scripts: keeping a dead letter within the bounds (`ARGV[1]` the prefix).
+/// Shared by the scripts: keeping a dead letter within the bounds (`ARGV[1]` the prefix),
+/// and a caller's pending count as its notifications leave.
 const PRELUDE: &str = r"
 local P = ARGV[1]
+local function left(caller, weight)
+  if redis.call('DECR', P .. 'cn:' .. caller) <= 0 then
+    redis.call('DEL', P .. 'cn:' .. caller, P .. 'cb:' .. caller)
+  else
+    redis.call('DECRBY', P .. 'cb:' .. caller, weight)
+  end
+end
 local function bury(json, reason, max_dead, max_bytes)
   local letter = cjson.encode({j = json, r = reason})
   redis.call('RPUSH', P .. 'dead', letter)
@@ -67,9 +77,11 @@ fn script(body: &str) -> redis::Script {
     redis::Script::new(&format!("{PRELUDE}{body}"))
 }
 
-/// `ARGV`: prefix, task (`''`: a replay, whatever the task's end), terminal (0/1), now, per lane, pending max, bytes max, dead max,
-/// dead bytes max, then (lane, id, weight, json) for each entry. Returns how many became dead letters, or
-/// -1 when the task had ended.
+/// `ARGV`: prefix, task (`''`: a replay, whatever the task's end), terminal (0/1), now, per
+/// lane, pending max, bytes max, dead max, dead bytes max, a caller's share (count, bytes),
+/// then (lane, id, weight, caller, json) for each entry. Returns how many became dead
+/// letters, or -1 when the task had ended. A caller past its share is taken only while the
+/// outbox is less than half full (see `MAX_PENDING_PER_CALLER`).
 const ADD: &str = r"
 local task = ARGV[2]
 local ended = P .. 'ended:' .. task
@@ -77,24 +89,31 @@ if task ~= '' and redis.call('EXISTS', ended) == 1 then return -1 end
 if ARGV[3] == '1' then redis.call('SET', ended, '1', 'PX', 86400000) end
 local now, per_lane, max_n, max_b = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local max_dead, max_db = tonumber(ARGV[8]), tonumber(ARGV[9])
+local share_n, share_b = tonumber(ARGV[10]), tonumber(ARGV[11])
 local dead = 0
-local i = 10
+local i = 12
 while i <= #ARGV do
-  local lane, id, weight, json = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  local lane, id, weight, caller, json = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4]
   local q = P .. 'q:' .. lane
   local n = tonumber(redis.call('GET', P .. 'pn') or '0')
   local b = tonumber(redis.call('GET', P .. 'pb') or '0')
-  if n >= max_n or b + weight > max_b or redis.call('LLEN', q) >= per_lane then
+  local cn = tonumber(redis.call('GET', P .. 'cn:' .. caller) or '0')
+  local cb = tonumber(redis.call('GET', P .. 'cb:' .. caller) or '0')
+  local within = (cn < share_n and cb + weight <= share_b)
+    or (n < max_n / 2 and b + weight <= max_b / 2)
+  if n >= max_n or b + weight > max_b or not within or redis.call('LLEN', q) >= per_lane then
     bury(json, 'overflow', max_dead, max_db)
     dead = dead + 1
   else
     redis.call('RPUSH', q, json)
     redis.call('INCR', P .. 'pn')
     redis.call('INCRBY', P .. 'pb', weight)
+    redis.call('INCR', P .. 'cn:' .. caller)
+    redis.call('INCRBY', P .. 'cb:' .. caller, weight)
     redis.call('ZADD', P .. 'ages', now, id)
     redis.call('ZADD', P .. 'due', 'NX', now, lane)
   end
-  i = i + 4
+  i = i + 5
 end
 return dead
 ";
@@ -139,8 +158,10 @@ local q = P .. 'q:' .. lane
 local head = redis.call('LINDEX', q, 0)
 if not head or cjson.decode(head)['id'] ~= id then return 0 end
 redis.call('LPOP', q)
+local entry = cjson.decode(head)
 redis.call('DECR', P .. 'pn')
-redis.call('DECRBY', P .. 'pb', tonumber(cjson.decode(head)['w'] or 0))
+redis.call('DECRBY', P .. 'pb', tonumber(entry['w'] or 0))
+left(entry['caller'] or '', tonumber(entry['w'] or 0))
 redis.call('ZREM', P .. 'ages', id)
 if ARGV[5] ~= '' then bury(head, ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])) end
 return 1
@@ -154,6 +175,7 @@ for _, json in ipairs(redis.call('LRANGE', q, 0, -1)) do
   local entry = cjson.decode(json)
   redis.call('DECR', P .. 'pn')
   redis.call('DECRBY', P .. 'pb', tonumber(entry['w'] or 0))
+  left(entry['caller'] or '', tonumber(entry['w'] or 0))
   redis.call('ZREM', P .. 'ages', entry['id'])
 end
 redis.call('DEL', q)
@@ -247,9 +269,10 @@ impl Outbox for RedisOutbox {
         let mut kept = Vec::with_capacity(entries.len());
         for entry in entries {
             let (lane, id, w) = (entry.lane(), entry.id.clone(), entry.weight());
+            let caller = entry.caller.clone();
             let json = serde_json::to_string(&Kept { entry, w })
                 .map_err(|_| A2AError::internal("an outbox entry did not serialize"))?;
-            kept.push((lane, id, w, json));
+            kept.push((lane, id, w, caller, json));
         }
         let dead: i64 = self
             .tasks
@@ -261,9 +284,11 @@ impl Outbox for RedisOutbox {
                     .arg(MAX_PENDING)
                     .arg(MAX_PENDING_BYTES)
                     .arg(MAX_DEAD_LETTERS)
-                    .arg(MAX_DEAD_BYTES);
-                for (lane, id, w, json) in &kept {
-                    call.arg(lane).arg(id).arg(*w).arg(json);
+                    .arg(MAX_DEAD_BYTES)
+                    .arg(MAX_PENDING_PER_CALLER)
+                    .arg(MAX_PENDING_BYTES_PER_CALLER);
+                for (lane, id, w, caller, json) in &kept {
+                    call.arg(lane).arg(id).arg(*w).arg(caller).arg(json);
                 }
             })
             .await?;
@@ -359,7 +384,7 @@ impl Outbox for RedisOutbox {
         let mut entry = kept.entry;
         entry.at = now;
         // Queued again whatever the task's end (`''`).
-        let (lane, w) = (entry.lane(), entry.weight());
+        let (lane, w, caller) = (entry.lane(), entry.weight(), entry.caller.clone());
         let json = serde_json::to_string(&Kept { entry, w })
             .map_err(|_| A2AError::internal("an outbox entry did not serialize"))?;
         let dead: i64 = self
@@ -373,9 +398,12 @@ impl Outbox for RedisOutbox {
                     .arg(MAX_PENDING_BYTES)
                     .arg(MAX_DEAD_LETTERS)
                     .arg(MAX_DEAD_BYTES)
+                    .arg(MAX_PENDING_PER_CALLER)
+                    .arg(MAX_PENDING_BYTES_PER_CALLER)
                     .arg(lane)
                     .arg(id)
                     .arg(w)
+                    .arg(caller)
                     .arg(json);
             })
             .await?;
