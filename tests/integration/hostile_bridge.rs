@@ -413,6 +413,82 @@ async fn a_grpc_reader_that_does_not_read_is_let_go() {
     assert_eq!(read["result"]["id"], task.as_str());
 }
 
+/// Replies owed to readers that do not read are bounded in bytes across connections: past
+/// the bound a reply is AGENT_UNAVAILABLE (gRPC UNAVAILABLE) at once, not held; once the
+/// reader is let go, its room comes back and a reader that reads is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_replies_owed_to_readers_that_do_not_read_are_bounded_in_bytes() {
+    use http_body_util::{BodyExt, Full};
+    let (_, bridge) = endless();
+    let http = crate::common::serve(bridge.router()).await;
+    // Long enough for the twenty calls on a busy machine: only then is the reader let go.
+    let limits = a2a_error::sdk::GrpcLimits::default()
+        .send_timeout(Duration::from_secs(10))
+        .max_owed_bytes(4 << 20);
+    let target = serve_grpc(bridge, limits).await;
+    let big = "x".repeat(1_600_000);
+    let mut params = text_message("owed", &big);
+    params["configuration"] = json!({"returnImmediately": true});
+    let sent = rpc_as(&http, None, "SendMessage", params).await;
+    let task = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let get_task = || {
+        hyper::Request::post(format!("http://{target}/lf.a2a.v1.A2AService/GetTask"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(Full::new(grpc_frame(&a2a_pb::proto::GetTaskRequest {
+                id: task.clone(),
+                ..Default::default()
+            })))
+            .unwrap()
+    };
+    let connect = |window: u32| {
+        let target = target.clone();
+        async move {
+            let socket = tokio::net::TcpStream::connect(&target).await.unwrap();
+            let (sender, connection) =
+                hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .initial_stream_window_size(window)
+                    .adaptive_window(false)
+                    .handshake::<_, Full<bytes::Bytes>>(hyper_util::rt::TokioIo::new(socket))
+                    .await
+                    .unwrap();
+            (sender, tokio::spawn(connection))
+        }
+    };
+    // A reader with a zero window asks for the 1.6 MB task twenty times: two fit in 4 MiB.
+    let (mut sender, connection) = connect(0).await;
+    let (mut held, mut refused) = (Vec::new(), 0);
+    for _ in 0..20 {
+        sender.ready().await.unwrap();
+        let reply = sender.send_request(get_task()).await.unwrap();
+        match reply.headers().get("grpc-status") {
+            Some(status) => {
+                assert_eq!(status, "14", "refused as UNAVAILABLE");
+                refused += 1;
+            }
+            None => held.push(reply),
+        }
+    }
+    assert_eq!((held.len(), refused), (2, 18));
+    // The reader is let go at the send timeout; a reader that reads is then answered.
+    let ended = tokio::time::timeout(Duration::from_secs(20), connection).await;
+    assert!(
+        ended.is_ok(),
+        "the reader that does not read stayed connected"
+    );
+    drop(held);
+    let (mut sender, _connection) = connect(1 << 20).await;
+    sender.ready().await.unwrap();
+    let reply = sender.send_request(get_task()).await.unwrap();
+    let body = reply.into_body().collect().await.unwrap();
+    let trailers = body.trailers().cloned().unwrap_or_default();
+    assert_eq!(
+        trailers.get("grpc-status").map(|v| v.as_bytes()),
+        Some(&b"0"[..])
+    );
+    assert!(body.to_bytes().len() > 1_600_000);
+}
+
 /// A JSON-RPC call as the caller with `credential` (raw header bytes; none for anonymous).
 async fn rpc_as(url: &str, credential: Option<&[u8]>, method: &str, params: Value) -> Value {
     let mut request = reqwest::Client::new().post(url).json(&json!({

@@ -62,15 +62,41 @@ use crate::wire::standard::StandardError;
 /// ```
 pub struct GrpcService<H> {
     bridge: Bridge<H>,
+    /// The bytes of unary replies owed to their peers (made, not yet read), in KiB, shared
+    /// by every connection (see [`GrpcLimits::max_owed_bytes`](super::GrpcLimits::max_owed_bytes)).
+    owed: Arc<tokio::sync::Semaphore>,
+    /// `owed`'s permits in all.
+    owed_kib: u32,
+}
+
+/// A unary reply's share of the bytes owed, carried in its response's extensions to the
+/// reply body (`serve::Held`), which holds it until the body is dropped: read to its end,
+/// reset, or let go with its connection.
+#[derive(Clone)]
+pub(crate) struct Owed {
+    _permit: Arc<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl<H: RequestHandler> Bridge<H> {
     /// The A2A 1.0 gRPC service (`lf.a2a.v1.A2AService`) over this bridge's handler, dedup
     /// and timeout, for `tonic::transport::Server::add_service`. Requests are read up to
-    /// tonic's default of 4 MiB a message (set another on the returned server).
+    /// tonic's default of 4 MiB a message (set another on the returned server). Unary replies
+    /// owed to their peers are bounded by the default of
+    /// [`GrpcLimits::max_owed_bytes`](super::GrpcLimits::max_owed_bytes) when served by
+    /// [`serve_grpc`](Self::serve_grpc).
     pub fn grpc(&self) -> A2aServiceServer<GrpcService<H>> {
+        self.grpc_owing(serve::DEFAULT_MAX_OWED_BYTES)
+    }
+
+    /// [`grpc`](Self::grpc) with at most `bytes` of unary replies owed at once.
+    pub(crate) fn grpc_owing(&self, bytes: usize) -> A2aServiceServer<GrpcService<H>> {
+        let kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, tokio::sync::Semaphore::MAX_PERMITS as u32);
         A2aServiceServer::new(GrpcService {
             bridge: self.clone(),
+            owed: Arc::new(tokio::sync::Semaphore::new(kib as usize)),
+            owed_kib: kib,
         })
     }
 }
@@ -93,6 +119,26 @@ impl<H: RequestHandler> GrpcService<H> {
     /// The end of a request's work: its deadline or the bridge's timeout, the earlier.
     fn end(&self, deadline: Option<Instant>) -> Option<Instant> {
         self.bridge.end(deadline)
+    }
+
+    /// Room for a reply of `bytes` among the bytes owed to peers, or AGENT_UNAVAILABLE
+    /// (retryable, after a second) at once: a reply that waited for room would be held all
+    /// the same. A reply larger than the whole bound is taken only when nothing else is owed.
+    fn owe(&self, bytes: usize) -> Result<Owed, Status> {
+        let kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.owed_kib);
+        match Arc::clone(&self.owed).try_acquire_many_owned(kib) {
+            Ok(permit) => Ok(Owed {
+                _permit: Arc::new(permit),
+            }),
+            Err(_) => {
+                crate::observe::shed();
+                Err(to_status(&StandardError::AgentUnavailable {
+                    retry_after: Some(std::time::Duration::from_secs(1)),
+                }))
+            }
+        }
     }
 
     /// `work` until `end`, under a panic guard: DEADLINE_EXCEEDED when the end came first,
@@ -123,6 +169,7 @@ impl<H: RequestHandler> GrpcService<H> {
     ) -> Result<Response<T>, Status>
     where
         Fut: Future<Output = Result<T, Status>>,
+        T: prost::Message,
     {
         let began = std::time::Instant::now();
         let (metadata, _, message) = request.into_parts();
@@ -136,7 +183,11 @@ impl<H: RequestHandler> GrpcService<H> {
             let params = self.bridge.service_params(&headers, deadline);
             let handler = Arc::clone(&self.bridge.handler);
             let work = work(handler, params, headers, deadline, message);
-            self.guard(end, work).await.map(Response::new)
+            let reply = self.guard(end, work).await?;
+            let owed = self.owe(reply.encoded_len())?;
+            let mut response = Response::new(reply);
+            response.extensions_mut().insert(owed);
+            Ok(response)
         })
         .instrument(span.clone())
         .await;

@@ -49,6 +49,7 @@ const CHUNK: usize = 64 << 10;
 /// timeout, with its connection; a connection that sends no call is closed after 10 s.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct GrpcLimits {
+    max_owed_bytes: usize,
     max_connections: usize,
     max_streams: u32,
     max_in_flight: usize,
@@ -62,9 +63,13 @@ pub struct GrpcLimits {
     max_resets: usize,
 }
 
+/// The default of [`GrpcLimits::max_owed_bytes`].
+pub(crate) const DEFAULT_MAX_OWED_BYTES: usize = 32 << 20;
+
 impl Default for GrpcLimits {
     fn default() -> Self {
         GrpcLimits {
+            max_owed_bytes: DEFAULT_MAX_OWED_BYTES,
             max_connections: 256,
             max_streams: 100,
             max_in_flight: 512,
@@ -139,6 +144,18 @@ impl GrpcLimits {
         self
     }
 
+    /// The most bytes of unary replies made and not yet read by their peers, across every
+    /// connection (default 32 MiB, as encoded; a reply is held as its message until its peer
+    /// reads it). A reply that finds no room is AGENT_UNAVAILABLE at once, retryable after a
+    /// second (peers that do not read are let go at the [`send_timeout`](Self::send_timeout),
+    /// and their room with them); a reply larger than the bound is taken only when nothing
+    /// else is owed. A SendMessage refused so ran all the same: a retry with the same
+    /// `messageId` gets its task from the dedup.
+    pub fn max_owed_bytes(mut self, bytes: usize) -> Self {
+        self.max_owed_bytes = bytes.max(1024);
+        self
+    }
+
     /// How long a reply may wait for the peer to read it (to open its HTTP/2 window: a zero
     /// window is a reader that does not read) while nothing else on its connection is read
     /// (default 10 s); then the connection is closed and its replies let go. A reply is
@@ -182,7 +199,7 @@ impl<H: RequestHandler> Bridge<H> {
     /// ```
     pub async fn serve_grpc(&self, listener: TcpListener, limits: GrpcLimits) -> io::Result<()> {
         let service = Admitted {
-            inner: self.grpc(),
+            inner: self.grpc_owing(limits.max_owed_bytes),
             quotas: Quotas::new(limits.max_in_flight, limits.max_per_caller),
             // The bridge's own limit, over every binding, when it has one.
             admission: self.admission.clone().unwrap_or_else(|| {
@@ -464,8 +481,9 @@ where
         let open = activity.map(Open::new);
         let reply = self.inner.call(request);
         Box::pin(async move {
-            let reply = reply.await?;
+            let mut reply = reply.await?;
             slot.answered();
+            let reply_owed = reply.extensions_mut().remove::<super::Owed>();
             Ok(reply.map(|body| {
                 tonic::body::Body::new(Held {
                     body,
@@ -473,6 +491,7 @@ where
                     owed: false,
                     _quota: quota,
                     _slot: slot,
+                    _reply: reply_owed,
                     open,
                 })
             }))
@@ -508,6 +527,8 @@ struct Held {
     owed: bool,
     _quota: Quota,
     _slot: OwnedSlot,
+    /// A unary reply's share of the bytes owed to peers, given back when the body is dropped.
+    _reply: Option<super::Owed>,
     open: Option<Open>,
 }
 
