@@ -322,7 +322,9 @@ async fn open_answer(deps: Dependencies, text: String) -> Result<Forwarded, A2AE
     let content = content.as_str();
     let mut chain = Fallback::new("primary", || open(primary, "primary", content));
     if let Some(fallback) = &deps.fallback {
-        chain = chain.or_if(
+        // As for a whole reply: a primary slow to its first token is cut at its share of the
+        // caller's deadline, and the fallback opens within the rest.
+        chain = chain.share(PRIMARY_SHARE).or_if(
             |error: &HttpError| !error.is_refusal(),
             "fallback",
             || open(fallback, "fallback", content),

@@ -25,7 +25,8 @@
 //!   the Task (the stream's first event), one artifact appended, the task COMPLETED at the
 //!   end (see `a2a_error::sdk::forward_stream`):
 //!   before the first token a failure is retried or replaced as for a whole reply, each
-//!   attempt bounded by `--first-token-timeout-ms` (default 10000); after it, a cut, an
+//!   attempt bounded by `--first-token-timeout-ms` (default 10000) and, with a fallback, the
+//!   primary's by its share (60 %) of the caller's deadline; after it, a cut, an
 //!   in-band error or a silence longer than `--idle-timeout-ms` (default 30000) ends the task
 //!   FAILED with `MODEL_STREAM_INTERRUPTED`. `--attempt-timeout-ms` bounds whole replies only.
 //! - Retries, breakers, the fallback (marked degraded: `metadata.degraded` with the step that

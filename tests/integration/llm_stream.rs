@@ -683,3 +683,37 @@ async fn the_servers_series_count_a_stream_by_how_it_ended() {
     let seconds = series(&metrics, "rpc_server_call_duration_sum", &cut).unwrap();
     assert!(seconds >= 0.6, "{seconds} s: {metrics}");
 }
+
+/// A primary slower to its first token than the caller's deadline: cut at its share of the
+/// deadline, and the fallback answers within it, marked degraded.
+#[tokio::test]
+async fn a_slow_first_token_falls_back_within_the_callers_deadline() {
+    let slow = HttpAnswer::completion_stream(&["late"]).pause_before(1, Duration::from_secs(8));
+    let primary = FaultService::start(slow).await;
+    let fallback = FaultService::start(HttpAnswer::completion_stream(&["in time"])).await;
+    let (_agent, url) = agent(
+        primary.url(),
+        &[
+            "--fallback-model",
+            fallback.url(),
+            "--first-token-timeout-ms",
+            "5000",
+        ],
+    );
+    let started = Instant::now();
+    let streamed = stream(&url, "hi", &[("A2A-Deadline-Ms", "3000")]).await;
+    let events = streamed.events();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(artifact_texts(events), ["in time"]);
+    let completed = last_status(events);
+    assert_eq!(completed["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        completed["metadata"]["degraded"]["step"], "fallback",
+        "{completed}"
+    );
+    assert_eq!(fallback.received().len(), 1);
+}

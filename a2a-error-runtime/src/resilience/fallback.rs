@@ -40,6 +40,11 @@ pub const DEGRADED_KEY: &str = "degraded";
 /// A step given a [`share`](Self::share) of the time left runs with that much of the chain's
 /// deadline (the caller's, inherited, or [`deadline`](Self::deadline)): the calls inside it
 /// inherit the shorter deadline, so a primary's retries cannot spend the alternates' time.
+/// A step followed by others and given no share has an equal one: with `n` steps left
+/// (itself included), `1/n` of the time left; the last step has all that is left. So with a
+/// deadline, every step gets its turn: a primary whose attempts outlast the caller's
+/// deadline (a model slower to its first token than the deadline) is cut at its share and
+/// the next step asked.
 pub struct Fallback<'a, T, E> {
     steps: Vec<Step<'a, T, E>>,
     default: Option<(Cow<'static, str>, T)>,
@@ -96,7 +101,9 @@ impl<'a, T: Send + 'a, E: Send + 'a> Fallback<'a, T, E> {
 
     /// Gives the step added last at most `fraction` (0 to 1) of the time left when it starts,
     /// before the chain's deadline; the calls it makes inherit that shorter deadline. Without
-    /// a deadline (none inherited and none set) it changes nothing.
+    /// a deadline (none inherited and none set) it changes nothing. Without it, a step
+    /// followed by `n - 1` others has `1/n` (see [`Fallback`]); `share(1.0)` lets a step spend
+    /// all that is left.
     pub fn share(mut self, fraction: f64) -> Self {
         if let Some(step) = self.steps.last_mut() {
             step.share = Some(if fraction.is_finite() {
@@ -146,6 +153,7 @@ impl<'a, T: Send + 'a, E: Send + 'a> Fallback<'a, T, E> {
         let deadline = crate::deadline::earliest(self.deadline, crate::deadline::inherited());
         let mut failed: Vec<StepError<E>> = Vec::new();
         let mut index = 0;
+        let steps = self.steps.len();
         for step in self.steps {
             if let (Some(guard), Some(last)) = (&step.guard, failed.last())
                 && !guard(&last.error)
@@ -155,7 +163,10 @@ impl<'a, T: Send + 'a, E: Send + 'a> Fallback<'a, T, E> {
                 index += 1;
                 continue;
             }
-            let step_deadline = match (deadline, step.share) {
+            // A step followed by others and given no share has an equal share of what is left.
+            let left = steps - index;
+            let share = step.share.or_else(|| (left > 1).then(|| 1.0 / left as f64));
+            let step_deadline = match (deadline, share) {
                 (Some(deadline), Some(share)) => {
                     let now = Instant::now();
                     let left = deadline.saturating_duration_since(now);
@@ -359,5 +370,41 @@ mod tests {
         let steps: Vec<_> = error.steps().iter().map(|s| (&*s.step, s.error)).collect();
         assert_eq!(steps, [("primary", 1), ("secondary", 2)]);
         assert_eq!(error.into_last(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_step_gets_its_turn_within_the_deadline() {
+        // The primary waits for the deadline it inherits (a model slower to its first token
+        // than the caller's deadline), and says when it was cut.
+        let slow = || async {
+            let Some(end) = crate::deadline::inherited() else {
+                return Err("no deadline");
+            };
+            tokio::time::sleep_until(end).await;
+            Err("cut")
+        };
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(900);
+        let answered = Fallback::new("primary", slow)
+            .or("second", slow)
+            .or("third", || async { Ok::<_, &str>(Instant::now()) })
+            .deadline(deadline)
+            .run()
+            .await
+            .unwrap();
+        // A third of 900 ms, then half of the 600 left: the third asked at 600 ms.
+        assert_eq!(answered.step.as_ref(), "third");
+        assert_eq!(answered.value - started, Duration::from_millis(600));
+        // An explicit share is kept; the last step has all that is left.
+        let started = Instant::now();
+        let error = Fallback::new("primary", slow)
+            .share(0.8)
+            .or("second", slow)
+            .deadline(started + Duration::from_millis(1000))
+            .run()
+            .await
+            .unwrap_err();
+        assert_eq!(*error.last(), "cut");
+        assert_eq!(Instant::now() - started, Duration::from_millis(1000));
     }
 }
