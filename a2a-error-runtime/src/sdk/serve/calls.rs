@@ -355,10 +355,9 @@ fn events(
                     if let (Some((task, context)), Some(link)) = (&sent, &link)
                         && link.watch().as_status()
                     {
-                        let update = failed_update(error, task, context);
                         let public = public(error);
                         crate::observe::stream_failed(public.code(), public.reason());
-                        return Ok(ProtoJson(update));
+                        return Ok(ProtoJson(failed_update(&public, task, context)));
                     }
                 }
                 Ok(_) => {}
@@ -382,14 +381,13 @@ fn task_and_context(event: &StreamResponse) -> Option<(String, String)> {
     }
 }
 
-/// The final FAILED status update of a stream that failed after its first event: the
-/// error's public object as its cause, as the guard writes one.
-fn failed_update(error: &A2AError, task: &str, context: &str) -> StreamResponse {
-    let public = public(error);
+/// The final FAILED status update of a stream that failed after its first event with
+/// `public` (the error as its caller is told it) as its cause, as the guard writes one.
+fn failed_update(public: &RemoteError, task: &str, context: &str) -> StreamResponse {
     StreamResponse::StatusUpdate(a2a::TaskStatusUpdateEvent {
         task_id: task.to_owned(),
         context_id: context.to_owned(),
-        status: crate::sdk::failed::failed_status_of(&public, task, context),
+        status: crate::sdk::failed::failed_status_of(public, task, context),
         metadata: None,
     })
 }
