@@ -700,14 +700,10 @@ async fn a_slow_first_token_falls_back_within_the_callers_deadline() {
             "5000",
         ],
     );
-    let started = Instant::now();
+    // Past its deadline the stream would end DEADLINE_EXCEEDED: the fallback's answer is
+    // the proof that it came within it.
     let streamed = stream(&url, "hi", &[("A2A-Deadline-Ms", "3000")]).await;
     let events = streamed.events();
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
     assert_eq!(artifact_texts(events), ["in time"]);
     let completed = last_status(events);
     assert_eq!(completed["status"]["state"], "TASK_STATE_COMPLETED");
