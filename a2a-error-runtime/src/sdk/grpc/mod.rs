@@ -38,7 +38,7 @@ use super::scoped::Scoped;
 use super::serve::{Bridge, Events};
 use crate::deadline::{earliest, until_any};
 use crate::inherited::Inherited;
-use crate::server::endpoint::{guarded, until};
+use crate::server::endpoint::guarded;
 use crate::wire::bad_request::BadRequest;
 use crate::wire::grpc::{parse_timeout, to_status};
 use crate::wire::method;
@@ -227,13 +227,13 @@ impl<H: RequestHandler> GrpcService<H> {
                 return Err(status);
             }
         };
-        // The stream outlives the call that opened it: the caller's deadline still ends it.
         let events = guarded(events, |event| {
             Ok(pbconv::to_proto_stream_response(&event.0))
         });
-        // Recorded when it ends, by how it ended.
+        // The stream outlives the call that opened it: the caller's deadline still ends it,
+        // and it is recorded when it ends, by how it ended.
         let record = crate::observe::StreamServed::a2a(crate::observe::System::Grpc, method, began);
-        let events = crate::server::endpoint::served(until(events, deadline), record)
+        let events = crate::server::endpoint::served(events, deadline, record)
             .map(|item| item.map_err(|error| to_status(&*error)));
         Ok(Response::new(Box::pin(events)))
     }

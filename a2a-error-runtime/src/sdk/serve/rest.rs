@@ -329,11 +329,10 @@ impl<H: RequestHandler> Bridge<H> {
         match opened {
             Ok(stream) => {
                 let encoded = crate::server::endpoint::events(stream);
-                let encoded =
-                    crate::server::endpoint::until(encoded, crate::deadline::from_headers(headers));
                 let record =
                     crate::observe::StreamServed::a2a(crate::observe::System::Http, method, began);
-                let encoded = crate::server::endpoint::served(encoded, record);
+                let deadline = crate::deadline::from_headers(headers);
+                let encoded = crate::server::endpoint::served(encoded, deadline, record);
                 let mut response =
                     crate::server::sse::encoded_response(Binding::Rest, encoded).await;
                 response.extensions_mut().insert(RecordedAtEnd);

@@ -349,10 +349,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
                         registered.cloned(),
                         began.into_std(),
                     );
-                    // The caller's deadline ends the stream too (the endpoint's own timeout
-                    // bounds only the wait for it to open: a long stream is what streaming
-                    // is for), and is recorded as its end.
-                    Answer::Events(stream::served(stream::until(events, deadline), record))
+                    Answer::Events(stream::served(events, deadline, record))
                 }
                 answer => answer,
             });

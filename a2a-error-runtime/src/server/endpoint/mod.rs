@@ -35,7 +35,7 @@ pub use stream::StreamHandler;
 #[cfg(feature = "grpc")]
 pub(crate) use stream::guarded;
 #[cfg(feature = "sdk")]
-pub(crate) use stream::{events, served, until};
+pub(crate) use stream::{events, served};
 
 type DynError = Box<dyn A2aError + Send + Sync>;
 type Outcome = Result<Vec<u8>, DynError>;

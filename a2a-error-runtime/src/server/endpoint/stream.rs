@@ -153,7 +153,7 @@ where
 }
 
 /// Ends `events` with DEADLINE_EXCEEDED at `deadline` (the caller's), if it has not ended.
-pub(crate) fn until<T: Send + 'static>(
+fn until<T: Send + 'static>(
     events: BoxStream<'static, Result<T, DynError>>,
     deadline: Option<tokio::time::Instant>,
 ) -> BoxStream<'static, Result<T, DynError>> {
@@ -173,14 +173,21 @@ pub(crate) fn until<T: Send + 'static>(
     .boxed()
 }
 
-/// `events` served to a caller, recorded when they end (or the caller leaves) by `record`:
-/// its duration to the end and how it ended (see
+/// `events` served to a caller on any binding: ended with DEADLINE_EXCEEDED at the caller's
+/// `deadline` (an endpoint's own timeout bounds only the wait for a stream to open: a long
+/// stream is what streaming is for), and recorded when they end (or the caller leaves) by
+/// `record`: the duration to the end and how it ended, the deadline included (see
 /// [`StreamServed`](crate::observe::StreamServed)).
 pub(crate) fn served<T: Send + 'static>(
     events: BoxStream<'static, Result<T, DynError>>,
+    deadline: Option<tokio::time::Instant>,
     record: crate::observe::StreamServed,
 ) -> BoxStream<'static, Result<T, DynError>> {
-    Served { events, record }.boxed()
+    Served {
+        events: until(events, deadline),
+        record,
+    }
+    .boxed()
 }
 
 /// [`served`]'s stream.
