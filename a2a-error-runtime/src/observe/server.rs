@@ -3,9 +3,10 @@
 use super::kept;
 use super::{System, code_label, reason_label};
 
-/// A request to a server was answered (a stream: ended, see [`StreamServed`]) after `elapsed`, or failed with
-/// `failed` (its A2A code and reason); `method` is a registered method's name, or `None`
-/// (`other`). A failure's series carries `error.type` and `rpc.status_code` too.
+/// A request to a server was answered (a stream: ended, see [`StreamServed`]) after
+/// `elapsed`, or failed with `failed` (its A2A code and reason); `method` is a registered
+/// method's name, or `None` (`other`). A failure's series carries `error.type` and
+/// `rpc.status_code` too.
 pub(crate) fn request_served(
     system: System,
     method: Option<&std::sync::Arc<str>>,

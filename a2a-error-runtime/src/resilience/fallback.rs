@@ -164,8 +164,10 @@ impl<'a, T: Send + 'a, E: Send + 'a> Fallback<'a, T, E> {
                 continue;
             }
             // A step followed by others and given no share has an equal share of what is left.
-            let left = steps - index;
-            let share = step.share.or_else(|| (left > 1).then(|| 1.0 / left as f64));
+            let steps_left = steps - index;
+            let share = step
+                .share
+                .or_else(|| (steps_left > 1).then(|| 1.0 / steps_left as f64));
             let step_deadline = match (deadline, share) {
                 (Some(deadline), Some(share)) => {
                     let now = Instant::now();

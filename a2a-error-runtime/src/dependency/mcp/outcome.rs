@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use rmcp::model::CallToolResult;
 
 use super::error::{McpError, McpFailure};
-use super::transport::text_of;
+use super::read::text_of;
 use crate::dependency::{Failure, HttpFailure};
 use crate::resilience::{Classify, Timeout};
 

@@ -1,6 +1,6 @@
 //! A server's replies read in place, into what this client uses: the protocol version of an
-//! `initialize` result, a JSON-RPC error's code and message, a tool result's text parts and
-//! its `isError` flag. Nothing else of a reply (an error's `data`, `capabilities.experimental`,
+//! `initialize` result, a JSON-RPC error's code and message, a tool result's text parts (and
+//! the same text of a result already read into rmcp's model, [`text_of`]). Nothing else of a reply (an error's `data`, `capabilities.experimental`,
 //! a tool's `structuredContent`, its images and their base64) is built into memory: skipped
 //! as it is read, so a reply costs its own bytes once (it is held whole, within the reply
 //! bound), not the ~17 bytes a byte of a `serde_json::Value` tree or the ~250 bytes a part of
@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use rmcp::model::ProtocolVersion;
+use rmcp::model::{CallToolResult, ProtocolVersion};
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
@@ -77,14 +77,29 @@ impl<'de> Visitor<'de> for TextsVisitor {
         let mut texts = Texts::default();
         while let Some(part) = parts.next_element::<Part<'de>>()? {
             if let (true, Some(text)) = (part.kind == "text", part.text) {
-                if !texts.text.is_empty() {
-                    texts.text.push('\n');
-                }
-                texts.text.push_str(&text);
+                join(&mut texts.text, &text);
             }
         }
         Ok(texts)
     }
+}
+
+/// The text parts of a tool result read into rmcp's model, joined with newlines as
+/// [`ToolText`] joins them.
+pub(super) fn text_of(result: &CallToolResult) -> String {
+    let mut text = String::new();
+    for part in result.content.iter().filter_map(|part| part.as_text()) {
+        join(&mut text, &part.text);
+    }
+    text
+}
+
+/// `part` after the text parts before it, a newline between.
+fn join(text: &mut String, part: &str) {
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(part);
 }
 
 #[cfg(test)]

@@ -14,8 +14,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolResult, ClientCapabilities, Implementation, InitializeRequestParams, NumberOrString,
-    ProtocolVersion,
+    ClientCapabilities, Implementation, InitializeRequestParams, NumberOrString, ProtocolVersion,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -491,18 +490,6 @@ pub(super) fn tool_error(result: &RawValue) -> Result<(), McpError> {
     Err(Failure::Failed(McpFailure::Tool(ToolError {
         text: cut(text, TOOL_TEXT_BYTES),
     })))
-}
-
-/// The text parts of a tool result's content, joined with newlines.
-pub(super) fn text_of(result: &CallToolResult) -> String {
-    let mut text = String::new();
-    for part in result.content.iter().filter_map(|part| part.as_text()) {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&part.text);
-    }
-    text
 }
 
 pub(super) fn request_body(

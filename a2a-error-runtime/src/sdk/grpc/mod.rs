@@ -69,6 +69,13 @@ pub struct GrpcService<H> {
     owed_kib: u32,
 }
 
+/// `bytes` in whole KiB, the owed bytes' unit: at least 1, at most `max`.
+fn kib(bytes: usize, max: u32) -> u32 {
+    u32::try_from(bytes.div_ceil(1024))
+        .unwrap_or(u32::MAX)
+        .clamp(1, max)
+}
+
 /// A unary reply's share of the bytes owed, carried in its response's extensions to the
 /// reply body (`serve::Held`), which holds it until the body is dropped: read to its end,
 /// reset, or let go with its connection.
@@ -90,9 +97,7 @@ impl<H: RequestHandler> Bridge<H> {
 
     /// [`grpc`](Self::grpc) with at most `bytes` of unary replies owed at once.
     pub(crate) fn grpc_owing(&self, bytes: usize) -> A2aServiceServer<GrpcService<H>> {
-        let kib = u32::try_from(bytes.div_ceil(1024))
-            .unwrap_or(u32::MAX)
-            .clamp(1, tokio::sync::Semaphore::MAX_PERMITS as u32);
+        let kib = kib(bytes, tokio::sync::Semaphore::MAX_PERMITS as u32);
         A2aServiceServer::new(GrpcService {
             bridge: self.clone(),
             owed: Arc::new(tokio::sync::Semaphore::new(kib as usize)),
@@ -125,10 +130,7 @@ impl<H: RequestHandler> GrpcService<H> {
     /// (retryable, after a second) at once: a reply that waited for room would be held all
     /// the same. A reply larger than the whole bound is taken only when nothing else is owed.
     fn owe(&self, bytes: usize) -> Result<Owed, Status> {
-        let kib = u32::try_from(bytes.div_ceil(1024))
-            .unwrap_or(u32::MAX)
-            .clamp(1, self.owed_kib);
-        match Arc::clone(&self.owed).try_acquire_many_owned(kib) {
+        match Arc::clone(&self.owed).try_acquire_many_owned(kib(bytes, self.owed_kib)) {
             Ok(permit) => Ok(Owed {
                 _permit: Arc::new(permit),
             }),

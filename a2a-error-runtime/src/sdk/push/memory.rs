@@ -427,7 +427,7 @@ impl Outbox for MemoryOutbox {
     async fn drop_lane(&self, lane: &str) {
         let mut state = self.state();
         if let Some(held) = state.lanes.get_mut(lane) {
-            let dropped: Vec<_> = held.entries.drain(..).collect();
+            let dropped = std::mem::take(&mut held.entries);
             for entry in &dropped {
                 state.ended(entry);
             }
