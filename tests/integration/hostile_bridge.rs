@@ -365,39 +365,20 @@ fn grpc_frame(message: &impl prost::Message) -> bytes::Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpc_reader_that_does_not_read_is_let_go() {
-    use http_body_util::Full;
     let (_, bridge) = endless();
     let http = crate::common::serve(bridge.router()).await;
     let limits = a2a_error::sdk::GrpcLimits::default().send_timeout(Duration::from_millis(500));
     let target = serve_grpc(bridge, limits).await;
-    // A task of 1.6 MB (its message), answered at once.
-    let big = "x".repeat(1_600_000);
-    let mut params = text_message("big", &big);
-    params["configuration"] = json!({"returnImmediately": true});
-    let sent = rpc_as(&http, None, "SendMessage", params).await;
-    let task = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let task = big_task(&http, "big").await;
     // A reader that advertises a zero window and asks for it twenty times.
-    let socket = tokio::net::TcpStream::connect(&target).await.unwrap();
-    let (mut sender, connection) =
-        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-            .initial_stream_window_size(0)
-            .adaptive_window(false)
-            .handshake::<_, Full<bytes::Bytes>>(hyper_util::rt::TokioIo::new(socket))
-            .await
-            .unwrap();
-    let connection = tokio::spawn(connection);
+    let (mut sender, connection) = h2_reader(&target, 0).await;
     let mut replies = Vec::new();
     for _ in 0..20 {
-        let request = hyper::Request::post(format!("http://{target}/lf.a2a.v1.A2AService/GetTask"))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(Full::new(grpc_frame(&a2a_pb::proto::GetTaskRequest {
-                id: task.clone(),
-                ..Default::default()
-            })))
-            .unwrap();
         sender.ready().await.unwrap();
-        let reply = sender.send_request(request).await.unwrap();
+        let reply = sender
+            .send_request(grpc_get_task(&target, &task))
+            .await
+            .unwrap();
         assert_eq!(reply.status(), 200);
         // Held, never read.
         replies.push(reply);
@@ -418,7 +399,7 @@ async fn a_grpc_reader_that_does_not_read_is_let_go() {
 /// reader is let go, its room comes back and a reader that reads is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_replies_owed_to_readers_that_do_not_read_are_bounded_in_bytes() {
-    use http_body_util::{BodyExt, Full};
+    use http_body_util::BodyExt;
     let (_, bridge) = endless();
     let http = crate::common::serve(bridge.router()).await;
     // Long enough for the twenty calls on a busy machine: only then is the reader let go.
@@ -426,37 +407,10 @@ async fn grpc_replies_owed_to_readers_that_do_not_read_are_bounded_in_bytes() {
         .send_timeout(Duration::from_secs(10))
         .max_owed_bytes(4 << 20);
     let target = serve_grpc(bridge, limits).await;
-    let big = "x".repeat(1_600_000);
-    let mut params = text_message("owed", &big);
-    params["configuration"] = json!({"returnImmediately": true});
-    let sent = rpc_as(&http, None, "SendMessage", params).await;
-    let task = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let get_task = || {
-        hyper::Request::post(format!("http://{target}/lf.a2a.v1.A2AService/GetTask"))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(Full::new(grpc_frame(&a2a_pb::proto::GetTaskRequest {
-                id: task.clone(),
-                ..Default::default()
-            })))
-            .unwrap()
-    };
-    let connect = |window: u32| {
-        let target = target.clone();
-        async move {
-            let socket = tokio::net::TcpStream::connect(&target).await.unwrap();
-            let (sender, connection) =
-                hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .initial_stream_window_size(window)
-                    .adaptive_window(false)
-                    .handshake::<_, Full<bytes::Bytes>>(hyper_util::rt::TokioIo::new(socket))
-                    .await
-                    .unwrap();
-            (sender, tokio::spawn(connection))
-        }
-    };
+    let task = big_task(&http, "owed").await;
+    let get_task = || grpc_get_task(&target, &task);
     // A reader with a zero window asks for the 1.6 MB task twenty times: two fit in 4 MiB.
-    let (mut sender, connection) = connect(0).await;
+    let (mut sender, connection) = h2_reader(&target, 0).await;
     let (mut held, mut refused) = (Vec::new(), 0);
     for _ in 0..20 {
         sender.ready().await.unwrap();
@@ -477,7 +431,7 @@ async fn grpc_replies_owed_to_readers_that_do_not_read_are_bounded_in_bytes() {
         "the reader that does not read stayed connected"
     );
     drop(held);
-    let (mut sender, _connection) = connect(1 << 20).await;
+    let (mut sender, _connection) = h2_reader(&target, 1 << 20).await;
     sender.ready().await.unwrap();
     let reply = sender.send_request(get_task()).await.unwrap();
     let body = reply.into_body().collect().await.unwrap();
@@ -487,6 +441,50 @@ async fn grpc_replies_owed_to_readers_that_do_not_read_are_bounded_in_bytes() {
         Some(&b"0"[..])
     );
     assert!(body.to_bytes().len() > 1_600_000);
+}
+
+/// A task of 1.6 MB (its message) made through the JSON-RPC endpoint at `http`, answered at
+/// once: its id.
+async fn big_task(http: &str, message_id: &str) -> String {
+    let big = "x".repeat(1_600_000);
+    let mut params = text_message(message_id, &big);
+    params["configuration"] = json!({"returnImmediately": true});
+    let sent = rpc_as(http, None, "SendMessage", params).await;
+    sent["result"]["task"]["id"].as_str().unwrap().to_owned()
+}
+
+/// GetTask of `task` as a raw gRPC request to `target`.
+fn grpc_get_task(target: &str, task: &str) -> hyper::Request<http_body_util::Full<bytes::Bytes>> {
+    hyper::Request::post(format!("http://{target}/lf.a2a.v1.A2AService/GetTask"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(http_body_util::Full::new(grpc_frame(
+            &a2a_pb::proto::GetTaskRequest {
+                id: task.to_owned(),
+                ..Default::default()
+            },
+        )))
+        .unwrap()
+}
+
+/// An HTTP/2 connection to `target` whose streams advertise a window of `window` bytes (0: a
+/// reader that does not read): its sender, and the task that drives it.
+async fn h2_reader(
+    target: &str,
+    window: u32,
+) -> (
+    hyper::client::conn::http2::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    tokio::task::JoinHandle<Result<(), hyper::Error>>,
+) {
+    let socket = tokio::net::TcpStream::connect(target).await.unwrap();
+    let (sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(window)
+            .adaptive_window(false)
+            .handshake(hyper_util::rt::TokioIo::new(socket))
+            .await
+            .unwrap();
+    (sender, tokio::spawn(connection))
 }
 
 /// A JSON-RPC call as the caller with `credential` (raw header bytes; none for anonymous).

@@ -187,6 +187,17 @@ async fn call(url: &str, caller: &str, method: &str, params: Value) -> Value {
 /// SendMessage of `text` with a push config for `hook`, answered at once with its task when
 /// `immediately`; the reply.
 async fn send_with_push(url: &str, text: &str, hook: &str, immediately: bool) -> Value {
+    send_with_push_as(url, ALICE, text, hook, immediately).await
+}
+
+/// [`send_with_push`] as `caller`.
+async fn send_with_push_as(
+    url: &str,
+    caller: &str,
+    text: &str,
+    hook: &str,
+    immediately: bool,
+) -> Value {
     let params = json!({
         "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]},
         "configuration": {
@@ -194,7 +205,7 @@ async fn send_with_push(url: &str, text: &str, hook: &str, immediately: bool) ->
             "taskPushNotificationConfig": {"url": hook, "token": "secret-token"}
         }
     });
-    call(url, ALICE, "SendMessage", params).await
+    call(url, caller, "SendMessage", params).await
 }
 
 fn uuid() -> String {
@@ -1055,15 +1066,9 @@ async fn one_callers_flood_leaves_another_callers_push_whole() {
     let (receiver, base) = Receiver::start().await;
     receiver.script("/hang", std::iter::repeat_n(Answer::Hang, 64));
     let (_agent, url) = agent(&["--push-allow-private"]);
-    let send = |caller: &'static str, text: &'static str, hook: String| {
+    let send = |caller, text, hook: String| {
         let url = url.clone();
-        async move {
-            let params = json!({
-                "message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]},
-                "configuration": {"taskPushNotificationConfig": {"url": hook, "token": "t"}}
-            });
-            call(&url, caller, "SendMessage", params).await
-        }
+        async move { send_with_push_as(&url, caller, text, &hook, false).await }
     };
     // Alice's config on a task of hers.
     let alice_task = task_id(&send(ALICE, "hello", format!("{base}/alice-first")).await);
