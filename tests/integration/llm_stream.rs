@@ -713,3 +713,50 @@ async fn a_slow_first_token_falls_back_within_the_callers_deadline() {
     );
     assert_eq!(fallback.received().len(), 1);
 }
+
+/// The official Python client (a2a-sdk 1.3.0) reads the streamed answer on both bindings:
+/// the Task first, the tokens, then COMPLETED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_client_reads_a_streamed_answer() {
+    let Some(python) = crate::python_interop::python_or_skip("a2a.client") else {
+        return;
+    };
+    let deltas = ["Hel", "lo", "!"];
+    let model = FaultService::start(HttpAnswer::completion_stream(&deltas)).await;
+    let (_agent, url) = agent(model.url(), &[]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_stream_client.py"
+    );
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let output = tokio::process::Command::new(&python)
+            .args([script, &url, binding, "hi"])
+            .current_dir(std::env::temp_dir())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{binding}: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(
+            seen["kinds"],
+            json!([
+                "task",
+                "artifact_update",
+                "artifact_update",
+                "artifact_update",
+                "status_update"
+            ]),
+            "{binding}: {seen}"
+        );
+        assert!(seen["task"].is_string(), "{binding}: {seen}");
+        assert_eq!(seen["text"], "Hello!", "{binding}: {seen}");
+        // TASK_STATE_COMPLETED in the protocol's enum.
+        assert_eq!(seen["last_state"], 3, "{binding}: {seen}");
+        assert!(seen.get("error").is_none(), "{binding}: {seen}");
+    }
+}
