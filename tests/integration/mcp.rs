@@ -716,3 +716,45 @@ async fn tool_reads_text_parts_and_skips_every_other_part_and_member() {
     };
     assert_eq!(text.len(), 2 * 100_000 - 1);
 }
+
+/// The official MCP Python SDK's server (mcp 2.3.0, streamable HTTP): the session starts, the
+/// tools are listed, `tool` reads a result's text parts (its image and structured content
+/// skipped) and a tool's own failure, and `call_tool` still has the whole result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_sdks_server_is_read_in_place() {
+    let Some(python) = crate::python_interop::python_or_skip("mcp.server.mcpserver") else {
+        return;
+    };
+    let port = a2a_error_testkit::free_port();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/interop/python_mcp_server.py"
+    );
+    let mut server = tokio::process::Command::new(&python)
+        .args([script, &port.to_string()])
+        .current_dir(std::env::temp_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    crate::common::wait_until_listening(port, Duration::from_secs(30), "the MCP Python server");
+    let tools = builder(&format!("http://127.0.0.1:{port}/mcp"))
+        .build()
+        .unwrap();
+    assert_eq!(
+        tools.tool("mixed", q("a")).await,
+        ToolOutcome::Answered("first a\nsecond".into())
+    );
+    let mut known = tools.known_tools();
+    known.sort();
+    assert_eq!(known, ["broken", "mixed"]);
+    let ToolOutcome::Failed(text) = tools.tool("broken", q("a")).await else {
+        panic!("not the tool's own failure");
+    };
+    assert!(text.contains("broken"), "{text}");
+    let whole = tools.call_tool("mixed", q("a")).await.unwrap();
+    assert_eq!(whole.content.len(), 3);
+    assert!(whole.structured_content.is_some());
+    server.kill().await.unwrap();
+}

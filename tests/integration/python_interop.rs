@@ -36,7 +36,7 @@ pub(crate) fn python_or_skip(modules: &str) -> Option<PathBuf> {
         python.is_some(),
         "a Python with {modules} (a2a-sdk[http-server,grpc]==1.3.0) is not installed: run \
          `python3 -m venv .venv && .venv/bin/pip install \"a2a-sdk[http-server,grpc]==1.3.0\" \
-         uvicorn==0.54.0 standardwebhooks==1.1.0`, set A2A_INTEROP_PYTHON, or skip on purpose with A2A_INTEROP_SKIP=1"
+         uvicorn==0.54.0 standardwebhooks==1.1.0 mcp==2.3.0`, set A2A_INTEROP_PYTHON, or skip on purpose with A2A_INTEROP_SKIP=1"
     );
     python
 }
