@@ -33,8 +33,11 @@
 #
 # With --benches (in place of --no-callgrind, or after it), the report ends with the
 # callees' side of this tree: a streamed model call's cost per event against reqwest and the
-# SSE parser alone (benches/stream.rs), and the dependency stack against tower-resilience
-# (benches/generic.rs), each against its baseline measured in the same run.
+# SSE parser alone (benches/stream.rs), the dependency stack against tower-resilience
+# (benches/generic.rs), an MCP tools/call and a push delivery against the same POST written
+# by hand (benches/callees.rs), each against its baseline measured in the same run; and a
+# streamed answer of 8,000 tokens through llm_agent, REV's and this tree's, against a plain
+# relay of the same tokens (benches/callees/answer.py, ROUNDS rounds).
 #
 # Usage: benches/guard.sh REV [ROUNDS] [SECONDS] [--no-callgrind] [--benches]
 #        (defaults: 4 rounds of 4 s)
@@ -249,3 +252,11 @@ theirs = next((ns for name, ns in times.items() if "tower_resilience" in name), 
 if ours and theirs:
     print(f"  a2a-error's stack / tower-resilience 0.13: {ours / theirs:.2f}x")
 PY
+echo
+cargo bench -q -p a2a-error-benches --bench callees 2>/dev/null | sed -n '/^the callees/,$p'
+# A long streamed answer through llm_agent, REV's and this tree's (both built above), against
+# the plain relay of the same tokens (benches/callees/answer.py).
+echo
+echo "a streamed answer of 8,000 tokens through llm_agent against a plain relay (CPU):"
+python3 benches/callees/answer.py "$BUILT/bench-callee-peers" 8000 "$ROUNDS" \
+  "llm_agent@rev=$OLD/llm_agent" "llm_agent=$NEW/llm_agent" | sed -n '/^ *server/,$p'

@@ -23,8 +23,9 @@ build_servers() { # SRC COPY TARGET [baseline]
     echo "build_servers: $src/Cargo.toml still turns on tokio's test-util" >&2
     return 1
   fi
-  local targets=(--example agent --example sdk_agent)
-  [ -n "$baseline" ] && targets=(-p a2a-error -p a2a-error-benches "${targets[@]}" --bin bench-baseline-axum)
+  local targets=(--example agent --example sdk_agent --example llm_agent)
+  [ -n "$baseline" ] && targets=(-p a2a-error -p a2a-error-benches "${targets[@]}" \
+    --bin bench-baseline-axum --bin bench-callee-peers)
   (cd "$copy" && CARGO_TARGET_DIR="$target" cargo build -q --release "${targets[@]}")
 }
 

@@ -760,3 +760,117 @@ async fn the_official_python_client_reads_a_streamed_answer() {
         assert!(seen.get("error").is_none(), "{binding}: {seen}");
     }
 }
+
+/// The text of a task's artifact (its parts joined) and how many parts it has.
+fn artifact_of(task: &Value) -> (String, usize) {
+    let parts = task["artifacts"][0]["parts"].as_array().cloned();
+    let parts = parts.unwrap_or_default();
+    let text = parts
+        .iter()
+        .map(|part| part["text"].as_str().unwrap())
+        .collect();
+    (text, parts.len())
+}
+
+/// A long answer (3,000 tokens): its caller receives every token as an event of its own, in
+/// order, while the task gets them joined, a few appends in all rather than one a token (the
+/// SDK's handler copies the whole task for each: what made an answer's cost quadratic). A
+/// reader that subscribes in the middle gets the task as it stands and then the same text in
+/// joined appends; the task as stored holds the whole answer in a few parts; no mark of the
+/// bridge's reaches any of them.
+#[tokio::test]
+async fn a_long_answer_reaches_its_caller_token_by_token_and_its_task_joined() {
+    let deltas: Vec<String> = (0..3000).map(|i| format!("t{i} ")).collect();
+    let refs: Vec<&str> = deltas.iter().map(String::as_str).collect();
+    let whole: String = deltas.concat();
+    // A pause after half the tokens (the role event is the model's first), in which a second
+    // reader subscribes.
+    let answer = HttpAnswer::completion_stream(&refs).pause_before(1501, Duration::from_secs(2));
+    let model = FaultService::start(answer).await;
+    let (_agent, url) = agent(model.url(), &[]);
+
+    let mut response = reqwest::Client::new()
+        .post(format!("{url}/"))
+        .json(&stream_call("long"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = String::new();
+    while !body.contains("\n\n") {
+        let chunk = response.chunk().await.unwrap().expect("the first event");
+        body.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let first = &events(&body)[0].1["result"];
+    let task_id = first["task"]["id"].as_str().unwrap().to_owned();
+    // The second reader, while the answer is paused at its half.
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask",
+        "params": {"id": task_id}});
+    let following = tokio::spawn({
+        let url = url.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let (status, _, body) =
+                crate::common::requests::post_raw(&format!("{url}/"), subscribe.to_string()).await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    });
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        body.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert_clean(&body);
+    assert!(!body.contains("a2a-error"), "no mark of the bridge's");
+    let sent: Vec<Value> = events(&body)
+        .into_iter()
+        .map(|(name, data)| {
+            assert_eq!(name, "message");
+            data["result"].clone()
+        })
+        .collect();
+    assert_opens_with_task(&sent);
+    // Every token its own event, in order, then COMPLETED.
+    assert_eq!(artifact_texts(&sent), deltas);
+    assert_eq!(sent.len(), deltas.len() + 2);
+    assert_eq!(
+        last_status(&sent)["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+
+    // The subscriber: the task as it stood, then joined appends, the same text in all.
+    let followed = following.await.unwrap();
+    assert!(!followed.contains("a2a-error"), "no mark of the bridge's");
+    let followed: Vec<Value> = events(&followed)
+        .into_iter()
+        .map(|(_, data)| data["result"].clone())
+        .collect();
+    let (mut text, _) = artifact_of(&followed[0]["task"]);
+    let appends: Vec<&Value> = followed
+        .iter()
+        .filter_map(|event| event.get("artifactUpdate"))
+        .collect();
+    for update in &appends {
+        assert_eq!(update["append"], true, "{update}");
+        for part in update["artifact"]["parts"].as_array().unwrap() {
+            text.push_str(part["text"].as_str().unwrap());
+        }
+    }
+    assert!(
+        (1..=12).contains(&appends.len()),
+        "{} appends for 1,500 tokens",
+        appends.len()
+    );
+    assert_eq!(text, whole);
+    assert_eq!(
+        last_status(&followed)["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+
+    // The task as stored: the whole answer in a few parts (15 KB: about log2(15 KB / 1 KiB)
+    // doublings, the pause's, the end's).
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask",
+        "params": {"id": task_id, "historyLength": 0}});
+    let task = crate::common::requests::rpc(&format!("{url}/"), get).await;
+    let (text, parts) = artifact_of(&task["result"]);
+    assert_eq!(text, whole);
+    assert!((2..=16).contains(&parts), "{parts} parts");
+}

@@ -19,6 +19,7 @@ use a2a_server::{AgentExecutor, ExecutorContext, TaskStore};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 
+use super::appends::Appends;
 use super::failed::{failed_status_of, failed_task_status};
 use super::link::{self, Watch};
 use crate::wire::error::A2aError;
@@ -231,6 +232,15 @@ struct Guard {
     held: Option<StreamResponse>,
     /// Reading the task to send before [`held`](Guard::held).
     opening: Option<futures_util::future::BoxFuture<'static, Option<a2a::Task>>>,
+    /// The items given to the handler so far.
+    given: u64,
+    /// A forwarded answer's appends, joined for the handler (see `sdk::appends`). Boxed: most
+    /// executions forward no answer.
+    appends: Option<Box<Appends>>,
+    /// When the answer's text waiting is given at the latest, made when it is not at once.
+    join_at: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// An item to handle once the text waiting, given first, has been taken.
+    after_join: Option<Item>,
 }
 
 impl Drop for Guard {
@@ -302,8 +312,21 @@ impl futures_util::Stream for Guard {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Item>> {
-        use std::task::Poll;
         let this = self.get_mut();
+        let polled = this.step(cx);
+        // The handler's count of events, with which the tokens sent beside them are stamped.
+        if let std::task::Poll::Ready(Some(_)) = &polled {
+            this.given += 1;
+        }
+        polled
+    }
+}
+
+impl Guard {
+    /// The next item for the handler.
+    fn step(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Item>> {
+        use std::task::Poll;
+        let this = self;
         loop {
             if let Some(opening) = &mut this.opening {
                 let Poll::Ready(task) = opening.as_mut().poll(cx) else {
@@ -327,40 +350,59 @@ impl futures_util::Stream for Guard {
                     return Poll::Ready(Some(last));
                 }
             }
-            if this.events.is_none() {
-                return Poll::Ready(None);
-            }
-            let item = match this.poll_event(cx) {
-                Poll::Ready(Ok(None)) => {
-                    this.events = None;
-                    return Poll::Ready(None);
-                }
-                Poll::Ready(Ok(Some(item))) => item,
-                Poll::Ready(Err(panic)) => Err(panicked(&*panic)),
-                Poll::Pending => {
-                    // The timer and the watch are made only when an event is not ready at
-                    // once, and then kept for the rest of the execution.
-                    let run = &*this.run;
-                    let passed = this.expiry.as_mut().is_some_and(|end| end.poll_passed(cx));
-                    if passed {
-                        Err(crate::sdk::to_sdk(&StandardError::DeadlineExceeded))
-                    } else if let Some(link) = &run.link {
-                        let gone = this.gone.get_or_insert_with(|| {
-                            let link = Arc::clone(link);
-                            Box::pin(async move { link.gone().await })
-                        });
-                        if gone.as_mut().poll(cx).is_pending() {
-                            return Poll::Pending;
+            let item = match this.after_join.take() {
+                Some(item) => item,
+                None => {
+                    if this.events.is_none() {
+                        return Poll::Ready(None);
+                    }
+                    match this.poll_event(cx) {
+                        Poll::Ready(Ok(None)) => {
+                            // The answer's text still waiting goes before the end.
+                            this.events = None;
+                            let joined = this.appends.as_mut().and_then(|a| a.join());
+                            return Poll::Ready(joined.map(Ok));
                         }
-                        // Nothing is polled after this: the executor's stream is dropped.
-                        this.events = None;
-                        return Poll::Ready(Some(Ok(run.canceled_event())));
-                    } else {
-                        return Poll::Pending;
+                        Poll::Ready(Ok(Some(item))) => item,
+                        Poll::Ready(Err(panic)) => Err(panicked(&*panic)),
+                        Poll::Pending => match this.pending(cx) {
+                            Some(Waited::Item(item)) => item,
+                            Some(Waited::Joined(joined)) => return Poll::Ready(Some(Ok(joined))),
+                            None => return Poll::Pending,
+                        },
                     }
                 }
             };
             this.credited = false;
+            // A forwarded answer's tokens: joined for the handler (see `sdk::appends`).
+            if let Some(appends) = &mut this.appends {
+                if let Ok(event) = &item
+                    && let Some(text) = appends.text_of(event)
+                {
+                    appends.add(text);
+                    if appends.sent()
+                        && let (Some(link), Ok(token)) = (&this.run.link, item)
+                    {
+                        link.send_token(this.given, token);
+                    }
+                    if appends.due() {
+                        this.join_at = None;
+                        return Poll::Ready(appends.join().map(Ok));
+                    }
+                    continue;
+                }
+                // Any other item comes after the text waiting.
+                if let Some(joined) = appends.join() {
+                    this.join_at = None;
+                    this.after_join = Some(item);
+                    return Poll::Ready(Some(Ok(joined)));
+                }
+            } else if let Ok(event) = &item
+                && this.run.joins_appends()
+            {
+                let sent = this.run.link.as_ref().is_some_and(|link| link.is_stream());
+                this.appends = Appends::start(event, sent).map(Box::new);
+            }
             match item {
                 Ok(event) if !this.started && this.run.opens_with_task(&event) => {
                     // A stream that does not begin with its Task: the task as stored (the
@@ -401,6 +443,50 @@ impl futures_util::Stream for Guard {
             }
         }
     }
+
+    /// The executor's stream has no event ready: the text waiting once it has waited its
+    /// longest, the deadline's error once it has passed, the CANCELED event once the request
+    /// is gone; `None` to wait. The timers and the watch are made only when an event is not
+    /// ready at once, and then kept for the rest of the execution.
+    fn pending(&mut self, cx: &mut std::task::Context<'_>) -> Option<Waited> {
+        if let Some(appends) = &mut self.appends
+            && let Some(deadline) = appends.deadline()
+        {
+            let join_at = self
+                .join_at
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            if join_at.as_mut().poll(cx).is_ready() {
+                self.join_at = None;
+                return appends.join().map(Waited::Joined);
+            }
+        }
+        let run = &*self.run;
+        let passed = self.expiry.as_mut().is_some_and(|end| end.poll_passed(cx));
+        if passed {
+            return Some(Waited::Item(Err(crate::sdk::to_sdk(
+                &StandardError::DeadlineExceeded,
+            ))));
+        }
+        let link = run.link.as_ref()?;
+        let gone = self.gone.get_or_insert_with(|| {
+            let link = Arc::clone(link);
+            Box::pin(async move { link.gone().await })
+        });
+        if gone.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        // Nothing is polled after this: the executor's stream is dropped.
+        self.events = None;
+        Some(Waited::Item(Ok(run.canceled_event())))
+    }
+}
+
+/// What came while the executor's stream had no event ready (see [`Guard::pending`]).
+enum Waited {
+    /// An item that ends the execution (the deadline's error, the CANCELED event).
+    Item(Item),
+    /// The answer's text that waited its longest.
+    Joined(StreamResponse),
 }
 
 impl Run {
@@ -439,6 +525,10 @@ impl Run {
             gone: None,
             held: None,
             opening: None,
+            given: 0,
+            appends: None,
+            join_at: None,
+            after_join: None,
         }
         .boxed()
     }
@@ -453,6 +543,13 @@ impl Run {
         self.as_status.load(Ordering::Relaxed)
             && self.link.as_ref().is_some_and(|link| link.is_stream())
             && !matches!(event, StreamResponse::Task(_) | StreamResponse::Message(_))
+    }
+
+    /// Whether the execution's appends are joined for the handler (see `sdk::appends`): it
+    /// forwards a model's answer (it asked for failures as FAILED status updates, as
+    /// [`forward_stream`](super::forward_stream) does) to a request of the bridge.
+    fn joins_appends(&self) -> bool {
+        self.as_status.load(Ordering::Relaxed) && self.link.is_some()
     }
 
     /// The terminal event of a task whose work had started when it failed: marked for the
@@ -538,6 +635,7 @@ impl Run {
 /// stream encoder, and stamped as the SDK's handler stamps what it stores.
 fn as_notified(event: &StreamResponse) -> StreamResponse {
     let mut event = event.clone();
+    super::appends::unmark(&mut event);
     if let StreamResponse::StatusUpdate(update) = &mut event {
         if let Some(metadata) = &mut update.metadata {
             metadata.remove(FAILURE_KEY);

@@ -47,6 +47,13 @@ pub(crate) struct Watch {
     /// as a FAILED status update (see `executor::fail_as_status`): a failure the SDK's
     /// handler itself publishes then (its task store refusing an event) is sent that way too.
     as_status: AtomicBool,
+    /// A stream's tokens, sent to its reader beside the handler's events (see
+    /// `sdk::appends`): each with the number of events the guard had given the handler when
+    /// it came, so that it is sent after that many of them. At most [`STREAM_WINDOW`]: each
+    /// took a credit.
+    tokens: Mutex<std::collections::VecDeque<(u64, a2a::StreamResponse)>>,
+    /// The reader's task, woken when a token is sent.
+    reader: futures_util::task::AtomicWaker,
 }
 
 /// Waits on `flag`, set before `notify` is told.
@@ -96,6 +103,33 @@ impl Watch {
     /// Whether the execution asked for failures as FAILED status updates.
     pub(crate) fn as_status(&self) -> bool {
         self.as_status.load(Ordering::Relaxed)
+    }
+
+    /// Sends `token` to the stream's reader after the handler's `after` events.
+    pub(crate) fn send_token(&self, after: u64, token: a2a::StreamResponse) {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .push_back((after, token));
+        self.reader.wake();
+    }
+
+    /// The next token to send once the reader has sent `sent` of the handler's events, if
+    /// one is due; `waker` is woken when one is sent.
+    pub(crate) fn next_token(
+        &self,
+        sent: u64,
+        waker: &std::task::Waker,
+    ) -> Option<a2a::StreamResponse> {
+        self.reader.register(waker);
+        let mut tokens = self
+            .tokens
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        match tokens.front() {
+            Some((after, _)) if *after <= sent => tokens.pop_front().map(|(_, token)| token),
+            _ => None,
+        }
     }
 
     /// Whether the link is a stream's (its reader receives each event as it is made).

@@ -77,6 +77,7 @@
 //! - The SDK's serde forms of its types are not the wire's (it converts through protobuf):
 //!   [`ProtoJson`] reads and writes them as its routers do.
 
+mod appends;
 mod call;
 mod error;
 mod executor;

@@ -333,38 +333,103 @@ pub(crate) type Events = BoxStream<'static, Result<ProtoJson<StreamResponse>, Re
 /// error is sent public. A stream whose execution asked for failures as FAILED status updates
 /// (a model's answer, `forward_stream`) gets an error after its first event (the SDK's task
 /// store refusing the grown task, say) as that FAILED status update with its cause, never as
-/// an error event in the middle of its stream. The stream holds the execution's `link`, if
-/// any: dropped with it.
-// One error per stream, at its end: its size does not matter.
-#[allow(clippy::result_large_err)]
+/// an error event in the middle of its stream. The tokens of an answer forwarded to this
+/// stream come through its `link`, each between the handler's events it came between, and
+/// the joined appends that stand for them in the task are not sent again (see
+/// `sdk::appends`). The stream holds the execution's `link`, if any: dropped with it.
 fn events(
     stream: BoxStream<'static, Result<StreamResponse, A2AError>>,
     link: Option<Link>,
 ) -> Events {
-    // The task and context of the events sent so far: `None` until the first.
-    let mut sent: Option<(String, String)> = None;
-    stream
-        .map(move |item| {
-            // Received from the SDK's buffer: the execution may make one more.
-            if let Some(link) = &link {
+    Relayed {
+        stream,
+        link,
+        received: 0,
+        held: None,
+        sent: None,
+    }
+    .boxed()
+}
+
+/// [`events`]' stream.
+struct Relayed {
+    stream: BoxStream<'static, Result<StreamResponse, A2AError>>,
+    link: Option<Link>,
+    /// The handler's items received so far (sent, or dropped as tokens sent already).
+    received: u64,
+    /// The handler's next item, sent after the tokens that came before it.
+    held: Option<Result<StreamResponse, A2AError>>,
+    /// The task and context of the events sent so far: `None` until the first.
+    sent: Option<(String, String)>,
+}
+
+impl futures_util::Stream for Relayed {
+    type Item = Result<ProtoJson<StreamResponse>, RemoteError>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            if let Some(link) = &this.link
+                && let Some(token) = link.watch().next_token(this.received, cx.waker())
+            {
+                // Sent: the execution may make one more.
                 link.watch().received();
+                return Poll::Ready(Some(Ok(ProtoJson(token))));
             }
-            match &item {
-                Ok(event) if sent.is_none() => sent = task_and_context(event),
-                Err(error) => {
-                    if let (Some((task, context)), Some(link)) = (&sent, &link)
-                        && link.watch().as_status()
-                    {
-                        let public = public(error);
-                        crate::observe::stream_failed(public.code(), public.reason());
-                        return Ok(ProtoJson(failed_update(&public, task, context)));
+            if let Some(item) = this.held.take() {
+                this.received += 1;
+                return Poll::Ready(Some(this.send(item)));
+            }
+            match this.stream.poll_next_unpin(cx) {
+                Poll::Ready(Some(mut item)) => {
+                    let tokens_sent = match &mut item {
+                        Ok(event) => crate::sdk::appends::unmark(event),
+                        Err(_) => false,
+                    };
+                    if tokens_sent && this.link.is_some() {
+                        // Its tokens were this caller's already; the guard took no credit.
+                        this.received += 1;
+                        continue;
                     }
+                    // Received from the SDK's buffer: the execution may make one more.
+                    if let Some(link) = &this.link {
+                        link.watch().received();
+                    }
+                    this.held = Some(item);
                 }
-                Ok(_) => {}
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
             }
-            event(item)
-        })
-        .boxed()
+        }
+    }
+}
+
+impl Relayed {
+    /// The handler's `item` as the caller is sent it.
+    #[allow(clippy::result_large_err)]
+    fn send(
+        &mut self,
+        item: Result<StreamResponse, A2AError>,
+    ) -> Result<ProtoJson<StreamResponse>, RemoteError> {
+        match &item {
+            Ok(event) if self.sent.is_none() => self.sent = task_and_context(event),
+            Err(error) => {
+                if let (Some((task, context)), Some(link)) = (&self.sent, &self.link)
+                    && link.watch().as_status()
+                {
+                    let public = public(error);
+                    crate::observe::stream_failed(public.code(), public.reason());
+                    return Ok(ProtoJson(failed_update(&public, task, context)));
+                }
+            }
+            Ok(_) => {}
+        }
+        event(item)
+    }
 }
 
 /// The task and context an event belongs to (none for a message).
