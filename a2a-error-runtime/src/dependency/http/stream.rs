@@ -416,9 +416,9 @@ impl Stream for HttpStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        if let Some(first) = this.first.take() {
+        if this.first.is_some() {
             this.delivered += 1;
-            return Poll::Ready(Some(Ok(first)));
+            return Poll::Ready(this.first.take().map(Ok));
         }
         loop {
             let Some(events) = this.events.as_mut() else {
@@ -426,29 +426,16 @@ impl Stream for HttpStream {
                 this.record(None);
                 return Poll::Ready(None);
             };
-            let polled = events.poll_next_unpin(cx);
-            if polled.is_pending()
-                && let Some(gen_ai) = &mut this.gen_ai
-            {
-                gen_ai.waited = true;
-            }
-            let event = match std::task::ready!(polled) {
-                Some(Ok(event)) => event,
-                None if !this.format.ends_with_done() => return Poll::Ready(this.end()),
-                None => return Poll::Ready(this.fail(Interruption::Closed)),
-                Some(Err(SseError::TooLarge)) => {
-                    let limit = this.max_event;
-                    return Poll::Ready(this.fail(Interruption::TooLarge { limit }));
+            let event = match events.poll_next_unpin(cx) {
+                Poll::Ready(Some(Ok(event))) => event,
+                Poll::Pending => {
+                    if let Some(gen_ai) = &mut this.gen_ai {
+                        gen_ai.waited = true;
+                    }
+                    return Poll::Pending;
                 }
-                Some(Err(SseError::Transport(fault))) => {
-                    let cause = match fault {
-                        BodyFault::Broken => Interruption::Closed,
-                        BodyFault::Idle => Interruption::Idle,
-                        BodyFault::Deadline => Interruption::Deadline,
-                        BodyFault::TooLong(limit) => Interruption::TooLarge { limit },
-                    };
-                    return Poll::Ready(this.fail(cause));
-                }
+                Poll::Ready(None) => return Poll::Ready(this.ended(None)),
+                Poll::Ready(Some(Err(fault))) => return Poll::Ready(this.ended(Some(fault))),
             };
             match this.format.read(&event) {
                 Read::Content => {
@@ -466,6 +453,35 @@ impl Stream for HttpStream {
                     return Poll::Ready(this.end());
                 }
                 Read::Error(error) => return Poll::Ready(this.fail(Interruption::InBand(error))),
+            }
+        }
+    }
+}
+
+impl HttpStream {
+    /// The body ended (`None`), or failed below the parser: the answer's end or its
+    /// interruption. Out of the way of the loop that reads each event.
+    #[cold]
+    #[inline(never)]
+    fn ended(
+        &mut self,
+        fault: Option<SseError<BodyFault>>,
+    ) -> Option<Result<StreamEvent, StreamInterrupted>> {
+        match fault {
+            None if !self.format.ends_with_done() => self.end(),
+            None => self.fail(Interruption::Closed),
+            Some(SseError::TooLarge) => {
+                let limit = self.max_event;
+                self.fail(Interruption::TooLarge { limit })
+            }
+            Some(SseError::Transport(fault)) => {
+                let cause = match fault {
+                    BodyFault::Broken => Interruption::Closed,
+                    BodyFault::Idle => Interruption::Idle,
+                    BodyFault::Deadline => Interruption::Deadline,
+                    BodyFault::TooLong(limit) => Interruption::TooLarge { limit },
+                };
+                self.fail(cause)
             }
         }
     }

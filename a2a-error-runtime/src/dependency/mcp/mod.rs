@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::CallToolResult;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -223,12 +223,11 @@ impl McpDependency {
             }
         }
         let tool = self.tools.get(name);
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        params.arguments = Some(arguments);
-        let params = match serde_json::to_value(&params) {
-            Ok(serde_json::Value::Object(params)) => params,
-            _ => return Err(protocol("tool arguments that do not serialize")),
-        };
+        // `CallToolRequestParams` as rmcp writes it (`name`, `arguments`), made in place:
+        // through `to_value` the arguments were copied once more.
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), name.into());
+        params.insert("arguments".into(), serde_json::Value::Object(arguments));
         let idempotent = self.idempotent.iter().any(|known| known == name)
             || (self.trust_hint && tool.idempotent_hint);
         let mut call = McpCall::new(self.name.clone(), "tools/call");

@@ -159,9 +159,14 @@ impl McpService {
             Err(Failure::Failed(McpFailure::Http(HttpFailure::Status(status))))
                 if status.status == 404 && live.id.is_some() =>
             {
-                self.forget(&live).await;
-                let live = self.live(&call, &clock).await?;
-                self.exchange(&call, &live, &mut clock).await
+                // Boxed, as every rare path here: a future holds the room of every path it
+                // may take, and an attempt's is copied whole each time it moves.
+                Box::pin(async {
+                    self.forget(&live).await;
+                    let live = self.live(&call, &clock).await?;
+                    self.exchange(&call, &live, &mut clock).await
+                })
+                .await
             }
             other => other,
         }
@@ -169,13 +174,19 @@ impl McpService {
 
     /// The current session, initialized first if there is none.
     async fn live(&self, call: &McpCall, clock: &Clock) -> Result<Live, McpError> {
+        // The session of nearly every call: read without a timer.
+        if let Ok(live) = self.session.live.try_lock()
+            && let Some(live) = &*live
+        {
+            return Ok(live.clone());
+        }
         clock
             .within(async {
                 let mut live = self.session.live.lock().await;
                 if let Some(live) = &*live {
                     return Ok(live.clone());
                 }
-                let started = self.initialize(call, clock).await?;
+                let started = Box::pin(self.initialize(call, clock)).await?;
                 *live = Some(started.clone());
                 Ok(started)
             })
@@ -237,9 +248,9 @@ impl McpService {
         let token = self.progress_up_to.map(|_| id);
         let body = call_body(id, call, token, false)?;
         let mut pending = Pending {
-            service: Some((self.clone(), live.clone())),
+            service: Some((self, live)),
             id,
-            cancels: call.cancels.clone(),
+            cancels: &call.cancels,
         };
         let result = async {
             let response = clock.within(self.open(call, Some(live), body)).await?;
@@ -314,6 +325,16 @@ impl McpService {
                 _ => Err(protocol("a reply that is not the request's answer")),
             };
         }
+        Box::pin(self.read_stream(response, id, clock)).await
+    }
+
+    /// [`read`](Self::read)'s SSE stream: the answer to request `id` among its events.
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        id: i64,
+        clock: &mut Clock,
+    ) -> Result<Box<RawValue>, McpError> {
         let max = self.http.max_reply;
         let mut received = 0usize;
         let body = response.bytes_stream().map(move |chunk| {
@@ -378,17 +399,18 @@ async fn clock_within<T>(
 
 /// A request sent and not yet answered: dropped or cancelled while its service is still set,
 /// it sends `notifications/cancelled` for the request on a task of its own.
-struct Pending {
-    service: Option<(McpService, Live)>,
+struct Pending<'a> {
+    service: Option<(&'a McpService, &'a Live)>,
     id: i64,
-    cancels: Cancels,
+    cancels: &'a Cancels,
 }
 
-impl Pending {
+impl Pending<'_> {
     fn cancel(&mut self) {
         let Some((service, live)) = self.service.take() else {
             return;
         };
+        let (service, live) = (service.clone(), live.clone());
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -405,7 +427,7 @@ impl Pending {
     }
 }
 
-impl Drop for Pending {
+impl Drop for Pending<'_> {
     fn drop(&mut self) {
         self.cancel();
     }
@@ -513,26 +535,91 @@ pub(super) fn call_body(
     token: Option<i64>,
     trace: bool,
 ) -> Result<Bytes, McpError> {
-    let mut params = call.params.as_deref().cloned().unwrap_or_default();
-    let mut meta = match params.remove("_meta") {
-        Some(serde_json::Value::Object(meta)) => meta,
-        _ => serde_json::Map::new(),
-    };
+    let mut added = serde_json::Map::new();
     if let Some(token) = token {
-        meta.insert("progressToken".into(), token.into());
+        added.insert("progressToken".into(), token.into());
     }
     for name in [TRACEPARENT_HEADER, TRACESTATE_HEADER]
         .into_iter()
         .filter(|_| trace)
     {
         if let Some(value) = call.headers.get(name).and_then(|v| v.to_str().ok()) {
-            meta.insert(name.into(), value.into());
+            added.insert(name.into(), value.into());
         }
     }
-    if !meta.is_empty() {
-        params.insert("_meta".into(), meta.into());
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        jsonrpc: &'static str,
+        id: i64,
+        method: &'a str,
+        params: Params<'a>,
     }
-    request_body(id, &call.method, Some(&params))
+    let body = Body {
+        jsonrpc: "2.0",
+        id,
+        method: &call.method,
+        params: Params {
+            params: call.params.as_deref(),
+            added: &added,
+        },
+    };
+    // Written straight from the caller's params: no copy of them per attempt.
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(|error| invalid(&error))
+}
+
+/// A request's `params` as sent: the caller's, with `added` merged into their `_meta`.
+struct Params<'a> {
+    params: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    added: &'a serde_json::Map<String, serde_json::Value>,
+}
+
+impl serde::Serialize for Params<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let empty = serde_json::Map::new();
+        let params = self.params.unwrap_or(&empty);
+        let meta = match params.get("_meta") {
+            Some(serde_json::Value::Object(meta)) => Some(meta),
+            _ => None,
+        };
+        let mut map = serializer.serialize_map(None)?;
+        for (name, value) in params.iter().filter(|(name, _)| *name != "_meta") {
+            map.serialize_entry(name, value)?;
+        }
+        if meta.is_some_and(|meta| !meta.is_empty()) || !self.added.is_empty() {
+            map.serialize_entry(
+                "_meta",
+                &Meta {
+                    meta,
+                    added: self.added,
+                },
+            )?;
+        }
+        map.end()
+    }
+}
+
+/// A request's `_meta`: the caller's, each name `added` has in its place.
+struct Meta<'a> {
+    meta: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    added: &'a serde_json::Map<String, serde_json::Value>,
+}
+
+impl serde::Serialize for Meta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        let caller = self.meta.into_iter().flatten();
+        for (name, value) in caller.filter(|(name, _)| !self.added.contains_key(*name)) {
+            map.serialize_entry(name, value)?;
+        }
+        for (name, value) in self.added {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
 }
 
 pub(super) fn notification_body(method: &str, params: Option<&serde_json::Value>) -> Bytes {
