@@ -12,7 +12,11 @@
 //! whose runtime runs the client and its connections, does the caller's work only; its CPU
 //! time is read from `/proc/thread-self/schedstat` (ns). Each round makes `CALLS` calls with
 //! each client, in a rotating order; the medians of the rounds and the ratio's spread are
-//! printed. `cargo bench -p a2a-error-benches --bench callees`.
+//! printed. Run it on one CPU (`taskset -c 0 cargo bench -p a2a-error-benches --bench
+//! callees`, as `benches/guard.sh --benches` does): across two CPUs each request wakes the
+//! server's thread on the other with an interrupt, which on this VM costs more than the call
+//! itself and moves from round to round (ratios spread 0.9-4x); on one CPU the caller's time
+//! is its own work and the rounds agree within a few percent.
 
 use std::time::{Duration, Instant};
 

@@ -67,12 +67,7 @@ source benches/sdk/serve.sh
 source benches/sdk/build.sh
 
 # REV, in a worktree of its own, built with its own target directory.
-SHA=$(git rev-parse --verify "$REV^{commit}")
-if [ ! -d "$BASE" ] || [ "$(git -C "$BASE" rev-parse HEAD 2>/dev/null)" != "$SHA" ]; then
-  git worktree remove --force "$BASE" 2>/dev/null || rm -rf "$BASE"
-  git worktree prune
-  git worktree add --detach "$BASE" "$SHA" >/dev/null
-fi
+base_worktree "$REV" "$BASE"
 # Both built as a user builds a release binary (see sdk/build.sh), each from a copy.
 build_servers "$BASE" "$WORK/base-copy" "$PWD/$WORK/base-target"
 build_working_tree
@@ -253,7 +248,9 @@ if ours and theirs:
     print(f"  a2a-error's stack / tower-resilience 0.13: {ours / theirs:.2f}x")
 PY
 echo
-cargo bench -q -p a2a-error-benches --bench callees 2>/dev/null | sed -n '/^the callees/,$p'
+# On one CPU: see benches/callees.rs.
+taskset -c 0 cargo bench -q -p a2a-error-benches --bench callees 2>/dev/null |
+  sed -n '/^the callees/,$p'
 # A long streamed answer through llm_agent, REV's and this tree's (both built above), against
 # the plain relay of the same tokens (benches/callees/answer.py).
 echo

@@ -15,7 +15,8 @@ the reader goes: the last quarter's cost is the whole answer's less the cost of 
 three quarters, and the first quarter's is the cost of an answer of a quarter. The order of
 the servers rotates from round to round. Prints one line per answer and then, per server, the
 medians: each length's cost, the last quarter over the first, and the whole answer against
-the relay's in the same round.
+the relay's in the same round; and the server's peak resident memory (VmHWM) after the
+whole answer.
 """
 
 import http.client
@@ -37,6 +38,14 @@ def cpu_ns(pid):
         except (FileNotFoundError, ProcessLookupError):
             pass
     return total
+
+
+def peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def free_port():
@@ -105,7 +114,7 @@ def one_answer(peers, tokens, agent):
         read("warm-up")
         before = cpu_ns(server.pid)
         seen = read("answer")
-        return cpu_ns(server.pid) - before, seen
+        return cpu_ns(server.pid) - before, seen, peak_rss_mb(server.pid)
     finally:
         for process in (server, model):
             process.kill()
@@ -118,20 +127,23 @@ def main():
     lengths = [tokens // 4, tokens * 3 // 4, tokens]
     # name -> length -> [ns per round]
     results = {name: {length: [] for length in lengths} for name, _ in subjects}
+    peaks = {name: [] for name, _ in subjects}
     for round_ in range(rounds):
         order = subjects[round_ % len(subjects):] + subjects[:round_ % len(subjects)]
         for name, agent in order:
             for length in lengths:
-                cpu, seen = one_answer(peers, length, agent)
+                cpu, seen, peak = one_answer(peers, length, agent)
                 results[name][length].append(cpu)
-                print(f"round {round_ + 1} {name:>13}: {seen:5} tokens, CPU {cpu / 1e6:9.1f} ms",
-                      flush=True)
+                if length == tokens:
+                    peaks[name].append(peak)
+                print(f"round {round_ + 1} {name:>13}: {seen:5} tokens, CPU {cpu / 1e6:9.1f} ms, "
+                      f"peak RSS {peak:.1f} MB", flush=True)
                 if seen != length:
                     raise SystemExit(f"{name} sent {seen} tokens of {length}")
     print()
     short, most, whole = lengths
     print(f"{'server':>13} " + " ".join(f"{f'{n} tok ms':>12}" for n in lengths)
-          + f" {'last/first':>10} {'x relay':>8}   (medians of {rounds} rounds; spread)")
+          + f" {'last/first':>10} {'x relay':>8} {'peak MB':>8}   (medians of {rounds} rounds; spread)")
     for name, _ in subjects:
         runs = results[name]
         growth = sorted((runs[whole][i] - runs[most][i]) / runs[short][i] for i in range(rounds))
@@ -139,6 +151,7 @@ def main():
         print(f"{name:>13} "
               + " ".join(f"{statistics.median(runs[n]) / 1e6:12.1f}" for n in lengths)
               + f" {statistics.median(growth):10.2f} {statistics.median(ratios):8.2f}"
+              f" {statistics.median(peaks[name]):8.1f}"
               f"   ({growth[0]:.2f}-{growth[-1]:.2f}; {ratios[0]:.2f}-{ratios[-1]:.2f})")
 
 

@@ -13,12 +13,7 @@ WORK=target/guard
 BASE=$WORK/base
 mkdir -p "$WORK"
 source benches/sdk/build.sh
-SHA=$(git rev-parse --verify "$REV^{commit}")
-if [ ! -d "$BASE" ] || [ "$(git -C "$BASE" rev-parse HEAD 2>/dev/null)" != "$SHA" ]; then
-  git worktree remove --force "$BASE" 2>/dev/null || rm -rf "$BASE"
-  git worktree prune
-  git worktree add --detach "$BASE" "$SHA" >/dev/null
-fi
+base_worktree "$REV" "$BASE"
 build_servers "$BASE" "$WORK/base-copy" "$PWD/$WORK/base-target"
 build_working_tree
 python3 benches/callees/answer.py "$BUILT/bench-callee-peers" "$TOKENS" "$ROUNDS" \

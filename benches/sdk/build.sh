@@ -35,3 +35,14 @@ BUILT=target/servers/target/release
 build_working_tree() {
   build_servers "$PWD" target/servers/tree "$PWD/target/servers/target" baseline
 }
+
+# REV checked out in a worktree of its own at BASE (made again when it holds another commit).
+base_worktree() { # REV BASE
+  local sha
+  sha=$(git rev-parse --verify "$1^{commit}")
+  if [ ! -d "$2" ] || [ "$(git -C "$2" rev-parse HEAD 2>/dev/null)" != "$sha" ]; then
+    git worktree remove --force "$2" 2>/dev/null || rm -rf "$2"
+    git worktree prune
+    git worktree add --detach "$2" "$sha" >/dev/null
+  fi
+}
