@@ -453,15 +453,19 @@ pub(crate) struct McpOperation {
 impl McpOperation {
     /// A request of `method` to the MCP server `server` starts; `tool` is the label of the
     /// tool a `tools/call` calls.
-    pub(crate) fn start(server: &Arc<str>, method: &str, tool: Option<&Arc<str>>) -> Self {
+    pub(crate) fn start(
+        server: &Arc<str>,
+        method: Cow<'static, str>,
+        tool: Option<&Arc<str>>,
+    ) -> Self {
         let target = tool.map_or(&**server, |tool| &**tool);
-        let name = format!("{method} {target}");
         let span = tracing::debug_span!(
             "mcp.client.operation",
-            otel.name = &*name,
+            // Written only when the span is recorded.
+            otel.name = tracing::field::display(format_args!("{method} {target}")),
             otel.kind = "client",
             otel.status_code = tracing::field::Empty,
-            mcp.method.name = method,
+            mcp.method.name = &*method,
             gen_ai.tool.name = tool.map(|tool| &**tool),
             gen_ai.operation.name = tool.map(|_| "execute_tool"),
             dependency = &**server,
@@ -469,7 +473,7 @@ impl McpOperation {
         );
         let mut labels = vec![
             metrics::Label::new("dependency", SharedString::from(Arc::clone(server))),
-            metrics::Label::new("mcp.method.name", SharedString::from(method.to_owned())),
+            metrics::Label::new("mcp.method.name", SharedString::from(method)),
         ];
         if let Some(tool) = tool {
             labels.push(metrics::Label::new(

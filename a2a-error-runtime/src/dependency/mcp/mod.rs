@@ -277,8 +277,11 @@ impl McpDependency {
     /// Sends `call` through the layers, recorded as an MCP request; answers once the
     /// cancellations its attempts sent have left.
     async fn send(&self, call: McpCall) -> Result<Box<RawValue>, McpError> {
-        let operation =
-            crate::observe::McpOperation::start(&self.name, &call.method, call.tool.as_ref());
+        let operation = crate::observe::McpOperation::start(
+            &self.name,
+            call.method.clone(),
+            call.tool.as_ref(),
+        );
         let cancels = call.cancels.clone();
         let with_trace = |mut call: McpCall, trace: &_| {
             crate::trace::insert(&mut call.headers, trace);
