@@ -20,6 +20,10 @@
 
 use std::time::{Duration, Instant};
 
+#[path = "loopback.rs"]
+mod loopback;
+use loopback::serve;
+
 use a2a_error::dependency::{McpDependency, PushSender, Receiver};
 use axum::Json;
 use axum::http::HeaderMap;
@@ -38,29 +42,6 @@ fn thread_cpu() -> u64 {
         .next()
         .and_then(|ns| ns.parse().ok())
         .unwrap_or(0)
-}
-
-/// Serves `app` on loopback from a thread of its own; its base URL.
-fn serve(app: axum::Router) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    // Named, so that a profile tells the servers' time from the caller's (`perf report
-    // --comm`).
-    let thread = std::thread::Builder::new().name("server".into());
-    thread
-        .spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app).await
-            })
-        })
-        .unwrap();
-    url
 }
 
 /// An MCP server of one tool, `search`, over streamable HTTP (JSON replies), as small as

@@ -17,6 +17,9 @@ use a2a_error::dependency::{AnyEvent, HttpCall, HttpDependency, OpenAiChat};
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures_util::StreamExt;
 
+#[path = "loopback.rs"]
+mod loopback;
+
 const EVENTS: usize = 10_000;
 
 /// The provider's answer: 10,000 events and the end.
@@ -33,24 +36,10 @@ fn body() -> Vec<u8> {
 /// that the reader's runtime, one thread, is the reader's alone); its base URL.
 fn provider(body: Vec<u8>) -> String {
     let body = bytes::Bytes::from(body);
-    let app = axum::Router::new().fallback(move || {
+    loopback::serve(axum::Router::new().fallback(move || {
         let body = body.clone();
         async move { ([("content-type", "text/event-stream")], body) }
-    });
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, app).await
-        })
-    });
-    url
+    }))
 }
 
 fn call() -> HttpCall {

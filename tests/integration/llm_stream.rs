@@ -724,24 +724,13 @@ async fn the_official_python_client_reads_a_streamed_answer() {
     let deltas = ["Hel", "lo", "!"];
     let model = FaultService::start(HttpAnswer::completion_stream(&deltas)).await;
     let (_agent, url) = agent(model.url(), &[]);
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/python_stream_client.py"
-    );
     for binding in ["JSONRPC", "HTTP+JSON"] {
-        let output = tokio::process::Command::new(&python)
-            .args([script, &url, binding, "hi"])
-            .current_dir(std::env::temp_dir())
-            .output()
-            .await
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{binding}: {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+        let seen = crate::python_interop::run_script(
+            &python,
+            "python_stream_client.py",
+            &[&url, binding, "hi"],
+        )
+        .await;
         assert_eq!(
             seen["kinds"],
             json!([

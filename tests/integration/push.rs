@@ -897,22 +897,14 @@ async fn the_official_python_client_registers_receivers() {
     };
     let (receiver, base) = Receiver::start().await;
     let (_agent, url) = agent(&["--push-allow-private"]);
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/python_push_client.py"
-    );
     for binding in ["JSONRPC", "HTTP+JSON"] {
         let hook = format!("{base}/{}", binding.replace('+', "-"));
-        let output = tokio::process::Command::new(&python)
-            .args([script, &url, binding, &hook])
-            .current_dir(std::env::temp_dir())
-            .output()
-            .await
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{binding}: {stdout}\n{stderr}");
-        let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+        let report = crate::python_interop::run_script(
+            &python,
+            "python_push_client.py",
+            &[&url, binding, &hook],
+        )
+        .await;
         let seen = &report["seen"];
         assert_eq!(
             seen["got_url"],

@@ -4,7 +4,7 @@
 //! fail and say how to install it; `A2A_INTEROP_SKIP=1` skips them on purpose, and then each
 //! says so on stderr (a skip never looks like a pass by accident).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A Python that can import `modules`.
@@ -117,23 +117,7 @@ async fn official_python_grpc_client_reads_the_sdk_agent() {
         return;
     };
     let (_agent, url, _grpc) = crate::common::start_grpc_agent();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/python_grpc_client.py"
-    );
-    let output = tokio::process::Command::new(&python)
-        .args([script, &url])
-        .current_dir(std::env::temp_dir())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let report = run_script(&python, "python_grpc_client.py", &[&url]).await;
     let seen = &report["seen"];
     assert_eq!(
         seen["get_unknown_task"]["class"], "TaskNotFoundError",
@@ -159,25 +143,31 @@ async fn official_python_grpc_client_reads_the_sdk_agent() {
 /// Runs `tests/interop/python_client.py URL BINDING EXTRA…` (the official Python client) and
 /// returns its report; the script failing fails the test.
 async fn run_python_client(
-    python: &PathBuf,
+    python: &Path,
     url: &str,
     binding: &str,
     extra: &[&str],
 ) -> serde_json::Value {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/python_client.py"
-    );
+    let mut args = vec![url, binding];
+    args.extend_from_slice(extra);
+    run_script(python, "python_client.py", &args).await
+}
+
+/// Runs `tests/interop/SCRIPT ARGS…` with `python` (from a directory of its own) and returns
+/// the JSON report it prints; the script failing fails the test, with its output and its
+/// arguments.
+pub(crate) async fn run_script(python: &Path, script: &str, args: &[&str]) -> serde_json::Value {
+    let script = format!("{}/tests/interop/{script}", env!("CARGO_MANIFEST_DIR"));
     let output = tokio::process::Command::new(python)
-        .args([script, url, binding])
-        .args(extra)
+        .arg(&script)
+        .args(args)
         .current_dir(std::env::temp_dir())
         .output()
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{binding}: {stdout}\n{stderr}");
+    assert!(output.status.success(), "{args:?}: {stdout}\n{stderr}");
     serde_json::from_str(stdout.trim()).unwrap()
 }
 

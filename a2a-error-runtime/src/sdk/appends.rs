@@ -17,6 +17,7 @@
 //! notifications receive the joined appends, the marker removed: the same text in fewer
 //! events.
 
+use std::future::Future;
 use std::time::Duration;
 
 use a2a::{Artifact, Part, PartContent, StreamResponse, TaskArtifactUpdateEvent};
@@ -48,6 +49,9 @@ pub(crate) struct Appends {
     sent: bool,
     /// When the oldest text waiting came.
     since: Option<tokio::time::Instant>,
+    /// The timer of the text waiting ([`LATEST`] after `since`), made the first time the
+    /// execution has no event ready while text waits.
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// The text of `update` when it is one text part and nothing else of note.
@@ -83,6 +87,7 @@ impl Appends {
             waiting: String::new(),
             sent,
             since: None,
+            timer: None,
         })
     }
 
@@ -119,9 +124,20 @@ impl Appends {
         self.waiting.len() >= self.given.clamp(LEAST, MOST)
     }
 
-    /// When the oldest text waiting is due at the latest, if any waits.
-    pub(crate) fn deadline(&self) -> Option<tokio::time::Instant> {
-        self.since.map(|since| since + LATEST)
+    /// The text waiting as one append once it has waited [`LATEST`]; else `None`, and `cx`
+    /// is woken when it has.
+    pub(crate) fn poll_waited(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> Option<StreamResponse> {
+        let since = self.since?;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(since + LATEST)));
+        if timer.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        self.join()
     }
 
     /// The text waiting as one append, if any waits.
@@ -132,6 +148,7 @@ impl Appends {
         let text = std::mem::take(&mut self.waiting);
         self.given += text.len();
         self.since = None;
+        self.timer = None;
         let metadata = self
             .sent
             .then(|| std::collections::HashMap::from([(SENT_KEY.to_owned(), Value::Bool(true))]));

@@ -237,8 +237,6 @@ struct Guard {
     /// A forwarded answer's appends, joined for the handler (see `sdk::appends`). Boxed: most
     /// executions forward no answer.
     appends: Option<Box<Appends>>,
-    /// When the answer's text waiting is given at the latest, made when it is not at once.
-    join_at: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     /// An item to handle once the text waiting, given first, has been taken.
     after_join: Option<Item>,
 }
@@ -386,14 +384,12 @@ impl Guard {
                         link.send_token(this.given, token);
                     }
                     if appends.due() {
-                        this.join_at = None;
                         return Poll::Ready(appends.join().map(Ok));
                     }
                     continue;
                 }
                 // Any other item comes after the text waiting.
                 if let Some(joined) = appends.join() {
-                    this.join_at = None;
                     this.after_join = Some(item);
                     return Poll::Ready(Some(Ok(joined)));
                 }
@@ -449,16 +445,8 @@ impl Guard {
     /// is gone; `None` to wait. The timers and the watch are made only when an event is not
     /// ready at once, and then kept for the rest of the execution.
     fn pending(&mut self, cx: &mut std::task::Context<'_>) -> Option<Waited> {
-        if let Some(appends) = &mut self.appends
-            && let Some(deadline) = appends.deadline()
-        {
-            let join_at = self
-                .join_at
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-            if join_at.as_mut().poll(cx).is_ready() {
-                self.join_at = None;
-                return appends.join().map(Waited::Joined);
-            }
+        if let Some(joined) = self.appends.as_mut().and_then(|a| a.poll_waited(cx)) {
+            return Some(Waited::Joined(joined));
         }
         let run = &*self.run;
         let passed = self.expiry.as_mut().is_some_and(|end| end.poll_passed(cx));
@@ -527,7 +515,6 @@ impl Run {
             opening: None,
             given: 0,
             appends: None,
-            join_at: None,
             after_join: None,
         }
         .boxed()
