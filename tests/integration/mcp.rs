@@ -687,7 +687,7 @@ async fn a_program_that_does_not_start_is_down_and_nothing_ran() {
 /// `structuredContent`, parts by the hundred thousand; `call_tool` still has the whole model.
 #[tokio::test]
 async fn tool_reads_text_parts_and_skips_every_other_part_and_member() {
-    let server = FaultMcp::start(&["mixed", "many"]).await;
+    let server = FaultMcp::start(&["mixed", "many", "odd"]).await;
     let mixed = json!({
         "content": [
             {"type": "text", "text": "first"},
@@ -715,6 +715,28 @@ async fn tool_reads_text_parts_and_skips_every_other_part_and_member() {
         panic!("not answered");
     };
     assert_eq!(text.len(), 2 * 100_000 - 1);
+
+    // Not a tool result (content not a list, or an `isError` not a boolean): the server's
+    // fault, said in a word; one that says it failed is the tool's own failure whatever else
+    // it holds. None is sent twice.
+    server.on_tool(
+        "odd",
+        [
+            McpAnswer::result(json!({"content": "text"})),
+            McpAnswer::result(
+                json!({"content": [{"type": "text", "text": "x"}], "isError": "yes"}),
+            ),
+            McpAnswer::result(json!({"content": "text", "isError": true})),
+        ],
+    );
+    let down = ToolOutcome::Unavailable(Unavailable::Down);
+    assert_eq!(tools.tool("odd", q("a")).await, down);
+    assert_eq!(tools.tool("odd", q("a")).await, down);
+    assert_eq!(
+        tools.tool("odd", q("a")).await,
+        ToolOutcome::Failed(String::new())
+    );
+    assert_eq!(server.calls_of("odd").len(), 3);
 }
 
 /// The official MCP Python SDK's server (mcp 2.3.0, streamable HTTP): the session starts, the

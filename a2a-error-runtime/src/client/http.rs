@@ -167,20 +167,6 @@ fn send_error<E>(error: reqwest::Error) -> ClientError<E> {
     }
 }
 
-/// Runs one exchange of `call` within what is left of its deadline (the `Retry` layer has its
-/// own timers; this bounds a transport used on its own, and a streaming reply's first event).
-pub(crate) async fn within_deadline<T, E>(
-    deadline: Option<Instant>,
-    exchange: impl Future<Output = Result<T, ClientError<E>>>,
-) -> Result<T, ClientError<E>> {
-    match deadline {
-        None => exchange.await,
-        Some(deadline) => tokio::time::timeout_at(deadline, exchange)
-            .await
-            .unwrap_or(Err(ClientError::Timeout(Timeout::Total))),
-    }
-}
-
 /// The status and headers of `response`.
 pub(crate) fn http_reply(response: &reqwest::Response) -> ResponseHead {
     ResponseHead {

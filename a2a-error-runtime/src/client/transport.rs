@@ -7,9 +7,10 @@ use reqwest::header::HeaderValue;
 
 use super::error::ClientError;
 use super::flow::{Call, Reply, ReplyFuture};
-use super::http::{self, Http, ReplyLimits};
+use super::http::{Http, ReplyLimits};
 use super::{jsonrpc, rest};
 use crate::resilience::Request as _;
+use crate::resilience::{Timeout, within};
 use crate::wire::error::FromErrorObject;
 use crate::wire::remote::RemoteError;
 
@@ -131,17 +132,17 @@ where
         // A call that starts now must be done by its deadline, or its budget from now.
         let deadline = call.time_limit().deadline_from(tokio::time::Instant::now());
         match &self.binding {
-            Binding::JsonRpc(http) => Box::pin(http::within_deadline(
-                deadline,
+            Binding::JsonRpc(http) => Box::pin(within(
+                deadline.map(|at| (at, Timeout::Total)),
                 jsonrpc::exchange(http.clone(), call, deadline),
             )),
-            Binding::Rest(http) => Box::pin(http::within_deadline(
-                deadline,
+            Binding::Rest(http) => Box::pin(within(
+                deadline.map(|at| (at, Timeout::Total)),
                 rest::exchange(http.clone(), call, deadline),
             )),
             #[cfg(feature = "grpc")]
-            Binding::Grpc(grpc) => Box::pin(http::within_deadline(
-                deadline,
+            Binding::Grpc(grpc) => Box::pin(within(
+                deadline.map(|at| (at, Timeout::Total)),
                 super::grpc::exchange(grpc.clone(), call, deadline),
             )),
         }

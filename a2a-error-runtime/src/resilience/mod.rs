@@ -47,9 +47,9 @@ pub use retry::{
 #[cfg(any(feature = "mcp", feature = "push"))]
 pub(crate) use stack::BreakerSource;
 pub use stack::Stack;
-pub(crate) use timeout::within_time;
 pub use timeout::{
     AttemptTimeout, AttemptTimeoutLayer, Timeout, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,
 };
+pub(crate) use timeout::{within, within_time};
 /// Retry budgets from tower: every call deposits, every retry withdraws.
 pub use tower::retry::budget::{Budget, TpsBudget};

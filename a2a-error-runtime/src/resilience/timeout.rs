@@ -141,6 +141,8 @@ enum Ends {
     Total(Duration),
     /// The attempt's limit from now, or the call's own limit if that comes first.
     Attempt { limit: Duration, call: TimeLimit },
+    /// An instant already known, and what its passing is (none: no limit).
+    At(Option<(Instant, Timeout)>),
 }
 
 impl Ends {
@@ -152,8 +154,22 @@ impl Ends {
                 now.checked_add(limit).map(|at| (at, Timeout::Attempt)),
                 call.deadline_from(now),
             ),
+            Ends::At(at) => at,
         }
     }
+}
+
+/// `future`, failed as `limit`'s [`Timeout`] once its instant passes (no limit: `future`
+/// itself). The one way this crate runs a future until a time: a transport used without the
+/// layers, an MCP attempt's own clock, a stream's first event. A future of its own, not an
+/// `async fn` around `tokio::time::timeout`: each `async` layer would hold `future` once
+/// more, and a request's future is moved whole each time it is.
+pub(crate) fn within<F, T, E>(limit: Option<(Instant, Timeout)>, future: F) -> TimeoutFuture<F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: FromLayer,
+{
+    TimeoutFuture::new(future, Ends::At(limit))
 }
 
 pin_project! {

@@ -28,6 +28,9 @@ pub struct HttpCall {
 pub(super) struct Fixed {
     pub(super) method: Method,
     pub(super) path: String,
+    /// The whole URL, parsed once by whoever made the call (then `path` is empty): a
+    /// URL's parse costs about as much as the rest of a small request.
+    pub(super) url: Option<reqwest::Url>,
     pub(super) headers: HeaderMap,
     pub(super) body: Option<Bytes>,
     pub(super) idempotency_key: Option<HeaderValue>,
@@ -44,6 +47,7 @@ impl HttpCall {
             fixed: Arc::new(Fixed {
                 method,
                 path: path.into(),
+                url: None,
                 headers: HeaderMap::new(),
                 body: None,
                 idempotency_key: None,
@@ -53,6 +57,14 @@ impl HttpCall {
             }),
             limit: TimeLimit::NONE,
         }
+    }
+
+    /// A `method` request to `url`, parsed already (the base URL is not used).
+    #[cfg(any(feature = "mcp", feature = "push"))]
+    pub(in crate::dependency) fn to_url(method: Method, url: reqwest::Url) -> Self {
+        let mut call = HttpCall::new(method, String::new());
+        Arc::make_mut(&mut call.fixed).url = Some(url);
+        call
     }
 
     /// A `GET` of `path`.
@@ -87,6 +99,13 @@ impl HttpCall {
     /// call's own headers already carry a `traceparent`.
     pub(crate) fn with_trace(mut self, trace: &crate::trace::TraceContext) -> Self {
         crate::trace::insert(&mut Arc::make_mut(&mut self.fixed).headers, trace);
+        self
+    }
+
+    /// `headers` in place of the call's.
+    #[cfg(feature = "mcp")]
+    pub(in crate::dependency) fn with_headers(mut self, headers: HeaderMap) -> Self {
+        Arc::make_mut(&mut self.fixed).headers = headers;
         self
     }
 
@@ -146,8 +165,10 @@ impl HttpCall {
         &self.fixed.path
     }
 
-    pub(super) fn fixed(&self) -> &Fixed {
-        &self.fixed
+    /// What the call sends, taken whole when no clone of the call shares it (a call made
+    /// for one attempt), else copied.
+    pub(super) fn into_fixed(self) -> Fixed {
+        Arc::try_unwrap(self.fixed).unwrap_or_else(|shared| (*shared).clone())
     }
 
     pub(in crate::dependency) fn with_target(mut self, target: Arc<str>) -> Self {

@@ -25,7 +25,7 @@ pub use crate::http::sse::StreamEvent;
 use crate::http::sse::{Events, SseError};
 use crate::observe::ModelNames;
 use crate::resilience::breaker::CircuitBreaker;
-use crate::resilience::{Outcome, Request, Timeout, within_time};
+use crate::resilience::{Outcome, Request, Timeout, within, within_time};
 
 /// What a [`StreamFormat`] makes of one event.
 #[derive(Clone, Debug, PartialEq)]
@@ -621,14 +621,21 @@ impl StreamService {
                 None => (None, Timeout::Total),
             };
         let accept = HeaderValue::from_static("text/event-stream");
-        let response = within(open_by, fired, self.http.open(&call, Some(accept))).await?;
+        let response = within(
+            open_by.map(|at| (at, fired)),
+            self.http.open(call, Some(accept)),
+        )
+        .await?;
         let body = bounded_body(response, self.http.max_reply, self.settings.idle, deadline);
         let mut events = Events::new(body, self.settings.max_event);
         let format = self.settings.format.clone();
         // Before the first content event, every failure is the attempt's.
         let mut usage = (None, None);
         let first = loop {
-            let next = within(open_by, fired, async { Ok(events.next().await) }).await?;
+            let next = within(open_by.map(|at| (at, fired)), async {
+                Ok::<_, HttpError>(events.next().await)
+            })
+            .await?;
             let event = match next {
                 None => return Err(lost("the stream closed before its first content event")),
                 Some(Err(SseError::TooLarge)) => {
@@ -670,20 +677,6 @@ impl StreamService {
 fn count(format: &dyn StreamFormat, event: &StreamEvent, usage: &mut (Option<u64>, Option<u64>)) {
     let (input, output) = format.usage(event);
     *usage = (input.or(usage.0), output.or(usage.1));
-}
-
-/// `future`, failed as `fired` once `by` passes.
-async fn within<T>(
-    by: Option<Instant>,
-    fired: Timeout,
-    future: impl Future<Output = Result<T, HttpError>>,
-) -> Result<T, HttpError> {
-    match by {
-        None => future.await,
-        Some(by) => tokio::time::timeout_at(by, future)
-            .await
-            .unwrap_or(Err(Failure::Timeout(fired))),
-    }
 }
 
 fn lost(detail: &str) -> HttpError {

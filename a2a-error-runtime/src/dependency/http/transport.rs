@@ -13,7 +13,7 @@ use super::call::{HttpCall, HttpReply};
 use super::error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
 use crate::dependency::Failure;
 use crate::http::body::{self, BodyError};
-use crate::resilience::{Request, Timeout};
+use crate::resilience::{Request, Timeout, within};
 
 /// Sends an [`HttpCall`] once to a base URL, reading at most `max_reply` bytes of a reply.
 #[derive(Clone, Debug)]
@@ -37,23 +37,18 @@ impl Service<HttpCall> for HttpService {
 
     fn call(&mut self, call: HttpCall) -> Self::Future {
         let this = self.clone();
-        Box::pin(async move {
-            let deadline = call.time_limit().deadline_from(tokio::time::Instant::now());
-            let exchange = this.exchange(call);
-            match deadline {
-                None => exchange.await,
-                // A service used without the layers still ends by the call's deadline.
-                Some(deadline) => tokio::time::timeout_at(deadline, exchange)
-                    .await
-                    .unwrap_or(Err(Failure::Timeout(Timeout::Total))),
-            }
-        })
+        // A service used without the layers still ends by the call's deadline.
+        let deadline = call.time_limit().deadline_from(tokio::time::Instant::now());
+        Box::pin(within(
+            deadline.map(|at| (at, Timeout::Total)),
+            this.exchange(call),
+        ))
     }
 }
 
 impl HttpService {
     async fn exchange(self, call: HttpCall) -> Result<HttpReply, HttpError> {
-        let response = self.open(&call, None).await?;
+        let response = self.open(call, None).await?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = body::read(response, self.max_reply)
@@ -71,48 +66,77 @@ impl HttpService {
     /// kept for logs).
     pub(in crate::dependency) async fn open(
         &self,
-        call: &HttpCall,
+        call: HttpCall,
         accept: Option<HeaderValue>,
     ) -> Result<reqwest::Response, HttpError> {
-        let fixed = call.fixed();
-        let url = format!("{}{}", self.base, fixed.path);
-        let url = reqwest::Url::parse(&url).map_err(|error| {
-            Failure::Failed(HttpFailure::Invalid {
-                detail: format!("not a URL: {error}"),
-            })
-        })?;
-        let mut request = self
-            .http
-            .request(fixed.method.clone(), url)
-            .headers(self.headers.clone())
-            .headers(fixed.headers.clone());
-        if let Some(accept) = accept {
-            request = request.header(reqwest::header::ACCEPT, accept);
-        }
-        if let Some(key) = &fixed.idempotency_key {
-            request = request.header(self.idempotency_header.clone(), key.clone());
-        }
-        if let (Some(name), Some(left)) = (&self.deadline_header, call.time_limit().time_left()) {
-            let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
-            request = request.header(name.clone(), HeaderValue::from(millis));
-        }
-        if let Some(body) = &fixed.body {
-            request = request.body(body.clone());
-        }
-        let response = request.send().await.map_err(send_error)?;
+        // Made before the first await, in a function of its own: nothing of the call is
+        // held by the future while the request is out.
+        let request = self.request(call, accept)?;
+        let response = self.http.execute(request).await.map_err(send_error)?;
         if response.status().is_success() {
             return Ok(response);
         }
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let excerpt = body::excerpt(response, EXCERPT_BYTES).await;
-        Err(Failure::Failed(HttpFailure::Status(StatusFailure::read(
-            status,
-            &headers,
-            &excerpt,
-            SystemTime::now(),
-        ))))
+        // Boxed: a future holds the room of every path it may take, and this rare one's
+        // (the body's excerpt) would be copied with every attempt's future.
+        Err(Box::pin(refused(response)).await)
     }
+
+    /// The request `call` is (with `accept`, when given).
+    fn request(
+        &self,
+        call: HttpCall,
+        accept: Option<HeaderValue>,
+    ) -> Result<reqwest::Request, HttpError> {
+        let time_left = call.time_limit().time_left();
+        let fixed = call.into_fixed();
+        let url = match fixed.url {
+            Some(url) => url,
+            None => {
+                reqwest::Url::parse(&format!("{}{}", self.base, fixed.path)).map_err(|error| {
+                    Failure::Failed(HttpFailure::Invalid {
+                        detail: format!("not a URL: {error}"),
+                    })
+                })?
+            }
+        };
+        // The call's headers moved into the request, the dependency's own beside them
+        // (a name the call sets is the call's alone), then the rest appended.
+        let mut request = reqwest::Request::new(fixed.method, url);
+        let headers = request.headers_mut();
+        *headers = fixed.headers;
+        for name in self.headers.keys() {
+            if !headers.contains_key(name) {
+                for value in self.headers.get_all(name) {
+                    headers.append(name.clone(), value.clone());
+                }
+            }
+        }
+        if let Some(accept) = accept {
+            headers.append(reqwest::header::ACCEPT, accept);
+        }
+        if let Some(key) = fixed.idempotency_key {
+            headers.append(self.idempotency_header.clone(), key);
+        }
+        if let (Some(name), Some(left)) = (&self.deadline_header, time_left) {
+            let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+            headers.append(name.clone(), HeaderValue::from(millis));
+        }
+        *request.body_mut() = fixed.body.map(Into::into);
+        Ok(request)
+    }
+}
+
+/// A non-2xx reply as the failure it is, a few bytes of its body kept for logs.
+async fn refused(response: reqwest::Response) -> HttpError {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let excerpt = body::excerpt(response, EXCERPT_BYTES).await;
+    Failure::Failed(HttpFailure::Status(StatusFailure::read(
+        status,
+        &headers,
+        &excerpt,
+        SystemTime::now(),
+    )))
 }
 
 fn send_error(error: reqwest::Error) -> HttpError {
@@ -139,5 +163,86 @@ pub(in crate::dependency) fn read_error(error: BodyError) -> HttpError {
         BodyError::Broken(error) => Failure::Failed(HttpFailure::Transport {
             detail: error.to_string(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service() -> HttpService {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-team", HeaderValue::from_static("search"));
+        headers.append("x-tag", HeaderValue::from_static("one"));
+        headers.append("x-tag", HeaderValue::from_static("two"));
+        HttpService {
+            http: reqwest::Client::new(),
+            base: Arc::from("http://127.0.0.1:9/api"),
+            max_reply: 1 << 10,
+            headers,
+            deadline_header: Some(HeaderName::from_static("a2a-deadline-ms")),
+            idempotency_header: HeaderName::from_static("idempotency-key"),
+        }
+    }
+
+    fn values<'a>(request: &'a reqwest::Request, name: &str) -> Vec<&'a str> {
+        let all = request.headers().get_all(name).iter();
+        all.map(|value| value.to_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_request_carries_the_calls_headers_over_the_dependencys_own() {
+        let mut call = HttpCall::post("/v1/chat?x=1")
+            .header(
+                HeaderName::from_static("x-tag"),
+                HeaderValue::from_static("mine"),
+            )
+            .idempotency_key(HeaderValue::from_static("key-1"))
+            .body(&b"{}"[..]);
+        call.set_time_limit(
+            call.time_limit()
+                .with_budget(std::time::Duration::from_secs(3)),
+        );
+        let accept = HeaderValue::from_static("text/event-stream");
+        let request = service().request(call, Some(accept)).unwrap();
+        assert_eq!(request.url().as_str(), "http://127.0.0.1:9/api/v1/chat?x=1");
+        assert_eq!(request.method(), reqwest::Method::POST);
+        // A name the call sets is the call's alone; the others are the dependency's.
+        assert_eq!(values(&request, "x-tag"), ["mine"]);
+        assert_eq!(values(&request, "x-team"), ["search"]);
+        assert_eq!(values(&request, "accept"), ["text/event-stream"]);
+        assert_eq!(values(&request, "idempotency-key"), ["key-1"]);
+        let left: u64 = values(&request, "a2a-deadline-ms")[0].parse().unwrap();
+        assert!((1..=3000).contains(&left), "{left}");
+        let body = request.body().and_then(|body| body.as_bytes());
+        assert_eq!(body, Some(&b"{}"[..]));
+
+        // A path that makes no URL is refused as the call's fault, never sent.
+        let unbased = HttpService {
+            base: Arc::from(""),
+            ..service()
+        };
+        let error = unbased.request(HttpCall::get("not a url"), None);
+        assert!(matches!(
+            error,
+            Err(Failure::Failed(HttpFailure::Invalid { .. }))
+        ));
+    }
+
+    #[cfg(any(feature = "mcp", feature = "push"))]
+    #[test]
+    fn a_call_made_with_its_url_goes_there() {
+        // A call made with its URL parsed goes there, the base unused; a shared call (as the
+        // retry layer keeps one per attempt) is copied, not emptied.
+        let url = reqwest::Url::parse("http://10.0.0.1:8080/hook").unwrap();
+        let call = HttpCall::to_url(reqwest::Method::POST, url);
+        let kept = call.clone();
+        let request = service().request(call, None).unwrap();
+        assert_eq!(request.url().as_str(), "http://10.0.0.1:8080/hook");
+        assert_eq!(values(&request, "x-tag"), ["one", "two"]);
+        assert!(request.headers().get("accept").is_none());
+        assert_eq!(kept.method(), reqwest::Method::POST);
+        let again = service().request(kept, None).unwrap();
+        assert_eq!(again.url().as_str(), "http://10.0.0.1:8080/hook");
     }
 }

@@ -41,6 +41,9 @@ pub(super) struct McpCall {
     pub(super) limit: TimeLimit,
     pub(super) repeatable: Option<bool>,
     pub(super) breaker: Option<CircuitBreaker>,
+    /// Only a tool result's text is wanted: read in the attempt, with `isError`, in one
+    /// pass over the result (see [`Answer`](super::read::Answer)).
+    pub(super) text_only: bool,
     /// The trace headers, from the call's span.
     pub(super) headers: HeaderMap,
     pub(super) cancels: Cancels,
@@ -58,6 +61,7 @@ impl McpCall {
             limit: TimeLimit::NONE,
             repeatable,
             breaker: None,
+            text_only: false,
             headers: HeaderMap::new(),
             cancels: Cancels::default(),
         }

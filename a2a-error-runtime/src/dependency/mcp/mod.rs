@@ -26,10 +26,11 @@ use tracing::Instrument;
 use call::McpCall;
 pub use error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError};
 pub use outcome::{ToolOutcome, Unavailable};
+use read::Answer;
 use stdio::{Program, StdioService};
 pub use tools::MAX_TOOLS;
 use tools::Tools;
-use transport::{McpService, Session};
+use transport::{McpServer, McpService, Session};
 
 use super::http::HttpService;
 use crate::dependency::{Failure, HttpFailure};
@@ -87,7 +88,7 @@ use crate::resilience::{
 #[derive(Clone)]
 pub struct McpDependency {
     name: Arc<str>,
-    service: BoxCloneSyncService<McpCall, Box<RawValue>, McpError>,
+    service: BoxCloneSyncService<McpCall, Answer, McpError>,
     session: Arc<Session>,
     tools: Arc<Tools>,
     /// The session whose tools were last listed (0: none).
@@ -176,7 +177,8 @@ impl McpDependency {
         let epoch = self.session.epoch();
         let result = self
             .send(McpCall::new(self.name.clone(), "tools/list"))
-            .await?;
+            .await
+            .and_then(whole)?;
         let names = self
             .tools
             .listed(result.get())
@@ -200,16 +202,21 @@ impl McpDependency {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallToolResult, McpError> {
-        let result = self.send_tool(name, arguments).await?;
+        let result = self
+            .send_tool(name, arguments, false)
+            .await
+            .and_then(whole)?;
         serde_json::from_str(result.get()).map_err(|_| protocol("a tool result that is not one"))
     }
 
-    /// [`call_tool`](Self::call_tool)'s request: the result as the server wrote it.
+    /// [`call_tool`](Self::call_tool)'s request: the result as the server wrote it, or
+    /// only its text (`text_only`).
     async fn send_tool(
         &self,
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Box<RawValue>, McpError> {
+        text_only: bool,
+    ) -> Result<Answer, McpError> {
         let listed = self.listed.load(Ordering::Acquire);
         if listed == 0 || listed != self.session.epoch() {
             match self.list_tools().await {
@@ -235,6 +242,7 @@ impl McpDependency {
         call.tool = Some(tool.label);
         call.breaker = tool.breaker;
         call.repeatable = idempotent.then_some(true);
+        call.text_only = text_only;
         self.send(call).await
     }
 
@@ -246,12 +254,18 @@ impl McpDependency {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> ToolOutcome {
-        let read = self.send_tool(name, arguments).await.and_then(|result| {
-            serde_json::from_str::<read::ToolText>(result.get())
-                .map_err(|_| protocol("a tool result that is not one"))
-        });
+        let read = self
+            .send_tool(name, arguments, true)
+            .await
+            .and_then(|answer| match answer {
+                Answer::Text(text) => Ok(text),
+                // A result the attempt could not read as text: read again, to say why.
+                Answer::Result(result) => serde_json::from_str::<read::ToolText>(result.get())
+                    .map(|read| read.content.text)
+                    .map_err(|_| protocol("a tool result that is not one")),
+            });
         match read {
-            Ok(read) => ToolOutcome::Answered(read.content.text),
+            Ok(text) => ToolOutcome::Answered(text),
             Err(error) => ToolOutcome::of(Err(error)),
         }
     }
@@ -270,13 +284,13 @@ impl McpDependency {
         };
         let mut call = McpCall::new(self.name.clone(), method.to_owned());
         call.params = Some(Arc::new(params));
-        let result = self.send(call).await?;
+        let result = self.send(call).await.and_then(whole)?;
         serde_json::from_str(result.get()).map_err(|_| protocol("a result that is not one"))
     }
 
     /// Sends `call` through the layers, recorded as an MCP request; answers once the
     /// cancellations its attempts sent have left.
-    async fn send(&self, call: McpCall) -> Result<Box<RawValue>, McpError> {
+    async fn send(&self, call: McpCall) -> Result<Answer, McpError> {
         let operation = crate::observe::McpOperation::start(
             &self.name,
             call.method.clone(),
@@ -287,7 +301,7 @@ impl McpDependency {
             crate::trace::insert(&mut call.headers, trace);
             call
         };
-        let status_of = |result: &Result<Box<RawValue>, McpError>| match result {
+        let status_of = |result: &Result<Answer, McpError>| match result {
             Ok(_) => Some(200),
             Err(Failure::Failed(McpFailure::Http(HttpFailure::Status(status)))) => {
                 Some(status.status)
@@ -307,6 +321,14 @@ impl McpDependency {
         cancels.sent().await;
         operation.ended(result.as_ref().err().map(|error| error.failure_reason()));
         result
+    }
+}
+
+/// The whole result of a request that asked for it.
+fn whole(answer: Answer) -> Result<Box<RawValue>, McpError> {
+    match answer {
+        Answer::Result(result) => Ok(result),
+        Answer::Text(_) => Err(protocol("a result read as text alone")),
     }
 }
 
@@ -428,21 +450,26 @@ impl McpDependencyBuilder {
         let session = Arc::new(Session::default());
         let ids = Arc::new(AtomicI64::new(1));
         let service = match settings.endpoint {
-            Endpoint::Http(url) => BoxCloneSyncService::new(stack.service(McpService {
-                http: HttpService {
-                    http: settings.http.client()?,
-                    base: url.into(),
-                    max_reply: settings.max_reply,
-                    headers: Default::default(),
-                    deadline_header: None,
-                    idempotency_header: reqwest::header::HeaderName::from_static("idempotency-key"),
-                },
-                session: session.clone(),
-                ids,
-                attempt,
-                progress_up_to: settings.progress_up_to,
-                max_event: settings.max_event,
-            })),
+            Endpoint::Http(url) => {
+                BoxCloneSyncService::new(stack.service(McpService::new(McpServer {
+                    http: HttpService {
+                        http: settings.http.client()?,
+                        base: Arc::from(""),
+                        max_reply: settings.max_reply,
+                        headers: Default::default(),
+                        deadline_header: None,
+                        idempotency_header: reqwest::header::HeaderName::from_static(
+                            "idempotency-key",
+                        ),
+                    },
+                    url: parse_url(&url)?,
+                    session: session.clone(),
+                    ids,
+                    attempt,
+                    progress_up_to: settings.progress_up_to,
+                    max_event: settings.max_event,
+                })))
+            }
             Endpoint::Stdio(program) => BoxCloneSyncService::new(stack.service(StdioService {
                 program,
                 session: session.clone(),

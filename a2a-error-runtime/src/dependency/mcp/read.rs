@@ -12,6 +12,7 @@ use std::fmt;
 use rmcp::model::{CallToolResult, ProtocolVersion};
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 
 /// What this client reads of an `initialize` result: the version the server chose. The
 /// other members must be there (it is an initialize result) and are skipped unread.
@@ -38,6 +39,25 @@ pub(super) struct ErrorRead<'a> {
 /// Whether it is the tool's own failure (`isError`) is read before, by the transport.
 #[derive(Deserialize)]
 pub(super) struct ToolText {
+    #[serde(default)]
+    pub(super) content: Texts,
+}
+
+/// A request's answer, as its caller asked for it.
+pub(super) enum Answer {
+    /// The result as the server wrote it.
+    Result(Box<RawValue>),
+    /// A tool result's text parts joined, read with its `isError` in one pass (the
+    /// result is not kept).
+    Text(String),
+}
+
+/// A tool's result when only its text is wanted: whether it is the tool's own failure, and
+/// its text parts.
+#[derive(Deserialize)]
+pub(super) struct ToolRead {
+    #[serde(default, rename = "isError")]
+    pub(super) is_error: Option<bool>,
     #[serde(default)]
     pub(super) content: Texts,
 }

@@ -23,8 +23,9 @@ use tower::Service;
 
 use super::call::McpCall;
 use super::error::{McpError, McpFailure};
+use super::read::Answer;
 use super::transport::{
-    Clock, Incoming, call_body, incoming, notification_body, request_body, tool_error,
+    Clock, Incoming, answer, call_body, incoming, notification_body, request_body,
 };
 use crate::dependency::{Failure, HttpFailure};
 use crate::resilience::Timeout;
@@ -79,9 +80,9 @@ struct Waiter {
 }
 
 impl Service<McpCall> for StdioService {
-    type Response = Box<RawValue>;
+    type Response = Answer;
     type Error = McpError;
-    type Future = Pin<Box<dyn Future<Output = Result<Box<RawValue>, McpError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Answer, McpError>> + Send>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
@@ -99,11 +100,7 @@ impl Service<McpCall> for StdioService {
             let id = this.ids.fetch_add(1, Ordering::Relaxed);
             let body = call_body(id, &call, this.progress_up_to.map(|_| id), true)?;
             let result = process.ask(id, body, &mut clock).await;
-            let result = result?;
-            if call.tool.is_some() {
-                tool_error(&result)?;
-            }
-            Ok(result)
+            answer(&call, result?)
         })
     }
 }

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use reqwest::Method;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
     ClientCapabilities, Implementation, InitializeRequestParams, NumberOrString, ProtocolVersion,
 };
@@ -23,11 +24,11 @@ use tower::Service;
 
 use super::call::{Cancels, McpCall};
 use super::error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError, cut};
-use super::read::{ErrorRead, Initialized, ToolText};
+use super::read::{Answer, ErrorRead, Initialized, ToolRead, ToolText};
 use crate::dependency::http::{HttpService, read_error};
 use crate::dependency::{Failure, HttpCall, HttpFailure};
 use crate::http::sse::{Events, SseError};
-use crate::resilience::Timeout;
+use crate::resilience::{Timeout, TimeoutFuture, within};
 use crate::wire::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER};
 
 /// The session header of streamable HTTP.
@@ -38,10 +39,16 @@ const MAX_SESSION_ID: usize = 1024;
 /// How long a cancellation may take once sent on its own (the caller waits less).
 const CANCEL_LIMIT: Duration = Duration::from_secs(5);
 
-/// Sends an [`McpCall`] once, in the server's session.
+/// Sends an [`McpCall`] once, in the server's session. Cloned for every attempt: what it
+/// holds is shared.
 #[derive(Clone)]
-pub(super) struct McpService {
+pub(super) struct McpService(Arc<McpServer>);
+
+/// What an [`McpService`] knows of its server and sends with every request.
+pub(super) struct McpServer {
     pub(super) http: HttpService,
+    /// The endpoint, parsed once.
+    pub(super) url: reqwest::Url,
     pub(super) session: Arc<Session>,
     pub(super) ids: Arc<AtomicI64>,
     /// The attempt timeout, kept here (not as a layer) so that progress can extend it.
@@ -49,6 +56,20 @@ pub(super) struct McpService {
     /// How far progress notifications may extend an attempt, from its start.
     pub(super) progress_up_to: Option<Duration>,
     pub(super) max_event: usize,
+}
+
+impl McpService {
+    pub(super) fn new(server: McpServer) -> Self {
+        McpService(Arc::new(server))
+    }
+}
+
+impl std::ops::Deref for McpService {
+    type Target = McpServer;
+
+    fn deref(&self) -> &McpServer {
+        &self.0
+    }
 }
 
 /// The server's session, shared by every clone of the dependency: its id and protocol
@@ -80,17 +101,16 @@ pub(super) struct Live {
 }
 
 impl Service<McpCall> for McpService {
-    type Response = Box<RawValue>;
+    type Response = Answer;
     type Error = McpError;
-    type Future = Pin<Box<dyn Future<Output = Result<Box<RawValue>, McpError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Answer, McpError>> + Send>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, call: McpCall) -> Self::Future {
-        let this = self.clone();
-        Box::pin(async move { this.attempt(call).await })
+        Box::pin(self.clone().attempt(call))
     }
 }
 
@@ -141,16 +161,16 @@ impl Clock {
     }
 
     /// `future`, failed as the limit that fires first.
-    pub(super) async fn within<T>(
-        &self,
-        future: impl Future<Output = Result<T, McpError>>,
-    ) -> Result<T, McpError> {
-        clock_within(self.firing(), future).await
+    pub(super) fn within<F, T>(&self, future: F) -> TimeoutFuture<F>
+    where
+        F: Future<Output = Result<T, McpError>>,
+    {
+        within(self.firing(), future)
     }
 }
 
 impl McpService {
-    async fn attempt(self, call: McpCall) -> Result<Box<RawValue>, McpError> {
+    async fn attempt(self, call: McpCall) -> Result<Answer, McpError> {
         let deadline = call.limit.deadline_from(Instant::now());
         let mut clock = Clock::new(self.attempt, self.progress_up_to, deadline);
         let live = self.live(&call, &clock).await?;
@@ -180,17 +200,17 @@ impl McpService {
         {
             return Ok(live.clone());
         }
-        clock
-            .within(async {
-                let mut live = self.session.live.lock().await;
-                if let Some(live) = &*live {
-                    return Ok(live.clone());
-                }
-                let started = Box::pin(self.initialize(call, clock)).await?;
-                *live = Some(started.clone());
-                Ok(started)
-            })
-            .await
+        // The first call, or the first after a session was lost: boxed, as every rare path.
+        Box::pin(clock.within(async {
+            let mut live = self.session.live.lock().await;
+            if let Some(live) = &*live {
+                return Ok(live.clone());
+            }
+            let started = self.initialize(call, clock).await?;
+            *live = Some(started.clone());
+            Ok(started)
+        }))
+        .await
     }
 
     async fn forget(&self, gone: &Live) {
@@ -243,7 +263,7 @@ impl McpService {
         call: &McpCall,
         live: &Live,
         clock: &mut Clock,
-    ) -> Result<Box<RawValue>, McpError> {
+    ) -> Result<Answer, McpError> {
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
         let token = self.progress_up_to.map(|_| id);
         let body = call_body(id, call, token, false)?;
@@ -265,11 +285,7 @@ impl McpService {
             // Answered, refused, or never sent (no connection): nothing left running.
             _ => pending.service = None,
         }
-        let result = result?;
-        if call.tool.is_some() {
-            tool_error(&result)?;
-        }
-        Ok(result)
+        answer(call, result?)
     }
 
     /// POSTs `body` in `live`'s session (none for `initialize`): the reply's head.
@@ -279,23 +295,26 @@ impl McpService {
         live: Option<&Live>,
         body: Bytes,
     ) -> Result<reqwest::Response, McpError> {
-        let mut http = HttpCall::post("")
-            .body(body)
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // One map, made at its size: the trace, the session, the type.
+        let mut headers = HeaderMap::with_capacity(call.headers.len() + 3);
         for (name, value) in &call.headers {
-            http = http.header(name.clone(), value.clone());
+            headers.append(name.clone(), value.clone());
         }
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(live) = live {
             if let Some(id) = &live.id {
-                http = http.header(SESSION_HEADER, id.clone());
+                headers.insert(SESSION_HEADER, id.clone());
             }
             if let Some(version) = &live.version {
-                http = http.header(VERSION_HEADER, version.clone());
+                headers.insert(VERSION_HEADER, version.clone());
             }
         }
+        let http = HttpCall::to_url(Method::POST, self.url.clone())
+            .body(body)
+            .with_headers(headers);
         let accept = HeaderValue::from_static("application/json, text/event-stream");
         self.http
-            .open(&http, Some(accept))
+            .open(http, Some(accept))
             .await
             .map_err(|error| error.map(McpFailure::Http))
     }
@@ -347,7 +366,9 @@ impl McpService {
         });
         let mut events = Events::new(Box::pin(body), self.max_event);
         loop {
-            let next = clock_within(clock.firing(), async { Ok(events.next().await) }).await?;
+            let next = clock
+                .within(async { Ok::<_, McpError>(events.next().await) })
+                .await?;
             let event = match next {
                 None => return Err(lost("the stream ended before the answer")),
                 Some(Ok(event)) => event,
@@ -382,19 +403,6 @@ impl McpService {
 enum Fault {
     Broken,
     TooLarge(usize),
-}
-
-/// `future`, failed as the limit that fires at `by`.
-async fn clock_within<T>(
-    by: Option<(Instant, Timeout)>,
-    future: impl Future<Output = Result<T, McpError>>,
-) -> Result<T, McpError> {
-    match by {
-        None => future.await,
-        Some((at, fired)) => tokio::time::timeout_at(at, future)
-            .await
-            .unwrap_or(Err(Failure::Timeout(fired))),
-    }
 }
 
 /// A request sent and not yet answered: dropped or cancelled while its service is still set,
@@ -493,9 +501,30 @@ pub(super) fn incoming(json: &[u8]) -> Result<Incoming, McpError> {
     })
 }
 
+/// The result of `call` as its caller wants it: a tool's own failure (`isError: true`) is
+/// the attempt's; a tool result whose text alone is wanted is read here, in the same pass.
+pub(super) fn answer(call: &McpCall, result: Box<RawValue>) -> Result<Answer, McpError> {
+    if call.tool.is_none() {
+        return Ok(Answer::Result(result));
+    }
+    if call.text_only
+        && let Ok(read) = serde_json::from_str::<ToolRead>(result.get())
+    {
+        if read.is_error == Some(true) {
+            return Err(Failure::Failed(McpFailure::Tool(ToolError {
+                text: cut(read.content.text, TOOL_TEXT_BYTES),
+            })));
+        }
+        return Ok(Answer::Text(read.content.text));
+    }
+    // Not a result this client can read as text: the whole result, checked as before.
+    tool_error(&result)?;
+    Ok(Answer::Result(result))
+}
+
 /// A tool's own failure (`isError: true`) as the attempt's failure, its text kept for the
 /// model.
-pub(super) fn tool_error(result: &RawValue) -> Result<(), McpError> {
+fn tool_error(result: &RawValue) -> Result<(), McpError> {
     #[derive(Deserialize)]
     struct Flag {
         #[serde(default, rename = "isError")]

@@ -60,6 +60,8 @@ pub struct Receiver {
     url: String,
     /// `url` parsed, once: a URL's parse costs about as much as the rest of a delivery.
     parsed: reqwest::Url,
+    /// Its origin (scheme, host, port), the key of its breaker and bulkhead.
+    origin: String,
     headers: HeaderMap,
 }
 
@@ -97,6 +99,7 @@ impl Receiver {
         }
         Ok(Receiver {
             url,
+            origin: parsed.origin().ascii_serialization(),
             parsed,
             headers,
         })
@@ -242,9 +245,8 @@ impl PushSender {
         let Ok(id_value) = HeaderValue::from_str(id) else {
             return Delivery::Rejected { status: 0 };
         };
-        let origin = url.origin().ascii_serialization();
-        let service = self.service(&origin);
-        let mut http = crate::dependency::HttpCall::post(url.as_str())
+        let service = self.service(&receiver.origin);
+        let mut http = crate::dependency::HttpCall::to_url(reqwest::Method::POST, url.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(WEBHOOK_ID, id_value)
             .body(body.clone())
