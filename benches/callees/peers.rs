@@ -85,7 +85,9 @@ struct Relay {
 }
 
 /// The plain relay: the model's tokens, each written out as an SSE event.
-async fn relay(State(relay): State<Relay>) -> impl IntoResponse {
+// The request's body is read (and dropped): one left unread makes hyper close the
+// connection at the answer's end with bytes unread, which a reader may see as a reset.
+async fn relay(State(relay): State<Relay>, _request: Bytes) -> impl IntoResponse {
     let request = serde_json::json!({"model": "primary", "stream": true,
         "messages": [{"role": "user", "content": "relay"}]});
     let reply = relay
