@@ -41,6 +41,18 @@ pub(crate) fn inherited() -> Option<Instant> {
     crate::inherited::read(|inherited| inherited.deadline).flatten()
 }
 
+/// What a request served in `trace` until `end` passes on to its calls: its trace, and the
+/// earlier of `end` and a deadline already in force. Every server's scope is this.
+pub(crate) fn served(
+    trace: crate::wire::trace::TraceContext,
+    end: Option<Instant>,
+) -> crate::inherited::Inherited {
+    crate::inherited::Inherited {
+        trace: Some(trace),
+        deadline: earliest(end, inherited()),
+    }
+}
+
 /// The deadline a call made now to a downstream agent or dependency inherits from the request
 /// being served: what is left of it less a tenth (at most [`MARGIN`]), so that our reply can
 /// still reach our caller. `Ok(None)` when no request deadline is in force; `Err(())` when
@@ -176,13 +188,6 @@ impl Expiry {
             .poll(cx)
             .is_ready()
     }
-}
-
-/// The caller's deadline in `headers`, read on arrival: the earliest `A2A-Deadline-Ms` when
-/// there are several (a proxy added one), so that no hop can extend what a caller allowed.
-#[cfg(feature = "sdk")]
-pub(crate) fn from_headers(headers: &axum::http::HeaderMap) -> Option<Instant> {
-    from_left(crate::server::Known::read(headers).deadline_left)
 }
 
 /// The deadline `left` from now (an `A2A-Deadline-Ms` read on arrival).

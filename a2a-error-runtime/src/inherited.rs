@@ -3,7 +3,8 @@
 //! task-local. One rather than one each: a request's handler then runs inside one scope,
 //! which each poll of it enters and leaves (two scopes' polls were ~1.8 % of an error reply's
 //! instructions, one is half that), and what the SDK bridge carries into its executor's task
-//! is one value.
+//! is one value. Storage only: what is put in it is decided by [`deadline`](crate::deadline)
+//! (which stands on this file) and the servers.
 
 use std::future::Future;
 
@@ -19,17 +20,6 @@ pub(crate) struct Inherited {
     pub(crate) trace: Option<TraceContext>,
     /// The deadline of the request being served.
     pub(crate) deadline: Option<Instant>,
-}
-
-impl Inherited {
-    /// What a request served in `trace` until `end` passes on to its calls: its trace, and
-    /// the earlier of `end` and a deadline already in force. Every server's scope is this.
-    pub(crate) fn served(trace: TraceContext, end: Option<Instant>) -> Inherited {
-        Inherited {
-            trace: Some(trace),
-            deadline: crate::deadline::earliest(end, crate::deadline::inherited()),
-        }
-    }
 }
 
 tokio::task_local! {

@@ -44,7 +44,7 @@ pub(crate) fn scope<F: Future>(
     context: TraceContext,
     future: F,
 ) -> tokio::task::futures::TaskLocalFuture<crate::inherited::Inherited, F> {
-    crate::inherited::scope(crate::inherited::Inherited::served(context, None), future)
+    crate::inherited::scope(crate::deadline::served(context, None), future)
 }
 
 /// What a call whose span is `span` sends: the trace being served, from that span (its
@@ -81,17 +81,6 @@ pub(crate) fn insert(headers: &mut reqwest::header::HeaderMap, trace: &TraceCont
             headers.insert(STATE, state);
         }
     }
-}
-
-/// The trace a request served with `headers` runs in, as `span`: the caller's
-/// (`traceparent`, exactly one, and its `tracestate`), from `span` (with `otel`, the caller's
-/// span becomes its parent and its id is OpenTelemetry's); else a new trace. Headers beyond
-/// the bounds of [`TraceContext::parse`] are ignored, never an error.
-#[cfg(feature = "sdk")]
-pub(crate) fn served(headers: &axum::http::HeaderMap, span: &tracing::Span) -> TraceContext {
-    let known = crate::server::Known::read(headers);
-    let caller = caller_by(known.traceparent.once(), known.tracestate.once());
-    served_as(caller.as_ref(), span)
 }
 
 /// The caller's trace context, from its `traceparent` and `tracestate` values when each came

@@ -602,6 +602,20 @@ async fn push_configs_are_shared_bounded_and_go_with_their_task() {
         .await
         .unwrap_err();
     assert_eq!(missing.code, a2a::error_code::TASK_NOT_FOUND);
+    // Checked as the memory store checks a config (sdk/push/memory.rs): an id no task has
+    // (empty, over 256 bytes), an over-long config id or no URL is INVALID_PARAMS.
+    let long = "t".repeat(257);
+    let no_url: a2a::TaskPushNotificationConfig =
+        serde_json::from_value(json!({"url": "", "taskId": "t-push", "id": "c"})).unwrap();
+    for refused in [
+        config("", "c"),
+        config(&long, "c"),
+        config("t-push", &long),
+        no_url,
+    ] {
+        let error = a.push_configs().save(refused).await.unwrap_err();
+        assert_eq!(error.code, a2a::error_code::INVALID_PARAMS, "{error:?}");
+    }
 
     a.create(working("t-push", 10)).await.unwrap();
     let before = a.weighed_bytes().await.unwrap();

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use reqwest::header::HeaderValue;
 
 use super::typed::Client;
-use crate::client::{ClientError, DEFAULT_VERSION, ReplyLimits, Transport};
+use crate::client::error::ClientError;
+use crate::client::http::{DEFAULT_VERSION, ReplyLimits};
+use crate::client::transport::Transport;
 use crate::http::{BuildError, HttpSettings, parse_url};
 use crate::resilience::{CalleeSettings, HedgeConfig, HedgeDelay, OverHttp, StackBuilder};
 use crate::wire::error::{A2aError, FromErrorObject};

@@ -82,7 +82,7 @@ pub enum ClientError<E = RemoteError> {
         http: Option<Box<ResponseHead>>,
     },
     /// The reply, or one event of a stream, was larger than the client's limit
-    /// ([`ReplyLimits`](super::ReplyLimits)); reading stopped there.
+    /// ([`ReplyLimits`](crate::client::http::ReplyLimits)); reading stopped there.
     ReplyTooLarge {
         /// The limit in bytes.
         limit: usize,

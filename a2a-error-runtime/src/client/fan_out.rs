@@ -13,8 +13,9 @@ use futures_util::stream::FuturesUnordered;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::client::CHAIN_BYTES;
-use crate::client::{ClientError, Downstream};
+use crate::client::downstream::CHAIN_BYTES;
+use crate::client::downstream::Downstream;
+use crate::client::error::ClientError;
 use crate::resilience::{Answered, FallbackError};
 use crate::wire::code::{self, CodeRow};
 use crate::wire::data::DataSink;

@@ -24,13 +24,11 @@ mod transport;
 pub(crate) mod typed;
 
 pub use builder::AgentSettings;
-pub(crate) use downstream::CHAIN_BYTES;
 pub use downstream::Downstream;
 pub use error::{BoxError, ClientError, ErrorReply, ResponseHead};
 pub use fan_out::{Branches, FanOut, FanOutError, FanOutResult, Settle};
 #[cfg(test)]
 pub(crate) use flow::ReplyFuture;
 pub use flow::{Call, EventStream, RawJson, Reply};
-pub(crate) use http::DEFAULT_VERSION;
 pub use http::ReplyLimits;
 pub use transport::Transport;

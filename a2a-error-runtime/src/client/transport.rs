@@ -83,7 +83,10 @@ impl<E> Transport<E> {
     /// message as an event) and a status's header block within
     /// [`MAX_HEADER_LIST_BYTES`](crate::grpc::MAX_HEADER_LIST_BYTES).
     #[cfg(feature = "grpc")]
-    pub fn grpc(url: &str, connect_timeout: std::time::Duration) -> Result<Self, super::BoxError> {
+    pub fn grpc(
+        url: &str,
+        connect_timeout: std::time::Duration,
+    ) -> Result<Self, crate::client::error::BoxError> {
         let grpc = super::grpc::Grpc::lazy(url, connect_timeout)?;
         Ok(Transport::new(Binding::Grpc(grpc)))
     }

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::{Call, ClientError, Downstream, EventStream, Reply};
+use crate::client::downstream::Downstream;
+use crate::client::error::ClientError;
+use crate::client::flow::{Call, EventStream, Reply};
 use crate::observe::System;
 use crate::resilience::Timeout;
 use crate::resilience::breaker::CircuitBreaker;
@@ -75,7 +77,7 @@ impl<E> Client<E>
 where
     E: A2aError + FromErrorObject + Send + 'static,
 {
-    /// A client over any stack: a [`Transport`](crate::client::Transport), or one under layers of
+    /// A client over any stack: a [`Transport`](crate::client::transport::Transport), or one under layers of
     /// [`resilience`](crate::resilience) or your own.
     pub fn from_service<S>(service: S) -> Self
     where

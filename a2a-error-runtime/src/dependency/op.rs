@@ -1,5 +1,5 @@
 //! `Op`: one request to a dependency through the layers, and the services at the bottom of a
-//! [`Dependency`](super::Dependency)'s stack (a closure called again for each attempt, or a
+//! [`Dependency`](crate::dependency::dependency::Dependency)'s stack (a closure called again for each attempt, or a
 //! `tower::Service` of the caller's).
 
 use std::borrow::Cow;
@@ -81,7 +81,7 @@ impl<T: Clone> Request for Op<T> {
     }
 }
 
-/// The service at the bottom of a [`Dependency`](super::Dependency)'s stack for closures: each attempt calls the
+/// The service at the bottom of a [`Dependency`](crate::dependency::dependency::Dependency)'s stack for closures: each attempt calls the
 /// closure again.
 pub(super) struct RunClosure<E>(pub(super) PhantomData<fn() -> E>);
 
@@ -110,7 +110,7 @@ where
     }
 }
 
-/// The service at the bottom of a [`Dependency`](super::Dependency)'s stack over a `tower::Service` of the
+/// The service at the bottom of a [`Dependency`](crate::dependency::dependency::Dependency)'s stack over a `tower::Service` of the
 /// caller's: each attempt is one call of it.
 #[derive(Clone)]
 pub(super) struct Unwrap<S>(pub(super) S);

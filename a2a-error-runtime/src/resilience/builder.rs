@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use super::breaker::{BreakerRegistry, CircuitBreaker};
 use super::stack::{BreakerSource, Stack};
-use super::{Bulkhead, HedgeConfig, HedgeDelay, RetryPolicy, RetrySafety};
 use crate::http::HttpSettings;
-use crate::resilience::{Classify, FromLayer};
+use crate::resilience::bulkhead::Bulkhead;
+use crate::resilience::classify::{Classify, FromLayer};
+use crate::resilience::hedge::{HedgeConfig, HedgeDelay};
+use crate::resilience::retry::{RetryPolicy, RetrySafety};
 
 /// What one kind of callee adds to a [`StackBuilder`]: its error (what the layers write
 /// theirs in and classify), and which of its calls a hedge may start twice.
@@ -74,7 +76,7 @@ impl<K: CalleeSettings> StackBuilder<K> {
 
     /// The limit of the whole call, retries and waits included (default 90 s; `None`: no
     /// limit). A wait that would end past it is not started: the call ends with its last
-    /// error at once. It fires as [`Timeout::Total`](crate::resilience::Timeout::Total), and what
+    /// error at once. It fires as [`Timeout::Total`](crate::resilience::classify::Timeout::Total), and what
     /// is left of it travels to the callee (to an agent as `A2A-Deadline-Ms`).
     pub fn total_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
         self.stack.total_timeout = limit.into();
@@ -82,7 +84,7 @@ impl<K: CalleeSettings> StackBuilder<K> {
     }
 
     /// The limit of one attempt (default 30 s; `None`: no limit). It fires as
-    /// [`Timeout::Attempt`](crate::resilience::Timeout::Attempt), which is retried when the call
+    /// [`Timeout::Attempt`](crate::resilience::classify::Timeout::Attempt), which is retried when the call
     /// may be repeated.
     pub fn attempt_timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
         self.stack.attempt_timeout = limit.into();
@@ -155,7 +157,7 @@ impl<K: CalleeSettings> StackBuilder<K> {
 
 impl<K: OverHttp> StackBuilder<K> {
     /// The limit for setting up a connection (default 10 s); it fires as
-    /// [`Timeout::Connect`](crate::resilience::Timeout::Connect). Ignored with
+    /// [`Timeout::Connect`](crate::resilience::classify::Timeout::Connect). Ignored with
     /// [`http_client`](Self::http_client), whose own setting applies.
     pub fn connect_timeout(mut self, limit: Duration) -> Self {
         self.http().connect_timeout = limit;

@@ -16,7 +16,9 @@ use std::task::{Context, Poll};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service, ServiceExt};
 
-use crate::resilience::{FromLayer, Request, TimeLimit, Timeout};
+use crate::resilience::classify::FromLayer;
+use crate::resilience::classify::Timeout;
+use crate::resilience::request::{Request, TimeLimit};
 
 /// The calls in flight to one agent, and those waiting. Clones share the limit: give one
 /// bulkhead to every client of the same agent.
@@ -230,7 +232,10 @@ mod tests {
         // The fourth finds the queue full and fails at once, as nothing the agent did.
         let error = service.clone().call(call()).await.unwrap_err();
         assert!(matches!(error, ClientError::BulkheadFull), "{error:?}");
-        assert_eq!(error.health(), crate::resilience::Outcome::Ignored);
+        assert_eq!(
+            error.health(),
+            crate::resilience::classify::Outcome::Ignored
+        );
         assert!(!error.may_have_run());
         // A waiting call with a deadline gives up at the deadline.
         let deadline = tokio::time::Instant::now() + Duration::from_millis(100);

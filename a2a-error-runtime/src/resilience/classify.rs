@@ -20,7 +20,6 @@ use std::time::{Duration, SystemTime};
 
 use a2a_error_codes::Decided;
 
-use super::Timeout;
 use crate::wire::code::row;
 use crate::wire::error::{A2aError, Category, HasKind, RetryHint};
 
@@ -58,8 +57,8 @@ use crate::wire::error::{A2aError, Category, HasKind, RetryHint};
 /// assert_eq!(DbError(std::io::ErrorKind::Other).health(), Outcome::Failure);
 /// ```
 ///
-/// [`Retry`]: crate::resilience::Retry
-/// [`Fallback`]: crate::resilience::Fallback
+/// [`Retry`]: crate::resilience::retry::Retry
+/// [`Fallback`]: crate::resilience::fallback::Fallback
 pub trait Classify {
     /// Whether trying again may help, and after what delay, with `now` the wall-clock time
     /// (an HTTP-date `Retry-After` is read against it).
@@ -101,7 +100,7 @@ pub trait Classify {
     }
 
     /// Whose health the failure speaks of when the request carries a breaker of its own
-    /// operation ([`Request::breaker`](crate::resilience::Request::breaker), one tool of an
+    /// operation ([`Request::breaker`](crate::resilience::request::Request::breaker), one tool of an
     /// MCP server): the whole callee's (no connection, overloaded) or only the operation's
     /// (it answered an error, timed out). The other breaker counts nothing. Default: the
     /// callee's.
@@ -117,8 +116,8 @@ pub trait Classify {
 }
 
 /// How a layer writes its own failures in the error type of the service it wraps: a timeout
-/// ([`TotalTimeout`](crate::resilience::TotalTimeout),
-/// [`AttemptTimeout`](crate::resilience::AttemptTimeout)), an open circuit (the breaker) and
+/// ([`TotalTimeout`](crate::resilience::timeout::TotalTimeout),
+/// [`AttemptTimeout`](crate::resilience::timeout::AttemptTimeout)), an open circuit (the breaker) and
 /// a full bulkhead. Implemented by [`ClientError`](crate::client::ClientError),
 /// [`HttpError`](crate::dependency::HttpError) and
 /// [`Failure`](crate::dependency::Failure), which wraps any other error.
@@ -191,4 +190,29 @@ pub enum Outcome {
     /// or longer (an agent that had that long and said nothing is unwell), and as nothing when
     /// it was cut sooner (the budget was short, which says nothing about the agent).
     DeadlineCut,
+}
+
+/// Which timeout fired.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Timeout {
+    /// The TCP (and TLS) connection was not up in time; the request was never sent.
+    Connect,
+    /// One attempt took longer than its limit; the peer may still be working on it.
+    Attempt,
+    /// The whole call, retries included, ran out of time.
+    Total,
+    /// A stream went silent for longer than its idle limit between two events.
+    Idle,
+}
+
+impl Timeout {
+    /// Its name in logs and labels.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Timeout::Connect => "connect",
+            Timeout::Attempt => "attempt",
+            Timeout::Total => "total",
+            Timeout::Idle => "stream idle",
+        }
+    }
 }

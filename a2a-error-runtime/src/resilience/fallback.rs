@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::resilience::Classify;
+use crate::resilience::classify::Classify;
 
 type Run<'a, T, E> =
     Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>> + Send + 'a>;

@@ -12,9 +12,10 @@ use tokio::time::Instant;
 use tower::retry::budget::Budget;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::resilience::RetryBudget;
 use crate::resilience::bulkhead::BoxFuture;
-use crate::resilience::{Classify, Request};
+use crate::resilience::classify::Classify;
+use crate::resilience::request::Request;
+use crate::resilience::retry::RetryBudget;
 use crate::wire::method;
 
 /// When the hedge is sent.
@@ -88,7 +89,7 @@ impl HedgeConfig {
     }
 
     /// The budget hedges withdraw from, deposited into by its owner: the retry policy's
-    /// ([`RetryPolicy::shared_budget`](crate::resilience::RetryPolicy::shared_budget)), whose
+    /// ([`RetryPolicy::shared_budget`](crate::resilience::retry::RetryPolicy::shared_budget)), whose
     /// layer deposits once per call, so that retries and hedges together stay within it.
     pub fn budget(mut self, budget: Arc<dyn Budget + Send + Sync>) -> Self {
         self.budget = budget;
@@ -236,7 +237,7 @@ where
     if !config.budget.withdraw() {
         return first.await;
     }
-    crate::observe::hedge(crate::resilience::observed(&call), delay);
+    crate::observe::hedge(crate::resilience::request::observed(&call), delay);
     let mut hedge = std::pin::pin!(second.oneshot(call));
     let result = match future::select(first.as_mut(), hedge.as_mut()).await {
         Either::Left((Ok(reply), _)) | Either::Right((Ok(reply), _)) => Ok(reply),
@@ -264,7 +265,7 @@ mod tests {
 
     use super::*;
     use crate::client::{Call, ClientError, Reply};
-    use crate::resilience::Timeout;
+    use crate::resilience::classify::Timeout;
     use crate::wire::error::A2aError;
 
     struct SetOnDrop(Arc<AtomicUsize>);

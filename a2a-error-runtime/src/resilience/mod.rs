@@ -35,11 +35,10 @@ mod timeout;
 pub use builder::{CalleeSettings, OverHttp, Repeatable, StackBuilder};
 pub use bulkhead::{Bulkhead, BulkheadLayer, BulkheadService};
 pub(crate) use classify::health_of;
-pub use classify::{Classify, FromLayer, Outcome, Scope};
+pub use classify::{Classify, FromLayer, Outcome, Scope, Timeout};
 pub use clock::{Clock, Random, SystemClock, ThreadRandom};
 pub use fallback::{Answered, DEGRADED_KEY, Fallback, FallbackError, StepError};
 pub use hedge::{Hedge, HedgeConfig, HedgeDelay, HedgeLayer};
-pub(crate) use request::observed;
 pub use request::{Request, TimeLimit};
 pub use retry::{
     Backoff, Jitter, Retry, RetryBudget, RetryFuture, RetryLayer, RetryPolicy, RetrySafety,
@@ -48,7 +47,7 @@ pub use retry::{
 pub(crate) use stack::BreakerSource;
 pub use stack::Stack;
 pub use timeout::{
-    AttemptTimeout, AttemptTimeoutLayer, Timeout, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,
+    AttemptTimeout, AttemptTimeoutLayer, TimeoutFuture, TotalTimeout, TotalTimeoutLayer,
 };
 pub(crate) use timeout::{within, within_time};
 /// Retry budgets from tower: every call deposits, every retry withdraws.

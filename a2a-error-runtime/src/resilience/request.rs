@@ -46,7 +46,7 @@ pub trait Request: Clone {
 
     /// The circuit breaker of this request's own operation (one tool of an MCP server), which
     /// the breaker layer consults beside the callee's: an open circuit refuses the request,
-    /// and a failure counts for the one the classifier's [`scope`](crate::resilience::Classify::scope)
+    /// and a failure counts for the one the classifier's [`scope`](crate::resilience::classify::Classify::scope)
     /// names. Default: none, the callee's breaker alone.
     fn breaker(&self) -> Option<&CircuitBreaker> {
         None

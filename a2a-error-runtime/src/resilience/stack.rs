@@ -9,11 +9,12 @@ use tower::{Service, ServiceBuilder};
 use std::sync::Arc;
 
 use super::breaker::{BreakerConfig, BreakerRegistry, CircuitBreaker, CircuitBreakerLayer};
-use super::{
-    AttemptTimeoutLayer, Bulkhead, BulkheadLayer, HedgeConfig, HedgeLayer, RetryLayer, RetryPolicy,
-    TotalTimeoutLayer,
-};
-use crate::resilience::{Classify, FromLayer, Request};
+use crate::resilience::bulkhead::{Bulkhead, BulkheadLayer};
+use crate::resilience::classify::{Classify, FromLayer};
+use crate::resilience::hedge::{HedgeConfig, HedgeLayer};
+use crate::resilience::request::Request;
+use crate::resilience::retry::{RetryLayer, RetryPolicy};
+use crate::resilience::timeout::{AttemptTimeoutLayer, TotalTimeoutLayer};
 
 /// The layers of a client, stacked as
 ///

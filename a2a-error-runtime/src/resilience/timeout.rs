@@ -12,11 +12,12 @@ use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
 
-use super::{FromLayer, Request, TimeLimit};
+use crate::resilience::classify::{FromLayer, Timeout};
+use crate::resilience::request::{Request, TimeLimit};
 
 /// Bounds a whole call, retries and waits included, by a time budget that starts at its first
 /// send. The budget goes down with the [`Request`] (an A2A `Call`, an HTTP dependency's call,
-/// any `Op`), so layers below (a [`Retry`](super::Retry)
+/// any `Op`), so layers below (a [`Retry`](crate::resilience::retry::Retry)
 /// that will not start a wait past it, an attempt timeout) and the peer (`A2A-Deadline-Ms`)
 /// see what is left. Fires as [`Timeout::Total`], which is never retried.
 #[derive(Clone, Debug)]
@@ -73,7 +74,7 @@ where
     }
 }
 
-/// Bounds each attempt of a call: placed below a [`Retry`](super::Retry), a slow attempt
+/// Bounds each attempt of a call: placed below a [`Retry`](crate::resilience::retry::Retry), a slow attempt
 /// fails as [`Timeout::Attempt`] (retried when the method is safe to repeat) while the call
 /// goes on. An attempt never outlives the call's deadline either; when that comes first it
 /// fires as [`Timeout::Total`].
@@ -260,19 +261,6 @@ where
     })
 }
 
-/// Which timeout fired.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Timeout {
-    /// The TCP (and TLS) connection was not up in time; the request was never sent.
-    Connect,
-    /// One attempt took longer than its limit; the peer may still be working on it.
-    Attempt,
-    /// The whole call, retries included, ran out of time.
-    Total,
-    /// A stream went silent for longer than its idle limit between two events.
-    Idle,
-}
-
 impl Timeout {
     /// The limit that fires first: `limit` (which fires as itself) or the call's `deadline`
     /// (which fires as [`Timeout::Total`] and wins a tie). `None` when there is neither.
@@ -287,14 +275,5 @@ impl Timeout {
             _ => Timeout::Total,
         };
         Some((at, fired))
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Timeout::Connect => "connect",
-            Timeout::Attempt => "attempt",
-            Timeout::Total => "total",
-            Timeout::Idle => "stream idle",
-        }
     }
 }

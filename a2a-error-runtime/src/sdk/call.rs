@@ -1,6 +1,6 @@
 //! What only the bridge knows of a request, told to the SDK's handler and to the executor in
 //! one service param (`a2a-error-call`): the caller's scope (for [`Scoped`](super::scoped)),
-//! the request's deadline (for [`Guarded`](super::Guarded), which runs in a task of the
+//! the request's deadline (for [`Guarded`](crate::sdk::executor::Guarded), which runs in a task of the
 //! handler's own where the task-local deadline does not reach) and the request's link to its
 //! execution (`link`). The bridge sets it on every request; a caller's header of the same
 //! name is dropped first, so no caller can claim another's scope or link.

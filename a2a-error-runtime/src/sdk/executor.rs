@@ -33,7 +33,7 @@ pub(crate) const FAILURE_KEY: &str = "a2a-error.failure";
 thread_local! {
     /// `Some` while the guard polls an execution's stream (on this thread, the poll being
     /// synchronous), `Some(true)` once the execution asked: an execution that sets the flag
-    /// (as [`forward_stream`](super::forward_stream) does) ends a failure after its first
+    /// (as [`forward_stream`](crate::sdk::forward::forward_stream) does) ends a failure after its first
     /// event with a FAILED status update for its caller, not the stream's error event.
     static FAILURES_AS_STATUS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
 }
@@ -59,7 +59,7 @@ pub(crate) fn fail_as_status() {
 ///   status whose message is the public message and whose metadata names the code, reason
 ///   and domain ([`failed_status`](crate::server::failed_status)). SendMessage answers that
 ///   task as its result; a stream sends the error as its error event, and ends (one that
-///   forwards a model's answer, [`forward_stream`](super::forward_stream), ends with that
+///   forwards a model's answer, [`forward_stream`](crate::sdk::forward::forward_stream), ends with that
 ///   FAILED status update instead, A2A's task model, which is what its caller reads);
 /// - the caller's `A2A-Deadline-Ms` (served by the bridge's endpoint) ends the execution with
 ///   DEADLINE_EXCEEDED, and the typed clients the executor calls inherit it; so does the
@@ -76,9 +76,9 @@ pub struct Guarded<X> {
     store: Arc<dyn TaskStore>,
     /// The shared store whose leases the executions hold.
     #[cfg(feature = "redis")]
-    leases: Option<super::RedisTaskStore>,
+    leases: Option<crate::sdk::shared::RedisTaskStore>,
     /// Where the tasks' events go as push notifications, when the bridge delivers them.
-    push: Option<super::PushDelivery>,
+    push: Option<crate::sdk::push::PushDelivery>,
 }
 
 impl<X> Guarded<X> {
@@ -95,22 +95,22 @@ impl<X> Guarded<X> {
     }
 
     /// Delivers the events of the tasks that have push configs with `push` (give the same
-    /// to [`Bridge::push`](super::Bridge::push)): every event the executor sends (its status
+    /// to [`Bridge::push`](crate::sdk::serve::Bridge::push)): every event the executor sends (its status
     /// and artifact updates), its cancellation's, and the FAILED or CANCELED status the guard
     /// ends a task with. A SendMessage's own push config is saved before its first event.
-    pub fn push(mut self, push: super::PushDelivery) -> Self {
+    pub fn push(mut self, push: crate::sdk::push::PushDelivery) -> Self {
         self.push = Some(push);
         self
     }
 
     /// Guards `executor`, whose tasks the shared `store` keeps, holding each task's lease
-    /// while its execution runs (see [`RedisTaskStore`](super::RedisTaskStore)): a task
+    /// while its execution runs (see [`RedisTaskStore`](crate::sdk::shared::RedisTaskStore)): a task
     /// another replica is running is refused (INVALID_REQUEST, `TASK_RUNNING_ELSEWHERE`);
     /// an execution whose lease is lost (Redis unreachable for a whole lease, the task ended
     /// elsewhere, or the store's stall limit) is stopped, its executor's stream dropped, and
     /// its task ends FAILED with `TASK_ABANDONED` by the store's reaper.
     #[cfg(feature = "redis")]
-    pub fn leased(executor: X, store: super::RedisTaskStore) -> Self {
+    pub fn leased(executor: X, store: crate::sdk::shared::RedisTaskStore) -> Self {
         Guarded {
             inner: Arc::new(executor),
             store: Arc::new(store.clone()),
@@ -196,7 +196,7 @@ struct Run {
     store: Arc<dyn TaskStore>,
     /// Whether the execution asked for failures as FAILED status updates ([`fail_as_status`]).
     as_status: AtomicBool,
-    push: Option<super::PushDelivery>,
+    push: Option<crate::sdk::push::PushDelivery>,
     /// The caller whose request runs it (the task's owner), whose share its push configs
     /// and notifications take.
     caller: super::scope_key::ScopeKey,
@@ -451,7 +451,7 @@ impl Guard {
         let run = &*self.run;
         let passed = self.expiry.as_mut().is_some_and(|end| end.poll_passed(cx));
         if passed {
-            return Some(Waited::Item(Err(crate::sdk::to_sdk(
+            return Some(Waited::Item(Err(crate::sdk::error::to_sdk(
                 &StandardError::DeadlineExceeded,
             ))));
         }
@@ -523,7 +523,7 @@ impl Run {
     /// Whether `event`, an execution's first, is to be preceded by its Task (A2A 1.0
     /// §3.1.2: a task's stream begins with the Task object): the execution keeps A2A's task
     /// model (it asked for failures as FAILED status updates, as
-    /// [`forward_stream`](super::forward_stream) does), it serves a stream (whose caller
+    /// [`forward_stream`](crate::sdk::forward::forward_stream) does), it serves a stream (whose caller
     /// reads each event), and the event is neither the Task nor a Message (a stream of one
     /// message has no task). Other executions' events are sent as they make them.
     fn opens_with_task(&self, event: &StreamResponse) -> bool {
@@ -534,7 +534,7 @@ impl Run {
 
     /// Whether the execution's appends are joined for the handler (see `sdk::appends`): it
     /// forwards a model's answer (it asked for failures as FAILED status updates, as
-    /// [`forward_stream`](super::forward_stream) does) to a request of the bridge.
+    /// [`forward_stream`](crate::sdk::forward::forward_stream) does) to a request of the bridge.
     fn joins_appends(&self) -> bool {
         self.as_status.load(Ordering::Relaxed) && self.link.is_some()
     }
@@ -643,7 +643,7 @@ fn as_notified(event: &StreamResponse) -> StreamResponse {
 /// notification so finds it as the notification says.
 fn notified(
     events: BoxStream<'static, Item>,
-    push: super::PushDelivery,
+    push: crate::sdk::push::PushDelivery,
     task: String,
     caller: super::scope_key::ScopeKey,
 ) -> BoxStream<'static, Item> {
@@ -677,7 +677,7 @@ struct Notifying {
         Item,
         futures_util::future::BoxFuture<'static, Vec<a2a::TaskPushNotificationConfig>>,
     )>,
-    push: super::PushDelivery,
+    push: crate::sdk::push::PushDelivery,
     task: Arc<str>,
     /// The task's owner, whose share of the outbox its notifications take.
     caller: super::scope_key::ScopeKey,
@@ -780,5 +780,5 @@ fn trace_of(ctx: &ExecutorContext) -> TraceContext {
 
 /// A panic as the error the caller gets: -32603 with the public message only.
 fn panicked(panic: &(dyn std::any::Any + Send)) -> A2AError {
-    crate::sdk::to_sdk(&crate::server::log::caught("an agent executor", panic))
+    crate::sdk::error::to_sdk(&crate::server::log::caught("an agent executor", panic))
 }

@@ -18,7 +18,7 @@ use crate::dependency::{DependencyFailed, HttpStream};
 use crate::resilience::{Answered, DEGRADED_KEY};
 
 /// Whether the request an execution serves is a stream (SendStreamingMessage on any binding
-/// of the [`Bridge`](super::Bridge)), whose caller receives each event as it is made; a
+/// of the [`Bridge`](crate::sdk::serve::Bridge)), whose caller receives each event as it is made; a
 /// SendMessage's caller receives the outcome only. The bridge says so, in a service param no
 /// caller can set.
 pub fn is_streaming(ctx: &ExecutorContext) -> bool {
@@ -29,7 +29,7 @@ pub fn is_streaming(ctx: &ExecutorContext) -> bool {
 }
 
 /// Forwards a model's streamed answer to the A2A caller of `ctx`'s task: return it from your
-/// executor's `execute`, under [`Guarded`](super::Guarded). `opening` opens the model's
+/// executor's `execute`, under [`Guarded`](crate::sdk::executor::Guarded). `opening` opens the model's
 /// stream ([`HttpDependency::stream`](crate::dependency::HttpDependency::stream), or a
 /// [`Fallback`](crate::resilience::Fallback) over several, whose [`Answered`] says which
 /// step answered) and passes a failure on as your error (say
@@ -50,7 +50,7 @@ pub fn is_streaming(ctx: &ExecutorContext) -> bool {
 ///   event. The SDK's handler copies the whole task for every event it is given, so an
 ///   answer given to it a token an event cost time quadratic in its length; joined, an
 ///   answer's cost per token does not grow with it (8,000 tokens: ~1.2x a plain relay's CPU,
-///   where it was ~200x). Joining needs the [`Bridge`](super::Bridge) (an execution served
+///   where it was ~200x). Joining needs the [`Bridge`](crate::sdk::serve::Bridge) (an execution served
 ///   otherwise is given every token).
 /// - The model's end of answer ends the task COMPLETED, the final status update's `metadata`
 ///   carrying the degraded mark (`{"degraded": {"step": …, "index": …}}`) when a fallback
@@ -131,7 +131,8 @@ where
                     }
                     Some(Err(stopped)) => {
                         tracing::warn!(error = %stopped, "a model's stream stopped");
-                        let error = super::to_sdk(&DependencyFailed::interrupted(&stopped));
+                        let error =
+                            crate::sdk::error::to_sdk(&DependencyFailed::interrupted(&stopped));
                         return Some((Err(error), Forwarding::Ended));
                     }
                     None => {

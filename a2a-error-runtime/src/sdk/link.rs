@@ -1,4 +1,4 @@
-//! [`Link`]: what ties a request served by the [`Bridge`](super::Bridge) to the execution
+//! [`Link`]: what ties a request served by the [`Bridge`](crate::sdk::serve::Bridge) to the execution
 //! the SDK's handler runs for it in a task of its own, so that the execution ends when its
 //! caller goes away, and a stream's execution runs no further ahead of its reader than the
 //! SDK's buffer holds.
@@ -7,7 +7,7 @@
 //! subscription to its events: dropping the request (a caller that hung up, a stream reset,
 //! the bridge's own timeout) leaves the work running, for as long as the executor likes. The
 //! bridge makes a [`Link`] for each SendMessage and SendStreamingMessage and names it in its
-//! service param (`sdk::call`); [`Guarded`](super::Guarded) finds it by that name and ends
+//! service param (`sdk::call`); [`Guarded`](crate::sdk::executor::Guarded) finds it by that name and ends
 //! the execution, with the task CANCELED, once the link is dropped. Service params are text,
 //! so the link is found through a map of this process; a caller's own param of the same name
 //! is removed before the bridge adds its own, so no caller can name another's.

@@ -1,6 +1,6 @@
 //! [`OwnedTaskStore`]: a task store that keeps each task's owner with the task, so that every
 //! replica sharing it serves a task only to the caller it was created for, whichever replica
-//! created it. [`RedisTaskStore`](crate::sdk::RedisTaskStore) is one; a store of your own
+//! created it. [`RedisTaskStore`](crate::sdk::shared::RedisTaskStore) is one; a store of your own
 //! (Postgres, DynamoDB, …) is another once it implements this trait and writes the owner
 //! [`creating_owner`] names.
 
@@ -12,7 +12,7 @@ use futures_util::stream::BoxStream;
 use super::scope_key::ScopeKey;
 
 /// Who a task belongs to: the scope of the caller it was created for, as the bridge reads it
-/// ([`Bridge::scope`](crate::sdk::Bridge::scope); by default the `Authorization` header's
+/// ([`Bridge::scope`](crate::sdk::serve::Bridge::scope); by default the `Authorization` header's
 /// bytes), kept as a 128-bit hash (`0` for a caller without a credential).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Owner(pub(crate) ScopeKey);
@@ -48,7 +48,7 @@ pub(crate) async fn creating<T>(owner: Owner, call: impl Future<Output = T>) -> 
 }
 
 /// A task store shared by the replicas of an agent that keeps each task's owner with it.
-/// Given to [`Bridge::shared_tasks`](crate::sdk::Bridge::shared_tasks) (the same store the
+/// Given to [`Bridge::shared_tasks`](crate::sdk::serve::Bridge::shared_tasks) (the same store the
 /// SDK's handler uses), it replaces the bridge's in-process record of owners: GetTask,
 /// ListTasks, CancelTask, SubscribeToTask, the push configs and a SendMessage that continues
 /// a task serve it to its owner only, on every replica, and to anyone else it does not exist
@@ -66,7 +66,7 @@ pub(crate) async fn creating<T>(owner: Owner, call: impl Future<Output = T>) -> 
 ///   the caller may retry (TASK_STORE_UNAVAILABLE and a delay), not with "not found".
 ///
 /// Leases (a task whose replica died ends FAILED) are the Redis store's
-/// ([`Guarded::leased`](crate::sdk::Guarded::leased)); a store of your own without them keeps
+/// ([`Guarded::leased`](crate::sdk::executor::Guarded::leased)); a store of your own without them keeps
 /// such a task in its last state.
 #[async_trait::async_trait]
 pub trait OwnedTaskStore: Send + Sync + 'static {

@@ -18,7 +18,7 @@ use super::owned::Owner;
 use super::owners::{Ownership, ScopeKey};
 
 /// The service param that carries a SendMessage's push config (JSON) from [`Scoped`], which
-/// checked it, to [`Guarded`](super::Guarded), which saves it for the task once its id is
+/// checked it, to [`Guarded`](crate::sdk::executor::Guarded), which saves it for the task once its id is
 /// known, before its first event. A caller's header of the same name is removed first.
 pub(crate) const PUSH_PARAM: &str = "a2a-error-push-config";
 
@@ -30,7 +30,7 @@ pub(crate) struct Scoped<H> {
     pub(super) rate: Option<crate::server::RateLimiter>,
     /// The push notifications delivered, when the bridge serves them (the configs are then
     /// served from here, not by the SDK's handler).
-    pub(super) push: Option<super::PushDelivery>,
+    pub(super) push: Option<crate::sdk::push::PushDelivery>,
 }
 
 impl<H> Clone for Scoped<H> {
@@ -72,7 +72,7 @@ impl<H> Scoped<H> {
         // round trip), which every request's future would carry, and copy, without one.
         Box::pin(rate.admit(&caller))
             .await
-            .map_err(|refused| crate::sdk::to_sdk(&refused))
+            .map_err(|refused| crate::sdk::error::to_sdk(&refused))
     }
 
     /// A request about `task`: admitted at the caller's rate, and only to the task's owner.
@@ -136,8 +136,9 @@ impl<H> Scoped<H> {
             return Ok(None);
         };
         Box::pin(push.check(&config)).await?;
-        let json = serde_json::to_string(&config)
-            .map_err(|_| crate::sdk::to_sdk(&crate::wire::standard::StandardError::Internal))?;
+        let json = serde_json::to_string(&config).map_err(|_| {
+            crate::sdk::error::to_sdk(&crate::wire::standard::StandardError::Internal)
+        })?;
         let mut params = params.clone();
         params.insert(PUSH_PARAM.to_owned(), vec![json]);
         Ok(Some(params))

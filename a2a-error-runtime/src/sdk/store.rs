@@ -27,7 +27,7 @@ struct Stored {
 /// weighed at what it holds in memory (every string, list and map of it walked, in malloc's
 /// blocks) plus 256 bytes (the map's share), letting the tasks created longest ago go first
 /// and every task go an hour after its last write. Clones share the tasks: give one to the
-/// handler and one to [`Guarded`](super::Guarded).
+/// handler and one to [`Guarded`](crate::sdk::executor::Guarded).
 ///
 /// A task evicted is TASK_NOT_FOUND to GetTask; a store whose tasks must outlive memory is a
 /// database, behind the same trait.
@@ -73,7 +73,7 @@ fn put(task: Task, weight: u64, version: TaskVersion) -> Change<Stored> {
 /// The error of a task heavier than the store keeps one: CONTENT_TOO_LARGE, with its code
 /// table's public message, as the caller is told it.
 fn too_large() -> A2AError {
-    crate::sdk::to_sdk(&StandardError::ContentTooLarge)
+    crate::sdk::error::to_sdk(&StandardError::ContentTooLarge)
 }
 
 impl MemoryTaskStore {

@@ -31,9 +31,9 @@ use crate::{Client, ClientBuilder};
 /// before their first event.
 ///
 /// Its errors are `A2AError`s: an error reply is the peer's own (so
-/// [`decode`](super::decode) reads the caller's enum from it), and what our
+/// [`decode`](crate::sdk::error::decode) reads the caller's enum from it), and what our
 /// [`ClientError`] knew (HTTP status, `Retry-After`, which timeout, connection failure or
-/// server error) is recovered with [`client_error`](super::client_error).
+/// server error) is recovered with [`client_error`](crate::sdk::error::client_error).
 ///
 /// ```no_run
 /// # use a2a_error_runtime as a2a_error;

@@ -1,5 +1,5 @@
 //! What an SDK task holds in memory, counted by walking it: the bound of
-//! [`MemoryTaskStore`](super::MemoryTaskStore) in the bytes malloc hands out, not in the
+//! [`MemoryTaskStore`](crate::sdk::store::MemoryTaskStore) in the bytes malloc hands out, not in the
 //! length of the task's JSON, which a peer can make tell far too little (a part `{"text":""}`
 //! is 11 bytes of JSON and about 150 in memory) and which cost a serialization (with its
 //! timestamps formatted) at every write of a task.

@@ -43,7 +43,7 @@ fn status_response<E: A2aError + ?Sized>(err: &E, status: u16, mapping: StatusMa
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(super::A2A_JSON),
+        HeaderValue::from_static(crate::server::headers::A2A_JSON),
     );
     if let Some(delay) = err.retry_hint().delay() {
         // Retry-After takes whole seconds: round up, so the client never comes back early.
@@ -227,7 +227,7 @@ impl axum::response::IntoResponse for Rejection {
 /// - not JSON (bad syntax, bad UTF-8, empty, trailing bytes): 400 PARSE_ERROR;
 /// - JSON of the wrong shape: 400 INVALID_PARAMS with the field path in a BadRequest detail;
 /// - over axum's body limit (`DefaultBodyLimit`): 413 CONTENT_TOO_LARGE;
-/// - not received within [`ServeLimits::body_timeout`](super::ServeLimits::body_timeout):
+/// - not received within [`ServeLimits::body_timeout`](crate::server::serve::serve::ServeLimits::body_timeout):
 ///   408 DEADLINE_EXCEEDED.
 ///
 /// As a response it is `axum::Json`.
@@ -242,7 +242,7 @@ where
     type Rejection = Rejection;
 
     async fn from_request(request: Request<Body>, state: &S) -> Result<Self, Rejection> {
-        if !super::is_json(request.headers()) {
+        if !crate::server::headers::is_json(request.headers()) {
             return Err(Rejection::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 StandardError::InvalidRequest,
@@ -322,7 +322,8 @@ where
 
 fn status_body(response: Response) -> Response {
     let status = response.status();
-    if !(status.is_client_error() || status.is_server_error()) || super::is_json(response.headers())
+    if !(status.is_client_error() || status.is_server_error())
+        || crate::server::headers::is_json(response.headers())
     {
         return response;
     }

@@ -1,5 +1,5 @@
 //! A caller's scope: who a request comes from, read from its headers, so that one caller's
-//! SendMessage replies ([`Dedup::identify`](super::Dedup::identify)) and tasks (the SDK
+//! SendMessage replies ([`Dedup::identify`](crate::server::dedup::Dedup::identify)) and tasks (the SDK
 //! bridge's `Bridge::scope`) are never another's.
 //!
 //! A scope is text, compared whole. It is built from the credential's bytes without loss: two
@@ -18,7 +18,7 @@ use axum::http::header::AUTHORIZATION;
 pub type Scope = std::sync::Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
 /// The scope of a request's `Authorization` header (the `authorization` metadata over
-/// gRPC): the default of the SDK bridge. Use it with [`Dedup::identify`](super::Dedup::identify)
+/// gRPC): the default of the SDK bridge. Use it with [`Dedup::identify`](crate::server::dedup::Dedup::identify)
 /// too.
 ///
 /// ```

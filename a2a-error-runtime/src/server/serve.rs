@@ -25,15 +25,15 @@ use super::quota::{Quota, Quotas};
 use super::watch::{self, Counted, Progress, Serving};
 
 /// What [`serve`] serves: a [`Router`], with, when one is put [in front of
-/// it](super::JsonRpc::in_front_of), the JSON-RPC endpoint answering path `/` itself.
+/// it](crate::server::endpoint::JsonRpc::in_front_of), the JSON-RPC endpoint answering path `/` itself.
 ///
 /// A request to `/` then goes to the endpoint without being routed: the router's matching,
 /// its boxed route and the futures around it cost the error path of a JSON-RPC agent about
 /// an eighth of its work (measured under callgrind, `benches/README.md`). The endpoint answers
-/// every request to `/` as it does from [`into_router`](super::JsonRpc::into_router) (any HTTP
+/// every request to `/` as it does from [`into_router`](crate::server::endpoint::JsonRpc::into_router) (any HTTP
 /// method; only `POST` with a JSON body reaches a handler); layers added to the router do not
 /// see them, so a layer the JSON-RPC requests must pass (authentication, say) belongs on a
-/// router that merges [`into_router`](super::JsonRpc::into_router) instead.
+/// router that merges [`into_router`](crate::server::endpoint::JsonRpc::into_router) instead.
 ///
 /// Any `Router` is an `App` (`serve(listener, router, limits)`).
 pub struct App {

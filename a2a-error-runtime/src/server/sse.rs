@@ -55,7 +55,9 @@ impl Binding {
     fn error_response<E: A2aError + ?Sized>(&self, err: &E) -> Response {
         match self {
             Binding::Rest => super::rest::error_response(err),
-            Binding::JsonRpc(_) => super::json_response(StatusCode::OK, self.error(err)),
+            Binding::JsonRpc(_) => {
+                crate::server::json::json_response(StatusCode::OK, self.error(err))
+            }
         }
     }
 }

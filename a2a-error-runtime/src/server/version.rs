@@ -37,7 +37,7 @@ impl Versions {
     /// no version anyone serves), or the assumed one.
     pub(crate) fn asked(&self, headers: &HeaderMap) -> Arc<str> {
         debug_assert!("a2a-version".eq_ignore_ascii_case(VERSION_HEADER));
-        self.asked_by(super::Known::read(headers).version)
+        self.asked_by(crate::server::headers::Known::read(headers).version)
     }
 
     /// [`asked`](Self::asked), of the `A2A-Version` value a request sent, if any.

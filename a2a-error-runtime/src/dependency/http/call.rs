@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::error::{HttpError, HttpFailure};
-use crate::dependency::Failure;
+use crate::dependency::failure::Failure;
 use crate::resilience::{Request, TimeLimit};
 
 /// One request to an HTTP dependency: a method, a path under the dependency's base URL,

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use crate::dependency::Failure;
+use crate::dependency::failure::Failure;
 use crate::resilience::{Classify, Outcome};
 use crate::wire::error::RetryHint;
 

@@ -26,7 +26,7 @@ pub(super) use transport::HttpService;
 #[cfg(feature = "mcp")]
 pub(super) use transport::read_error;
 
-use crate::dependency::Failure;
+use crate::dependency::failure::Failure;
 use crate::http::{BuildError, HttpSettings, parse_url};
 use crate::observe::ModelNames;
 use crate::resilience::breaker::CircuitBreaker;

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use super::error::{HttpError, HttpFailure, InBand};
 use super::transport::HttpService;
-use crate::dependency::Failure;
+use crate::dependency::failure::Failure;
 pub use crate::http::sse::StreamEvent;
 use crate::http::sse::{Events, SseError};
 use crate::observe::ModelNames;

@@ -11,7 +11,7 @@ use tower::Service;
 
 use super::call::{HttpCall, HttpReply};
 use super::error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
-use crate::dependency::Failure;
+use crate::dependency::failure::Failure;
 use crate::http::body::{self, BodyError};
 use crate::resilience::{Request, Timeout, within};
 

@@ -5,7 +5,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::dependency::{Failure, HttpFailure};
+use crate::dependency::failure::Failure;
+use crate::dependency::http::HttpFailure;
 use crate::resilience::{Classify, Outcome, Scope};
 use crate::wire::error::RetryHint;
 

@@ -33,7 +33,8 @@ use tools::Tools;
 use transport::{McpServer, McpService, Session};
 
 use super::http::HttpService;
-use crate::dependency::{Failure, HttpFailure};
+use crate::dependency::failure::Failure;
+use crate::dependency::http::HttpFailure;
 use crate::http::{BuildError, HttpSettings, parse_url};
 use crate::resilience::breaker::CircuitBreaker;
 use crate::resilience::{

@@ -8,7 +8,8 @@ use rmcp::model::CallToolResult;
 
 use super::error::{McpError, McpFailure};
 use super::read::text_of;
-use crate::dependency::{Failure, HttpFailure};
+use crate::dependency::failure::Failure;
+use crate::dependency::http::HttpFailure;
 use crate::resilience::{Classify, Timeout};
 
 /// What became of a tool call, ready to be shown to a model
@@ -107,7 +108,7 @@ impl ToolOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dependency::StatusFailure;
+    use crate::dependency::http::StatusFailure;
     use crate::dependency::mcp::error::{RpcError, ToolError};
 
     #[test]

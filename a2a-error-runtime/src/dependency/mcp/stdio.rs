@@ -27,7 +27,8 @@ use super::read::Answer;
 use super::transport::{
     Clock, Incoming, answer, call_body, incoming, notification_body, request_body,
 };
-use crate::dependency::{Failure, HttpFailure};
+use crate::dependency::failure::Failure;
+use crate::dependency::http::HttpFailure;
 use crate::resilience::Timeout;
 
 /// How many lines may wait to be written to the process.

@@ -12,7 +12,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use tower::Service;
 
 use crate::dependency::http::HttpService;
-use crate::dependency::{HttpCall, HttpError, HttpReply};
+use crate::dependency::http::{HttpCall, HttpError, HttpReply};
 use crate::resilience::{Request, TimeLimit};
 
 /// Standard Webhooks' id of a notification: the same on every attempt.

@@ -36,7 +36,8 @@ pub use call::{WEBHOOK_ID, WEBHOOK_SIGNATURE, WEBHOOK_TIMESTAMP, sign};
 pub use guard::Refused;
 
 use super::http::HttpService;
-use super::{Failure, HttpError, HttpFailure, HttpReply};
+use crate::dependency::failure::Failure;
+use crate::dependency::http::{HttpError, HttpFailure, HttpReply};
 use crate::http::BuildError;
 use crate::resilience::breaker::{BreakDuration, BreakerConfig, CircuitBreaker};
 use crate::resilience::{
@@ -246,11 +247,12 @@ impl PushSender {
             return Delivery::Rejected { status: 0 };
         };
         let service = self.service(&receiver.origin);
-        let mut http = crate::dependency::HttpCall::to_url(reqwest::Method::POST, url.clone())
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .header(WEBHOOK_ID, id_value)
-            .body(body.clone())
-            .with_deadline(deadline);
+        let mut http =
+            crate::dependency::http::HttpCall::to_url(reqwest::Method::POST, url.clone())
+                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                .header(WEBHOOK_ID, id_value)
+                .body(body.clone())
+                .with_deadline(deadline);
         for (name, value) in &receiver.headers {
             http = http.header(name.clone(), value.clone());
         }

@@ -8,7 +8,8 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::{CircuitBreaker, Permit};
-use crate::resilience::{Classify, FromLayer, Outcome, Request, Scope};
+use crate::resilience::classify::{Classify, FromLayer, Outcome, Scope};
+use crate::resilience::request::Request;
 
 /// Guards the service it wraps with a [`CircuitBreaker`]: an open circuit fails calls at once
 /// with the error type's [`FromLayer::circuit_open`] (`ClientError::CircuitOpen` for calls to
@@ -16,8 +17,8 @@ use crate::resilience::{Classify, FromLayer, Outcome, Request, Scope};
 /// operation ([`Request::breaker`]: one tool of an MCP server) must pass both, and its
 /// failure counts for the one its [`scope`](Classify::scope) names. Any request and any error that can be
 /// [classified](Classify) go through it. Place it below
-/// a [`Retry`](crate::resilience::Retry) so that each attempt is one sample, and above an
-/// [`AttemptTimeout`](crate::resilience::AttemptTimeout) so that a slow attempt counts.
+/// a [`Retry`](crate::resilience::retry::Retry) so that each attempt is one sample, and above an
+/// [`AttemptTimeout`](crate::resilience::timeout::AttemptTimeout) so that a slow attempt counts.
 #[derive(Clone, Debug)]
 pub struct CircuitBreakerService<S> {
     inner: S,

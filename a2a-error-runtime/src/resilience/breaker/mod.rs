@@ -29,7 +29,7 @@ pub use layer::{BreakerFuture, CircuitBreakerLayer, CircuitBreakerService};
 pub use registry::BreakerRegistry;
 use window::Window;
 
-use crate::resilience::Outcome;
+use crate::resilience::classify::Outcome;
 
 /// The state of a circuit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::client::{Call, ClientError, Reply};
-use crate::resilience::Timeout;
+use crate::resilience::classify::Timeout;
 use crate::wire::code;
 use crate::wire::error::A2aError;
 use crate::wire::object::ErrorObject;
@@ -15,7 +15,7 @@ use crate::wire::remote::RemoteError;
 /// Jitter off: `r = 0.5` is the middle of the spread.
 struct Middle;
 
-impl crate::resilience::Random for Middle {
+impl crate::resilience::clock::Random for Middle {
     fn next_f64(&self) -> f64 {
         0.5
     }
@@ -388,13 +388,13 @@ async fn a_health_read_after_the_break_half_opens_and_reports_the_transition() {
 /// A request that carries its operation's breaker (as an MCP tool call does), and how the
 /// service is to fail it (`None`: answered).
 #[derive(Clone)]
-struct OwnBreaker(CircuitBreaker, Option<crate::resilience::Scope>);
+struct OwnBreaker(CircuitBreaker, Option<crate::resilience::classify::Scope>);
 
-impl crate::resilience::Request for OwnBreaker {
-    fn time_limit(&self) -> crate::resilience::TimeLimit {
-        crate::resilience::TimeLimit::NONE
+impl crate::resilience::request::Request for OwnBreaker {
+    fn time_limit(&self) -> crate::resilience::request::TimeLimit {
+        crate::resilience::request::TimeLimit::NONE
     }
-    fn set_time_limit(&mut self, _: crate::resilience::TimeLimit) {}
+    fn set_time_limit(&mut self, _: crate::resilience::request::TimeLimit) {}
     fn target(&self) -> Option<&str> {
         None
     }
@@ -408,13 +408,13 @@ impl crate::resilience::Request for OwnBreaker {
 
 /// A failure scoped as the test says.
 #[derive(Debug)]
-struct Scoped(crate::resilience::Scope);
+struct Scoped(crate::resilience::classify::Scope);
 
-impl crate::resilience::Classify for Scoped {
+impl crate::resilience::classify::Classify for Scoped {
     fn retry_advice_at(&self, _: std::time::SystemTime) -> crate::RetryHint {
         crate::RetryHint::Never
     }
-    fn scope(&self) -> crate::resilience::Scope {
+    fn scope(&self) -> crate::resilience::classify::Scope {
         self.0
     }
 }
@@ -422,7 +422,7 @@ impl crate::resilience::Classify for Scoped {
 #[tokio::test(start_paused = true)]
 async fn a_failure_counts_for_the_breaker_its_scope_names_and_an_open_one_refuses() {
     use crate::dependency::Failure;
-    use crate::resilience::Scope;
+    use crate::resilience::classify::Scope;
     use tower::{Layer, ServiceExt};
     let sent = Arc::new(AtomicUsize::new(0));
     let counter = sent.clone();

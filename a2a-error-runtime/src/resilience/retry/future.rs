@@ -10,7 +10,8 @@ use pin_project_lite::pin_project;
 use tower::Service;
 
 use super::retrying::Retrying;
-use crate::resilience::{Classify, Request};
+use crate::resilience::classify::Classify;
+use crate::resilience::request::Request;
 
 type Boxed<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 

@@ -10,8 +10,9 @@ use tower::retry::budget::Budget;
 
 use super::RetryBudget;
 use super::backoff::{Backoff, Jitter};
+use crate::resilience::classify::Classify;
 use crate::resilience::clock::{Clock, Random, SystemClock, ThreadRandom};
-use crate::resilience::{Classify, Request};
+use crate::resilience::request::Request;
 use crate::wire::method;
 
 /// Whether a method may be sent again after a failure that leaves open whether the peer ran it
@@ -225,7 +226,7 @@ impl<F> RetryPolicy<F> {
         &*self.clock
     }
 
-    /// The retry budget, to share with a hedge layer ([`HedgeConfig::budget`](crate::resilience::HedgeConfig::budget)).
+    /// The retry budget, to share with a hedge layer ([`HedgeConfig::budget`](crate::resilience::hedge::HedgeConfig::budget)).
     pub fn shared_budget(&self) -> Arc<dyn Budget + Send + Sync> {
         self.budget.clone()
     }
@@ -306,7 +307,7 @@ impl<F: Classify> RetryPolicy<F> {
         if self.budget.withdraw() {
             Some(wait)
         } else {
-            crate::observe::retry_budget_exhausted(crate::resilience::observed(request));
+            crate::observe::retry_budget_exhausted(crate::resilience::request::observed(request));
             None
         }
     }

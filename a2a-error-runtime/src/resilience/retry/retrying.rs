@@ -8,7 +8,8 @@ use tower::{Service, ServiceExt};
 use tracing::Instrument;
 
 use super::policy::RetryPolicy;
-use crate::resilience::{Classify, Request};
+use crate::resilience::classify::Classify;
+use crate::resilience::request::Request;
 
 /// What the clones of one `Retry` and their calls share, behind one reference count.
 pub(super) struct Shared<E> {
@@ -75,7 +76,7 @@ where
             };
             policy.notify(attempt, &error, wait.delay);
             crate::observe::retry(
-                crate::resilience::observed(&request),
+                crate::resilience::request::observed(&request),
                 attempt,
                 error.failure_reason(),
                 wait.delay,

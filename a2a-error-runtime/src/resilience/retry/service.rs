@@ -9,14 +9,15 @@ use tower::{Layer, Service};
 use super::future::RetryFuture;
 use super::policy::RetryPolicy;
 use super::retrying::{Retrying, Shared};
-use crate::resilience::{Classify, Request};
+use crate::resilience::classify::Classify;
+use crate::resilience::request::Request;
 
 /// Retries calls on the service it wraps, by a [`RetryPolicy`] over the service's error type
 /// `E` (read through its [`Classify`] impl), whatever the request (an A2A call, an HTTP
 /// dependency's call, any [`Request`]). It keeps time only through the
-/// call's own deadline (set by a [`TotalTimeout`](crate::resilience::TotalTimeout) above it or
+/// call's own deadline (set by a [`TotalTimeout`](crate::resilience::timeout::TotalTimeout) above it or
 /// by the caller): a wait that would end past it is not started. Bound each attempt with an
-/// [`AttemptTimeout`](crate::resilience::AttemptTimeout) below it. Clones share the policy and
+/// [`AttemptTimeout`](crate::resilience::timeout::AttemptTimeout) below it. Clones share the policy and
 /// so its retry budget.
 pub struct Retry<S, E> {
     inner: S,
@@ -119,7 +120,7 @@ where
     fn call(&mut self, request: R) -> Self::Future {
         self.shared.policy.deposit();
         self.shared.attempts.get_or_init(|| {
-            crate::observe::attempts_histogram(crate::resilience::observed(&request))
+            crate::observe::attempts_histogram(crate::resilience::request::observed(&request))
         });
         // The service that was polled ready makes the first attempt; the clone stays here.
         let clone = self.inner.clone();

@@ -37,7 +37,6 @@ use super::protojson::missing_in_send;
 use super::scoped::Scoped;
 use super::serve::{Bridge, Events};
 use crate::deadline::{earliest, until_any};
-use crate::inherited::Inherited;
 use crate::server::endpoint::guarded;
 use crate::wire::bad_request::BadRequest;
 use crate::wire::grpc::{parse_timeout, to_status};
@@ -116,7 +115,7 @@ fn deadline(headers: &HeaderMap) -> Option<Instant> {
         .and_then(|value| parse_timeout(value.as_bytes()));
     earliest(
         crate::deadline::from_left(timeout),
-        crate::deadline::from_headers(headers),
+        crate::server::headers::Known::read(headers).deadline(),
     )
 }
 
@@ -145,7 +144,7 @@ impl<H: RequestHandler> GrpcService<H> {
 
     /// `work` until `end`, under a panic guard: DEADLINE_EXCEEDED when the end came first,
     /// INTERNAL (with nothing of the panic) when it panicked. Run inside the request's one
-    /// scope (`Inherited::served`), which holds `end` for its calls.
+    /// scope (`deadline::served`), which holds `end` for its calls.
     async fn guard<T>(
         &self,
         end: Option<Instant>,
@@ -179,9 +178,9 @@ impl<H: RequestHandler> GrpcService<H> {
         let deadline = deadline(&headers);
         // The call runs in the caller's trace (or one of its own), as over HTTP.
         let span = crate::observe::server_span(crate::observe::System::Grpc, method);
-        let trace = crate::trace::served(&headers, &span);
+        let trace = crate::server::headers::Known::read(&headers).trace(&span);
         let end = self.end(deadline);
-        let result = crate::inherited::scope(Inherited::served(trace, end), async move {
+        let result = crate::inherited::scope(crate::deadline::served(trace, end), async move {
             let params = self.bridge.service_params(&headers, deadline);
             let handler = Arc::clone(&self.bridge.handler);
             let work = work(handler, params, headers, deadline, message);
@@ -214,12 +213,12 @@ impl<H: RequestHandler> GrpcService<H> {
         let headers = metadata.into_headers();
         let deadline = deadline(&headers);
         let span = crate::observe::server_span(crate::observe::System::Grpc, method);
-        let trace = crate::trace::served(&headers, &span);
+        let trace = crate::server::headers::Known::read(&headers).trace(&span);
         let opened = open(self.bridge.clone(), headers, deadline, message);
         // A stream's request is served once it is open.
         let end = self.end(deadline);
         let events =
-            crate::inherited::scope(Inherited::served(trace, end), self.guard(end, opened))
+            crate::inherited::scope(crate::deadline::served(trace, end), self.guard(end, opened))
                 .instrument(span.clone())
                 .await;
         let events = match events {

@@ -26,7 +26,7 @@ use tokio::time::{Instant, Sleep};
 use tonic::codegen::http::{Request, Response};
 use tonic::server::NamedService;
 
-use crate::sdk::Bridge;
+use crate::sdk::serve::Bridge;
 use crate::server::endpoint::admission::{Admission, OwnedSlot};
 use crate::server::quota::{Quota, Quotas};
 use crate::server::serve::is_connection_error;

@@ -12,6 +12,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use crate::server::json::Prewritten;
 use crate::server::{OUTCOME_HEAD, outcome_head};
 use bytes::Bytes;
 
@@ -116,10 +117,21 @@ impl SendReply {
         std::str::from_utf8(&record[OUTCOME_HEAD..]).map_err(|error| {
             ProtoJsonPayloadError::Json(<serde_json::Error as serde::ser::Error>::custom(error))
         })?;
-        Ok(SendReply {
-            record: Bytes::from(record),
-            response: Some(Box::new(response)),
-        })
+        Ok(SendReply::made(
+            Bytes::from(record),
+            Some(Box::new(response)),
+        ))
+    }
+
+    /// A reply of `record`, the server told first how to recognize one (see
+    /// [`Prewritten`]): every `SendReply` is made here.
+    fn made(record: Bytes, response: Option<Box<a2a::SendMessageResponse>>) -> SendReply {
+        crate::server::json::recognize_prewritten(|reply| {
+            reply
+                .downcast_ref::<SendReply>()
+                .map(|reply| reply as &dyn Prewritten)
+        });
+        SendReply { record, response }
     }
 
     /// The reply's A2A 1.0 JSON.
@@ -128,24 +140,24 @@ impl SendReply {
         std::str::from_utf8(self.json_bytes()).unwrap_or_default()
     }
 
-    /// The reply's JSON, as bytes (what the endpoint copies, without checking it again).
-    pub(crate) fn json_bytes(&self) -> &[u8] {
-        &self.record[OUTCOME_HEAD..]
-    }
-
-    /// The dedup's record of this reply for a request with `fingerprint`, when it was made
-    /// for that request.
-    pub(crate) fn record(&self, fingerprint: u64) -> Option<Bytes> {
-        (self.record[..OUTCOME_HEAD] == outcome_head(fingerprint, true))
-            .then(|| self.record.clone())
-    }
-
     /// The SDK's reply: the one this process made, or read back from the JSON (a replay).
     pub fn into_response(self) -> Result<a2a::SendMessageResponse, serde_json::Error> {
         match self.response {
             Some(response) => Ok(*response),
             None => serde_json::from_slice::<ProtoJson<_>>(self.json_bytes()).map(|reply| reply.0),
         }
+    }
+}
+
+/// What the endpoint copies without checking it again, and what the dedup keeps as it is.
+impl Prewritten for SendReply {
+    fn json_bytes(&self) -> &[u8] {
+        &self.record[OUTCOME_HEAD..]
+    }
+
+    fn record(&self, fingerprint: u64) -> Option<Bytes> {
+        (self.record[..OUTCOME_HEAD] == outcome_head(fingerprint, true))
+            .then(|| self.record.clone())
     }
 }
 
@@ -161,10 +173,7 @@ impl<'de> Deserialize<'de> for SendReply {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let json = Box::<RawValue>::deserialize(deserializer)?;
         let record = [&outcome_head(0, true)[..], json.get().as_bytes()].concat();
-        Ok(SendReply {
-            record: Bytes::from(record),
-            response: None,
-        })
+        Ok(SendReply::made(Bytes::from(record), None))
     }
 }
 
@@ -302,7 +311,7 @@ mod tests {
         // (checked) `Serialize`, and read back as the same reply.
         let sent = SendReply::new(reply.clone(), 7).unwrap();
         let mut copied = Vec::new();
-        crate::server::write_json(&mut copied, &sent).unwrap();
+        crate::server::json::write_json(&mut copied, &sent).unwrap();
         assert_eq!(copied, serde_json::to_vec(&sent).unwrap());
         // Its record for the request it was made for is its own block: the head the dedup
         // writes, then the same JSON; for another request there is none.
@@ -311,6 +320,11 @@ mod tests {
         assert_eq!(&record[OUTCOME_HEAD..], sent.json().as_bytes());
         assert_eq!(record.as_ptr(), sent.record.as_ptr(), "shared, not copied");
         assert!(sent.record(8).is_none());
+        // The server finds it among any handler's replies without naming its type, and
+        // nothing else is taken for one.
+        let found = crate::server::json::prewritten(&sent).expect("recognized");
+        assert_eq!(found.record(7).unwrap().as_ptr(), sent.record.as_ptr());
+        assert!(crate::server::json::prewritten(&"text").is_none());
         let back: SendReply = serde_json::from_slice(&copied).unwrap();
         assert_eq!(back.json(), sent.json());
         assert!(back.into_response().is_ok());

@@ -13,9 +13,8 @@ use super::outbox::{
 };
 use crate::bounded::{BoundedMap, Change};
 use crate::sdk::scope_key::ScopeKey;
-use crate::wire::standard::StandardError;
 
-use super::{MAX_CONFIG_BYTES, MAX_CONFIGS_PER_TASK as MAX_PER_TASK, not_found};
+use super::{MAX_CONFIGS_PER_TASK as MAX_PER_TASK, checked, not_found};
 /// The most bytes of configs kept in this process (the tasks' configs used longest ago go
 /// first, as the tasks themselves do).
 const MAX_CONFIGS_BYTES: u64 = 16 << 20;
@@ -100,21 +99,7 @@ impl MemoryConfigs {
         mut config: TaskPushNotificationConfig,
         caller: ScopeKey,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        if config.url.is_empty() {
-            return Err(A2AError::invalid_params("push config URL cannot be empty"));
-        }
-        let id = config
-            .id
-            .get_or_insert_with(|| format!("{:032x}", fastrand::u128(..)))
-            .clone();
-        if id.len() > 256 || config.task_id.len() > 256 {
-            return Err(A2AError::invalid_params("push config id too long"));
-        }
-        let json = serde_json::to_string(&config)
-            .map_err(|_| crate::sdk::to_sdk(&StandardError::Internal))?;
-        if json.len() > MAX_CONFIG_BYTES {
-            return Err(crate::sdk::to_sdk(&StandardError::ContentTooLarge));
-        }
+        let (id, _) = checked(&mut config)?;
         let task = config.task_id.clone();
         let saved = config.clone();
         self.tasks.update(&task, |held| {
@@ -658,5 +643,42 @@ mod tests {
         configs.delete("t", &id).await.unwrap();
         assert!(configs.get("t", &id).await.is_err());
         assert_eq!(configs.list("t").await.unwrap().len(), MAX_PER_TASK - 1);
+    }
+
+    #[tokio::test]
+    async fn a_config_is_checked_as_every_store_checks_it() {
+        // The same checks and codes as the shared store's (tests/integration/fleet.rs).
+        let configs = MemoryConfigs::new();
+        let config = |task: &str, id: Option<&str>, url: &str| TaskPushNotificationConfig {
+            url: url.to_owned(),
+            id: id.map(str::to_owned),
+            task_id: task.to_owned(),
+            token: None,
+            authentication: None,
+            tenant: None,
+        };
+        let long = "t".repeat(super::super::MAX_ID_BYTES + 1);
+        let invalid = a2a::error_code::INVALID_PARAMS;
+        let url = "https://example.com/hook";
+        for refused in [
+            config("", None, url),
+            config(&long, None, url),
+            config("t", Some(&long), url),
+            config("t", None, ""),
+        ] {
+            let error = configs.save(refused).await.unwrap_err();
+            assert_eq!(error.code, invalid, "{error:?}");
+        }
+        let huge = TaskPushNotificationConfig {
+            token: Some("x".repeat(super::super::MAX_CONFIG_BYTES)),
+            ..config("t", None, url)
+        };
+        let error = configs.save(huge).await.unwrap_err();
+        assert_eq!(error.code, a2a_error_codes::CONTENT_TOO_LARGE, "{error:?}");
+        // At the bounds: kept, an id made when there is none.
+        let edge = "t".repeat(super::super::MAX_ID_BYTES);
+        let saved = configs.save(config(&edge, None, url)).await.unwrap();
+        assert_eq!(saved.id.as_deref().map(str::len), Some(32));
+        assert_eq!(configs.list(&edge).await.unwrap().len(), 1);
     }
 }

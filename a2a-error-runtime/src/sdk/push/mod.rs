@@ -71,6 +71,42 @@ pub(crate) fn not_found(config: &str) -> A2AError {
     )
 }
 
+/// The longest task or config id a config is saved with (bytes).
+pub(crate) const MAX_ID_BYTES: usize = 256;
+
+/// `config` checked as every store saves it, its id made when it has none: its URL given,
+/// its task's id 1 to [`MAX_ID_BYTES`] bytes and its own at most that (INVALID_PARAMS: no
+/// task has such an id), its JSON at most [`MAX_CONFIG_BYTES`] (CONTENT_TOO_LARGE). Its id and JSON.
+pub(crate) fn checked(
+    config: &mut TaskPushNotificationConfig,
+) -> Result<(String, String), A2AError> {
+    if config.url.is_empty() {
+        return Err(A2AError::invalid_params("push config URL cannot be empty"));
+    }
+    if config.task_id.is_empty() || config.task_id.len() > MAX_ID_BYTES {
+        return Err(A2AError::invalid_params(format!(
+            "push config task id must be 1 to {MAX_ID_BYTES} bytes"
+        )));
+    }
+    let id = config
+        .id
+        .get_or_insert_with(|| format!("{:032x}", fastrand::u128(..)))
+        .clone();
+    if id.len() > MAX_ID_BYTES {
+        return Err(A2AError::invalid_params(format!(
+            "push config id must be at most {MAX_ID_BYTES} bytes"
+        )));
+    }
+    let json = serde_json::to_string(config)
+        .map_err(|_| crate::sdk::error::to_sdk(&crate::wire::standard::StandardError::Internal))?;
+    if json.len() > MAX_CONFIG_BYTES {
+        return Err(crate::sdk::error::to_sdk(
+            &crate::wire::standard::StandardError::ContentTooLarge,
+        ));
+    }
+    Ok((id, json))
+}
+
 /// The most lanes one replica delivers at once.
 const MAX_WORKERS: usize = 1024;
 /// The default lease of a claimed lane (in Redis; in memory a claim never lapses).
@@ -117,23 +153,9 @@ impl PushDelivery {
         )
     }
 
-    /// Configs and pending notifications in the fleet's Redis, beside `tasks` (its configs
-    /// are [`RedisTaskStore::push_configs`](super::RedisTaskStore::push_configs)), each lane
-    /// claimed under the tasks' lease; the FAILED status of a task whose lease lapsed
-    /// (TASK_ABANDONED) is notified too.
-    #[cfg(feature = "redis")]
-    pub fn redis(sender: PushSender, tasks: &super::RedisTaskStore) -> Self {
-        let delivery = PushDelivery::with(
-            sender,
-            (Arc::new(tasks.push_configs()), None),
-            Arc::new(tasks.outbox()),
-            tasks.lease_duration(),
-        );
-        tasks.notify_reaped(delivery.clone());
-        delivery
-    }
-
-    fn with(
+    /// The engine over `configs` (and the memory store among them, when it is one), `outbox`
+    /// and `lease`: each store's constructor is this.
+    pub(crate) fn with(
         sender: PushSender,
         (configs, local): (Arc<dyn PushConfigStore>, Option<memory::MemoryConfigs>),
         outbox: Arc<dyn Outbox>,

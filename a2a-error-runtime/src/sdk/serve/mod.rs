@@ -40,7 +40,7 @@ use crate::wire::remote::RemoteError;
 pub type SendDedup = Dedup<SendReply, RemoteError>;
 
 /// An SDK `RequestHandler` (the SDK's `DefaultRequestHandler` with your `AgentExecutor`,
-/// guarded by [`Guarded`](crate::sdk::Guarded), and your `TaskStore`) served by this crate:
+/// guarded by [`Guarded`](crate::sdk::executor::Guarded), and your `TaskStore`) served by this crate:
 /// JSON-RPC 2.0 at `POST /` through [`JsonRpc`](crate::server::JsonRpc), HTTP+JSON at the A2A 1.0 routes, and the
 /// agent card at `/.well-known/agent-card.json`.
 ///
@@ -178,24 +178,24 @@ impl<H: RequestHandler> Bridge<H> {
     }
 
     /// Keeps which task is whose in `tasks`, the handler's shared task store (the same
-    /// store, or a clone: a [`RedisTaskStore`](crate::sdk::RedisTaskStore), or any
-    /// [`OwnedTaskStore`](crate::sdk::OwnedTaskStore) of your own), instead of in this
+    /// store, or a clone: a [`RedisTaskStore`](crate::sdk::shared::RedisTaskStore), or any
+    /// [`OwnedTaskStore`](crate::sdk::owned::OwnedTaskStore) of your own), instead of in this
     /// process: every replica sharing it then serves a task to its owner, whichever replica
     /// created it, and a SubscribeToTask that reaches a replica not running the task follows
     /// it through the store (when the store can). Each task is written with its owner, in one
     /// step, when the handler creates it (so [`max_owned_tasks`](Self::max_owned_tasks) no
     /// longer applies; the store's own bounds do).
-    pub fn shared_tasks(self, tasks: impl crate::sdk::OwnedTaskStore) -> Self {
+    pub fn shared_tasks(self, tasks: impl crate::sdk::owned::OwnedTaskStore) -> Self {
         self.rescoped(|scoped| scoped.owners = Ownership::Shared(Arc::new(tasks)))
     }
 
-    /// Serves push notifications with `push` (give the same to [`Guarded::push`](crate::sdk::Guarded::push),
+    /// Serves push notifications with `push` (give the same to [`Guarded::push`](crate::sdk::executor::Guarded::push),
     /// which sees the events): the configs (Create, Get, List, Delete, and a SendMessage's
     /// `configuration.taskPushNotificationConfig`) are kept by it and checked (a URL inside
     /// the network, or a token with CR or LF, is INVALID_PARAMS), and each event of a task
-    /// with configs is delivered (see [`PushDelivery`](crate::sdk::PushDelivery)). The SDK's
+    /// with configs is delivered (see [`PushDelivery`](crate::sdk::push::PushDelivery)). The SDK's
     /// handler is given no push store: its one-shot sender never runs.
-    pub fn push(self, push: crate::sdk::PushDelivery) -> Self {
+    pub fn push(self, push: crate::sdk::push::PushDelivery) -> Self {
         self.rescoped(|scoped| scoped.push = Some(push))
     }
 
@@ -210,7 +210,7 @@ impl<H: RequestHandler> Bridge<H> {
     /// The SDK's service params of a request: its headers (as the SDK's routers pass them),
     /// the trace context its executor's calls descend from, and what only the bridge knows
     /// (`sdk::call`): the caller's scope for [`Scoped`] and the request's deadline for
-    /// [`Guarded`](crate::sdk::Guarded).
+    /// [`Guarded`](crate::sdk::executor::Guarded).
     pub(crate) fn service_params(
         &self,
         headers: &HeaderMap,
@@ -296,8 +296,9 @@ fn service_params(headers: &HeaderMap) -> ServiceParams {
                 .push(value.to_owned());
         }
     }
-    let trace = crate::trace::current()
-        .unwrap_or_else(|| crate::trace::served(headers, &tracing::Span::none()));
+    let trace = crate::trace::current().unwrap_or_else(|| {
+        crate::server::headers::Known::read(headers).trace(&tracing::Span::none())
+    });
     params.insert(TRACEPARENT_HEADER.to_owned(), vec![trace.traceparent()]);
     if let Some(state) = trace.tracestate() {
         params.insert(TRACESTATE_HEADER.to_owned(), vec![state.to_owned()]);

@@ -135,7 +135,7 @@ async fn rest_call<H: RequestHandler>(
         .extensions()
         .get::<Began>()
         .map_or_else(std::time::Instant::now, |began| began.0);
-    let deadline = crate::deadline::from_headers(&headers);
+    let deadline = crate::server::headers::Known::read(&headers).deadline();
     match row.name {
         method::SEND_MESSAGE | method::SEND_STREAMING_MESSAGE => {
             let request = match Json::<SendParams>::from_request(request, &bridge).await {
@@ -306,7 +306,7 @@ impl<H: RequestHandler> Bridge<H> {
             Ok(request) => request,
             Err(response) => return *response,
         };
-        let deadline = crate::deadline::from_headers(headers);
+        let deadline = crate::server::headers::Known::read(headers).deadline();
         let params = self.service_params(headers, deadline);
         let handler = Arc::clone(&self.handler);
         let work = async move {
@@ -331,7 +331,7 @@ impl<H: RequestHandler> Bridge<H> {
                 let encoded = crate::server::endpoint::events(stream);
                 let record =
                     crate::observe::StreamServed::a2a(crate::observe::System::Http, method, began);
-                let deadline = crate::deadline::from_headers(headers);
+                let deadline = crate::server::headers::Known::read(headers).deadline();
                 let encoded = crate::server::endpoint::served(encoded, deadline, record);
                 let mut response =
                     crate::server::sse::encoded_response(Binding::Rest, encoded).await;
@@ -406,7 +406,7 @@ async fn record_rest(
     request.extensions_mut().insert(Began(began));
     // The route runs in the caller's trace (or one of its own), as a JSON-RPC handler does.
     let span = crate::observe::server_span(crate::observe::System::Http, method.unwrap_or("other"));
-    let trace = crate::trace::served(request.headers(), &span);
+    let trace = crate::server::headers::Known::read(request.headers()).trace(&span);
     let response = crate::trace::scope(trace, next.run(request))
         .instrument(span.clone())
         .await;

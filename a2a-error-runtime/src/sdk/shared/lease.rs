@@ -85,9 +85,9 @@ impl RedisTaskStore {
         };
         match taken {
             1 => {}
-            0 => return Err(crate::sdk::to_sdk(&SharedTaskError::Elsewhere)),
+            0 => return Err(crate::sdk::error::to_sdk(&SharedTaskError::Elsewhere)),
             -1 => return Err(A2AError::task_not_found(task)),
-            _ => return Err(crate::sdk::to_sdk(&SharedTaskError::Lapsed)),
+            _ => return Err(crate::sdk::error::to_sdk(&SharedTaskError::Lapsed)),
         }
         let (tell, lost) = watch::channel(None);
         let last_event = Arc::new(AtomicU64::new(now_ms()));
@@ -279,7 +279,7 @@ pub(crate) fn leased(store: RedisTaskStore, task: String, events: Events) -> Eve
             why = held.lost() => match why {
                 Lost::Lapsed => {
                     crate::observe::lease_lost();
-                    Some(Err(crate::sdk::to_sdk(&SharedTaskError::Abandoned)))
+                    Some(Err(crate::sdk::error::to_sdk(&SharedTaskError::Abandoned)))
                 }
                 // Ended by a write elsewhere: what the store holds is the answer.
                 Lost::Ended => None,

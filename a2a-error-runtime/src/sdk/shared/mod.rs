@@ -8,8 +8,8 @@
 //! - **Shared.** Every replica reads, lists, cancels and writes the same tasks; a
 //!   SubscribeToTask that reaches a replica other than the one running the task follows it
 //!   there (each write publishes the task's new version), to its terminal state.
-//! - **Kept apart.** Given to the [`Bridge`](super::Bridge) with
-//!   [`Bridge::shared_tasks`](super::Bridge::shared_tasks), a task's owner (the caller's
+//! - **Kept apart.** Given to the [`Bridge`](crate::sdk::serve::Bridge) with
+//!   [`Bridge::shared_tasks`](crate::sdk::serve::Bridge::shared_tasks), a task's owner (the caller's
 //!   scope) is written with the task, in the same step, and every replica serves a task only
 //!   to its owner.
 //! - **Bounded**, in bytes as tasks are weighed (one and a half times their JSON and 1,280
@@ -20,7 +20,7 @@
 //!   in this process.
 //! - **Leased.** The replica that runs a task holds its lease ([`lease`](RedisTaskStore::lease),
 //!   default 10 s) and renews it every third of that while the executor runs (with
-//!   [`Guarded::leased`](super::Guarded::leased)). A lease that lapses (the replica was
+//!   [`Guarded::leased`](crate::sdk::executor::Guarded::leased)). A lease that lapses (the replica was
 //!   killed, cut off from Redis, or its executor made no event for the
 //!   [`stall limit`](RedisTaskStore::stall_limit)) is found by any replica within a second,
 //!   and the task ends FAILED with AGENT_UNAVAILABLE as its cause, for every caller to read.
@@ -119,8 +119,8 @@ const MAX_FRESH: usize = 4096;
 const BATCH: usize = 100;
 
 /// The SDK's `TaskStore` in Redis, shared by replicas (see the module's documentation). Clones share
-/// everything: give one to the handler, one to [`Guarded::leased`](super::Guarded::leased)
-/// and one to [`Bridge::shared_tasks`](super::Bridge::shared_tasks).
+/// everything: give one to the handler, one to [`Guarded::leased`](crate::sdk::executor::Guarded::leased)
+/// and one to [`Bridge::shared_tasks`](crate::sdk::serve::Bridge::shared_tasks).
 #[derive(Clone)]
 pub struct RedisTaskStore {
     inner: Arc<Inner>,
@@ -146,7 +146,7 @@ struct Inner {
     /// How many followers each scope has now (at most [`MAX_FOLLOWERS_PER_SCOPE`]).
     followers_by_scope: Arc<std::sync::Mutex<std::collections::HashMap<ScopeKey, usize>>>,
     /// The push delivery told of the tasks the reaper ends FAILED, when there is one.
-    reaped: Arc<std::sync::OnceLock<crate::sdk::PushDelivery>>,
+    reaped: Arc<std::sync::OnceLock<crate::sdk::push::PushDelivery>>,
 }
 
 /// The reaper of lapsed leases, one per store and its clones: started once, it reads the
@@ -240,13 +240,13 @@ fn state_name(state: &TaskState) -> String {
 }
 
 fn unavailable() -> A2AError {
-    crate::sdk::to_sdk(&SharedTaskError::Unavailable {
+    crate::sdk::error::to_sdk(&SharedTaskError::Unavailable {
         retry_after: UNAVAILABLE_RETRY,
     })
 }
 
 fn too_large() -> A2AError {
-    crate::sdk::to_sdk(&StandardError::ContentTooLarge)
+    crate::sdk::error::to_sdk(&StandardError::ContentTooLarge)
 }
 
 impl RedisTaskStore {
@@ -394,7 +394,7 @@ impl RedisTaskStore {
     /// The JSON and weight of `task`, or CONTENT_TOO_LARGE.
     fn encode(&self, task: &Task) -> Result<(String, u64), A2AError> {
         let json = serde_json::to_string(task)
-            .map_err(|_| crate::sdk::to_sdk(&StandardError::Internal))?;
+            .map_err(|_| crate::sdk::error::to_sdk(&StandardError::Internal))?;
         let json_bytes = json.len() as u64;
         // Redis keeps a large value in a hash at up to half as much again (its allocator's
         // size classes, the hash's table).
@@ -540,7 +540,7 @@ fn task_args<'c, 'a>(
 fn decode<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, A2AError> {
     serde_json::from_str(json).map_err(|error| {
         tracing::error!("a stored record does not decode: {error}");
-        crate::sdk::to_sdk(&StandardError::Internal)
+        crate::sdk::error::to_sdk(&StandardError::Internal)
     })
 }
 
@@ -552,8 +552,8 @@ impl TaskStore for RedisTaskStore {
     async fn create(&self, task: Task) -> Result<TaskVersion, A2AError> {
         self.start_reaper();
         let (json, weight) = self.encode(&task)?;
-        let scope = crate::sdk::creating_owner()
-            .map(crate::sdk::Owner::to_hex)
+        let scope = crate::sdk::owned::creating_owner()
+            .map(crate::sdk::owned::Owner::to_hex)
             .unwrap_or_default();
         let [max, max_scope, ttl] = self.bounds();
         let created: i64 = self
@@ -587,7 +587,7 @@ impl TaskStore for RedisTaskStore {
             Written::Version(version) => Ok(version),
             Written::NotFound => Err(A2AError::task_not_found(&task.id)),
             Written::Reaped | Written::LeaseLost => {
-                Err(crate::sdk::to_sdk(&SharedTaskError::Lapsed))
+                Err(crate::sdk::error::to_sdk(&SharedTaskError::Lapsed))
             }
             Written::Terminal => Err(A2AError::invalid_request(
                 "a task in a terminal state cannot change state",
@@ -640,14 +640,14 @@ impl TaskStore for RedisTaskStore {
 }
 
 #[async_trait::async_trait]
-impl crate::sdk::OwnedTaskStore for RedisTaskStore {
-    async fn owns(&self, owner: crate::sdk::Owner, task: &str) -> Result<bool, A2AError> {
+impl crate::sdk::owned::OwnedTaskStore for RedisTaskStore {
+    async fn owns(&self, owner: crate::sdk::owned::Owner, task: &str) -> Result<bool, A2AError> {
         RedisTaskStore::owns(self, owner.0, task).await
     }
 
     async fn list_owned(
         &self,
-        owner: crate::sdk::Owner,
+        owner: crate::sdk::owned::Owner,
         request: &ListTasksRequest,
         page_size: usize,
     ) -> Result<ListTasksResponse, A2AError> {
@@ -659,7 +659,7 @@ impl crate::sdk::OwnedTaskStore for RedisTaskStore {
     /// Follows the task through the store's channel of its events (see `follow`'s bounds).
     async fn follow(
         &self,
-        owner: crate::sdk::Owner,
+        owner: crate::sdk::owned::Owner,
         task: &str,
     ) -> Option<
         Result<

@@ -228,7 +228,7 @@ impl RedisTaskStore {
     }
 
     /// Tells `push` of every task this store's reaper ends FAILED.
-    pub(crate) fn notify_reaped(&self, push: crate::sdk::PushDelivery) {
+    pub(crate) fn notify_reaped(&self, push: crate::sdk::push::PushDelivery) {
         let _ = self.inner.reaped.set(push);
     }
 }
@@ -350,7 +350,7 @@ impl Outbox for RedisOutbox {
         }
     }
 
-    async fn dead_letters(&self) -> Result<Vec<crate::sdk::DeadLetter>, A2AError> {
+    async fn dead_letters(&self) -> Result<Vec<crate::sdk::push::DeadLetter>, A2AError> {
         let tasks = &self.tasks;
         let mut connection = tasks.inner.store.connection();
         let letters: Vec<String> = tasks
@@ -429,7 +429,7 @@ impl Outbox for RedisOutbox {
 }
 
 /// A dead letter as the script keeps it: `{"j": entry JSON, "r": reason}`.
-fn dead_letter(letter: &str) -> Option<crate::sdk::DeadLetter> {
+fn dead_letter(letter: &str) -> Option<crate::sdk::push::DeadLetter> {
     #[derive(serde::Deserialize)]
     struct Letter {
         j: String,
@@ -437,7 +437,7 @@ fn dead_letter(letter: &str) -> Option<crate::sdk::DeadLetter> {
     }
     let letter: Letter = serde_json::from_str(letter).ok()?;
     let kept: Kept = serde_json::from_str(&letter.j).ok()?;
-    Some(crate::sdk::DeadLetter {
+    Some(crate::sdk::push::DeadLetter {
         entry: kept.entry,
         reason: letter.r,
     })

@@ -1,13 +1,15 @@
 //! [`RedisPushConfigs`]: the SDK's `PushConfigStore` beside the shared tasks, living and dying
 //! with its task and counted in its weight.
 
+use std::sync::Arc;
+
 use a2a::{A2AError, TaskPushNotificationConfig};
 use a2a_server::PushConfigStore;
 
 use super::{MAX_ID_BYTES, RedisTaskStore, decode, now_ms};
-use crate::wire::standard::StandardError;
 
-use crate::sdk::push::{MAX_CONFIG_BYTES, MAX_CONFIGS_PER_TASK, not_found};
+use crate::dependency::PushSender;
+use crate::sdk::push::{MAX_CONFIGS_PER_TASK, PushDelivery, checked, not_found};
 
 /// What a config weighs beyond its JSON (its field in the task's hash).
 const CONFIG_OVERHEAD: u64 = 128;
@@ -38,24 +40,7 @@ impl PushConfigStore for RedisPushConfigs {
         &self,
         mut config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        if config.url.is_empty() {
-            return Err(A2AError::invalid_params("push config URL cannot be empty"));
-        }
-        if config.task_id.is_empty() || config.task_id.len() > MAX_ID_BYTES {
-            return Err(A2AError::task_not_found(&config.task_id));
-        }
-        let id = config
-            .id
-            .get_or_insert_with(|| format!("{:032x}", fastrand::u128(..)))
-            .clone();
-        if id.len() > MAX_ID_BYTES {
-            return Err(A2AError::invalid_params("push config id too long"));
-        }
-        let json = serde_json::to_string(&config)
-            .map_err(|_| crate::sdk::to_sdk(&StandardError::Internal))?;
-        if json.len() > MAX_CONFIG_BYTES {
-            return Err(crate::sdk::to_sdk(&StandardError::ContentTooLarge));
-        }
+        let (id, json) = checked(&mut config)?;
         let store = &self.tasks;
         let [max, max_scope, _] = store.bounds();
         let saved: i64 = store
@@ -147,5 +132,24 @@ impl RedisPushConfigs {
             })
             .await?;
         Ok(())
+    }
+}
+
+/// The push engine over the fleet's Redis: written here, beside the store it stands on, so
+/// that the engine's own module names no store.
+impl PushDelivery {
+    /// Configs and pending notifications in the fleet's Redis, beside `tasks` (its configs
+    /// are [`RedisTaskStore::push_configs`](RedisTaskStore::push_configs)), each lane
+    /// claimed under the tasks' lease; the FAILED status of a task whose lease lapsed
+    /// (TASK_ABANDONED) is notified too.
+    pub fn redis(sender: PushSender, tasks: &RedisTaskStore) -> Self {
+        let delivery = PushDelivery::with(
+            sender,
+            (Arc::new(tasks.push_configs()), None),
+            Arc::new(tasks.outbox()),
+            tasks.lease_duration(),
+        );
+        tasks.notify_reaped(delivery.clone());
+        delivery
     }
 }

@@ -103,21 +103,21 @@ pub(crate) fn outcome_head(fingerprint: u64, ok: bool) -> [u8; OUTCOME_HEAD] {
     head
 }
 
-/// The record of `reply`, a success of a request with `fingerprint`: a `SendReply` made with
-/// that fingerprint already is its record (shared, not copied: one block of its JSON a
-/// SendMessage instead of two); any other reply is written as [`outcome_record`] writes it.
+/// The record of `reply`, a success of a request with `fingerprint`: a reply
+/// [`Prewritten`](crate::server::json::Prewritten) for that fingerprint already is its record
+/// (shared, not copied: one block of its JSON a SendMessage instead of two); any other reply
+/// is written as [`outcome_record`] writes it.
 pub(crate) fn success_record<T: serde::Serialize + 'static>(
     fingerprint: u64,
     reply: &T,
 ) -> Option<Bytes> {
-    #[cfg(feature = "sdk")]
-    if let Some(reply) = (reply as &dyn std::any::Any).downcast_ref::<crate::sdk::SendReply>()
-        && let Some(record) = reply.record(fingerprint)
+    if let Some(record) =
+        crate::server::json::prewritten(reply).and_then(|reply| reply.record(fingerprint))
     {
         return Some(record);
     }
     outcome_record(fingerprint, true, |out| {
-        crate::server::write_json(out, reply)
+        crate::server::json::write_json(out, reply)
     })
 }
 

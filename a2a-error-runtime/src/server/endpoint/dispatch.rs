@@ -12,8 +12,8 @@ use futures_util::FutureExt;
 use futures_util::StreamExt;
 use futures_util::future::{BoxFuture, Either};
 
-use crate::server::Known;
 use crate::server::body::ReadError;
+use crate::server::headers::Known;
 use crate::wire::error::A2aError;
 use crate::wire::jsonrpc::{self, Body, Id, Request as RpcRequest};
 use crate::wire::standard::StandardError;
@@ -94,7 +94,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             Body::Single(entry) => match self.entry(entry, &arrived, false).await {
                 Some(Reply::Events(id, events)) => {
                     crate::server::sse::encoded_response(
-                        crate::server::Binding::JsonRpc(id),
+                        crate::server::sse::Binding::JsonRpc(id),
                         events,
                     )
                     .await
@@ -146,7 +146,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// declared longer than the limit, before any of it is read.
     fn arrived(&self, headers: HeaderMap) -> Result<Arrived, Box<Response>> {
         let known = Known::read(&headers);
-        let json = crate::server::is_json_type(known.content_type);
+        let json = crate::server::headers::is_json_type(known.content_type);
         let declared = known
             .content_length
             .and_then(|v| v.to_str().ok())
@@ -298,7 +298,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
             Ok(_) => crate::deadline::served_end(began, self.inner.timeout, deadline),
             Err(_) => None,
         };
-        let inherited = crate::inherited::Inherited::served(trace, end);
+        let inherited = crate::deadline::served(trace, end);
         let call = crate::inherited::scope(inherited, async move {
             let outcome = match started {
                 Err(refused) => Err(refused),
@@ -404,7 +404,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
 
     fn reply(&self, body: Option<Vec<u8>>) -> Response {
         match body {
-            Some(body) => crate::server::json_response(StatusCode::OK, body),
+            Some(body) => crate::server::json::json_response(StatusCode::OK, body),
             None => StatusCode::NO_CONTENT.into_response(),
         }
     }
@@ -423,7 +423,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// A failure of the HTTP exchange itself: still a JSON-RPC error body, id null.
     fn transport_error(&self, status: StatusCode, error: StandardError) -> Response {
         crate::server::log::error("", None, None, &error);
-        crate::server::json_response(status, self.error_response(&Id::Null, &error))
+        crate::server::json::json_response(status, self.error_response(&Id::Null, &error))
     }
 }
 

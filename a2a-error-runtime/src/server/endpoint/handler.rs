@@ -130,7 +130,7 @@ pub(super) fn read_params<P: DeserializeOwned>(params: &RawValue) -> Result<P, D
 pub(super) fn result_json<T: Serialize + 'static>(result: &T) -> Result<Vec<u8>, DynError> {
     // As serde_json's `to_vec` starts.
     let mut json = Vec::with_capacity(128);
-    match crate::server::write_json(&mut json, result) {
+    match crate::server::json::write_json(&mut json, result) {
         Ok(()) => Ok(json),
         Err(error) => {
             tracing::error!("could not serialize a result: {error}");

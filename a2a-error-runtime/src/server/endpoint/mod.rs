@@ -293,7 +293,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// How long a caller has to send the whole request body (default 30 s); a slower one gets
     /// HTTP 408 with a DEADLINE_EXCEEDED error body, and the partial body is dropped. Headers
     /// are read before the endpoint sees the request: bound them with
-    /// [`serve`](super::serve) (or your own server's settings).
+    /// [`serve`](crate::server::serve::serve::serve) (or your own server's settings).
     pub fn body_timeout(mut self, limit: Duration) -> Self {
         self.inner_mut().body_timeout = limit;
         self
@@ -362,9 +362,9 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         axum::Router::new().route_service("/", self)
     }
 
-    /// This endpoint answering `/` and `router` the rest, for [`serve`](crate::server::serve):
+    /// This endpoint answering `/` and `router` the rest, for [`serve`](crate::server::serve::serve::serve):
     /// a request to `/` reaches the endpoint without being routed (see
-    /// [`App`](crate::server::App) for what that saves, and why the router's layers do not
+    /// [`App`](crate::server::serve::App) for what that saves, and why the router's layers do not
     /// see those requests).
     ///
     /// ```no_run
@@ -377,8 +377,8 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// serve(listener, JsonRpc::new().in_front_of(rest), ServeLimits::default()).await
     /// # }
     /// ```
-    pub fn in_front_of(self, router: axum::Router) -> crate::server::App {
-        crate::server::App::new(
+    pub fn in_front_of(self, router: axum::Router) -> crate::server::serve::App {
+        crate::server::serve::App::new(
             Arc::new(move |request| Box::pin(self.clone().respond(request))),
             router,
         )

@@ -99,7 +99,7 @@ impl RateLimiter {
     /// AGENT_UNAVAILABLE (fail closed: the limit is never silently off) and a retry delay of a
     /// second.
     #[cfg(feature = "redis")]
-    pub fn redis(store: &crate::server::RedisStore, limit: RateLimit) -> Self {
+    pub fn redis(store: &crate::server::dedup::RedisStore, limit: RateLimit) -> Self {
         RateLimiter {
             limit,
             store: Store::Redis(Arc::new(redis::Records::new(store.clone(), "a2a-rate:"))),
@@ -111,7 +111,7 @@ impl RateLimiter {
     /// dedup records apart; the replicas of one agent share one prefix. Limits kept in memory
     /// have no keys: there it changes nothing.
     ///
-    /// [`RedisStore::prefix`]: crate::server::RedisStore::prefix
+    /// [`RedisStore::prefix`]: crate::server::dedup::RedisStore::prefix
     pub fn prefix(self, prefix: impl Into<String>) -> Self {
         match self.store {
             #[cfg(feature = "redis")]

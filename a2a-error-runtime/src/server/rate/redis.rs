@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::RateLimit;
-use crate::server::RedisStore;
+use crate::server::dedup::RedisStore;
 
 /// GCRA in one step (see the [module](super)), in microseconds on Redis's clock: `0` when
 /// allowed, else the wait. The record expires when its caller's next request is due.
