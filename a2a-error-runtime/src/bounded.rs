@@ -1,7 +1,7 @@
 //! [`BoundedMap`]: an in-process map of records that callers can add to, bounded by entries
 //! and by bytes, with a time to live per record: a container every floor that keeps what
 //! callers send uses (the server's dedup, the SDK bridge's tasks, an agent's own state). The
-//! dedup's [`MemoryStore`] and the bridge's `MemoryTaskStore` keep their records in one; so
+//! dedup's `MemoryStore` and the bridge's `MemoryTaskStore` keep their records in one; so
 //! can an agent's own state keyed by what callers send (tasks, attempts), which must not grow
 //! without bound.
 //!
@@ -28,7 +28,6 @@
 //! # }
 //! ```
 //!
-//! [`MemoryStore`]: crate::server::MemoryStore
 //!
 //! Why not moka, which these maps used before: under a steady stream of new keys (every
 //! SendMessage is one) a full moka cache evicts as fast as it inserts, and its lock-free hash

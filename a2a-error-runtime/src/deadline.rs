@@ -211,7 +211,7 @@ pub(crate) fn served_end(
     )
 }
 
-/// Runs `future` so that the typed [`Client`](crate::Client) calls made inside it end by
+/// Runs `future` so that the typed `Client` calls made inside it (feature `client`) end by
 /// `deadline` (less a small margin), as inside a handler of this crate's server. For tasks a
 /// handler spawns, and for servers of your own.
 pub async fn with_deadline<F: Future>(deadline: Instant, future: F) -> F::Output {

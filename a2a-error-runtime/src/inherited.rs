@@ -1,9 +1,9 @@
 //! What the calls made on behalf of the request being served inherit from it: its trace
-//! context ([`trace`](crate::trace)) and its deadline ([`deadline`](crate::deadline)), in one
+//! context (`trace`) and its deadline (`deadline`), in one
 //! task-local. One rather than one each: a request's handler then runs inside one scope,
 //! which each poll of it enters and leaves (two scopes' polls were ~1.8 % of an error reply's
 //! instructions, one is half that), and what the SDK bridge carries into its executor's task
-//! is one value. Storage only: what is put in it is decided by [`deadline`](crate::deadline)
+//! is one value. Storage only: what is put in it is decided by `deadline`
 //! (which stands on this file) and the servers.
 
 use std::future::Future;

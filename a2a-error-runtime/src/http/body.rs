@@ -53,6 +53,31 @@ pub(crate) async fn read(
     Ok(only.unwrap_or_else(|| Bytes::from(body)))
 }
 
+/// `chunks` counted as they come: the chunk that takes the count past `max` bytes is one
+/// `too_large(max)` item, and the stream ends there (or at its first other error). The one
+/// count of a body read as a stream: a streamed model reply's, an MCP reply's events.
+pub(crate) fn counted<S, E>(
+    chunks: S,
+    max: usize,
+    too_large: impl Fn(usize) -> E,
+) -> impl futures_util::Stream<Item = Result<Bytes, E>>
+where
+    S: futures_util::Stream<Item = Result<Bytes, E>>,
+{
+    use futures_util::StreamExt;
+    chunks.scan(Some(0usize), move |received, chunk| {
+        let Some(seen) = *received else {
+            return std::future::ready(None);
+        };
+        let item = match chunk {
+            Ok(chunk) if chunk.len() > max - seen.min(max) => Err(too_large(max)),
+            other => other,
+        };
+        *received = item.as_ref().ok().map(|chunk| seen + chunk.len());
+        std::future::ready(Some(item))
+    })
+}
+
 /// The first `limit` bytes of a body (an error reply's, for a log), reading no further.
 pub(crate) async fn excerpt(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
     let mut kept = Vec::new();
@@ -129,5 +154,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_stream_is_counted_and_ends_at_its_bound() {
+        use futures_util::StreamExt;
+        let chunks = |sizes: &[usize]| {
+            let items: Vec<Result<Bytes, usize>> = sizes
+                .iter()
+                .map(|&n| Ok(Bytes::from(vec![b'x'; n])))
+                .collect();
+            futures_util::stream::iter(items)
+        };
+        // Exactly the bound: every chunk.
+        let all: Vec<_> = counted(chunks(&[2, 3, 1]), 6, |max| max).collect().await;
+        assert_eq!(all.len(), 3);
+        assert!(all.iter().all(Result::is_ok));
+        // Past it: the chunk that passes it is the error, and nothing follows.
+        let cut: Vec<_> = counted(chunks(&[2, 3, 2, 5]), 6, |max| max).collect().await;
+        assert_eq!(cut.len(), 3);
+        assert_eq!(cut[2], Err(6));
+        // An error of the stream's own ends it too.
+        let broken =
+            futures_util::stream::iter([Ok(Bytes::from_static(b"ab")), Err(0), Ok(Bytes::new())]);
+        let read: Vec<_> = counted(broken, 6, |max| max).collect().await;
+        assert_eq!(read, [Ok(Bytes::from_static(b"ab")), Err(0)]);
     }
 }

@@ -62,8 +62,8 @@ pub(crate) fn parse_url(raw: &str) -> Result<reqwest::Url, BuildError> {
 
 /// The HTTP settings of a builder whose callee is reached over HTTP: the connect timeout,
 /// the redirects followed, or the caller's own client. Set through the builder
-/// ([`StackBuilder::connect_timeout`](crate::resilience::StackBuilder::connect_timeout),
-/// [`StackBuilder::http_client`](crate::resilience::StackBuilder::http_client)).
+/// (`StackBuilder::connect_timeout`,
+/// `StackBuilder::http_client`).
 #[derive(Clone, Debug)]
 #[doc(hidden)]
 pub struct HttpSettings {

@@ -41,8 +41,8 @@ pub trait Repeatable: CalleeSettings {}
 /// Builds the client of one callee: the layers of [`Stack`] with their settings, and the
 /// kind's own (`K`). Every client's builder is one of these
 /// ([`ClientBuilder`](crate::ClientBuilder),
-/// [`HttpDependencyBuilder`](crate::dependency::HttpDependencyBuilder),
-/// [`DependencyBuilder`](crate::dependency::DependencyBuilder)), so their layers are set
+/// `HttpDependencyBuilder`,
+/// `DependencyBuilder`), so their layers are set
 /// alike: a total timeout of 90 s, the default retry policy, a breaker of its own with the
 /// default configuration, the default bulkhead, an attempt timeout of 30 s, no hedging.
 pub struct StackBuilder<K: CalleeSettings> {
@@ -128,7 +128,7 @@ impl<K: CalleeSettings> StackBuilder<K> {
     }
 
     /// Hedges the calls that are safe to run twice at once (an agent's reads such as GetTask;
-    /// an HTTP service's GET and HEAD; a [`Dependency`](crate::dependency::Dependency)'s
+    /// an HTTP service's GET and HEAD; a `Dependency`'s
     /// calls named as it is): a second attempt after `delay`, the first success winning,
     /// hedges drawing on the retry policy's budget. Placed between the retry layer and the
     /// breaker, so each attempt is its own sample. Off by default.

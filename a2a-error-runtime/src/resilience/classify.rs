@@ -4,10 +4,10 @@
 //! for it. The retry layer, the breaker, hedging and the passing-on of a failure act on these
 //! answers; none reads an error's variants itself.
 //!
-//! It has five implementations: [`ClientError`](crate::client::ClientError) (a call to an agent), a derived enum
-//! (from its code, category and retry attributes), [`HttpError`](crate::dependency::HttpError)
+//! It has five implementations: `ClientError` (a call to an agent), a derived enum
+//! (from its code, category and retry attributes), `HttpError`
 //! (an HTTP dependency), `McpFailure` (an MCP server, feature `mcp`) and
-//! [`Failure`](crate::dependency::Failure) (any call, over the user's own classification of
+//! `Failure` (any call, over the user's own classification of
 //! its error). [`FromLayer`] is the other half: how a layer's own
 //! refusals (a timeout, an open circuit, a full bulkhead) are written in the service's error
 //! type.
@@ -26,10 +26,10 @@ use crate::wire::error::{A2aError, Category, HasKind, RetryHint};
 /// The one reading of a failure that the resilience layers consult: [`Retry`], the breaker,
 /// hedging and [`Fallback`] act on these answers and read no error's variants themselves.
 ///
-/// Implemented by [`ClientError`](crate::client::ClientError), by every `#[derive(A2aError)]` enum (from its code's facts
+/// Implemented by `ClientError`, by every `#[derive(A2aError)]` enum (from its code's facts
 /// and its `retryable`/`retry_after` attributes), by
-/// [`HttpError`](crate::dependency::HttpError) and by
-/// [`Failure`](crate::dependency::Failure). To classify a foreign error, implement it on a
+/// `HttpError` and by
+/// `Failure`. To classify a foreign error, implement it on a
 /// type of your own; every method but [`retry_advice_at`](Self::retry_advice_at) has a
 /// default:
 ///
@@ -118,9 +118,9 @@ pub trait Classify {
 /// How a layer writes its own failures in the error type of the service it wraps: a timeout
 /// ([`TotalTimeout`](crate::resilience::timeout::TotalTimeout),
 /// [`AttemptTimeout`](crate::resilience::timeout::AttemptTimeout)), an open circuit (the breaker) and
-/// a full bulkhead. Implemented by [`ClientError`](crate::client::ClientError),
-/// [`HttpError`](crate::dependency::HttpError) and
-/// [`Failure`](crate::dependency::Failure), which wraps any other error.
+/// a full bulkhead. Implemented by `ClientError`,
+/// `HttpError` and
+/// `Failure`, which wraps any other error.
 pub trait FromLayer {
     /// A time limit fired.
     fn timeout(timeout: Timeout) -> Self;

@@ -1,16 +1,16 @@
 //! Floor 2: tower layers over any service, one idea each, stacked by every client (the typed
-//! A2A client, the HTTP dependency client, a [`Dependency`](crate::dependency::Dependency)
+//! A2A client, the HTTP dependency client, a `Dependency`
 //! around any call) through [`Stack`] as
 //!
 //! ```text
 //! TotalTimeout → Retry → CircuitBreaker → Bulkhead → AttemptTimeout → transport
 //! ```
 //!
-//! and, across agents, [`FanOut`](crate::client::FanOut) (several at once, `min_results` of them needed) and
+//! and, across agents, `FanOut` (several at once, `min_results` of them needed) and
 //! [`Fallback`] (the primary, then alternates, then a default).
 //!
 //! [`TotalTimeoutLayer`] gives the whole call a time budget, which travels down with the
-//! [`Call`](crate::client::Call) (transports send what is left as `A2A-Deadline-Ms`).
+//! `Call` (transports send what is left as `A2A-Deadline-Ms`).
 //! [`RetryLayer`] tries again by a [`RetryPolicy`]: attempts, backoff with jitter, the peer's
 //! requested delay, a retry budget shared across calls, per-method safety; it never starts a
 //! wait that would end past the call's deadline. [`breaker::CircuitBreakerLayer`] fails

@@ -1,6 +1,6 @@
 //! [`Request`]: what the resilience layers need of a request, whatever it is. A2A's [`Call`],
-//! an HTTP dependency's [`HttpCall`](crate::dependency::HttpCall) and any other operation
-//! wrapped in an [`Op`](crate::dependency::Op) carry their time limit down the stack and say
+//! an HTTP dependency's `HttpCall` and any other operation
+//! wrapped in an `Op` carry their time limit down the stack and say
 //! what they are, so that one implementation of each layer serves them all.
 //!
 //! [`Call`]: super::Call

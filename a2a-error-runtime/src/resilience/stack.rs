@@ -1,6 +1,6 @@
 //! `Stack`: the layers of a client in their one order, for any request and error. The typed
-//! A2A [`Client`](crate::Client), the [`HttpDependency`](crate::dependency::HttpDependency)
-//! and the [`Dependency`](crate::dependency::Dependency) of any call are built from it.
+//! A2A [`Client`](crate::Client), the `HttpDependency`
+//! and the `Dependency` of any call are built from it.
 
 use std::time::Duration;
 

@@ -19,7 +19,7 @@
 //!   replicas (read, listed, cancelled and followed on any, by their owner only), each running
 //!   task leased to its replica so that it ends FAILED, not WORKING forever, when that
 //!   replica dies.
-//! - **Over gRPC** (feature `grpc`, [`Bridge::grpc`]): the same handler served as the A2A 1.0
+//! - **Over gRPC** (feature `grpc`, `Bridge::grpc`): the same handler served as the A2A 1.0
 //!   service `lf.a2a.v1.A2AService`, with the same guarantees, and
 //!   `TransportFactory::grpc()` for the card's `GRPC` interfaces.
 //! - **Calling** ([`StackTransport`], [`TransportFactory`]): the SDK client's `Transport` backed by

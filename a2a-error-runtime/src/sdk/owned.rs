@@ -66,7 +66,7 @@ pub(crate) async fn creating<T>(owner: Owner, call: impl Future<Output = T>) -> 
 ///   the caller may retry (TASK_STORE_UNAVAILABLE and a delay), not with "not found".
 ///
 /// Leases (a task whose replica died ends FAILED) are the Redis store's
-/// ([`Guarded::leased`](crate::sdk::executor::Guarded::leased)); a store of your own without them keeps
+/// (`Guarded::leased`, feature `redis`); a store of your own without them keeps
 /// such a task in its last state.
 #[async_trait::async_trait]
 pub trait OwnedTaskStore: Send + Sync + 'static {

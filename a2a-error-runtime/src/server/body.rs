@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 
-/// Reading a request body took longer than [`ServeLimits::body_timeout`](crate::server::serve::serve::ServeLimits::body_timeout).
+/// Reading a request body took longer than [`ServeLimits::body_timeout`](crate::server::serve::ServeLimits::body_timeout).
 #[derive(Debug, thiserror::Error)]
 #[error("request body not received in time")]
 pub(crate) struct BodyTimedOut;

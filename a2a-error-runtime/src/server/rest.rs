@@ -227,7 +227,7 @@ impl axum::response::IntoResponse for Rejection {
 /// - not JSON (bad syntax, bad UTF-8, empty, trailing bytes): 400 PARSE_ERROR;
 /// - JSON of the wrong shape: 400 INVALID_PARAMS with the field path in a BadRequest detail;
 /// - over axum's body limit (`DefaultBodyLimit`): 413 CONTENT_TOO_LARGE;
-/// - not received within [`ServeLimits::body_timeout`](crate::server::serve::serve::ServeLimits::body_timeout):
+/// - not received within [`ServeLimits::body_timeout`](crate::server::serve::ServeLimits::body_timeout):
 ///   408 DEADLINE_EXCEEDED.
 ///
 /// As a response it is `axum::Json`.

@@ -83,7 +83,7 @@ pub trait StreamFormat: Send + Sync + 'static {
     }
 
     /// The text a content event carries, for a caller that forwards it (as
-    /// [`forward_stream`](crate::sdk::forward_stream) does). Default: its data.
+    /// `sdk::forward_stream` does). Default: its data.
     fn text(&self, event: &StreamEvent) -> Option<String> {
         Some(event.data.clone())
     }
@@ -713,20 +713,7 @@ fn bounded_body(
         _ => BodyFault::Deadline,
     };
     let timed = within_time(body, idle, deadline, timed_out);
-    // Counted as received: the chunk that passes the bound is the last item.
-    timed
-        .scan(Some(0usize), move |received, chunk| {
-            let Some(seen) = *received else {
-                return std::future::ready(None);
-            };
-            let item = match chunk {
-                Ok(chunk) if chunk.len() > max - seen.min(max) => Err(BodyFault::TooLong(max)),
-                other => other,
-            };
-            *received = item.as_ref().ok().map(|chunk| seen + chunk.len());
-            std::future::ready(Some(item))
-        })
-        .boxed()
+    crate::http::body::counted(timed, max, BodyFault::TooLong).boxed()
 }
 
 #[cfg(test)]

@@ -355,16 +355,10 @@ impl McpService {
         id: i64,
         clock: &mut Clock,
     ) -> Result<Box<RawValue>, McpError> {
-        let max = self.http.max_reply;
-        let mut received = 0usize;
-        let body = response.bytes_stream().map(move |chunk| {
-            let chunk = chunk.map_err(|_| Fault::Broken)?;
-            received = received.saturating_add(chunk.len());
-            if received > max {
-                return Err(Fault::TooLarge(max));
-            }
-            Ok(chunk)
-        });
+        let chunks = response
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(|_| Fault::Broken));
+        let body = crate::http::body::counted(chunks, self.http.max_reply, Fault::TooLarge);
         let mut events = Events::new(Box::pin(body), self.max_event);
         loop {
             let next = clock

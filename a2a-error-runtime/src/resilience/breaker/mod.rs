@@ -4,7 +4,7 @@
 //! bounded number of probes through once the break is over (half-open): a probe that
 //! succeeds closes the circuit, one that fails opens it again for a longer break. Only
 //! failures that say something about the agent's health count: the classifier's
-//! [`ClientError::health`](crate::client::ClientError::health) decides which.
+//! `ClientError::health` decides which.
 //!
 //! The admission check of a closed circuit is one atomic load; nothing on the hot path takes
 //! a lock, and breakers of different agents share nothing. [`CircuitBreakerLayer`] puts one

@@ -34,8 +34,8 @@ type Hook<F> = Arc<dyn Fn(u32, &F, Duration) + Send + Sync>;
 const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 
 /// The retry policy of a client or a dependency; `F` is the error type of the service it
-/// retries ([`ClientError`](crate::client::ClientError) for calls to agents, an
-/// [`HttpError`](crate::dependency::HttpError), a [`Failure`](crate::dependency::Failure)),
+/// retries (`ClientError` for calls to agents, an
+/// `HttpError`, a `Failure`),
 /// read through its [`Classify`] impl.
 ///
 /// Defaults: 4 attempts; full-jitter backoff from 250 ms capped at 30 s; a retry budget of 20 % of calls (plus 10 retries a second) shared

@@ -13,7 +13,7 @@
 //!   letter ([`dead_letters`](PushDelivery::dead_letters), [`replay`](PushDelivery::replay)).
 //!   A 410 removes the config and its pending notifications; a notification whose config
 //!   is no longer saved when its turn comes is not sent.
-//! - **Durable across replicas** ([`PushDelivery::redis`]): the outbox in the fleet's Redis,
+//! - **Durable across replicas** (`PushDelivery::redis`, feature `redis`): the outbox in the fleet's Redis,
 //!   each lane claimed under a lease; a replica that dies leaves its lanes to the others,
 //!   which send the same notifications with the same `webhook-id`.
 //!

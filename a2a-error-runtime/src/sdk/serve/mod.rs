@@ -178,7 +178,7 @@ impl<H: RequestHandler> Bridge<H> {
     }
 
     /// Keeps which task is whose in `tasks`, the handler's shared task store (the same
-    /// store, or a clone: a [`RedisTaskStore`](crate::sdk::shared::RedisTaskStore), or any
+    /// store, or a clone: a `RedisTaskStore` (feature `redis`), or any
     /// [`OwnedTaskStore`](crate::sdk::owned::OwnedTaskStore) of your own), instead of in this
     /// process: every replica sharing it then serves a task to its owner, whichever replica
     /// created it, and a SubscribeToTask that reaches a replica not running the task follows

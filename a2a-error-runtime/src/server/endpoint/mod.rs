@@ -293,7 +293,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
     /// How long a caller has to send the whole request body (default 30 s); a slower one gets
     /// HTTP 408 with a DEADLINE_EXCEEDED error body, and the partial body is dropped. Headers
     /// are read before the endpoint sees the request: bound them with
-    /// [`serve`](crate::server::serve::serve::serve) (or your own server's settings).
+    /// [`serve`](crate::server::serve::serve) (or your own server's settings).
     pub fn body_timeout(mut self, limit: Duration) -> Self {
         self.inner_mut().body_timeout = limit;
         self
@@ -362,7 +362,7 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
         axum::Router::new().route_service("/", self)
     }
 
-    /// This endpoint answering `/` and `router` the rest, for [`serve`](crate::server::serve::serve::serve):
+    /// This endpoint answering `/` and `router` the rest, for [`serve`](crate::server::serve::serve):
     /// a request to `/` reaches the endpoint without being routed (see
     /// [`App`](crate::server::serve::App) for what that saves, and why the router's layers do not
     /// see those requests).

@@ -107,11 +107,9 @@ impl RateLimiter {
     }
 
     /// Prefixes the Redis records' keys with `prefix` (default `a2a-rate:`): agents sharing
-    /// one Redis keep their callers' allowances apart, as [`RedisStore::prefix`] keeps their
+    /// one Redis keep their callers' allowances apart, as `RedisStore::prefix` keeps their
     /// dedup records apart; the replicas of one agent share one prefix. Limits kept in memory
     /// have no keys: there it changes nothing.
-    ///
-    /// [`RedisStore::prefix`]: crate::server::dedup::RedisStore::prefix
     pub fn prefix(self, prefix: impl Into<String>) -> Self {
         match self.store {
             #[cfg(feature = "redis")]

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The runtime's floors, kept by a check: no file names a module of a floor above its own.
+
+Every `crate::MODULE` a file of the runtime names (in code or in a doc link) must stand on a
+lower floor than the file's own module, or be that module; `server` and `client` never name
+each other. The table is docs/architecture.md's. Unit tests are left out (a file's test
+module, a `tests.rs`): they may build the floors above to test one below. Exits 1, listing
+each offence, when one is found.
+"""
+import pathlib
+import re
+import sys
+
+SRC = pathlib.Path(__file__).resolve().parent.parent / "a2a-error-runtime" / "src"
+# Floor of each top-level module (a file or a folder of the runtime). The modules that cross
+# the floors (architecture.md) stand between floor 0 and the servers and clients, in the
+# order they use each other.
+FLOORS = {
+    "wire": 0, "observe": 0.5,
+    "inherited": 0.6, "deadline": 0.7, "trace": 0.8, "bounded": 0.9,
+    "http": 1, "server": 1,
+    "resilience": 2,
+    "dependency": 3, "client": 3,
+    "sdk": 4,
+    "peer_input": 5, "hostile_input": 5.5, "__private": 5, "lib": 6,
+}
+APART = {("server", "client"), ("client", "server")}
+NAMED = re.compile(r"\bcrate::([a-z_][a-z0-9_]*)")
+
+offences = []
+for path in sorted(SRC.rglob("*.rs")):
+    module = path.relative_to(SRC).parts[0].removesuffix(".rs")
+    if module not in FLOORS:
+        offences.append(f"{path.relative_to(SRC)}: module `{module}` has no floor in .ci/floors.py")
+        continue
+    if path.name == "tests.rs":
+        continue
+    lines = path.read_text().splitlines()
+    for number, line in enumerate(lines, 1):
+        following = lines[number] if number < len(lines) else ""
+        if line.strip() == "#[cfg(test)]" and re.match(r"mod \w+ \{", following):
+            break  # the file's test module, at its end
+        for named in NAMED.findall(line):
+            if named == module or named not in FLOORS:
+                continue  # its own module, or an item of the crate root (floor 0 re-exports)
+            if FLOORS[named] >= FLOORS[module] or (module, named) in APART:
+                offences.append(
+                    f"{path.relative_to(SRC)}:{number}: `{module}` (floor {FLOORS[module]}) "
+                    f"names `crate::{named}` (floor {FLOORS[named]})"
+                )
+for offence in offences:
+    print(offence)
+if offences:
+    print(f"{len(offences)} import(s) up a floor: see docs/architecture.md")
+    sys.exit(1)
+print("floors: no import up")
