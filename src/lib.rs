@@ -43,6 +43,7 @@
 //! The guides are in [`guide`]: [errors](guide::errors), [serving](guide::serving),
 //! [calling](guide::calling), [chains](guide::chains), [dependencies](guide::dependencies),
 //! [testing](guide::testing), [observability](guide::observability).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 // These pages and the guides name every feature's modules; with a feature off, its links have
 // nothing to point at (docs.rs, and the check with every feature on, resolve them all).

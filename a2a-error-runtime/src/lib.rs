@@ -4,6 +4,7 @@
 //! The modules are the floors of the house, each standing only on the ones below it; the one
 //! table of them is the repository's
 //! [architecture](https://github.com/a2a-error/a2a-error/blob/main/docs/architecture.md).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod wire;

@@ -18,6 +18,7 @@
 //!   stores replicas share.
 //!
 //! The guide is `docs/guides/testing.md` in the repository (`a2a_error::guide::testing`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod agent;

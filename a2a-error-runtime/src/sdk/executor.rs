@@ -207,18 +207,18 @@ type Item = Result<StreamResponse, A2AError>;
 
 /// A rare step's future (saving the push config, ending a failed task in the store): its
 /// output, when there is one, is the stream's last item.
-type Aside = futures_util::future::BoxFuture<'static, Option<Item>>;
+type RareStep = futures_util::future::BoxFuture<'static, Option<Item>>;
 
 /// The guarded stream. Written by hand rather than as an `unfold`: that made a future for
 /// every event (its async block held every step's room, ~1.7 KB, written and copied each
 /// time), where this keeps what lasts across events (the timer, the link's watch) once.
 struct Guard {
-    /// The executor's events; `None` once the stream has ended (or will after an aside).
+    /// The executor's events; `None` once the stream has ended (or will after a rare step).
     events: Option<BoxStream<'static, Item>>,
     started: bool,
     run: Arc<Run>,
     /// A rare step in progress, polled before anything else.
-    aside: Option<Aside>,
+    rare_step: Option<RareStep>,
     /// For a stream's execution: the credit for the next event is held.
     credited: bool,
     /// Waiting for a credit (its reader is a whole window behind).
@@ -237,7 +237,7 @@ struct Guard {
     /// A forwarded answer's appends, joined for the handler (see `sdk::appends`). Boxed: most
     /// executions forward no answer.
     appends: Option<Box<Appends>>,
-    /// An item to handle once the text waiting, given first, has been taken.
+    /// An item to handle once the text waiting, given first, has been given.
     after_join: Option<Item>,
 }
 
@@ -338,11 +338,11 @@ impl Guard {
             if let Some(held) = this.held.take() {
                 return Poll::Ready(Some(Ok(held)));
             }
-            if let Some(aside) = &mut this.aside {
-                let Poll::Ready(last) = aside.as_mut().poll(cx) else {
+            if let Some(rare_step) = &mut this.rare_step {
+                let Poll::Ready(last) = rare_step.as_mut().poll(cx) else {
                     return Poll::Pending;
                 };
-                this.aside = None;
+                this.rare_step = None;
                 if let Some(last) = last {
                     this.events = None;
                     return Poll::Ready(Some(last));
@@ -431,7 +431,7 @@ impl Guard {
                 Err(error) => {
                     this.events = None;
                     let run = Arc::clone(&this.run);
-                    this.aside = Some(Box::pin(async move {
+                    this.rare_step = Some(Box::pin(async move {
                         run.mark_failed(&error).await;
                         Some(Err(error))
                     }));
@@ -489,7 +489,7 @@ impl Run {
             Err(panic) => futures_util::stream::iter([Err(panicked(&*panic))]).boxed(),
         };
         // The SendMessage's push config, saved before the first event.
-        let aside = match (config, &run.push) {
+        let rare_step = match (config, &run.push) {
             (Some(mut config), Some(push)) => {
                 let (run, push) = (Arc::clone(&run), push.clone());
                 config.task_id = run.task_id.clone();
@@ -497,7 +497,7 @@ impl Run {
                     let error = push.save(config, run.caller).await.err()?;
                     run.mark_failed(&error).await;
                     Some(Err(error))
-                }) as Aside)
+                }) as RareStep)
             }
             _ => None,
         };
@@ -506,7 +506,7 @@ impl Run {
             events: Some(events),
             started: false,
             run,
-            aside,
+            rare_step,
             credited: false,
             credit: None,
             expiry,
@@ -637,7 +637,7 @@ fn as_notified(event: &StreamResponse) -> StreamResponse {
     event
 }
 
-/// `events` of `task`, each queued as a push notification once the SDK's handler has taken
+/// `events` of `task`, each queued as a push notification once the SDK's handler has given
 /// it (stored it, and sent it to the task's readers): when the next one is asked for, or when
 /// the handler drops the stream after the last. A receiver that reads the task on a
 /// notification so finds it as the notification says.
@@ -649,7 +649,7 @@ fn notified(
 ) -> BoxStream<'static, Item> {
     Notifying {
         events,
-        taken: None,
+        last_given: None,
         queuing: None,
         reading: None,
         push,
@@ -660,7 +660,7 @@ fn notified(
 }
 
 /// An event the handler has been given, with the task's configs when it was made.
-type Taken = (StreamResponse, Vec<a2a::TaskPushNotificationConfig>);
+type GivenEvent = (StreamResponse, Vec<a2a::TaskPushNotificationConfig>);
 
 /// [`notified`]'s stream, written by hand as the guard's is (see [`Guard`]): a task with no
 /// configs (most) costs one look at its configs an event, and no copy of it.
@@ -669,7 +669,7 @@ struct Notifying {
     /// The event last given, queued when the next is asked for (or the stream dropped).
     /// Boxed: an event is ~400 bytes, which every stream would carry for the few tasks that
     /// have configs.
-    taken: Option<Box<Taken>>,
+    last_given: Option<Box<GivenEvent>>,
     /// Queuing the event last given.
     queuing: Option<futures_util::future::BoxFuture<'static, ()>>,
     /// An event read, and its task's configs being read (a store outside this process).
@@ -685,11 +685,13 @@ struct Notifying {
 
 impl Drop for Notifying {
     fn drop(&mut self) {
-        let (Some(taken), Ok(runtime)) = (self.taken.take(), tokio::runtime::Handle::try_current())
-        else {
+        let (Some(given), Ok(runtime)) = (
+            self.last_given.take(),
+            tokio::runtime::Handle::try_current(),
+        ) else {
             return;
         };
-        let (event, configs) = *taken;
+        let (event, configs) = *given;
         let (push, task) = (self.push.clone(), Arc::clone(&self.task));
         let caller = self.caller;
         runtime.spawn(async move { push.queue(&task, caller, &event, configs).await });
@@ -705,8 +707,8 @@ impl futures_util::Stream for Notifying {
     ) -> std::task::Poll<Option<Item>> {
         use std::task::Poll;
         let this = self.get_mut();
-        if let Some(taken) = this.taken.take() {
-            let (event, configs) = *taken;
+        if let Some(given) = this.last_given.take() {
+            let (event, configs) = *given;
             let (push, task, caller) = (this.push.clone(), Arc::clone(&this.task), this.caller);
             this.queuing = Some(Box::pin(async move {
                 push.queue(&task, caller, &event, configs).await;
@@ -750,10 +752,10 @@ impl futures_util::Stream for Notifying {
 }
 
 impl Notifying {
-    /// `event` is given to the handler now: it is queued once the handler has taken it.
+    /// `event` is given to the handler now: it is queued once the handler has given it.
     fn take(&mut self, event: &StreamResponse, configs: Vec<a2a::TaskPushNotificationConfig>) {
         if !configs.is_empty() {
-            self.taken = Some(Box::new((as_notified(event), configs)));
+            self.last_given = Some(Box::new((as_notified(event), configs)));
         }
     }
 }

@@ -32,7 +32,7 @@ struct Stream {
 }
 
 /// What a SendStreamingMessage (or SendMessage) finds of an earlier stream of its messageId.
-pub(crate) enum Seen {
+pub(crate) enum EarlierStream {
     /// None: this call runs it (and is recorded).
     New,
     /// The stream of this message, on this task.
@@ -69,12 +69,12 @@ impl Streams {
 
     /// What the record of `key` says of a call with `fingerprint`; a new stream's record is
     /// made when `start` is true.
-    pub(crate) fn seen(&self, key: &str, fingerprint: u64, start: bool) -> Seen {
+    pub(crate) fn seen(&self, key: &str, fingerprint: u64, start: bool) -> EarlierStream {
         use std::sync::atomic::Ordering;
         if start {
             self.any.store(true, Ordering::Relaxed);
         } else if !self.any.load(Ordering::Relaxed) {
-            return Seen::New;
+            return EarlierStream::New;
         }
         self.records.update(key, |held| match held {
             None if start => {
@@ -87,13 +87,13 @@ impl Streams {
                     weight: Self::weight(key),
                     ttl: WINDOW,
                 };
-                (put, Seen::New)
+                (put, EarlierStream::New)
             }
-            None => (Change::Keep, Seen::New),
-            Some(held) if held.fingerprint != fingerprint => (Change::Keep, Seen::Reused),
+            None => (Change::Keep, EarlierStream::New),
+            Some(held) if held.fingerprint != fingerprint => (Change::Keep, EarlierStream::Reused),
             Some(held) => match &held.task {
-                Some(task) => (Change::Keep, Seen::Task(task.clone())),
-                None => (Change::Keep, Seen::InProgress),
+                Some(task) => (Change::Keep, EarlierStream::Task(task.clone())),
+                None => (Change::Keep, EarlierStream::InProgress),
             },
         })
     }

@@ -17,31 +17,31 @@ pub(crate) struct Known<'a> {
     pub(crate) version: Option<&'a HeaderValue>,
     /// The smallest `A2A-Deadline-Ms` that reads (several: a proxy added one).
     pub(crate) deadline_left: Option<std::time::Duration>,
-    pub(crate) traceparent: Seen<'a>,
-    pub(crate) tracestate: Seen<'a>,
+    pub(crate) traceparent: Occurrences<'a>,
+    pub(crate) tracestate: Occurrences<'a>,
 }
 
 /// How many times a header came, and its value when once.
 #[derive(Clone, Copy, Default)]
-pub(crate) enum Seen<'a> {
+pub(crate) enum Occurrences<'a> {
     #[default]
     Never,
     Once(&'a HeaderValue),
     Several,
 }
 
-impl<'a> Seen<'a> {
+impl<'a> Occurrences<'a> {
     fn add(&mut self, value: &'a HeaderValue) {
         *self = match self {
-            Seen::Never => Seen::Once(value),
-            _ => Seen::Several,
+            Occurrences::Never => Occurrences::Once(value),
+            _ => Occurrences::Several,
         };
     }
 
     /// The value, when the header came exactly once.
     pub(crate) fn once(self) -> Option<&'a HeaderValue> {
         match self {
-            Seen::Once(value) => Some(value),
+            Occurrences::Once(value) => Some(value),
             _ => None,
         }
     }

@@ -17,7 +17,7 @@ use crate::sdk::link::Link;
 use crate::sdk::owners::key_of;
 use crate::sdk::protojson::{ProtoJson, SendReply};
 use crate::sdk::scoped::Scoped;
-use crate::sdk::streams::{Seen, Streams};
+use crate::sdk::streams::{EarlierStream, Streams};
 use crate::server::DedupError;
 use crate::server::Refusal;
 use crate::wire::error::A2aError;
@@ -91,8 +91,8 @@ impl<H: RequestHandler> Bridge<H> {
         if self.streams.any() {
             let key = self.stream_key(headers, &id);
             match self.streams.seen(&key, fingerprint, false) {
-                Seen::New => {}
-                Seen::Task(task) => {
+                EarlierStream::New => {}
+                EarlierStream::Task(task) => {
                     let params = self.service_params(headers, deadline);
                     let get = GetTaskRequest {
                         id: task,
@@ -111,12 +111,12 @@ impl<H: RequestHandler> Bridge<H> {
                             ))
                         });
                 }
-                Seen::InProgress => {
+                EarlierStream::InProgress => {
                     return Err(DedupError::Refused(Refusal::InProgress {
                         retry_after: Duration::from_secs(1),
                     }));
                 }
-                Seen::Reused => return Err(DedupError::Refused(Refusal::IdReused)),
+                EarlierStream::Reused => return Err(DedupError::Refused(Refusal::IdReused)),
             }
         }
         // Boxed: the dedup's future holds the SDK's request and call (~3 KiB), and every
@@ -145,14 +145,14 @@ impl<H: RequestHandler> Bridge<H> {
                 let refused =
                     |refusal: Refusal| RemoteError::from_object(refusal.to_error_object());
                 match self.streams.seen(&key, fingerprint, true) {
-                    Seen::New => Some(key),
-                    Seen::Task(task) => return self.resume(headers, deadline, task).await,
-                    Seen::InProgress => {
+                    EarlierStream::New => Some(key),
+                    EarlierStream::Task(task) => return self.resume(headers, deadline, task).await,
+                    EarlierStream::InProgress => {
                         return Err(refused(Refusal::InProgress {
                             retry_after: Duration::from_secs(1),
                         }));
                     }
-                    Seen::Reused => return Err(refused(Refusal::IdReused)),
+                    EarlierStream::Reused => return Err(refused(Refusal::IdReused)),
                 }
             }
             None => None,
