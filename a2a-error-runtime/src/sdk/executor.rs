@@ -237,7 +237,7 @@ struct Guard {
     /// A forwarded answer's appends, joined for the handler (see `sdk::appends`). Boxed: most
     /// executions forward no answer.
     appends: Option<Box<Appends>>,
-    /// An item to handle once the text waiting, given first, has been given.
+    /// An item to handle once the text waiting, given first, has been taken.
     after_join: Option<Item>,
 }
 
@@ -637,7 +637,7 @@ fn as_notified(event: &StreamResponse) -> StreamResponse {
     event
 }
 
-/// `events` of `task`, each queued as a push notification once the SDK's handler has given
+/// `events` of `task`, each queued as a push notification once the SDK's handler has taken
 /// it (stored it, and sent it to the task's readers): when the next one is asked for, or when
 /// the handler drops the stream after the last. A receiver that reads the task on a
 /// notification so finds it as the notification says.
@@ -752,7 +752,7 @@ impl futures_util::Stream for Notifying {
 }
 
 impl Notifying {
-    /// `event` is given to the handler now: it is queued once the handler has given it.
+    /// `event` is given to the handler now: it is queued once the handler has taken it.
     fn take(&mut self, event: &StreamResponse, configs: Vec<a2a::TaskPushNotificationConfig>) {
         if !configs.is_empty() {
             self.last_given = Some(Box::new((as_notified(event), configs)));
