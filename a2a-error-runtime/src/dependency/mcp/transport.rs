@@ -506,9 +506,7 @@ pub(super) fn answer(call: &McpCall, result: Box<RawValue>) -> Result<Answer, Mc
         && let Ok(read) = serde_json::from_str::<ToolRead>(result.get())
     {
         if read.is_error == Some(true) {
-            return Err(Failure::Failed(McpFailure::Tool(ToolError {
-                text: cut(read.content.text, TOOL_TEXT_BYTES),
-            })));
+            return Err(tool_failed(read.content.text));
         }
         return Ok(Answer::Text(read.content.text));
     }
@@ -533,9 +531,14 @@ fn tool_error(result: &RawValue) -> Result<(), McpError> {
     let text = serde_json::from_str::<ToolText>(result.get())
         .map(|result| result.content.text)
         .unwrap_or_default();
-    Err(Failure::Failed(McpFailure::Tool(ToolError {
+    Err(tool_failed(text))
+}
+
+/// The tool's own failure, its `text` kept for the model (at most [`TOOL_TEXT_BYTES`]).
+fn tool_failed(text: String) -> McpError {
+    Failure::Failed(McpFailure::Tool(ToolError {
         text: cut(text, TOOL_TEXT_BYTES),
-    })))
+    }))
 }
 
 pub(super) fn request_body(

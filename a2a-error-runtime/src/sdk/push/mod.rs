@@ -71,7 +71,8 @@ pub(crate) fn not_found(config: &str) -> A2AError {
     )
 }
 
-/// The longest task or config id a config is saved with (bytes).
+/// The longest task or config id the bridge's stores keep or look up (bytes): a longer one
+/// names nothing.
 pub(crate) const MAX_ID_BYTES: usize = 256;
 
 /// `config` checked as every store saves it, its id made when it has none: its URL given,

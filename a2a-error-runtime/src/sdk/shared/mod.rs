@@ -106,8 +106,9 @@ const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
 /// key, its entries in the age, scope and lease sets (measured at about 1,250 bytes for a
 /// task of 120 bytes of JSON, and 2,200 for one of 2 KB, in tests/integration/fleet.rs).
 const TASK_OVERHEAD: u64 = 1280;
-/// The longest task id the store looks up: a longer one is no task (never sent to Redis).
-const MAX_ID_BYTES: usize = 256;
+// The longest task id the store looks up (the bridge's one bound on ids): a longer one is
+// no task, never sent to Redis.
+use crate::sdk::push::MAX_ID_BYTES;
 /// The most followers (SubscribeToTask on a replica that does not run the task) at once,
 /// each a Redis connection of its own: past it, AGENT_UNAVAILABLE.
 const MAX_FOLLOWERS: usize = 256;

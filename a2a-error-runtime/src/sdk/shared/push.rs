@@ -6,10 +6,10 @@ use std::sync::Arc;
 use a2a::{A2AError, TaskPushNotificationConfig};
 use a2a_server::PushConfigStore;
 
-use super::{MAX_ID_BYTES, RedisTaskStore, decode, now_ms};
+use super::{RedisTaskStore, decode, now_ms};
 
 use crate::dependency::PushSender;
-use crate::sdk::push::{MAX_CONFIGS_PER_TASK, PushDelivery, checked, not_found};
+use crate::sdk::push::{MAX_CONFIGS_PER_TASK, MAX_ID_BYTES, PushDelivery, checked, not_found};
 
 /// What a config weighs beyond its JSON (its field in the task's hash).
 const CONFIG_OVERHEAD: u64 = 128;
