@@ -34,11 +34,13 @@ pub(super) struct ErrorRead<'a> {
     pub(super) message: Cow<'a, str>,
 }
 
-/// What this client reads of a tool's result: its text parts joined with newlines (each part
-/// read and its text appended as it comes; other parts and every other member skipped).
-/// Whether it is the tool's own failure (`isError`) is read before, by the transport.
+/// What this client reads of a tool's result, in one pass: whether it is the tool's own
+/// failure (`isError`, a boolean when there) and its text parts joined with newlines (each
+/// part read and its text appended as it comes; other parts and every other member skipped).
 #[derive(Deserialize)]
 pub(super) struct ToolText {
+    #[serde(default, rename = "isError")]
+    pub(super) is_error: Option<bool>,
     #[serde(default)]
     pub(super) content: Texts,
 }
@@ -50,16 +52,6 @@ pub(super) enum Answer {
     /// A tool result's text parts joined, read with its `isError` in one pass (the
     /// result is not kept).
     Text(String),
-}
-
-/// A tool's result when only its text is wanted: whether it is the tool's own failure, and
-/// its text parts.
-#[derive(Deserialize)]
-pub(super) struct ToolRead {
-    #[serde(default, rename = "isError")]
-    pub(super) is_error: Option<bool>,
-    #[serde(default)]
-    pub(super) content: Texts,
 }
 
 /// The text parts of a tool result's `content`, joined with newlines.
@@ -132,7 +124,7 @@ mod tests {
         let read: ToolText = serde_json::from_str(result).unwrap();
         assert_eq!(read.content.text, "a\nb\nc");
         let empty: ToolText = serde_json::from_str(r#"{"isError":true}"#).unwrap();
-        assert_eq!(empty.content.text, "");
+        assert_eq!((empty.is_error, empty.content.text.as_str()), (Some(true), ""));
         // Not a list of parts: not a tool result.
         assert!(serde_json::from_str::<ToolText>(r#"{"content":"text"}"#).is_err());
     }

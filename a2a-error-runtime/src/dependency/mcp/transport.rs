@@ -24,7 +24,7 @@ use tower::Service;
 
 use super::call::{Cancels, McpCall};
 use super::error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError, cut};
-use super::read::{Answer, ErrorRead, Initialized, ToolRead, ToolText};
+use super::read::{Answer, ErrorRead, Initialized, ToolText};
 use crate::dependency::failure::Failure;
 use crate::dependency::http::{HttpCall, HttpFailure};
 use crate::dependency::http::{HttpService, read_error};
@@ -503,7 +503,7 @@ pub(super) fn answer(call: &McpCall, result: Box<RawValue>) -> Result<Answer, Mc
         return Ok(Answer::Result(result));
     }
     if call.text_only
-        && let Ok(read) = serde_json::from_str::<ToolRead>(result.get())
+        && let Ok(read) = serde_json::from_str::<ToolText>(result.get())
     {
         if read.is_error == Some(true) {
             return Err(tool_failed(read.content.text));
