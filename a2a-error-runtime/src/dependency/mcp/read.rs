@@ -124,7 +124,10 @@ mod tests {
         let read: ToolText = serde_json::from_str(result).unwrap();
         assert_eq!(read.content.text, "a\nb\nc");
         let empty: ToolText = serde_json::from_str(r#"{"isError":true}"#).unwrap();
-        assert_eq!((empty.is_error, empty.content.text.as_str()), (Some(true), ""));
+        assert_eq!(
+            (empty.is_error, empty.content.text.as_str()),
+            (Some(true), "")
+        );
         // Not a list of parts: not a tool result.
         assert!(serde_json::from_str::<ToolText>(r#"{"content":"text"}"#).is_err());
     }
