@@ -53,6 +53,12 @@ async fn mcp_server(headers: HeaderMap, Json(request): Json<Value>) -> axum::res
         "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
             "serverInfo": {"name": "bench", "version": "1"}}),
         "tools/list" => json!({"tools": [{"name": "search", "inputSchema": {"type": "object"}}]}),
+        // A session-based server: the stateless revision's discovery is not a method it knows.
+        "server/discover" => {
+            return Json(json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "Method not found"}}))
+            .into_response();
+        }
         "tools/call" => {
             assert_eq!(headers["mcp-session-id"], "bench-session");
             json!({"content": [{"type": "text", "text": "Rust is a systems programming language."}],
@@ -148,9 +154,7 @@ impl Clients {
                 std::hint::black_box(text.join("\n"));
             }
             Client::Mcp => {
-                let mut arguments = serde_json::Map::new();
-                arguments.insert("q".into(), json!("rust"));
-                let outcome = self.mcp.tool("search", arguments).await;
+                let outcome = self.mcp.tool("search", json!({"q": "rust"})).await;
                 assert!(!outcome.is_degraded(), "{outcome:?}");
                 std::hint::black_box(outcome);
             }

@@ -1,5 +1,5 @@
 //! `FaultMcp`: an MCP server on loopback (streamable HTTP) that answers from a script, for the
-//! tools an agent calls.
+//! tools an agent calls, in a session-based revision or the stateless one (`2026-07-28`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,11 @@ pub struct McpAnswer {
     delay: Duration,
     progress: Option<(usize, Duration)>,
     headers: Vec<(&'static str, String)>,
+    status: Option<u16>,
 }
+
+/// The stateless revision a [`FaultMcp`] speaks once [`stateless`](FaultMcp::stateless).
+pub const STATELESS_REVISION: &str = "2026-07-28";
 
 #[derive(Clone, Debug)]
 enum Kind {
@@ -39,7 +43,25 @@ impl McpAnswer {
             delay: Duration::ZERO,
             progress: None,
             headers: Vec::new(),
+            status: None,
         }
+    }
+
+    /// A tool result of type `input_required` (the stateless revision's multi round-trip
+    /// request): `requests` as its `inputRequests`, `state` as its `requestState`.
+    pub fn input_required(requests: Value, state: &str) -> McpAnswer {
+        McpAnswer::result(json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": state,
+        }))
+    }
+
+    /// Sends the answer (a result or a JSON-RPC error) with HTTP `status` rather than 200: the
+    /// stateless revision answers its errors with 400 (`-32020`, `-32021`, `-32022`).
+    pub fn with_status(mut self, status: u16) -> McpAnswer {
+        self.status = Some(status);
+        self
     }
 
     /// A tool result whose content is one text part.
@@ -119,6 +141,8 @@ pub struct McpReceived {
     pub params: Value,
     /// The `Mcp-Session-Id` it carried.
     pub session: Option<String>,
+    /// Whether it was sent statelessly (its `_meta` carried the protocol version).
+    pub stateless: bool,
     /// The HTTP headers.
     pub headers: HeaderMap,
     /// When it arrived.
@@ -133,16 +157,26 @@ struct Script {
     started: usize,
     sse: bool,
     received: Vec<McpReceived>,
+    stateless: bool,
+    lost_session: u16,
+    per_page: Option<usize>,
 }
 
 /// An MCP server on 127.0.0.1 (streamable HTTP at `/mcp`) that answers from a script. It
 /// starts a session at each `initialize` (`Mcp-Session-Id: s1`, `s2`, …) and answers 404 to a
-/// request whose session it does not know (after [`restart`](Self::restart)); `tools/list`
-/// lists the tools it was started with; `tools/call` takes the next answer scripted for its
-/// tool ([`on_tool`](Self::on_tool)), else the text `NAME: Q` (`Q` the call's argument `q`).
-/// Other methods take the answers scripted for them ([`on_method`](Self::on_method)), else
-/// an empty result (-32601 for a method it does not know). It records every message,
-/// notifications included.
+/// request whose session it does not know (after [`restart`](Self::restart); 400 as some
+/// servers do with [`lost_session_status`](Self::lost_session_status)); `tools/list` lists
+/// the tools it was started with (in pages with [`pages_of`](Self::pages_of)); `tools/call`
+/// takes the next answer scripted for its tool ([`on_tool`](Self::on_tool)), else the text
+/// `NAME: Q` (`Q` the call's argument `q`). Other methods take the answers scripted for them
+/// ([`on_method`](Self::on_method)), else an empty result (-32601 for a method it does not
+/// know, `server/discover` included). It records every message, notifications included.
+///
+/// Switched to the stateless revision ([`stateless`](Self::stateless)) it also answers
+/// `server/discover` with `2026-07-28`, and checks every request sent statelessly as that
+/// revision's servers do: the `_meta` envelope (else 400 `-32602`), the
+/// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers against the body (else 400
+/// `-32020`), the version (else 400 `-32022`); its results carry `resultType`.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -187,6 +221,9 @@ impl FaultMcp {
             started: 0,
             sse: false,
             received: Vec::new(),
+            stateless: false,
+            lost_session: 404,
+            per_page: None,
         }));
         let app = axum::Router::new()
             .route("/mcp", axum::routing::post(answer))
@@ -226,9 +263,27 @@ impl FaultMcp {
     }
 
     /// Forgets every session, as a server that restarted: the next request that carries one
-    /// is answered 404.
+    /// is answered 404 (or the [`lost_session_status`](Self::lost_session_status)).
     pub fn restart(&self) {
         self.script.lock().unwrap().sessions.clear();
+    }
+
+    /// Speaks the stateless revision (`2026-07-28`) from now on, beside the session-based one
+    /// (as the servers of the revision's twelve-month window do).
+    pub fn stateless(&self) {
+        self.script.lock().unwrap().stateless = true;
+    }
+
+    /// Answers a request whose session it does not know with `status` (404 by default; the
+    /// reference server answers 400 `Bad Request: No valid session ID provided`).
+    pub fn lost_session_status(&self, status: u16) {
+        self.script.lock().unwrap().lost_session = status;
+    }
+
+    /// Lists its tools `per_page` at a time: each page but the last carries a `nextCursor`,
+    /// which the next `tools/list` sends back as `params.cursor`.
+    pub fn pages_of(&self, per_page: usize) {
+        self.script.lock().unwrap().per_page = Some(per_page.max(1));
     }
 
     /// Every message received, in order.
@@ -280,6 +335,9 @@ async fn answer(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let stateless = message["params"]["_meta"]
+        .get("io.modelcontextprotocol/protocolVersion")
+        .is_some();
     let (answer, new_session, sse) = {
         let mut script = script.lock().unwrap();
         script.received.push(McpReceived {
@@ -287,6 +345,7 @@ async fn answer(
             id: id.clone(),
             params: message.get("params").cloned().unwrap_or(Value::Null),
             session: session.clone(),
+            stateless,
             headers: headers.clone(),
             at: Instant::now(),
         });
@@ -294,6 +353,7 @@ async fn answer(
             .by_method
             .get_mut(&method)
             .and_then(VecDeque::pop_front);
+        let modern = script.stateless && (stateless || method == "server/discover");
         if method == "initialize" {
             script.started += 1;
             let id = format!("s{}", script.started);
@@ -304,16 +364,26 @@ async fn answer(
                 "serverInfo": {"name": "fault-mcp", "version": "1"},
             }));
             (scripted.unwrap_or(result), Some(id), script.sse)
-        } else if session
-            .as_ref()
-            .is_some_and(|s| !script.sessions.contains(s))
+        } else if let Some(refusal) = modern.then(|| rejected(&message, &headers)).flatten() {
+            (refusal, None, false)
+        } else if !modern
+            && session
+                .as_ref()
+                .is_some_and(|s| !script.sessions.contains(s))
         {
-            (McpAnswer::status(404), None, false)
+            (lost(script.lost_session), None, false)
         } else if id.is_none() {
             (McpAnswer::status(202), None, false)
         } else {
             let answer = scripted.unwrap_or_else(|| match method.as_str() {
-                "tools/list" => McpAnswer::result(json!({ "tools": script.tools })),
+                "server/discover" if script.stateless => McpAnswer::result(json!({
+                    "supportedVersions": [STATELESS_REVISION],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "fault-mcp", "version": "1"},
+                    "ttlMs": 0,
+                    "cacheScope": "private",
+                })),
+                "tools/list" => listing(&script, &message["params"]["cursor"]),
                 "tools/call" => {
                     let name = message["params"]["name"].as_str().unwrap_or_default();
                     let q = message["params"]["arguments"]["q"]
@@ -326,11 +396,12 @@ async fn answer(
                 "ping" => McpAnswer::result(json!({})),
                 _ => McpAnswer::rpc_error(-32601, "method not found"),
             });
-            (answer, None, script.sse)
+            (typed(answer, modern), None, script.sse)
         }
     };
     tokio::time::sleep(answer.delay).await;
     let token = message["params"]["_meta"]["progressToken"].clone();
+    let status = answer.status;
     let mut response = match answer.kind {
         Kind::Status(status) => StatusCode::from_u16(status).unwrap().into_response(),
         Kind::Hang => std::future::pending().await,
@@ -367,7 +438,82 @@ async fn answer(
             .headers_mut()
             .insert(name, HeaderValue::from_str(&value).unwrap());
     }
+    if let Some(status) = status {
+        *response.status_mut() = StatusCode::from_u16(status).unwrap();
+    }
     response
+}
+
+/// The answer to a request whose session is unknown: `status`, with the reference server's
+/// body for a 400.
+fn lost(status: u16) -> McpAnswer {
+    if status == 400 {
+        return McpAnswer::rpc_error(-32000, "Bad Request: No valid session ID provided")
+            .with_status(400);
+    }
+    McpAnswer::status(status)
+}
+
+/// A stateless request the revision's servers refuse, as they refuse it: the envelope
+/// missing (-32602), a routing header that disagrees with the body (-32020), a version not
+/// spoken (-32022); all with 400.
+fn rejected(message: &Value, headers: &HeaderMap) -> Option<McpAnswer> {
+    let meta = &message["params"]["_meta"];
+    let refuse = |code, text: &str| Some(McpAnswer::rpc_error(code, text).with_status(400));
+    let (Some(version), true) = (
+        meta["io.modelcontextprotocol/protocolVersion"].as_str(),
+        meta["io.modelcontextprotocol/clientCapabilities"].is_object(),
+    ) else {
+        return refuse(-32602, "params._meta is missing the envelope");
+    };
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let method = message["method"].as_str().unwrap_or_default();
+    if header("mcp-protocol-version") != Some(version) || header("mcp-method") != Some(method) {
+        return refuse(-32020, "a header does not match the body");
+    }
+    let named = match method {
+        "tools/call" | "prompts/get" => message["params"]["name"].as_str(),
+        "resources/read" => message["params"]["uri"].as_str(),
+        _ => None,
+    };
+    if named.is_some() && header("mcp-name") != named {
+        return refuse(-32020, "mcp-name does not match the body");
+    }
+    if version != STATELESS_REVISION {
+        return refuse(-32022, "Unsupported protocol version");
+    }
+    None
+}
+
+/// A result of the stateless revision carries its `resultType` (`complete` when the script
+/// left it out).
+fn typed(mut answer: McpAnswer, modern: bool) -> McpAnswer {
+    if let (true, Kind::Result(Value::Object(result))) = (modern, &mut answer.kind) {
+        result
+            .entry("resultType")
+            .or_insert_with(|| json!("complete"));
+    }
+    answer
+}
+
+/// A page of the tools listed (all of them unless [`FaultMcp::pages_of`]): the one after
+/// `cursor` (`p1`, `p2`, …).
+fn listing(script: &Script, cursor: &Value) -> McpAnswer {
+    let Some(per_page) = script.per_page else {
+        return McpAnswer::result(json!({ "tools": script.tools }));
+    };
+    let page: usize = cursor
+        .as_str()
+        .and_then(|c| c.strip_prefix('p'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let start = (page * per_page).min(script.tools.len());
+    let end = (start + per_page).min(script.tools.len());
+    let mut result = json!({ "tools": script.tools[start..end] });
+    if end < script.tools.len() {
+        result["nextCursor"] = json!(format!("p{}", page + 1));
+    }
+    McpAnswer::result(result)
 }
 
 type Progress = ((usize, Duration), Value);

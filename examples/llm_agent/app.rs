@@ -251,21 +251,14 @@ struct Llm {
 /// outcome as the library renders it for a model), and how the tool failed, if it did.
 async fn with_mcp(mcp: &McpDependency, call: &str, text: &str) -> (String, Option<&'static str>) {
     let (name, query) = call.split_once(':').unwrap_or((call, ""));
-    let mut arguments = serde_json::Map::new();
-    arguments.insert("q".into(), query.into());
-    let outcome = mcp.tool(name, arguments).await;
-    let failed = match &outcome {
-        ToolOutcome::Answered(_) => None,
-        ToolOutcome::Failed(_) => Some("error"),
-        _ => {
-            tracing::warn!(
-                tool = name,
-                "the MCP tool is unavailable; answering without it"
-            );
-            Some("unavailable")
-        }
-    };
-    (format!("{}\nuser: {text}", outcome.for_model()), failed)
+    let outcome = mcp.tool(name, json!({ "q": query })).await;
+    if let ToolOutcome::Unavailable(why) = &outcome {
+        tracing::warn!(tool = name, why = %why, "the MCP tool is unavailable; answering without it");
+    }
+    (
+        format!("{}\nuser: {text}", outcome.for_model()),
+        outcome.degraded_mark(),
+    )
 }
 
 /// What the model is asked for `text` (with `search:Q` or `mcp:NAME:Q`, the tool's answer

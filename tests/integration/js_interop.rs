@@ -9,6 +9,23 @@ use std::path::Path;
 
 const JS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/js");
 
+/// The file `path` of an npm package the README's test command installs under
+/// `tests/interop/js/node_modules`; `None` (said on stderr) with `A2A_INTEROP_SKIP=1`, and a
+/// failure saying how to install it when it is missing.
+pub(crate) fn package_or_skip(path: &str) -> Option<String> {
+    if std::env::var_os("A2A_INTEROP_SKIP").is_some_and(|v| v == "1") {
+        eprintln!("SKIPPED: JS interop (A2A_INTEROP_SKIP=1)");
+        return None;
+    }
+    let file = Path::new(JS).join("node_modules").join(path);
+    assert!(
+        file.exists(),
+        "{path} is not installed: run `(cd tests/interop/js && npm ci)`, or skip on purpose \
+         with A2A_INTEROP_SKIP=1"
+    );
+    Some(file.to_string_lossy().into_owned())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn official_js_client_reads_the_sdk_agent_through_the_bridge() {
     if std::env::var_os("A2A_INTEROP_SKIP").is_some_and(|v| v == "1") {

@@ -60,9 +60,11 @@ async fn a_tool_call_starts_a_session_and_its_text_goes_to_the_model() {
         asked(&model),
         "tool: first\nsecond\nuser: mcp:search:rust a2a"
     );
+    // A server of an older revision: `server/discover` is not a method it knows (-32601).
     assert_eq!(
         server.methods(),
         [
+            "server/discover",
             "initialize",
             "notifications/initialized",
             "tools/list",
@@ -70,17 +72,22 @@ async fn a_tool_call_starts_a_session_and_its_text_goes_to_the_model() {
         ]
     );
     let received = server.received();
-    assert!(received[0].id.is_some(), "initialize is a request");
-    assert!(received[0].params["protocolVersion"].is_string());
-    assert!(received[1].id.is_none(), "initialized is a notification");
+    assert!(received[0].id.is_some(), "server/discover is a request");
+    assert_eq!(received[0].headers["mcp-method"], "server/discover");
+    assert!(received[1].id.is_some(), "initialize is a request");
+    assert!(received[1].params["protocolVersion"].is_string());
+    assert!(received[2].id.is_none(), "initialized is a notification");
+    for request in &received[..2] {
+        assert_eq!(
+            request.headers["accept"],
+            "application/json, text/event-stream"
+        );
+    }
     assert_eq!(
-        received[0].headers["accept"],
-        "application/json, text/event-stream"
-    );
-    assert_eq!(
-        received[3].params,
+        received[4].params,
         json!({"name": "search", "arguments": {"q": "rust a2a"}})
     );
+    assert!(received[4].headers.get("mcp-method").is_none());
 
     // The same session, listed once, whether the server answers as JSON or as SSE.
     server.answer_with_sse();
@@ -88,8 +95,8 @@ async fn a_tool_call_starts_a_session_and_its_text_goes_to_the_model() {
     assert_eq!(text(&reply), "answered", "{reply}");
     assert_eq!(asked(&model), "tool: fetch: x\nuser: mcp:fetch:x");
     let received = server.received();
-    assert_eq!(received.len(), 5);
-    for later in &received[1..] {
+    assert_eq!(received.len(), 6);
+    for later in &received[2..] {
         assert_eq!(later.session.as_deref(), Some("s1"));
     }
 }
@@ -211,18 +218,20 @@ async fn a_server_that_forgot_the_session_is_initialized_again_once() {
     assert_eq!(text(&reply), "answered", "{reply}");
     assert!(degraded(&reply).is_null(), "{reply}");
     assert_eq!(asked(&model), "tool: search: b\nuser: mcp:search:b");
+    // The lost session is learned again: `server/discover` first, then the new session.
     assert_eq!(
-        &server.methods()[4..],
+        &server.methods()[5..],
         [
             "tools/call",
+            "server/discover",
             "initialize",
             "notifications/initialized",
             "tools/call"
         ]
     );
     let received = server.received();
-    assert_eq!(received[4].session.as_deref(), Some("s1"));
-    assert_eq!(received[7].session.as_deref(), Some("s2"));
+    assert_eq!(received[5].session.as_deref(), Some("s1"));
+    assert_eq!(received[9].session.as_deref(), Some("s2"));
 }
 
 #[tokio::test]

@@ -42,6 +42,7 @@ async fn the_first_call_starts_a_session_and_lists_the_tools() {
     assert_eq!(
         server.methods(),
         [
+            "server/discover",
             "initialize",
             "notifications/initialized",
             "tools/list",
@@ -50,21 +51,22 @@ async fn the_first_call_starts_a_session_and_lists_the_tools() {
     );
     let received = server.received();
     assert_eq!(
-        received[0].headers["accept"],
+        received[1].headers["accept"],
         "application/json, text/event-stream"
     );
     assert_eq!(received[0].session, None);
-    for later in &received[1..] {
+    assert_eq!(received[1].session, None);
+    for later in &received[2..] {
         assert_eq!(later.session.as_deref(), Some("s1"));
         assert_eq!(later.headers["mcp-protocol-version"], "2025-06-18");
     }
-    assert_eq!(received[3].params["arguments"], json!({"q": "rust"}));
+    assert_eq!(received[4].params["arguments"], json!({"q": "rust"}));
     // The call's trace in the headers; the params as the caller wrote them.
-    assert_eq!(received[3].headers["traceparent"].len(), 55);
-    assert_eq!(received[3].params.get("_meta"), None);
+    assert_eq!(received[4].headers["traceparent"].len(), 55);
+    assert_eq!(received[4].params.get("_meta"), None);
     // The session and its listing are kept.
     tools.tool("fetch", q("x")).await;
-    assert_eq!(server.methods().len(), 5);
+    assert_eq!(server.methods().len(), 6);
     let mut known = tools.known_tools();
     known.sort();
     assert_eq!(known, ["fetch", "search"]);
@@ -240,20 +242,21 @@ async fn a_server_that_restarted_costs_one_new_session() {
     assert_eq!(outcome, ToolOutcome::Answered("search: b".into()));
     let methods = server.methods();
     assert_eq!(
-        &methods[4..],
+        &methods[5..],
         [
             "tools/call",
+            "server/discover",
             "initialize",
             "notifications/initialized",
             "tools/call",
         ]
     );
     let received = server.received();
-    assert_eq!(received[4].session.as_deref(), Some("s1"));
-    assert_eq!(received[7].session.as_deref(), Some("s2"));
+    assert_eq!(received[5].session.as_deref(), Some("s1"));
+    assert_eq!(received[9].session.as_deref(), Some("s2"));
     // The new session's tools are listed before the next call.
     tools.tool("search", q("c")).await;
-    assert_eq!(&server.methods()[8..], ["tools/list", "tools/call"]);
+    assert_eq!(&server.methods()[10..], ["tools/list", "tools/call"]);
 }
 
 #[tokio::test]
@@ -350,9 +353,15 @@ async fn initialize_is_retried_when_the_server_is_briefly_unavailable() {
     server.on_method("initialize", [McpAnswer::status(503)]);
     let outcome = client(&server).tool("search", q("a")).await;
     assert_eq!(outcome, ToolOutcome::Answered("search: a".into()));
+    // Discovered once: the retry starts the session the server was found to speak.
     assert_eq!(
-        server.methods()[..3],
-        ["initialize", "initialize", "notifications/initialized"]
+        server.methods()[..4],
+        [
+            "server/discover",
+            "initialize",
+            "initialize",
+            "notifications/initialized"
+        ]
     );
 }
 
@@ -403,6 +412,7 @@ async fn a_server_that_will_not_list_its_tools_is_still_called_and_not_asked_aga
     assert_eq!(
         server.methods(),
         [
+            "server/discover",
             "initialize",
             "notifications/initialized",
             "tools/list",

@@ -81,6 +81,18 @@ impl HttpService {
         Err(Box::pin(refused(response)).await)
     }
 
+    /// Sends `call` (with `accept`, when given): the reply's head whatever its status, for a
+    /// callee whose non-2xx replies carry its own protocol's errors (MCP's).
+    #[cfg(feature = "mcp")]
+    pub(in crate::dependency) async fn open_any(
+        &self,
+        call: HttpCall,
+        accept: Option<HeaderValue>,
+    ) -> Result<reqwest::Response, HttpError> {
+        let request = self.request(call, accept)?;
+        self.http.execute(request).await.map_err(send_error)
+    }
+
     /// The request `call` is (with `accept`, when given).
     fn request(
         &self,

@@ -44,6 +44,9 @@ pub(super) struct McpCall {
     /// Only a tool result's text is wanted: read in the attempt, with `isError`, in one
     /// pass over the result (see [`Answer`](super::read::Answer)).
     pub(super) text_only: bool,
+    /// A handler answers a tool's `input_required` result: the result is the call's answer,
+    /// not the tool's failure.
+    pub(super) asks: bool,
     /// The trace headers, from the call's span.
     pub(super) headers: HeaderMap,
     pub(super) cancels: Cancels,
@@ -62,6 +65,7 @@ impl McpCall {
             repeatable,
             breaker: None,
             text_only: false,
+            asks: false,
             headers: HeaderMap::new(),
             cancels: Cancels::default(),
         }

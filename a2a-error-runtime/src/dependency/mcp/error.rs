@@ -66,6 +66,14 @@ impl RpcError {
     pub fn is_refusal(&self) -> bool {
         matches!(self.code, -32700 | -32600 | -32601 | -32602)
     }
+
+    /// Whether the server refused to speak with this client, the stateless revision's errors
+    /// (-32020 a header that disagrees with the body, -32021 a client capability it requires,
+    /// -32022 a protocol version it does not speak): nothing ran, sent again it is refused
+    /// again, and it counts against the server.
+    pub fn is_rejection(&self) -> bool {
+        matches!(self.code, -32022..=-32020)
+    }
 }
 
 /// A tool's own failure (`isError: true`): the text parts of its content joined with
@@ -80,7 +88,9 @@ impl Classify for McpFailure {
     fn retry_advice_at(&self, now: SystemTime) -> RetryHint {
         match self {
             McpFailure::Http(failure) => failure.retry_advice_at(now),
-            McpFailure::Rpc(error) if error.is_refusal() => RetryHint::Never,
+            McpFailure::Rpc(error) if error.is_refusal() || error.is_rejection() => {
+                RetryHint::Never
+            }
             // -32603 and the server's own range: transient, the request may have run.
             McpFailure::Rpc(_) => RetryHint::Backoff,
             // The tool said no: the same call fails the same way.
@@ -91,7 +101,7 @@ impl Classify for McpFailure {
     fn may_have_run(&self) -> bool {
         match self {
             McpFailure::Http(failure) => failure.may_have_run(),
-            McpFailure::Rpc(error) => !error.is_refusal(),
+            McpFailure::Rpc(error) => !error.is_refusal() && !error.is_rejection(),
             McpFailure::Tool(_) | McpFailure::Protocol { .. } => true,
         }
     }
@@ -106,11 +116,13 @@ impl Classify for McpFailure {
         }
     }
 
-    /// A failure below the protocol is the server's; an error the server answered for one
-    /// request (a JSON-RPC error, a tool's `isError`) is that tool's.
+    /// A failure below the protocol, or the server's refusal to speak with this client
+    /// (-32020..-32022), is the server's; an error the server answered for one request (a
+    /// JSON-RPC error, a tool's `isError`) is that tool's.
     fn scope(&self) -> Scope {
         match self {
             McpFailure::Http(_) | McpFailure::Protocol { .. } => Scope::Callee,
+            McpFailure::Rpc(error) if error.is_rejection() => Scope::Callee,
             McpFailure::Rpc(_) | McpFailure::Tool(_) => Scope::Operation,
         }
     }
@@ -124,6 +136,9 @@ impl Classify for McpFailure {
                 -32601 => "METHOD_NOT_FOUND",
                 -32602 => "INVALID_PARAMS",
                 -32603 => "INTERNAL_ERROR",
+                -32020 => "HEADER_MISMATCH",
+                -32021 => "MISSING_CLIENT_CAPABILITY",
+                -32022 => "UNSUPPORTED_PROTOCOL_VERSION",
                 _ => "SERVER_ERROR",
             },
             McpFailure::Tool(_) => "TOOL_ERROR",
@@ -180,6 +195,22 @@ mod tests {
             assert!(failure.may_have_run(), "{code}");
             assert_eq!(failure.scope(), Scope::Operation, "{code}");
         }
+    }
+
+    #[test]
+    fn the_stateless_revisions_errors_are_refusals_counted_against_the_server() {
+        let now = SystemTime::UNIX_EPOCH;
+        for code in [-32020, -32021, -32022] {
+            let failure = McpFailure::Rpc(RpcError::new(code, "no"));
+            assert!(!failure.retry_advice_at(now).is_retryable(), "{code}");
+            assert!(!failure.may_have_run(), "{code}");
+            assert_eq!(failure.health(), Outcome::Failure, "{code}");
+            assert_eq!(failure.scope(), Scope::Callee, "{code}");
+        }
+        assert_eq!(
+            McpFailure::Rpc(RpcError::new(-32022, "")).failure_reason(),
+            "UNSUPPORTED_PROTOCOL_VERSION"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod call;
 mod error;
+mod input;
 mod outcome;
 mod read;
 mod stdio;
@@ -12,8 +13,9 @@ mod tools;
 mod transport;
 
 use std::ffi::OsString;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::future::Future;
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::CallToolResult;
@@ -25,12 +27,14 @@ use tracing::Instrument;
 
 use call::McpCall;
 pub use error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError};
+use input::InputHandler;
+pub use input::{InputRequests, InputResponses, MAX_INPUT_REQUEST_BYTES, MAX_INPUT_ROUNDS};
 pub use outcome::{ToolOutcome, Unavailable};
 use read::Answer;
 use stdio::{Program, StdioService};
-pub use tools::MAX_TOOLS;
 use tools::Tools;
-use transport::{McpServer, McpService, Session};
+pub use tools::{MAX_PAGES, MAX_TOOLS};
+use transport::{ASKED_FOR_INPUT, McpServer, McpService, Session, tool_failed};
 
 use super::http::HttpService;
 use crate::dependency::failure::Failure;
@@ -62,12 +66,31 @@ use crate::resilience::{
 ///   `other`) beside the server's: a tool's JSON-RPC errors, timeouts and `isError` results
 ///   open its own circuit and leave the other tools callable; a failure to reach the server
 ///   counts for the server's.
-/// - The session is initialized on first use (`initialize`, `notifications/initialized`),
-///   its `Mcp-Session-Id` sent on every later request. A 404 for a request that carried it
-///   starts one new session and sends the request again, within the same attempt.
+/// - Both kinds of server: before its first request the client asks `server/discover`. A
+///   server listing the stateless revision `2026-07-28` is spoken to statelessly (no
+///   handshake, no session; every request carries `_meta`'s protocol version, client
+///   capabilities and client info, and the `MCP-Protocol-Version`, `Mcp-Method` and, for
+///   `tools/call`, `prompts/get` and `resources/read`, `Mcp-Name` headers). A server that
+///   does not know the method (a JSON-RPC error, HTTP 400, 404 or 405) speaks a session-based
+///   revision (`2025-11-25` asked): the session is initialized (`initialize`,
+///   `notifications/initialized`), its `Mcp-Session-Id` sent on every later request.
+/// - What was learned is kept for every clone and learned again, within the same attempt and
+///   once, when it no longer holds: a 404 or 400 to a request that carried the session (the
+///   server forgot it), or `-32022` (a version it no longer speaks). `-32020` (a header that
+///   disagrees with the body) and `-32021` (a client capability required) are refusals: not
+///   retried, counted against the server.
+/// - `tools/list` is read page by page (`nextCursor`, at most [`MAX_PAGES`] pages), once
+///   each time the server is learned, and again when its `ttlMs` (bounded to 1 s .. 1 h) has
+///   passed.
+/// - A tool that asks back (a result of type `input_required`) is offered to the handler
+///   given with [`McpDependencyBuilder::on_input_required`], its answers sent back under a new
+///   id, at most [`MAX_INPUT_ROUNDS`] rounds; without one it is the tool's own failure (the
+///   model is told `the tool asked for input`). A result of a type this client does not know
+///   is not one it can use.
 /// - An attempt that times out, is cut by the deadline, loses its connection after sending,
-///   or whose caller goes away sends `notifications/cancelled` with its request's id; the
-///   call answers once it has left (waiting at most 250 ms).
+///   or whose caller goes away is cancelled: in a session with `notifications/cancelled`
+///   and its request's id (the call answers once it has left, waiting at most 250 ms);
+///   statelessly by the connection closed with it (the revision has no notification).
 ///
 /// Replies (JSON or an SSE stream) are bounded as every HTTP dependency's: 32 MiB in all by
 /// default, 1 MiB per event.
@@ -80,10 +103,9 @@ use crate::resilience::{
 /// let tools = McpDependency::builder("search", "http://127.0.0.1:9000/mcp")
 ///     .idempotent_tools(["lookup"])
 ///     .build()?;
-/// let mut arguments = serde_json::Map::new();
-/// arguments.insert("q".into(), "rust".into());
-/// let outcome = tools.tool("lookup", arguments).await;
+/// let outcome = tools.tool("lookup", serde_json::json!({"q": "rust"})).await;
 /// let prompt = format!("{}\nuser: rust", outcome.for_model());
+/// let degraded = outcome.degraded_mark(); // Some("unavailable"), Some("error") or None
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -92,12 +114,25 @@ pub struct McpDependency {
     service: BoxCloneSyncService<McpCall, Answer, McpError>,
     session: Arc<Session>,
     tools: Arc<Tools>,
-    /// The session whose tools were last listed (0: none).
-    listed: Arc<AtomicU64>,
+    /// When the tools were last listed.
+    listed: Arc<Mutex<Listed>>,
     idempotent: Arc<[String]>,
     trust_hint: bool,
+    input: Option<InputHandler>,
     breaker: Option<CircuitBreaker>,
 }
+
+/// When the tools were last listed: in which learning of the server (0: never), and until
+/// when the server said the listing holds (its `ttlMs`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Listed {
+    epoch: u64,
+    until: Option<tokio::time::Instant>,
+}
+
+/// The bounds of a listing's `ttlMs`: relisted at most once a second, and at least once an
+/// hour when the server gives one.
+const TTL_BOUNDS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
 
 impl std::fmt::Debug for McpDependency {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -146,6 +181,7 @@ impl McpDependency {
             progress_up_to: None,
             idempotent: Vec::new(),
             trust_hint: false,
+            input: None,
         };
         StackBuilder::new(settings, false)
     }
@@ -171,28 +207,68 @@ impl McpDependency {
         self.tools.names()
     }
 
-    /// `tools/list` (its first page): the valid names it holds join the known ones, up to
-    /// [`MAX_TOOLS`] in all, and are returned. Called by [`call_tool`](Self::call_tool) once
-    /// per session.
+    /// `tools/list`, page by page (at most [`MAX_PAGES`]): the valid names it holds join the
+    /// known ones, up to [`MAX_TOOLS`] in all, and are returned. Called by
+    /// [`call_tool`](Self::call_tool) and [`tool`](Self::tool) each time the server is
+    /// learned (a new session, a `server/discover`), and again when the listing's `ttlMs`
+    /// has passed.
     pub async fn list_tools(&self) -> Result<Vec<String>, McpError> {
         let epoch = self.session.epoch();
-        let result = self
-            .send(McpCall::new(self.name.clone(), "tools/list"))
-            .await
-            .and_then(whole)?;
-        let names = self
-            .tools
-            .listed(result.get())
-            .map_err(|_| protocol("a tools/list result that is not one"))?;
-        // The session the listing went to (a new one if it had to start one).
-        self.listed
-            .store(self.session.epoch().max(epoch), Ordering::Release);
+        let mut names = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut ttl = None;
+        for page in 0..MAX_PAGES {
+            let mut call = McpCall::new(self.name.clone(), "tools/list");
+            if let Some(cursor) = cursor.take() {
+                let mut params = serde_json::Map::new();
+                params.insert("cursor".into(), cursor.into());
+                call.params = Some(Arc::new(params));
+            }
+            let result = self.send(call).await.and_then(whole)?;
+            let listed = self
+                .tools
+                .listed(result.get())
+                .map_err(|_| protocol("a tools/list result that is not one"))?;
+            names.extend(listed.names);
+            if page == 0 {
+                ttl = listed.ttl;
+            }
+            match listed.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        // The learning the listing went to (a new one if it had to learn the server).
+        let until = ttl.map(|ms| {
+            let ttl = Duration::from_secs_f64(ms.clamp(0.0, 3.6e6) / 1000.0);
+            tokio::time::Instant::now() + ttl.clamp(TTL_BOUNDS.0, TTL_BOUNDS.1)
+        });
+        self.set_listed(Listed {
+            epoch: self.session.epoch().max(epoch),
+            until,
+        });
         Ok(names)
     }
 
-    /// Calls the tool `name` with `arguments`: its result, or why not. A result with
-    /// `isError: true` is a [`McpFailure::Tool`]. Lists the tools first when this session has
-    /// not (so that the tool has its own breaker).
+    fn set_listed(&self, listed: Listed) {
+        *self.listed.lock().unwrap_or_else(|e| e.into_inner()) = listed;
+    }
+
+    /// Whether the tools are to be listed before a call: never yet in this learning of the
+    /// server, or the listing's `ttlMs` has passed.
+    fn to_list(&self) -> bool {
+        let listed = *self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        listed.epoch == 0
+            || listed.epoch != self.session.epoch()
+            || listed
+                .until
+                .is_some_and(|until| tokio::time::Instant::now() >= until)
+    }
+
+    /// Calls the tool `name` with `arguments` (a JSON object: `json!({"q": "rust"})` or a
+    /// `serde_json::Map`): its result, or why not. A result with `isError: true` is a
+    /// [`McpFailure::Tool`]. Lists the tools first when they are to be (so that the tool has
+    /// its own breaker).
     ///
     /// The result is rmcp's whole model of it, every part and `structuredContent` built in
     /// memory (a `serde_json::Value` costs ~17 bytes a byte of JSON, a content part ~250
@@ -201,31 +277,40 @@ impl McpDependency {
     pub async fn call_tool(
         &self,
         name: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
+        arguments: impl Into<serde_json::Value>,
     ) -> Result<CallToolResult, McpError> {
         let result = self
-            .send_tool(name, arguments, false)
+            .send_tool(name, arguments.into(), false)
             .await
             .and_then(whole)?;
         serde_json::from_str(result.get()).map_err(|_| protocol("a tool result that is not one"))
     }
 
     /// [`call_tool`](Self::call_tool)'s request: the result as the server wrote it, or
-    /// only its text (`text_only`).
+    /// only its text (`text_only`); a tool that asks back answered by the handler, if any.
     async fn send_tool(
         &self,
         name: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
+        arguments: serde_json::Value,
         text_only: bool,
     ) -> Result<Answer, McpError> {
-        let listed = self.listed.load(Ordering::Acquire);
-        if listed == 0 || listed != self.session.epoch() {
+        let serde_json::Value::Object(arguments) = arguments else {
+            // Refused here, never sent: MCP's arguments are an object.
+            return Err(Failure::Failed(McpFailure::Rpc(RpcError::new(
+                -32602,
+                "the arguments are not a JSON object",
+            ))));
+        };
+        if self.to_list() {
             match self.list_tools().await {
                 Ok(_) => {}
                 // A server that will not list its tools still has tools to call: its tools
-                // share `other` until its next session.
+                // share `other` until it is learned again.
                 Err(Failure::Failed(McpFailure::Rpc(_) | McpFailure::Protocol { .. })) => {
-                    self.listed.store(self.session.epoch(), Ordering::Release);
+                    self.set_listed(Listed {
+                        epoch: self.session.epoch(),
+                        until: None,
+                    });
                 }
                 Err(error) => return Err(error),
             }
@@ -238,33 +323,70 @@ impl McpDependency {
         params.insert("arguments".into(), serde_json::Value::Object(arguments));
         let idempotent = self.idempotent.iter().any(|known| known == name)
             || (self.trust_hint && tool.idempotent_hint);
-        let mut call = McpCall::new(self.name.clone(), "tools/call");
-        call.params = Some(Arc::new(params));
-        call.tool = Some(tool.label);
-        call.breaker = tool.breaker;
-        call.repeatable = idempotent.then_some(true);
-        call.text_only = text_only;
-        self.send(call).await
+        let call = |params: Arc<serde_json::Map<String, serde_json::Value>>| {
+            let mut call = McpCall::new(self.name.clone(), "tools/call");
+            call.params = Some(params);
+            call.tool = Some(tool.label.clone());
+            call.breaker = tool.breaker.clone();
+            call.repeatable = idempotent.then_some(true);
+            call.text_only = text_only;
+            call.asks = self.input.is_some();
+            call
+        };
+        let params = Arc::new(params);
+        let mut answer = self.send(call(params.clone())).await?;
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let Answer::InputRequired(result) = &answer else {
+                return Ok(answer);
+            };
+            answer = Box::pin(self.ask(name, &params, result, &call)).await?;
+        }
+        match answer {
+            Answer::InputRequired(_) => Err(tool_failed(ASKED_FOR_INPUT.to_owned())),
+            answer => Ok(answer),
+        }
+    }
+
+    /// A tool that asked back: its requests offered to the handler, the call sent again with
+    /// the answers (a new id); declined, or not a request that can be answered, it is the
+    /// tool's failure.
+    async fn ask(
+        &self,
+        name: &str,
+        first: &serde_json::Map<String, serde_json::Value>,
+        result: &RawValue,
+        call: impl Fn(Arc<serde_json::Map<String, serde_json::Value>>) -> McpCall,
+    ) -> Result<Answer, McpError> {
+        let declined = || tool_failed(ASKED_FOR_INPUT.to_owned());
+        let (Some(handler), Some(asked)) = (&self.input, input::asked(result)) else {
+            return Err(declined());
+        };
+        let requests = InputRequests {
+            tool: name.to_owned(),
+            requests: asked.requests,
+        };
+        let Some(responses) = handler(requests).await else {
+            return Err(declined());
+        };
+        let params = input::answered(first, responses, asked.state);
+        self.send(call(Arc::new(params))).await
     }
 
     /// [`call_tool`](Self::call_tool), as the model is to be told of it. Only the result's
     /// text parts are read, in place as they come (every other part and member skipped), so
     /// a result costs about its own bytes in memory however it is made up.
-    pub async fn tool(
-        &self,
-        name: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> ToolOutcome {
-        let read = self
-            .send_tool(name, arguments, true)
-            .await
-            .and_then(|answer| match answer {
-                Answer::Text(text) => Ok(text),
-                // A result the attempt could not read as text: read again, to say why.
-                Answer::Result(result) => serde_json::from_str::<read::ToolText>(result.get())
-                    .map(|read| read.content.text)
-                    .map_err(|_| protocol("a tool result that is not one")),
-            });
+    pub async fn tool(&self, name: &str, arguments: impl Into<serde_json::Value>) -> ToolOutcome {
+        let read =
+            self.send_tool(name, arguments.into(), true)
+                .await
+                .and_then(|answer| match answer {
+                    Answer::Text(text) => Ok(text),
+                    // A result the attempt could not read as text: read again, to say why.
+                    Answer::Result(result) => serde_json::from_str::<read::ToolText>(result.get())
+                        .map(|read| read.content.text)
+                        .map_err(|_| protocol("a tool result that is not one")),
+                    Answer::InputRequired(_) => Err(tool_failed(ASKED_FOR_INPUT.to_owned())),
+                });
         match read {
             Ok(text) => ToolOutcome::Answered(text),
             Err(error) => ToolOutcome::of(Err(error)),
@@ -330,6 +452,7 @@ fn whole(answer: Answer) -> Result<Box<RawValue>, McpError> {
     match answer {
         Answer::Result(result) => Ok(result),
         Answer::Text(_) => Err(protocol("a result read as text alone")),
+        Answer::InputRequired(_) => Err(tool_failed(ASKED_FOR_INPUT.to_owned())),
     }
 }
 
@@ -359,6 +482,7 @@ pub struct McpSettings {
     progress_up_to: Option<Duration>,
     idempotent: Vec<String>,
     trust_hint: bool,
+    input: Option<InputHandler>,
 }
 
 impl std::fmt::Debug for McpSettings {
@@ -426,6 +550,43 @@ impl McpDependencyBuilder {
         self
     }
 
+    /// Answers the tools that ask back (a result of type `input_required`, the stateless
+    /// revision's multi round-trip requests): `handler` gets the tool's requests and gives
+    /// the `inputResponses` (or `None` to decline); the call is sent again with them and the
+    /// server's `requestState`, at most [`MAX_INPUT_ROUNDS`] rounds. Without a handler (the
+    /// default) such a result is the tool's own failure: not retried, counted by the tool's
+    /// breaker, the model told `the tool asked for input`.
+    ///
+    /// ```no_run
+    /// # use a2a_error_runtime as a2a_error;
+    /// # fn demo() -> Result<(), a2a_error::BuildError> {
+    /// use a2a_error::dependency::McpDependency;
+    /// use serde_json::json;
+    ///
+    /// let tools = McpDependency::builder("search", "http://127.0.0.1:9000/mcp")
+    ///     .on_input_required(|asked| async move {
+    ///         // Accept every elicitation with no content; decline anything else.
+    ///         let mut answers = serde_json::Map::new();
+    ///         for (key, request) in asked.requests {
+    ///             if request["method"] != "elicitation/create" {
+    ///                 return None;
+    ///             }
+    ///             answers.insert(key, json!({"action": "accept", "content": {}}));
+    ///         }
+    ///         Some(answers)
+    ///     })
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn on_input_required<F, R>(mut self, handler: F) -> Self
+    where
+        F: Fn(InputRequests) -> R + Send + Sync + 'static,
+        R: Future<Output = InputResponses> + Send + 'static,
+    {
+        self.callee.input = Some(Arc::new(move |asked| Box::pin(handler(asked))));
+        self
+    }
+
     /// The largest reply read, in bytes (default 32 MiB).
     pub fn max_reply_bytes(mut self, bytes: usize) -> Self {
         self.callee.max_reply = bytes;
@@ -485,9 +646,10 @@ impl McpDependencyBuilder {
             service,
             session,
             tools: Arc::new(Tools::new(name.clone(), breakers)),
-            listed: Arc::new(AtomicU64::new(0)),
+            listed: Arc::default(),
             idempotent: settings.idempotent.into(),
             trust_hint: settings.trust_hint,
+            input: settings.input,
             name,
             breaker,
         })

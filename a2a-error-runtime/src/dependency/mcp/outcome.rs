@@ -36,7 +36,8 @@ pub enum Unavailable {
     TimedOut,
     /// Its circuit (or its server's) is open, or too many calls are in flight: not called.
     CircuitOpen,
-    /// The server refused the request (an unknown tool, invalid arguments, a 4xx).
+    /// The server refused the request (an unknown tool, invalid arguments, a 4xx, or the
+    /// stateless revision's -32020, -32021, -32022).
     Refused,
     /// Refused for load (429, 503) after the retries.
     Busy,
@@ -65,6 +66,7 @@ impl Unavailable {
             {
                 Unavailable::Busy
             }
+            Failure::Failed(McpFailure::Rpc(error)) if error.is_rejection() => Unavailable::Refused,
             Failure::Failed(failure) if failure.is_refusal() => Unavailable::Refused,
             _ => Unavailable::Down,
         }
@@ -103,6 +105,18 @@ impl ToolOutcome {
     pub fn is_degraded(&self) -> bool {
         !matches!(self, ToolOutcome::Answered(_))
     }
+
+    /// The degraded mark's value for the tool, in one call: `None` when it answered,
+    /// `Some("error")` when it reported its own failure (or asked for input no handler gave),
+    /// `Some("unavailable")` when it could not be used. Put under `"tool"` in the answer's
+    /// mark (`forwarded.degraded("tool", mark)`).
+    pub fn degraded_mark(&self) -> Option<&'static str> {
+        match self {
+            ToolOutcome::Answered(_) => None,
+            ToolOutcome::Failed(_) => Some("error"),
+            ToolOutcome::Unavailable(_) => Some("unavailable"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -124,6 +138,12 @@ mod tests {
         let told = ToolOutcome::of(Err(rpc));
         assert_eq!(told, ToolOutcome::Unavailable(Unavailable::Down));
         assert_eq!(told.for_model(), "tool unavailable");
+        assert_eq!(told.degraded_mark(), Some("unavailable"));
+        assert_eq!(ToolOutcome::Answered("x".into()).degraded_mark(), None);
+        assert_eq!(
+            ToolOutcome::Failed("x".into()).degraded_mark(),
+            Some("error")
+        );
         let unknown = Failure::Failed(McpFailure::Rpc(RpcError::new(-32602, "x")));
         assert_eq!(
             ToolOutcome::of(Err(unknown)),

@@ -39,10 +39,34 @@ pub(super) struct ErrorRead<'a> {
 /// part read and its text appended as it comes; other parts and every other member skipped).
 #[derive(Deserialize)]
 pub(super) struct ToolText {
+    #[serde(default, rename = "resultType")]
+    pub(super) kind: ResultType,
     #[serde(default, rename = "isError")]
     pub(super) is_error: Option<bool>,
     #[serde(default)]
     pub(super) content: Texts,
+}
+
+/// A result's `resultType`: absent (a server of an older revision) is `complete`.
+#[derive(Deserialize, Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ResultType {
+    /// The request's own result.
+    #[default]
+    #[serde(rename = "complete")]
+    Complete,
+    /// The server asks the client for input (`inputRequests`) before it can answer.
+    #[serde(rename = "input_required")]
+    InputRequired,
+    /// A type this client does not read.
+    #[serde(other)]
+    Other,
+}
+
+/// What this client reads of any result before it is passed on: its type.
+#[derive(Deserialize)]
+pub(super) struct Typed {
+    #[serde(default, rename = "resultType")]
+    pub(super) kind: ResultType,
 }
 
 /// A request's answer, as its caller asked for it.
@@ -52,6 +76,8 @@ pub(super) enum Answer {
     /// A tool result's text parts joined, read with its `isError` in one pass (the
     /// result is not kept).
     Text(String),
+    /// A `tools/call` result of type `input_required`, whole, for the handler that answers it.
+    InputRequired(Box<RawValue>),
 }
 
 /// The text parts of a tool result's `content`, joined with newlines.

@@ -99,7 +99,7 @@ impl Service<McpCall> for StdioService {
             );
             let process = clock.within(this.running()).await?;
             let id = this.ids.fetch_add(1, Ordering::Relaxed);
-            let body = call_body(id, &call, this.progress_up_to.map(|_| id), true)?;
+            let body = call_body(id, &call, this.progress_up_to.map(|_| id), true, false)?;
             let result = process.ask(id, body, &mut clock).await;
             answer(&call, result?)
         })

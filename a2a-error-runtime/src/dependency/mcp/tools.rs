@@ -67,12 +67,17 @@ impl Tools {
         known.keys().map(|name| name.to_string()).collect()
     }
 
-    /// Reads a `tools/list` result: its valid names join the known ones, up to
-    /// [`MAX_TOOLS`] in all (a breaker's state outlives a session).
-    pub(super) fn listed(&self, result: &str) -> Result<Vec<String>, serde_json::Error> {
+    /// Reads a page of a `tools/list` result: its valid names join the known ones, up to
+    /// [`MAX_TOOLS`] in all (a breaker's state outlives a session); and where the listing goes
+    /// on, and for how long it may be kept.
+    pub(super) fn listed(&self, result: &str) -> Result<Page, serde_json::Error> {
         #[derive(Deserialize)]
         struct Listed {
             tools: FirstValid,
+            #[serde(default, rename = "nextCursor")]
+            next: Option<String>,
+            #[serde(default, rename = "ttlMs")]
+            ttl: Millis,
         }
         // Only the names and hints are read: a server's schemas are not kept.
         let listed: Listed = serde_json::from_str(result)?;
@@ -101,7 +106,80 @@ impl Tools {
             }
             names.push(tool.name);
         }
-        Ok(names)
+        Ok(Page {
+            names,
+            next: listed.next.filter(|next| next.len() <= MAX_CURSOR_BYTES),
+            ttl: listed.ttl.0,
+        })
+    }
+}
+
+/// The most pages one listing reads (`tools/list` with `nextCursor`): with the reply bound,
+/// a listing costs at most 16 replies, and the names kept stay [`MAX_TOOLS`].
+pub const MAX_PAGES: usize = 16;
+/// The longest cursor sent back: a longer one ends the listing.
+const MAX_CURSOR_BYTES: usize = 4096;
+
+/// One page of a listing, as this client reads it.
+pub(super) struct Page {
+    /// The names it made known.
+    pub(super) names: Vec<String>,
+    /// The cursor of the next page, when there is one (and it is at most 4 KiB).
+    pub(super) next: Option<String>,
+    /// `ttlMs`, when the server gave a number (its milliseconds, not yet bounded).
+    pub(super) ttl: Option<f64>,
+}
+
+/// A number of milliseconds, read leniently: anything but a JSON number is none (skipped
+/// unread), so that a server's odd `ttlMs` does not lose its tools' names.
+#[derive(Default)]
+struct Millis(Option<f64>);
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Millis;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("milliseconds")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Millis, E> {
+                Ok(Millis(Some(v as f64)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Millis, E> {
+                Ok(Millis(Some(v as f64)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Millis, E> {
+                Ok(Millis(Some(v)))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Millis, E> {
+                Ok(Millis(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Millis, E> {
+                Ok(Millis(None))
+            }
+            fn visit_unit<E>(self) -> Result<Millis, E> {
+                Ok(Millis(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Millis, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Millis(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Millis, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Millis(None))
+            }
+        }
+        deserializer.deserialize_any(Visit)
     }
 }
 
@@ -176,7 +254,7 @@ mod tests {
         listed.insert(0, serde_json::json!({"name": "bad name\n"}));
         listed.insert(0, serde_json::json!({"name": "x".repeat(200)}));
         let result = serde_json::json!({ "tools": listed }).to_string();
-        let names = tools.listed(&result).unwrap();
+        let names = tools.listed(&result).unwrap().names;
         assert_eq!(names.len(), MAX_TOOLS);
         assert_eq!(tools.names().len(), MAX_TOOLS);
         assert_eq!(&*tools.get("t0").label, "t0");
@@ -193,5 +271,28 @@ mod tests {
         assert!(tools.get("a").idempotent_hint);
         assert!(!tools.get("b").idempotent_hint);
         assert!(tools.get("a").breaker.is_none());
+    }
+
+    #[test]
+    fn a_page_says_where_the_listing_goes_on_and_odd_members_lose_nothing() {
+        let tools = Tools::new(Arc::from("s"), BreakerSource::Off);
+        let page = tools
+            .listed(r#"{"tools":[{"name":"a"}],"nextCursor":"p2","ttlMs":1500}"#)
+            .unwrap();
+        assert_eq!(
+            (page.names, page.next.as_deref(), page.ttl),
+            (vec!["a".to_owned()], Some("p2"), Some(1500.0))
+        );
+        for odd in [r#""soon""#, "-5", "[1,[2]]", r#"{"x":{}}"#, "null", "1e300"] {
+            let result = format!(r#"{{"tools":[{{"name":"b"}}],"ttlMs":{odd}}}"#);
+            let page = tools.listed(&result).unwrap();
+            assert_eq!(page.names, ["b"], "{odd}");
+            assert!(page.next.is_none());
+        }
+        let long = format!(r#"{{"tools":[],"nextCursor":"{}"}}"#, "c".repeat(5000));
+        assert!(
+            tools.listed(&long).unwrap().next.is_none(),
+            "a cursor over 4 KiB ends it"
+        );
     }
 }

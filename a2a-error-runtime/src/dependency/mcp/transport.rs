@@ -1,8 +1,9 @@
 //! The MCP service at the bottom of an `McpDependency`'s stack: one attempt over streamable
-//! HTTP, in the session (initialized on first use, once more after a 404 for it), its reply
-//! read as JSON or as an SSE stream, and `notifications/cancelled` sent for a request that
-//! was left running.
+//! HTTP in the revision the server speaks (learned on first use: `server/discover`, else the
+//! `initialize` handshake and its session; learned again after a lost session or `-32022`), its
+//! reply read as JSON or as an SSE stream, and a request left running cancelled.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -24,9 +25,9 @@ use tower::Service;
 
 use super::call::{Cancels, McpCall};
 use super::error::{McpError, McpFailure, RpcError, TOOL_TEXT_BYTES, ToolError, cut};
-use super::read::{Answer, ErrorRead, Initialized, ToolText};
+use super::read::{Answer, ErrorRead, Initialized, ResultType, ToolText, Typed};
 use crate::dependency::failure::Failure;
-use crate::dependency::http::{HttpCall, HttpFailure};
+use crate::dependency::http::{EXCERPT_BYTES, HttpCall, HttpFailure, StatusFailure};
 use crate::dependency::http::{HttpService, read_error};
 use crate::http::sse::{Events, SseError};
 use crate::resilience::{Timeout, TimeoutFuture, within};
@@ -35,6 +36,23 @@ use crate::wire::trace::{TRACEPARENT_HEADER, TRACESTATE_HEADER};
 /// The session header of streamable HTTP.
 pub(super) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// The stateless revision's routing headers: the request's method, and the name it acts on.
+const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+/// The stateless revision this client speaks: no handshake, no session, every request
+/// carrying its version, capabilities and client info.
+pub(super) const STATELESS: &str = "2026-07-28";
+/// The `_meta` names of a stateless request's envelope.
+const VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+const INFO_META: &str = "io.modelcontextprotocol/clientInfo";
+/// The most of a non-2xx reply's body read for the JSON-RPC error it may carry.
+const ERROR_BODY_BYTES: usize = 64 << 10;
+/// The stateless revision's errors: a header that disagrees with the body, a client
+/// capability the server requires, a protocol version it does not speak.
+pub(super) const HEADER_MISMATCH: i64 = -32020;
+pub(super) const MISSING_CAPABILITY: i64 = -32021;
+pub(super) const UNSUPPORTED_VERSION: i64 = -32022;
 /// The longest session id kept; the spec asks for visible ASCII and sets no length.
 const MAX_SESSION_ID: usize = 1024;
 /// How long a cancellation may take once sent on its own (the caller waits less).
@@ -73,12 +91,22 @@ impl std::ops::Deref for McpService {
     }
 }
 
-/// The server's session, shared by every clone of the dependency: its id and protocol
-/// version, and how many sessions there have been.
+/// What this client knows of how to speak to the server, shared by every clone of the
+/// dependency: the revision and, for a session-based one, the session; and how many times it
+/// was learned (each new session, each `server/discover`).
 #[derive(Debug, Default)]
 pub(super) struct Session {
-    live: tokio::sync::Mutex<Option<Live>>,
+    live: tokio::sync::Mutex<Learned>,
     epoch: AtomicU64,
+}
+
+/// What was learned of the server: how to send (none before the first request, or after it
+/// no longer held), and whether `server/discover` said it speaks a session-based revision (so
+/// that a session that failed to start is not discovered again).
+#[derive(Debug, Default)]
+struct Learned {
+    live: Option<Live>,
+    sessions: bool,
 }
 
 impl Session {
@@ -93,12 +121,16 @@ impl Session {
     }
 }
 
-/// One initialized session.
+/// How requests are sent to the server, as last learned: in an initialized session (its id,
+/// when the server gave one, and version), or statelessly.
 #[derive(Clone, Debug)]
 pub(super) struct Live {
     id: Option<HeaderValue>,
     version: Option<HeaderValue>,
     epoch: u64,
+    /// The server speaks [`STATELESS`]: no session; the envelope in `_meta` and the routing
+    /// headers on every request.
+    stateless: bool,
 }
 
 impl Service<McpCall> for McpService {
@@ -176,12 +208,12 @@ impl McpService {
         let mut clock = Clock::new(self.attempt, self.progress_up_to, deadline);
         let live = self.live(&call, &clock).await?;
         match self.exchange(&call, &live, &mut clock).await {
-            // The server forgot the session (it restarted): one new session, sent again.
-            Err(Failure::Failed(McpFailure::Http(HttpFailure::Status(status))))
-                if status.status == 404 && live.id.is_some() =>
-            {
-                // Boxed, as every rare path here: a future holds the room of every path it
-                // may take, and an attempt's is copied whole each time it moves.
+            // The server forgot the session (it restarted: the specification's 404, or the 400
+            // some servers answer), or no longer speaks the version learned: learned again (a
+            // new session, or `server/discover`), and sent again, once. Boxed, as every rare
+            // path here: a future holds the room of every path it may take, and an attempt's
+            // is copied whole each time it moves.
+            Err(error) if is_lost(&error, &live) => {
                 Box::pin(async {
                     self.forget(&live).await;
                     let live = self.live(&call, &clock).await?;
@@ -193,32 +225,101 @@ impl McpService {
         }
     }
 
-    /// The current session, initialized first if there is none.
+    /// How to speak to the server: learned first if it is not known.
     async fn live(&self, call: &McpCall, clock: &Clock) -> Result<Live, McpError> {
         // The session of nearly every call: read without a timer.
-        if let Ok(live) = self.session.live.try_lock()
-            && let Some(live) = &*live
+        if let Ok(learned) = self.session.live.try_lock()
+            && let Some(live) = &learned.live
         {
             return Ok(live.clone());
         }
-        // The first call, or the first after a session was lost: boxed, as every rare path.
+        // The first call, or the first after what was learned no longer held: boxed, as every
+        // rare path.
         Box::pin(clock.within(async {
-            let mut live = self.session.live.lock().await;
-            if let Some(live) = &*live {
+            let mut learned = self.session.live.lock().await;
+            if let Some(live) = &learned.live {
                 return Ok(live.clone());
             }
-            let started = self.initialize(call, clock).await?;
-            *live = Some(started.clone());
+            let stateless = match learned.sessions {
+                true => None,
+                false => self.discover(call, clock).await?,
+            };
+            let started = match stateless {
+                Some(stateless) => stateless,
+                None => {
+                    learned.sessions = true;
+                    self.initialize(call, clock).await?
+                }
+            };
+            learned.live = Some(started.clone());
             Ok(started)
         }))
         .await
     }
 
+    /// What was learned as `gone` no longer holds: learned again, `server/discover` first.
     async fn forget(&self, gone: &Live) {
-        let mut live = self.session.live.lock().await;
-        if live.as_ref().is_some_and(|live| live.epoch == gone.epoch) {
-            *live = None;
+        let mut learned = self.session.live.lock().await;
+        if learned
+            .live
+            .as_ref()
+            .is_some_and(|live| live.epoch == gone.epoch)
+        {
+            *learned = Learned::default();
         }
+    }
+
+    /// `server/discover`: the stateless revision when the server lists it among its versions;
+    /// `None` for a server that does not know the method (a JSON-RPC error, or HTTP 400, 404
+    /// or 405: a session-based server), speaks other versions only, or answers with something
+    /// else than a list of versions.
+    async fn discover(&self, call: &McpCall, clock: &Clock) -> Result<Option<Live>, McpError> {
+        #[derive(Deserialize)]
+        struct Discovered {
+            #[serde(rename = "supportedVersions")]
+            versions: Speaks,
+        }
+        let asking = Live {
+            id: None,
+            version: Some(HeaderValue::from_static(STATELESS)),
+            epoch: 0,
+            stateless: true,
+        };
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let mut discover = McpCall::new(call.target.clone(), "server/discover");
+        discover.headers = call.headers.clone();
+        let body = call_body(id, &discover, None, false, true)?;
+        let answered = async {
+            let response = clock
+                .within(self.open(&discover, Some(&asking), body))
+                .await?;
+            self.read(response, id, &mut clock.clone()).await
+        }
+        .await;
+        let result = match answered {
+            Ok(result) => result,
+            // Not the method's answer (a JSON-RPC error, or a reply that is not one): the
+            // server does not know it.
+            Err(Failure::Failed(McpFailure::Rpc(_) | McpFailure::Protocol { .. })) => {
+                return Ok(None);
+            }
+            Err(Failure::Failed(McpFailure::Http(HttpFailure::Status(status))))
+                if matches!(status.status, 400 | 404 | 405) =>
+            {
+                return Ok(None);
+            }
+            Err(error) => return Err(error),
+        };
+        // A result that does not list versions is not the stateless revision's: the session.
+        let speaks = serde_json::from_str::<Discovered>(result.get())
+            .is_ok_and(|discovered| discovered.versions.0);
+        if !speaks {
+            return Ok(None);
+        }
+        Ok(Some(Live {
+            epoch: self.session.started(),
+            ..asking
+        }))
     }
 
     /// `initialize`, then `notifications/initialized`: a new session.
@@ -249,6 +350,7 @@ impl McpService {
             id: id_header,
             version,
             epoch: self.session.started(),
+            stateless: false,
         };
         let initialized = notification_body("notifications/initialized", None);
         clock
@@ -267,7 +369,7 @@ impl McpService {
     ) -> Result<Answer, McpError> {
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
         let token = self.progress_up_to.map(|_| id);
-        let body = call_body(id, call, token, false)?;
+        let body = call_body(id, call, token, false, live.stateless)?;
         let mut pending = Pending {
             service: Some((self, live)),
             id,
@@ -296,8 +398,8 @@ impl McpService {
         live: Option<&Live>,
         body: Bytes,
     ) -> Result<reqwest::Response, McpError> {
-        // One map, made at its size: the trace, the session, the type.
-        let mut headers = HeaderMap::with_capacity(call.headers.len() + 3);
+        // One map, made at its size: the trace, the session or the routing headers, the type.
+        let mut headers = HeaderMap::with_capacity(call.headers.len() + 4);
         for (name, value) in &call.headers {
             headers.append(name.clone(), value.clone());
         }
@@ -309,15 +411,24 @@ impl McpService {
             if let Some(version) = &live.version {
                 headers.insert(VERSION_HEADER, version.clone());
             }
+            if live.stateless {
+                routing(&mut headers, call)?;
+            }
         }
         let http = HttpCall::to_url(Method::POST, self.url.clone())
             .body(body)
             .with_headers(headers);
         let accept = HeaderValue::from_static("application/json, text/event-stream");
-        self.http
-            .open(http, Some(accept))
+        let response = self
+            .http
+            .open_any(http, Some(accept))
             .await
-            .map_err(|error| error.map(McpFailure::Http))
+            .map_err(|error| error.map(McpFailure::Http))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        // Boxed, as every rare path: its room is not held by every attempt's future.
+        Err(Box::pin(refused(response, live)).await)
     }
 
     /// The reply to request `id`: a JSON body, or the SSE stream that holds it (progress
@@ -413,6 +524,11 @@ impl Pending<'_> {
         let Some((service, live)) = self.service.take() else {
             return;
         };
+        // The stateless revision has no notification for it: the connection closed with the
+        // attempt is the cancellation.
+        if live.stateless {
+            return;
+        }
         let (service, live) = (service.clone(), live.clone());
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
@@ -497,36 +613,65 @@ pub(super) fn incoming(json: &[u8]) -> Result<Incoming, McpError> {
 }
 
 /// The result of `call` as its caller wants it: a tool's own failure (`isError: true`) is
-/// the attempt's; a tool result whose text alone is wanted is read here, in the same pass.
+/// the attempt's; a tool result whose text alone is wanted is read here, in the same pass. A
+/// result's `resultType` is read too: `input_required` is the tool's failure (a fixed text)
+/// unless a handler answers it; a type this client does not know is not a result it can use.
 pub(super) fn answer(call: &McpCall, result: Box<RawValue>) -> Result<Answer, McpError> {
     if call.tool.is_none() {
-        return Ok(Answer::Result(result));
+        // Any other request: passed on whole, unless it is not a complete result.
+        return match serde_json::from_str::<Typed>(result.get()).map(|typed| typed.kind) {
+            Ok(ResultType::InputRequired) => Err(protocol("a request that asked for input")),
+            Ok(ResultType::Other) => Err(protocol("a result of a type this client does not read")),
+            _ => Ok(Answer::Result(result)),
+        };
     }
     if call.text_only
         && let Ok(read) = serde_json::from_str::<ToolText>(result.get())
     {
-        if read.is_error == Some(true) {
-            return Err(tool_failed(read.content.text));
-        }
-        return Ok(Answer::Text(read.content.text));
+        return match read.kind {
+            ResultType::Complete if read.is_error == Some(true) => {
+                Err(tool_failed(read.content.text))
+            }
+            ResultType::Complete => Ok(Answer::Text(read.content.text)),
+            ResultType::InputRequired => asked(call, result),
+            ResultType::Other => Err(protocol("a result of a type this client does not read")),
+        };
     }
     // Not a result this client can read as text: the whole result, checked as before.
-    tool_error(&result)?;
-    Ok(Answer::Result(result))
+    match tool_error(&result)? {
+        ResultType::Complete => Ok(Answer::Result(result)),
+        ResultType::InputRequired => asked(call, result),
+        ResultType::Other => Err(protocol("a result of a type this client does not read")),
+    }
+}
+
+/// The text a model is given for a tool that asked for input no handler gave it.
+pub(super) const ASKED_FOR_INPUT: &str = "the tool asked for input";
+
+/// A tool's `input_required` result: the answer when a handler answers it, else the tool's
+/// own failure (never retried, counted by its breaker).
+fn asked(call: &McpCall, result: Box<RawValue>) -> Result<Answer, McpError> {
+    if call.asks {
+        Ok(Answer::InputRequired(result))
+    } else {
+        Err(tool_failed(ASKED_FOR_INPUT.to_owned()))
+    }
 }
 
 /// A tool's own failure (`isError: true`) as the attempt's failure, its text kept for the
-/// model.
-fn tool_error(result: &RawValue) -> Result<(), McpError> {
+/// model; else the result's type.
+fn tool_error(result: &RawValue) -> Result<ResultType, McpError> {
     #[derive(Deserialize)]
     struct Flag {
         #[serde(default, rename = "isError")]
         is_error: Option<bool>,
+        #[serde(default, rename = "resultType")]
+        kind: ResultType,
     }
     let flag: Flag = serde_json::from_str(result.get())
         .map_err(|_| protocol("a tool result that is not an object"))?;
-    if flag.is_error != Some(true) {
-        return Ok(());
+    if flag.kind != ResultType::Complete || flag.is_error != Some(true) {
+        return Ok(flag.kind);
     }
     let text = serde_json::from_str::<ToolText>(result.get())
         .map(|result| result.content.text)
@@ -535,7 +680,7 @@ fn tool_error(result: &RawValue) -> Result<(), McpError> {
 }
 
 /// The tool's own failure, its `text` kept for the model (at most [`TOOL_TEXT_BYTES`]).
-fn tool_failed(text: String) -> McpError {
+pub(super) fn tool_failed(text: String) -> McpError {
     Failure::Failed(McpFailure::Tool(ToolError {
         text: cut(text, TOOL_TEXT_BYTES),
     }))
@@ -553,14 +698,16 @@ pub(super) fn request_body(
 }
 
 /// The body of request `id` for `call`: its params, with in `_meta` the progress token (when
-/// progress may extend the attempt) and, when `trace` (over stdio, where there are no
-/// headers), the call's W3C trace context (`traceparent`, `tracestate`: MCP's SEP-414). Over
+/// progress may extend the attempt), when `trace` (over stdio, where there are no headers) the
+/// call's W3C trace context (`traceparent`, `tracestate`: MCP's SEP-414), and when `stateless`
+/// the stateless revision's envelope (its version, the client's capabilities and info). Over
 /// HTTP the trace travels in the headers, and the params stay as the caller wrote them.
 pub(super) fn call_body(
     id: i64,
     call: &McpCall,
     token: Option<i64>,
     trace: bool,
+    stateless: bool,
 ) -> Result<Bytes, McpError> {
     let mut added = serde_json::Map::new();
     if let Some(token) = token {
@@ -588,6 +735,7 @@ pub(super) fn call_body(
         params: Params {
             params: call.params.as_deref(),
             added: &added,
+            stateless,
         },
     };
     // Written straight from the caller's params: no copy of them per attempt.
@@ -596,10 +744,12 @@ pub(super) fn call_body(
         .map_err(|error| invalid(&error))
 }
 
-/// A request's `params` as sent: the caller's, with `added` merged into their `_meta`.
+/// A request's `params` as sent: the caller's, with `added` (and the stateless envelope)
+/// merged into their `_meta`.
 struct Params<'a> {
     params: Option<&'a serde_json::Map<String, serde_json::Value>>,
     added: &'a serde_json::Map<String, serde_json::Value>,
+    stateless: bool,
 }
 
 impl serde::Serialize for Params<'_> {
@@ -615,12 +765,13 @@ impl serde::Serialize for Params<'_> {
         for (name, value) in params.iter().filter(|(name, _)| *name != "_meta") {
             map.serialize_entry(name, value)?;
         }
-        if meta.is_some_and(|meta| !meta.is_empty()) || !self.added.is_empty() {
+        if meta.is_some_and(|meta| !meta.is_empty()) || !self.added.is_empty() || self.stateless {
             map.serialize_entry(
                 "_meta",
                 &Meta {
                     meta,
                     added: self.added,
+                    stateless: self.stateless,
                 },
             )?;
         }
@@ -628,25 +779,154 @@ impl serde::Serialize for Params<'_> {
     }
 }
 
-/// A request's `_meta`: the caller's, each name `added` has in its place.
+/// A request's `_meta`: the caller's, each name `added` has (and the stateless envelope's)
+/// in its place.
 struct Meta<'a> {
     meta: Option<&'a serde_json::Map<String, serde_json::Value>>,
     added: &'a serde_json::Map<String, serde_json::Value>,
+    stateless: bool,
 }
 
 impl serde::Serialize for Meta<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
+        let envelope = [VERSION_META, CAPABILITIES_META, INFO_META];
+        let ours = |name: &str| {
+            self.added.contains_key(name) || (self.stateless && envelope.contains(&name))
+        };
         let mut map = serializer.serialize_map(None)?;
         let caller = self.meta.into_iter().flatten();
-        for (name, value) in caller.filter(|(name, _)| !self.added.contains_key(*name)) {
+        for (name, value) in caller.filter(|(name, _)| !ours(name)) {
             map.serialize_entry(name, value)?;
         }
         for (name, value) in self.added {
             map.serialize_entry(name, value)?;
         }
+        if self.stateless {
+            map.serialize_entry(VERSION_META, STATELESS)?;
+            // No capability asked for: this client answers no server-to-client request.
+            map.serialize_entry(CAPABILITIES_META, &Empty {})?;
+            map.serialize_entry(
+                INFO_META,
+                &ClientInfo {
+                    name: "a2a-error",
+                    version: env!("CARGO_PKG_VERSION"),
+                },
+            )?;
+        }
         map.end()
     }
+}
+
+#[derive(serde::Serialize)]
+struct Empty {}
+
+#[derive(serde::Serialize)]
+struct ClientInfo {
+    name: &'static str,
+    version: &'static str,
+}
+
+/// The stateless revision's routing headers: `Mcp-Method`, and `Mcp-Name` for the methods
+/// that name what they act on (a tool, a prompt, a resource's URI), encoded as the revision
+/// says when it is not a plain header value.
+fn routing(headers: &mut HeaderMap, call: &McpCall) -> Result<(), McpError> {
+    let method = HeaderValue::from_str(&call.method)
+        .map_err(|_| protocol("a method that is not a header value"))?;
+    headers.insert(METHOD_HEADER, method);
+    let key = match &*call.method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    if let Some(serde_json::Value::String(name)) = call.params.as_ref().and_then(|p| p.get(key)) {
+        let value = HeaderValue::from_str(&header_text(name))
+            .map_err(|_| protocol("a name that is not a header value"))?;
+        headers.insert(NAME_HEADER, value);
+    }
+    Ok(())
+}
+
+/// `text` as a header carries it: itself when it is visible ASCII (spaces inside) with no
+/// space at either end, else `=?base64?…?=` (the stateless revision's encoding).
+fn header_text(text: &str) -> Cow<'_, str> {
+    let plain = text.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && text.trim() == text
+        && !(text.starts_with("=?base64?") && text.ends_with("?="));
+    if plain {
+        return Cow::Borrowed(text);
+    }
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    Cow::Owned(format!("=?base64?{encoded}?="))
+}
+
+/// Whether a list of versions holds [`STATELESS`], read as it is parsed: a list of millions
+/// costs its bytes, not a string each.
+struct Speaks(bool);
+
+impl<'de> Deserialize<'de> for Speaks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Speaks;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of versions")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Speaks, A::Error> {
+                let mut speaks = false;
+                while let Some(version) = seq.next_element::<Cow<'de, str>>()? {
+                    speaks |= version == STATELESS;
+                }
+                Ok(Speaks(speaks))
+            }
+        }
+        deserializer.deserialize_seq(Visit)
+    }
+}
+
+/// Whether `error` says that what was learned of the server no longer holds: a 404 or 400 to
+/// a request in a session (the server forgot it), or `-32022` (a version it no longer speaks).
+fn is_lost(error: &McpError, live: &Live) -> bool {
+    match error {
+        Failure::Failed(McpFailure::Http(HttpFailure::Status(status))) => {
+            matches!(status.status, 400 | 404) && live.id.is_some()
+        }
+        Failure::Failed(McpFailure::Rpc(error)) => error.code == UNSUPPORTED_VERSION,
+        _ => false,
+    }
+}
+
+/// A non-2xx reply as the failure it is: a lost session's status as it came (the attempt
+/// learns the server again); the stateless revision's own errors (a JSON-RPC error of its
+/// range in the body of a 4xx) as those errors; any other status as every HTTP dependency's.
+async fn refused(response: reqwest::Response, live: Option<&Live>) -> McpError {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = crate::http::body::read(response, ERROR_BODY_BYTES)
+        .await
+        .unwrap_or_default();
+    let session = live.is_some_and(|live| live.id.is_some());
+    if (400..500).contains(&status)
+        && !session
+        && let Ok(Incoming::Answer(_, Err(Failure::Failed(McpFailure::Rpc(error))))) =
+            incoming(&body)
+        && matches!(
+            error.code,
+            HEADER_MISMATCH | MISSING_CAPABILITY | UNSUPPORTED_VERSION
+        )
+    {
+        return Failure::Failed(McpFailure::Rpc(error));
+    }
+    Failure::Failed(McpFailure::Http(HttpFailure::Status(StatusFailure::read(
+        status,
+        &headers,
+        &body[..body.len().min(EXCERPT_BYTES)],
+        std::time::SystemTime::now(),
+    ))))
 }
 
 pub(super) fn notification_body(method: &str, params: Option<&serde_json::Value>) -> Bytes {
@@ -677,4 +957,74 @@ fn lost(detail: &str) -> McpError {
     Failure::Failed(McpFailure::Http(HttpFailure::Transport {
         detail: detail.to_owned(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_versions_a_server_speaks_are_read_without_being_kept() {
+        let read = |json: &str| serde_json::from_str::<Speaks>(json).map(|s| s.0).ok();
+        assert_eq!(read(r#"["2025-11-25","2026-07-28"]"#), Some(true));
+        assert_eq!(read(r#"["2025-11-25"]"#), Some(false));
+        assert_eq!(read(r#"[]"#), Some(false));
+        assert_eq!(read(r#""2026-07-28""#), None);
+        let many = format!("[{}\"2026-07-28\"]", "\"x\",".repeat(100_000));
+        assert_eq!(read(&many), Some(true));
+    }
+
+    #[test]
+    fn a_name_is_a_header_value_as_it_is_or_base64_encoded() {
+        assert_eq!(header_text("search.v2"), "search.v2");
+        assert_eq!(header_text("two words"), "two words");
+        for odd in ["café", " edge", "tab\there", "line\n", "=?base64?abc?="] {
+            let sent = header_text(odd);
+            assert!(
+                sent.starts_with("=?base64?") && sent.ends_with("?="),
+                "{odd}"
+            );
+            use base64::Engine;
+            let inner = &sent["=?base64?".len()..sent.len() - 2];
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(inner)
+                .unwrap();
+            assert_eq!(decoded, odd.as_bytes());
+            assert!(HeaderValue::from_str(&sent).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_stateless_body_carries_the_envelope_in_place_of_the_callers() {
+        let mut call = McpCall::new(Arc::from("s"), "tools/call");
+        let params = serde_json::json!({
+            "name": "t",
+            "arguments": {"q": 1},
+            "_meta": {"keep": true, "io.modelcontextprotocol/protocolVersion": "1999-01-01"},
+        });
+        call.params = Some(Arc::new(params.as_object().unwrap().clone()));
+        let body: serde_json::Value =
+            serde_json::from_slice(&call_body(7, &call, Some(7), false, true).unwrap()).unwrap();
+        let meta = &body["params"]["_meta"];
+        assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], STATELESS);
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "a2a-error"
+        );
+        assert_eq!(meta["keep"], true);
+        assert_eq!(meta["progressToken"], 7);
+        assert_eq!(body["params"]["arguments"], serde_json::json!({"q": 1}));
+        // In a session the params stay the caller's.
+        let body: serde_json::Value =
+            serde_json::from_slice(&call_body(8, &call, None, false, false).unwrap()).unwrap();
+        assert_eq!(body["params"], params);
+        let mut headers = HeaderMap::new();
+        routing(&mut headers, &call).unwrap();
+        assert_eq!(headers[METHOD_HEADER], "tools/call");
+        assert_eq!(headers[NAME_HEADER], "t");
+    }
 }
