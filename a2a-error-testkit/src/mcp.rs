@@ -158,6 +158,7 @@ struct Script {
     sse: bool,
     received: Vec<McpReceived>,
     stateless: bool,
+    abandoned: Vec<Value>,
     lost_session: u16,
     per_page: Option<usize>,
 }
@@ -222,6 +223,7 @@ impl FaultMcp {
             sse: false,
             received: Vec::new(),
             stateless: false,
+            abandoned: Vec::new(),
             lost_session: 404,
             per_page: None,
         }));
@@ -314,6 +316,26 @@ impl FaultMcp {
             .map(|r| r.params["requestId"].clone())
             .collect()
     }
+
+    /// The ids of the requests answered [`hang`](McpAnswer::hang) whose connection the client
+    /// closed (the stateless revision's cancellation), in order.
+    pub fn abandoned(&self) -> Vec<Value> {
+        self.script.lock().unwrap().abandoned.clone()
+    }
+}
+
+/// Records a held request's id as abandoned when its handler is dropped (its connection
+/// closed) before it answered.
+struct Held {
+    script: Arc<Mutex<Script>>,
+    id: Value,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut script = self.script.lock().unwrap_or_else(|e| e.into_inner());
+        script.abandoned.push(self.id.clone());
+    }
 }
 
 async fn answer(
@@ -404,7 +426,13 @@ async fn answer(
     let status = answer.status;
     let mut response = match answer.kind {
         Kind::Status(status) => StatusCode::from_u16(status).unwrap().into_response(),
-        Kind::Hang => std::future::pending().await,
+        Kind::Hang => {
+            let _held = Held {
+                script: script.clone(),
+                id: id.clone().unwrap_or(Value::Null),
+            };
+            std::future::pending().await
+        }
         Kind::Close => {
             let broken = futures_util::stream::once(async {
                 Err::<Bytes, _>(std::io::Error::other("closed"))

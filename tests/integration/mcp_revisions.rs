@@ -461,3 +461,30 @@ async fn a_discover_answer_that_lists_no_versions_gets_the_session() {
         assert_eq!(count(&server, "initialize"), 1, "{odd}");
     }
 }
+
+#[tokio::test]
+async fn a_stateless_request_left_running_is_cancelled_by_closing_its_connection() {
+    let server = stateless(&["slow"]).await;
+    server.on_tool("slow", [McpAnswer::hang()]);
+    let tools = builder(server.url())
+        .attempt_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    assert_eq!(
+        tools.tool("slow", json!({"q": "a"})).await,
+        ToolOutcome::Unavailable(Unavailable::TimedOut)
+    );
+    let id = server.calls_of("slow")[0].id.clone().unwrap();
+    let waited = tokio::time::Instant::now();
+    while server.abandoned().is_empty() && waited.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.abandoned(), [id]);
+    // The revision has no notification for it: none sent.
+    assert!(server.cancelled().is_empty());
+    assert_eq!(
+        server.calls_of("slow").len(),
+        1,
+        "not sent again: it may have run"
+    );
+}
