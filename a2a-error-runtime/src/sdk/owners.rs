@@ -137,7 +137,7 @@ impl Place {
 /// A scope's tasks in the order they were recorded, with places that name nothing any more
 /// (tasks forgotten) until they reach the front or the queue is compacted.
 #[derive(Default)]
-struct Scope {
+struct ScopeTasks {
     places: VecDeque<Place>,
     live: usize,
 }
@@ -145,7 +145,7 @@ struct Scope {
 #[derive(Default)]
 struct Index {
     by_task: HashTable<Owned>,
-    by_scope: HashMap<ScopeKey, Scope>,
+    by_scope: HashMap<ScopeKey, ScopeTasks>,
     /// Every task in the order it was recorded, for eviction, with places that name nothing
     /// until they reach the front or the queue is compacted.
     order: VecDeque<Place>,

@@ -15,7 +15,7 @@ use axum::http::header::AUTHORIZATION;
 
 /// How a caller's scope is read from a request's headers; `None` is the anonymous caller,
 /// one scope shared by every request without a credential.
-pub type Scope = std::sync::Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
+pub type ReadScope = std::sync::Arc<dyn Fn(&HeaderMap) -> Option<String> + Send + Sync>;
 
 /// The scope of a request's `Authorization` header (the `authorization` metadata over
 /// gRPC): the default of the SDK bridge. Use it with [`Dedup::identify`](crate::server::dedup::Dedup::identify)

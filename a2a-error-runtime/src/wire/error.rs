@@ -121,6 +121,89 @@ pub trait A2aError: std::error::Error {
     }
 }
 
+/// `A2aError` for a wrapper that passes on the error it holds: every method forwarded to
+/// `inner`, or all but `write_data` when its body is given (a wrapper that adds fields; the
+/// object is then written from these methods). One list of the forwarded methods, so that no
+/// wrapper forgets one the trait gains.
+macro_rules! forward_a2a_error {
+    (
+        impl[$($generics:tt)*] for $wrapper:ty;
+        inner = |$this:ident| $inner:expr;
+    ) => {
+        impl<$($generics)*> $crate::wire::error::A2aError for $wrapper {
+            $crate::wire::error::forward_a2a_error!(@common |$this| $inner);
+            fn write_data(&self, sink: &mut $crate::wire::data::DataSink<'_>) {
+                let $this = self;
+                $inner.write_data(sink)
+            }
+            fn write_error_object(
+                &self,
+                profile: $crate::wire::object::WireProfile,
+                out: &mut Vec<u8>,
+            ) {
+                let $this = self;
+                $inner.write_error_object(profile, out)
+            }
+        }
+    };
+    (
+        impl[$($generics:tt)*] for $wrapper:ty;
+        inner = |$this:ident| $inner:expr;
+        write_data = |$data_this:ident, $sink:ident| $write_data:expr;
+    ) => {
+        impl<$($generics)*> $crate::wire::error::A2aError for $wrapper {
+            $crate::wire::error::forward_a2a_error!(@common |$this| $inner);
+            fn write_data(&self, $sink: &mut $crate::wire::data::DataSink<'_>) {
+                let $data_this = self;
+                $write_data
+            }
+        }
+    };
+    (@common |$this:ident| $inner:expr) => {
+        fn code(&self) -> i32 {
+            let $this = self;
+            $inner.code()
+        }
+        fn reason(&self) -> &str {
+            let $this = self;
+            $inner.reason()
+        }
+        fn domain(&self) -> &str {
+            let $this = self;
+            $inner.domain()
+        }
+        fn has_placeholder_domain(&self) -> bool {
+            let $this = self;
+            $inner.has_placeholder_domain()
+        }
+        fn public_message(&self) -> ::std::borrow::Cow<'_, str> {
+            let $this = self;
+            $inner.public_message()
+        }
+        fn retry_hint(&self) -> $crate::wire::error::RetryHint {
+            let $this = self;
+            $inner.retry_hint()
+        }
+        fn category(&self) -> $crate::wire::error::Category {
+            let $this = self;
+            $inner.category()
+        }
+        fn http_status(&self) -> u16 {
+            let $this = self;
+            $inner.http_status()
+        }
+        fn grpc_status(&self) -> &'static str {
+            let $this = self;
+            $inner.grpc_status()
+        }
+        fn write_extra_details(&self, out: &mut Vec<u8>) {
+            let $this = self;
+            $inner.write_extra_details(out)
+        }
+    };
+}
+pub(crate) use forward_a2a_error;
+
 /// An error enum with a fieldless twin that names its variants: `#[derive(A2aError)]` on an
 /// enum `MyError` makes `MyErrorKind` and implements this. It lets generic code (such as
 /// `ClientError::kind`) say which variant a received

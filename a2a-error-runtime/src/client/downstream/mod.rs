@@ -6,13 +6,11 @@ mod propagate;
 
 pub(crate) use propagate::CHAIN_BYTES;
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
 use super::error::ClientError;
-use crate::wire::data::DataSink;
-use crate::wire::error::{A2aError, Category, RetryHint};
+use crate::wire::error::A2aError;
 use crate::wire::remote::RemoteError;
 
 /// A call to agent `agent` failed with `error`. Passed on to our own caller it is the
@@ -81,46 +79,11 @@ impl<E: std::error::Error + 'static> std::error::Error for Downstream<E> {
     }
 }
 
-impl<E: A2aError + 'static> A2aError for Downstream<E> {
-    fn code(&self) -> i32 {
-        self.error.code()
-    }
-
-    fn reason(&self) -> &str {
-        self.error.reason()
-    }
-
-    fn domain(&self) -> &str {
-        self.error.domain()
-    }
-
-    fn has_placeholder_domain(&self) -> bool {
-        self.error.has_placeholder_domain()
-    }
-
-    fn public_message(&self) -> Cow<'_, str> {
-        self.error.public_message()
-    }
-
-    fn retry_hint(&self) -> RetryHint {
-        self.error.retry_hint()
-    }
-
-    fn category(&self) -> Category {
-        self.error.category()
-    }
-
-    fn http_status(&self) -> u16 {
-        self.error.http_status()
-    }
-
-    fn grpc_status(&self) -> &'static str {
-        self.error.grpc_status()
-    }
-
-    fn write_data(&self, sink: &mut DataSink<'_>) {
-        self.error.write_downstream(Some(&self.agent), sink);
-    }
+// The agent's failure as its client passes it on, this agent's name added to the chain.
+crate::wire::error::forward_a2a_error! {
+    impl[E: A2aError + 'static] for Downstream<E>;
+    inner = |this| this.error;
+    write_data = |this, sink| this.error.write_downstream(Some(&this.agent), sink);
 }
 
 /// Never rebuilt from a received object: what arrives is the agent's own DOWNSTREAM_FAILED,

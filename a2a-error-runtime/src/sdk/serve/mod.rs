@@ -32,7 +32,7 @@ use crate::sdk::scoped::Scoped;
 use crate::sdk::streams::Streams;
 use crate::server::Dedup;
 use crate::server::endpoint::admission::Admission;
-use crate::server::scope::{self, Scope};
+use crate::server::scope::{self, ReadScope};
 use crate::wire::remote::RemoteError;
 
 /// The dedup of SendMessage through the bridge: its replies are the SDK's, remembered as
@@ -62,7 +62,7 @@ pub struct Bridge<H> {
     pub(super) handler: Arc<Scoped<H>>,
     /// The streams run, for a dedup's retried streams (see `Streams`).
     streams: Arc<Streams>,
-    scope: Scope,
+    scope: ReadScope,
     dedup: Option<SendDedup>,
     /// Whether the dedup was given the bridge's scope (it had no `identify` of its own).
     dedup_by_scope: bool,

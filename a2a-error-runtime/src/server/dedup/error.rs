@@ -1,11 +1,8 @@
 //! What a deduplicated call ends in besides success.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::wire::data::DataSink;
-use crate::wire::error::{A2aError, Category, RetryHint};
-use crate::wire::object::WireProfile;
+use crate::wire::error::A2aError;
 use crate::wire::remote::RemoteError;
 
 /// Why [`Dedup`](crate::server::Dedup) answered without running the work.
@@ -86,43 +83,9 @@ impl<E: A2aError + 'static> DedupError<E> {
     }
 }
 
-impl<E: A2aError + 'static> A2aError for DedupError<E> {
-    fn code(&self) -> i32 {
-        self.inner().code()
-    }
-    fn reason(&self) -> &str {
-        self.inner().reason()
-    }
-    fn domain(&self) -> &str {
-        self.inner().domain()
-    }
-    fn public_message(&self) -> Cow<'_, str> {
-        self.inner().public_message()
-    }
-    fn retry_hint(&self) -> RetryHint {
-        self.inner().retry_hint()
-    }
-    fn category(&self) -> Category {
-        self.inner().category()
-    }
-    fn http_status(&self) -> u16 {
-        self.inner().http_status()
-    }
-    fn grpc_status(&self) -> &'static str {
-        self.inner().grpc_status()
-    }
-    fn write_data(&self, sink: &mut DataSink<'_>) {
-        self.inner().write_data(sink)
-    }
-    fn write_extra_details(&self, out: &mut Vec<u8>) {
-        self.inner().write_extra_details(out)
-    }
-    fn has_placeholder_domain(&self) -> bool {
-        self.inner().has_placeholder_domain()
-    }
-    fn write_error_object(&self, profile: WireProfile, out: &mut Vec<u8>) {
-        self.inner().write_error_object(profile, out)
-    }
+crate::wire::error::forward_a2a_error! {
+    impl[E: A2aError + 'static] for DedupError<E>;
+    inner = |this| this.inner();
 }
 
 impl<E: A2aError + 'static> axum::response::IntoResponse for DedupError<E> {

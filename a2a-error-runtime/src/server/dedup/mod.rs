@@ -67,7 +67,7 @@ pub enum StoreFailure {
     RunWithoutDedup,
 }
 
-type Identify = crate::server::scope::Scope;
+type Identify = crate::server::scope::ReadScope;
 
 /// The retry delay of every refusal that asks the caller to come back.
 const COME_BACK: Duration = Duration::from_secs(1);
