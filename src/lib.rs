@@ -34,10 +34,12 @@
 //! Across the floors: a handler's deadline is inherited by the calls it makes
 //! ([`with_deadline`] for tasks you spawn), and every metric name is listed in [`observe`].
 //!
-//! Features: `axum` (the server), `client` (the client over plain HTTP), and the client's TLS:
-//! `rustls` (with aws-lc-rs, the default), `rustls-no-provider` (bring your own crypto
-//! provider, e.g. ring) or `native-tls`. `default = ["axum", "client", "rustls"]`; a server
-//! that calls no agent needs only `axum`. `otel` makes the spans OpenTelemetry's, one trace
+//! Features: `axum` (the server), `client` (the client over plain HTTP), and the client's TLS,
+//! none by default so that nothing needs a C compiler until asked: `rustls` (with aws-lc-rs),
+//! `rustls-no-provider` (bring your own crypto provider, e.g. ring) or `native-tls`.
+//! `default = ["axum", "client"]`: add `rustls` to call `https` URLs (a build without TLS
+//! refuses them with `BuildError::TlsNotEnabled`); a server that calls no agent needs only
+//! `axum`. `otel` makes the spans OpenTelemetry's, one trace
 //! across processes ([observability](guide::observability)).
 //!
 //! The guides are in [`guide`]: [errors](guide::errors), [serving](guide::serving),

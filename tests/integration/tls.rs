@@ -1,4 +1,4 @@
-//! TLS from outside: the client of the default build (feature `rustls`) calling an agent
+//! TLS from outside: the client with feature `rustls` (on in the tests' builds) calling an agent
 //! over https on loopback, served with rustls and a certificate of a test CA
 //! (`tests/data/tls/`). An agent whose certificate the client does not trust is refused
 //! before any request is sent, as a connect error; with the CA trusted, the agent's typed

@@ -18,12 +18,13 @@ pub enum BuildError {
     #[error("cannot set up the HTTP client: {0}")]
     Http(#[from] reqwest::Error),
     /// An `https` URL, but this build has no TLS: every call would fail as a connection
-    /// error. Enable a TLS feature of `a2a-error` (`rustls`, the default; `native-tls`; or
-    /// `rustls-no-provider`), or give the builder a `reqwest::Client` of your own.
+    /// error. Enable a TLS feature of `a2a-error` (`rustls`; `native-tls`; or
+    /// `rustls-no-provider`: none is a default feature), or give the builder a
+    /// `reqwest::Client` of your own.
     #[error(
-        "{url:?} needs TLS, which this build of a2a-error does not have: enable its feature \
-         `rustls` (a default feature), `native-tls` or `rustls-no-provider`, or pass a \
-         reqwest::Client with TLS to the builder's http_client"
+        "{url:?} needs TLS, which this build of a2a-error does not have: add the feature \
+         `rustls` to a2a-error in Cargo.toml (or `native-tls`, or `rustls-no-provider`), or \
+         pass a reqwest::Client with TLS to the builder's http_client"
     )]
     TlsNotEnabled {
         /// The URL given.
