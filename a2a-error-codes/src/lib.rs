@@ -118,7 +118,7 @@ pub enum Origin {
     JsonRpc,
     /// The A2A specification (-32001..-32009).
     A2a,
-    /// This project (-32050..=-32062); the domain is the application's.
+    /// This project (-32050..=-32063); the domain is the application's.
     Project,
 }
 
@@ -235,6 +235,9 @@ pub const DEPENDENCY_REJECTED: i32 = -32061;
 /// closed, the model went silent, or it sent an error mid-stream): what was delivered stands;
 /// asking again starts a new answer (this project).
 pub const MODEL_STREAM_INTERRUPTED: i32 = -32062;
+/// The agent's quota with the model provider it calls is spent (a billing or spend budget, a
+/// daily limit): not retryable unless the time the quota is renewed is known (this project).
+pub const MODEL_QUOTA_EXHAUSTED: i32 = -32063;
 
 macro_rules! rows {
     ($( $name:ident: $reason:literal, $message:literal, $http:literal $grpc:literal,
@@ -313,6 +316,8 @@ rows! {
         v1_0_0 502 "INTERNAL", Fatal, Never, Project, AnyTime;
     MODEL_STREAM_INTERRUPTED: "MODEL_STREAM_INTERRUPTED", "Model stream interrupted", 503 "UNAVAILABLE",
         v1_0_0 503 "UNAVAILABLE", Transient, Backoff, Project, AnyTime;
+    MODEL_QUOTA_EXHAUSTED: "MODEL_QUOTA_EXHAUSTED", "Model quota exhausted", 503 "RESOURCE_EXHAUSTED",
+        v1_0_0 503 "RESOURCE_EXHAUSTED", RateLimit, Never, Project, AnyTime;
 }
 
 /// The row for `code`, if the table has one.
@@ -470,11 +475,11 @@ mod tests {
             match row.origin {
                 Origin::JsonRpc => assert!(is_in(row.code, -32700..=-32600)),
                 Origin::A2a => assert!(is_in(row.code, -32009..=-32001)),
-                Origin::Project => assert!(is_in(row.code, -32062..=-32050)),
+                Origin::Project => assert!(is_in(row.code, -32063..=-32050)),
             }
             assert!(!is_reserved_undefined(row.code));
         }
-        assert_eq!(TABLE.len(), 5 + 9 + 13);
+        assert_eq!(TABLE.len(), 5 + 9 + 14);
     }
 
     fn is_in(code: i32, range: core::ops::RangeInclusive<i32>) -> bool {

@@ -103,7 +103,12 @@ pub fn resolve<'a>(cx: &Ctxt, input: &Input, variant: &'a Variant<'a>) -> Shape<
         (Some(seconds), _) => Retry::After(seconds.value),
         (None, Some(retryable)) if retryable.value => Retry::Backoff,
         (None, Some(_)) => Retry::Never,
-        (None, None) if retry_field.is_some() => Retry::Backoff,
+        // A delay field without one given: the code's own default (a code never retried
+        // unless a delay is known stays never retried), else backoff.
+        (None, None) if retry_field.is_some() => match row {
+            Some(row) if row.retry == DefaultRetry::Never => Retry::Never,
+            _ => Retry::Backoff,
+        },
         (None, None) => match row {
             Some(row) if row.retry == DefaultRetry::Backoff => Retry::Backoff,
             Some(_) => Retry::Never,

@@ -465,3 +465,69 @@ async fn a_reply_under_the_limit_costs_its_size_not_seventeen_times_it() {
     eprintln!("peak grew {} MiB", grown >> 20);
     assert!(grown <= 128 << 20, "peak grew {} MiB", grown >> 20);
 }
+
+/// A spent quota, as the providers and the gateways in front of them say it.
+fn quota_replies() -> Vec<(&'static str, HttpAnswer)> {
+    let openai = json!({"error": {
+        "message": "You exceeded your current quota, see /srv/billing-secret",
+        "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}});
+    let budget = json!({"error": {"message": "Budget has been exceeded! /srv/budget-secret",
+        "type": "budget_exceeded"}});
+    vec![
+        ("429 insufficient_quota", HttpAnswer::json(429, openai)),
+        (
+            "402",
+            HttpAnswer::json(402, json!({"error": "payment required /srv/secret"})),
+        ),
+        ("412 budget_exceeded", HttpAnswer::json(412, budget.clone())),
+        ("422 budget_exceeded", HttpAnswer::json(422, budget)),
+        (
+            "403 quota",
+            HttpAnswer::json(
+                403,
+                json!({"message": "Out of call volume quota /srv/secret"}),
+            ),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_spent_quota_is_sent_once_and_the_fallback_answers() {
+    for (what, spent) in quota_replies() {
+        let primary = FaultService::start(spent).await;
+        let fallback = FaultService::start(HttpAnswer::completion("from the fallback")).await;
+        let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
+        let reply = rpc(&url, send(1, "m-1", "hi")).await;
+        assert_eq!(text(&reply), "from the fallback", "{what}: {reply}");
+        assert_eq!(degraded(&reply)["step"], "fallback", "{what}: {reply}");
+        assert_eq!(primary.received().len(), 1, "{what}: not retried");
+        assert!(!reply.to_string().contains("secret"), "{what}: {reply}");
+    }
+}
+
+#[tokio::test]
+async fn a_spent_quota_without_a_fallback_is_passed_on_as_the_quota_not_retryable() {
+    for (what, spent) in quota_replies() {
+        let primary = FaultService::start(spent).await;
+        let (_agent, url) = agent(primary.url(), &[]);
+        let reply = rpc(&url, send(1, "m-1", "hi")).await;
+        assert_eq!(reason(&reply), "MODEL_QUOTA_EXHAUSTED", "{what}: {reply}");
+        assert_eq!(reply["error"]["code"], -32063, "{what}: {reply}");
+        assert_ne!(retryable(&reply), Some(true), "{what}: {reply}");
+        assert_eq!(retry_delay(&reply), None, "{what}: {reply}");
+        assert_eq!(primary.received().len(), 1, "{what}: not retried");
+        let wire = reply.to_string();
+        assert!(
+            !wire.contains("secret") && !wire.contains("exceeded"),
+            "{what}: {wire}"
+        );
+    }
+    // A renewal the provider names is passed on as the time to wait.
+    let dated = HttpAnswer::json(402, json!({})).header("retry-after", "120");
+    let primary = FaultService::start(dated).await;
+    let (_agent, url) = agent(primary.url(), &[]);
+    let reply = rpc(&url, send(1, "m-1", "hi")).await;
+    assert_eq!(reason(&reply), "MODEL_QUOTA_EXHAUSTED", "{reply}");
+    assert_eq!(retry_delay(&reply), Some("120s"), "{reply}");
+    assert_eq!(primary.received().len(), 1);
+}

@@ -114,6 +114,10 @@ impl<E: Classify> Classify for Failure<E> {
         matches!(self, Failure::CircuitOpen { .. } | Failure::BulkheadFull)
     }
 
+    fn is_quota_exhausted(&self) -> bool {
+        matches!(self, Failure::Failed(error) if error.is_quota_exhausted())
+    }
+
     /// A slow operation is the operation's (one tool of a server that answers the others);
     /// no connection within the connect timeout is the callee's.
     fn scope(&self) -> Scope {

@@ -33,7 +33,8 @@ pub use failure::Failure;
 pub use http::{
     AnthropicMessages, AnyEvent, EXCERPT_BYTES, HttpCall, HttpDependency, HttpDependencyBuilder,
     HttpError, HttpFailure, HttpReply, HttpServiceSettings, HttpStream, InBand, Interruption,
-    MAX_VALUE_BYTES, OpenAiChat, Read, StatusFailure, StreamEvent, StreamFormat, StreamInterrupted,
+    MAX_VALUE_BYTES, OpenAiChat, Read, SCANNED_BYTES, StatusFailure, StreamEvent, StreamFormat,
+    StreamInterrupted,
 };
 #[cfg(feature = "mcp")]
 pub use mcp::{McpDependency, McpDependencyBuilder, McpError, McpFailure, ToolOutcome};

@@ -141,6 +141,12 @@ const LOCAL_REASONS: &[&str] = &[
     "INVALID_PARAMS",
     "INTERNAL_ERROR",
     "SERVER_ERROR",
+    // The MCP stateless revision's refusals.
+    "HEADER_MISMATCH",
+    "MISSING_CLIENT_CAPABILITY",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    // A provider's spent quota (a billing or spend budget, a daily limit).
+    "QUOTA_EXHAUSTED",
 ];
 
 /// A call to a dependency (not an agent) under way: its span, and what is recorded when it

@@ -99,6 +99,15 @@ pub trait Classify {
         self.health() == Outcome::Success && !self.retry_advice_at(SystemTime::now()).is_retryable()
     }
 
+    /// Whether the callee is up but the caller's quota with it is spent (a billing or spend
+    /// budget: OpenAI's `insufficient_quota`, a gateway's 402, `budget_exceeded`, a daily
+    /// limit): trying again before the quota is renewed cannot help, the callee's health is
+    /// not in question (its breaker counts nothing), and a [`Fallback`](crate::resilience::fallback::Fallback)
+    /// takes it as a reason to go on to another provider. Default: `false`.
+    fn is_quota_exhausted(&self) -> bool {
+        false
+    }
+
     /// Whose health the failure speaks of when the request carries a breaker of its own
     /// operation ([`Request::breaker`](crate::resilience::request::Request::breaker), one tool of an
     /// MCP server): the whole callee's (no connection, overloaded) or only the operation's

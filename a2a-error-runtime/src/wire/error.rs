@@ -125,6 +125,7 @@ pub trait A2aError: std::error::Error {
 /// `inner`, or all but `write_data` when its body is given (a wrapper that adds fields; the
 /// object is then written from these methods). One list of the forwarded methods, so that no
 /// wrapper forgets one the trait gains.
+#[cfg(any(feature = "axum", feature = "client"))]
 macro_rules! forward_a2a_error {
     (
         impl[$($generics:tt)*] for $wrapper:ty;
@@ -202,6 +203,7 @@ macro_rules! forward_a2a_error {
         }
     };
 }
+#[cfg(any(feature = "axum", feature = "client"))]
 pub(crate) use forward_a2a_error;
 
 /// An error enum with a fieldless twin that names its variants: `#[derive(A2aError)]` on an

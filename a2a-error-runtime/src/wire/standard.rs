@@ -147,6 +147,16 @@ pub enum StandardError {
     #[error("model stream interrupted")]
     #[a2a(code = MODEL_STREAM_INTERRUPTED)]
     ModelStreamInterrupted,
+    /// -32063: the agent's quota with its model provider is spent (a billing or spend
+    /// budget, a daily limit); retry after the delay when the time it is renewed is known,
+    /// else not.
+    #[error("model quota exhausted")]
+    #[a2a(code = MODEL_QUOTA_EXHAUSTED)]
+    ModelQuotaExhausted {
+        /// How long until the quota is renewed, when the provider said.
+        #[a2a(retry_after)]
+        retry_after: Option<Duration>,
+    },
 }
 
 impl StandardError {
@@ -181,6 +191,7 @@ impl StandardError {
             DEPENDENCY_UNAVAILABLE => StandardError::DependencyUnavailable { retry_after: None },
             DEPENDENCY_REJECTED => StandardError::DependencyRejected,
             MODEL_STREAM_INTERRUPTED => StandardError::ModelStreamInterrupted,
+            MODEL_QUOTA_EXHAUSTED => StandardError::ModelQuotaExhausted { retry_after: None },
             _ => return None,
         })
     }

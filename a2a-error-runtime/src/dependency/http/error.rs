@@ -68,10 +68,18 @@ pub struct StatusFailure {
     /// The first bytes of the body (at most [`EXCERPT_BYTES`], control characters escaped),
     /// for logs only: never passed on.
     pub excerpt: String,
+    /// Whether the reply says the caller's quota with the service is spent (a billing or
+    /// spend budget, a daily limit), read from its status and the start of its body (see
+    /// [`StatusFailure::read`]): never retried, not counted against the service's health.
+    pub quota: bool,
 }
 
 /// How much of an error reply's body is kept for logs.
 pub const EXCERPT_BYTES: usize = 256;
+
+/// How much of an error reply's body is read for what it says (a spent quota): the rest is
+/// not read.
+pub const SCANNED_BYTES: usize = 4096;
 
 /// The longest delay read from a reply: more is read as this much (a retry policy waits at
 /// most its own `max_server_delay`).
@@ -83,6 +91,12 @@ impl StatusFailure {
     /// every HTTP dependency's: for a transport of your own (a provider's SDK, a websocket),
     /// so that its failures are classified as this crate's are
     /// (`HttpFailure::Status(StatusFailure::read(…))`).
+    ///
+    /// A spent quota is read from the first [`SCANNED_BYTES`] of the body, as the providers
+    /// and the gateways in front of them write it: a 429 naming `insufficient_quota`
+    /// (OpenAI's `error.code` or `error.type`), any 402 (Payment Required: Bifrost), a 412 or
+    /// 422 naming `budget_exceeded` (Portkey, LiteLLM), a 403 naming a quota (Azure API
+    /// Management), and a 429 whose `google.rpc.QuotaFailure` names a per-day limit (Gemini).
     pub fn read(status: u16, headers: &HeaderMap, body: &[u8], now: SystemTime) -> Self {
         let retry_after_ms = headers
             .get("retry-after-ms")
@@ -107,14 +121,35 @@ impl StatusFailure {
             retry_after,
             should_retry,
             excerpt,
+            quota: spent(status, &body[..body.len().min(SCANNED_BYTES)]),
         }
     }
 
     /// Whether another try may help: `x-should-retry` when sent, else 408, 409, 429 and 5xx
-    /// (529 included), as the official OpenAI and Anthropic SDKs decide.
+    /// (529 included), as the official OpenAI and Anthropic SDKs decide; never for a spent
+    /// quota.
     pub fn is_retryable(&self) -> bool {
-        self.should_retry
-            .unwrap_or(matches!(self.status, 408 | 409 | 429) || self.status >= 500)
+        !self.quota
+            && self
+                .should_retry
+                .unwrap_or(matches!(self.status, 408 | 409 | 429) || self.status >= 500)
+    }
+}
+
+/// Whether a reply of `status` whose body starts with `body` says a quota is spent.
+fn spent(status: u16, body: &[u8]) -> bool {
+    let names = |word: &[u8]| {
+        body.windows(word.len())
+            .any(|window| window.eq_ignore_ascii_case(word))
+    };
+    match status {
+        402 => true,
+        412 | 422 => names(b"budget_exceeded"),
+        403 => names(b"quota"),
+        429 => {
+            names(b"insufficient_quota") || (names(b"google.rpc.QuotaFailure") && names(b"PerDay"))
+        }
+        _ => false,
     }
 }
 
@@ -196,13 +231,17 @@ impl Classify for HttpFailure {
         match self {
             HttpFailure::Connect { .. } | HttpFailure::Invalid { .. } => false,
             // 408: the request never fully arrived; 429, 503 and 529: refused for load.
-            HttpFailure::Status(status) => !matches!(status.status, 408 | 429 | 503 | 529),
+            HttpFailure::Status(status) => {
+                !status.quota && !matches!(status.status, 408 | 429 | 503 | 529)
+            }
             _ => true,
         }
     }
 
     fn health(&self) -> Outcome {
         match self {
+            // Up, and the caller's quota spent: nothing about its health.
+            HttpFailure::Status(status) if status.quota => Outcome::Ignored,
             HttpFailure::Status(status) => match status.status {
                 429 => Outcome::RateLimited,
                 408 | 500.. => Outcome::Failure,
@@ -216,6 +255,19 @@ impl Classify for HttpFailure {
         }
     }
 
+    fn is_quota_exhausted(&self) -> bool {
+        matches!(self, HttpFailure::Status(status) if status.quota)
+    }
+
+    /// The delay the service asked for; for a spent quota (never retried) the time until it
+    /// is renewed, when the reply said.
+    fn delay_at(&self, now: SystemTime) -> Option<Duration> {
+        match self {
+            HttpFailure::Status(status) if status.quota => status.retry_after,
+            _ => self.retry_advice_at(now).delay(),
+        }
+    }
+
     fn failure_reason(&self) -> &str {
         match self {
             HttpFailure::Connect { .. } => "UNREACHABLE",
@@ -225,6 +277,7 @@ impl Classify for HttpFailure {
             HttpFailure::Malformed { .. } => "INVALID_RESPONSE",
             HttpFailure::Invalid { .. } => "INVALID_CALL",
             HttpFailure::InBand(error) => error.reason(),
+            HttpFailure::Status(status) if status.quota => "QUOTA_EXHAUSTED",
             HttpFailure::Status(status) => match status.status {
                 429 => "RATE_LIMITED",
                 408 => "HTTP_TIMEOUT",
@@ -278,6 +331,74 @@ mod tests {
             );
         }
         HttpFailure::Status(StatusFailure::read(code, &map, b"", SystemTime::UNIX_EPOCH))
+    }
+
+    fn replied(code: u16, body: &str, headers: &HeaderMap) -> HttpFailure {
+        HttpFailure::Status(StatusFailure::read(
+            code,
+            headers,
+            body.as_bytes(),
+            SystemTime::UNIX_EPOCH,
+        ))
+    }
+
+    #[test]
+    fn a_spent_quota_is_read_as_the_providers_and_gateways_write_it() {
+        let none = HeaderMap::new();
+        let openai = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+        let gemini_day = r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]}}"#;
+        let gemini_minute = r#"{"error":{"code":429,"details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"20s"}]}}"#;
+        let litellm =
+            r#"{"error":{"message":"Budget has been exceeded!","type":"budget_exceeded"}}"#;
+        let apim = r#"{"statusCode":403,"message":"Out of call volume quota. Quota will be replenished in 00:00:05."}"#;
+        for (code, body) in [
+            (429, openai),
+            (429, gemini_day),
+            (402, ""),
+            (412, litellm),
+            (422, litellm),
+            (403, apim),
+        ] {
+            let failure = replied(code, body, &none);
+            assert!(failure.is_quota_exhausted(), "{code} {body}");
+            assert!(
+                !failure
+                    .retry_advice_at(SystemTime::UNIX_EPOCH)
+                    .is_retryable()
+            );
+            assert_eq!(
+                failure.health(),
+                Outcome::Ignored,
+                "its breaker stays as it is"
+            );
+            assert!(!failure.is_refusal(), "a fallback goes on");
+            assert!(!failure.may_have_run());
+            assert_eq!(failure.failure_reason(), "QUOTA_EXHAUSTED");
+        }
+        for (code, body) in [
+            (429, gemini_minute),
+            (429, r#"{"error":{"type":"rate_limit_error"}}"#),
+            (422, r#"{"error":{"type":"invalid_request_error"}}"#),
+            (403, r#"{"error":"forbidden"}"#),
+            (500, openai),
+        ] {
+            assert!(
+                !replied(code, body, &none).is_quota_exhausted(),
+                "{code} {body}"
+            );
+        }
+        // The marker past the bytes scanned is not read.
+        let far = format!("{}insufficient_quota", " ".repeat(SCANNED_BYTES));
+        assert!(!replied(429, &far, &none).is_quota_exhausted());
+        // When the renewal is known, it is the delay passed on (never retried here).
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, "3600".parse().unwrap());
+        let dated = replied(402, "", &headers);
+        assert_eq!(
+            dated.delay_at(SystemTime::UNIX_EPOCH),
+            Some(Duration::from_secs(3600))
+        );
+        assert!(!dated.retry_advice_at(SystemTime::UNIX_EPOCH).is_retryable());
     }
 
     #[test]

@@ -16,7 +16,7 @@ use tower::util::BoxCloneSyncService;
 use tracing::Instrument;
 
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
-pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, StatusFailure};
+pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, SCANNED_BYTES, StatusFailure};
 pub use stream::{
     AnthropicMessages, AnyEvent, HttpStream, Interruption, OpenAiChat, Read, StreamEvent,
     StreamFormat, StreamInterrupted,

@@ -10,7 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tower::Service;
 
 use super::call::{HttpCall, HttpReply};
-use super::error::{EXCERPT_BYTES, HttpError, HttpFailure, StatusFailure};
+use super::error::{HttpError, HttpFailure, SCANNED_BYTES, StatusFailure};
 use crate::dependency::failure::Failure;
 use crate::http::body::{self, BodyError};
 use crate::resilience::{Request, Timeout, within};
@@ -142,7 +142,7 @@ impl HttpService {
 async fn refused(response: reqwest::Response) -> HttpError {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    let excerpt = body::excerpt(response, EXCERPT_BYTES).await;
+    let excerpt = body::excerpt(response, SCANNED_BYTES).await;
     Failure::Failed(HttpFailure::Status(StatusFailure::read(
         status,
         &headers,
