@@ -33,6 +33,9 @@ pub struct Waits {
     pub first_token: Duration,
     /// The longest silence in a streamed answer once it has begun.
     pub idle: Duration,
+    /// The output tokens a model call is estimated to use (its request names no maximum):
+    /// what the model's stated quota must have room for, besides the input.
+    pub expected_output_tokens: u64,
 }
 
 /// What the agent depends on: a model, maybe a fallback model, maybe a search tool, maybe an
@@ -60,17 +63,23 @@ impl Dependencies {
         waits: Waits,
     ) -> Result<Self, a2a_error::BuildError> {
         let attempt_timeout = waits.attempt;
-        let model_at = |name: &str, url: &str| {
+        // A model whose stated quota has no room does not wait for its reset when a fallback
+        // can answer now.
+        let model_at = |name: &str, url: &str, waits_for_quota: bool| {
             HttpDependency::model(name.to_owned(), url)
                 .request_model(name)
                 .attempt_timeout(attempt_timeout)
                 .first_event_timeout(waits.first_token)
                 .idle_timeout(waits.idle)
+                .expected_output_tokens(waits.expected_output_tokens)
+                .quota_waits(waits_for_quota)
                 .build()
         };
         Ok(Dependencies {
-            primary: model_at("primary", model)?,
-            fallback: fallback.map(|url| model_at("fallback", url)).transpose()?,
+            primary: model_at("primary", model, fallback.is_none())?,
+            fallback: fallback
+                .map(|url| model_at("fallback", url, true))
+                .transpose()?,
             tool: tool
                 .map(|url| {
                     HttpDependency::builder("tool", url)

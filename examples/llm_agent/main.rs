@@ -2,7 +2,7 @@
 //! fallback model and a search tool, every call under a2a-error's layers:
 //! `cargo run --example llm_agent -- --addr HOST:PORT --model URL [--fallback-model URL]
 //! [--tool URL] [--mcp URL] [--attempt-timeout-ms N] [--first-token-timeout-ms N]
-//! [--idle-timeout-ms N]`.
+//! [--idle-timeout-ms N] [--expected-output-tokens N]`.
 //!
 //! - JSON-RPC at `POST /`, the REST routes, the card at `/.well-known/agent-card.json`,
 //!   Prometheus text at `GET /metrics`; logs to stderr; its spans over OTLP when
@@ -29,6 +29,15 @@
 //!   primary's by its share (60 %) of the caller's deadline; after it, a cut, an
 //!   in-band error or a silence longer than `--idle-timeout-ms` (default 30000) ends the task
 //!   FAILED with `MODEL_STREAM_INTERRUPTED`. `--attempt-timeout-ms` bounds whole replies only.
+//! - Every model reply's rate-limit headers (OpenAI's `x-ratelimit-*`, Anthropic's
+//!   `anthropic-ratelimit-*`, the IETF `RateLimit`) are kept: while a model's stated remaining
+//!   requests are 0, or its remaining tokens are below a call's estimate (the body's bytes / 4
+//!   plus `--expected-output-tokens`, default 256), and its reset has not passed, it gets no
+//!   request: the fallback is asked at once (degraded), or without one the call waits for the
+//!   reset when it comes before the caller's deadline (else 30 s), or the caller gets
+//!   `RATE_LIMITED` with `retryDelay` the time to the reset. A spent quota (OpenAI's
+//!   `insufficient_quota`, 402, `budget_exceeded`, a 403 naming a quota) is sent once, and
+//!   without a fallback passed on as `MODEL_QUOTA_EXHAUSTED`.
 //! - Retries, breakers, the fallback (marked degraded: `metadata.degraded` with the step that
 //!   answered) and the errors (`MODEL_UNAVAILABLE` with RetryInfo when a delay is known,
 //!   `MODEL_REJECTED`, `DEADLINE_EXCEEDED`) are the library's defaults; see
@@ -46,7 +55,8 @@ use a2a_error::server::{ServeLimits, serve};
 
 const USAGE: &str = "usage: llm_agent --addr HOST:PORT --model URL [--fallback-model URL] \
                      [--tool URL] [--mcp URL] [--attempt-timeout-ms N] \
-                     [--first-token-timeout-ms N] [--idle-timeout-ms N]";
+                     [--first-token-timeout-ms N] [--idle-timeout-ms N] \
+                     [--expected-output-tokens N]";
 
 /// `value` of flag `flag` as a positive number of milliseconds, or the usage and exit 2.
 fn millis(flag: &str, value: &str) -> Duration {
@@ -71,6 +81,7 @@ async fn main() {
         attempt: Duration::from_millis(10_000),
         first_token: Duration::from_millis(10_000),
         idle: Duration::from_millis(30_000),
+        expected_output_tokens: 256,
     };
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
@@ -84,6 +95,12 @@ async fn main() {
                 waits.first_token = millis(flag, &value)
             }
             (flag @ "--idle-timeout-ms", Some(value)) => waits.idle = millis(flag, &value),
+            (flag @ "--expected-output-tokens", Some(value)) => {
+                waits.expected_output_tokens = match value.parse::<u64>() {
+                    Ok(tokens) if tokens > 0 => tokens,
+                    _ => fail(&format!("{flag}: not a positive integer: {value}\n{USAGE}")),
+                }
+            }
             _ => fail(USAGE),
         }
     }

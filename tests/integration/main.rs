@@ -21,6 +21,7 @@ mod js_interop;
 mod llm_agent;
 mod llm_mcp;
 mod llm_mcp_revisions;
+mod llm_quota;
 mod llm_stream;
 mod logging;
 mod mcp;

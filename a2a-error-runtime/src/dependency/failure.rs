@@ -111,7 +111,11 @@ impl<E: Classify> Classify for Failure<E> {
     }
 
     fn is_local_refusal(&self) -> bool {
-        matches!(self, Failure::CircuitOpen { .. } | Failure::BulkheadFull)
+        match self {
+            Failure::Failed(error) => error.is_local_refusal(),
+            Failure::CircuitOpen { .. } | Failure::BulkheadFull => true,
+            Failure::Timeout(_) => false,
+        }
     }
 
     fn is_quota_exhausted(&self) -> bool {

@@ -19,6 +19,7 @@ use crate::wire::standard::StandardError;
 /// | the dependency | passed on as | retryable | RetryInfo |
 /// |---|---|---|---|
 /// | refused the request (400, 401, 403, 404, 422; a validation or auth error) | `MODEL_REJECTED` / `DEPENDENCY_REJECTED` | no | no |
+/// | not sent: its stated quota resets after the call's deadline ([`HttpFailure::Paced`](super::http::HttpFailure::Paced)) | `RATE_LIMITED` | yes | the time to the reset |
 /// | a model provider said the agent's quota is spent ([`Classify::is_quota_exhausted`]: `insufficient_quota`, 402, `budget_exceeded`, a daily limit) | `MODEL_QUOTA_EXHAUSTED` | only when it said when the quota is renewed | that time |
 /// | the call's own deadline passed | `DEADLINE_EXCEEDED` | as the table says | no |
 /// | anything else: rate limited, down, too slow, its circuit open, retries spent | `MODEL_UNAVAILABLE` / `DEPENDENCY_UNAVAILABLE` | yes | the delay it gave, or the time until its circuit half-opens |
@@ -56,7 +57,12 @@ impl DependencyFailed {
     /// delay any step gave (the time after which one of them may answer).
     pub fn models<E: Classify>(failed: &FallbackError<E>) -> Self {
         let last = failed.last();
-        if last.is_quota_exhausted() || last.is_refusal() || last.health() == Outcome::DeadlineCut {
+        let paced = last.is_local_refusal() && last.health() == Outcome::RateLimited;
+        if paced
+            || last.is_quota_exhausted()
+            || last.is_refusal()
+            || last.health() == Outcome::DeadlineCut
+        {
             return DependencyFailed::read(true, last);
         }
         DependencyFailed {
@@ -84,6 +90,11 @@ impl DependencyFailed {
     fn read<E: Classify>(model: bool, failure: &E) -> Self {
         let error = if failure.health() == Outcome::DeadlineCut {
             StandardError::DeadlineExceeded
+        } else if failure.is_local_refusal() && failure.health() == Outcome::RateLimited {
+            // Paced by the provider's stated quota: our own rate limit, until its reset.
+            StandardError::RateLimited {
+                retry_after: failure.delay_at(SystemTime::now()),
+            }
         } else if model && failure.is_quota_exhausted() {
             // Renewed after the delay the provider gave, if it gave one.
             StandardError::ModelQuotaExhausted {

@@ -145,9 +145,29 @@ const LOCAL_REASONS: &[&str] = &[
     "HEADER_MISMATCH",
     "MISSING_CLIENT_CAPABILITY",
     "UNSUPPORTED_PROTOCOL_VERSION",
-    // A provider's spent quota (a billing or spend budget, a daily limit).
+    // A provider's spent quota (a billing or spend budget, a daily limit), and a call not
+    // sent before its stated quota's reset.
     "QUOTA_EXHAUSTED",
+    "QUOTA_WAIT",
 ];
+
+/// What a dependency's replies last stated of its quota (`None`: nothing that still holds).
+pub(crate) fn quota_remaining(name: &Arc<str>, requests: Option<u64>, tokens: Option<u64>) {
+    for (limit, remaining) in [("requests", requests), ("tokens", tokens)] {
+        if let Some(remaining) = remaining {
+            metrics::gauge!(super::DEPENDENCY_QUOTA_REMAINING,
+                "dependency" => SharedString::from(name.clone()), "limit" => limit)
+            .set(remaining as f64);
+        }
+    }
+}
+
+/// A call held back for its dependency's stated quota: `waited` for the reset, or `refused`.
+pub(crate) fn quota_held(name: &Arc<str>, outcome: &'static str) {
+    metrics::counter!(super::DEPENDENCY_QUOTA_HELD,
+        "dependency" => SharedString::from(name.clone()), "outcome" => outcome)
+    .increment(1);
+}
 
 /// A call to a dependency (not an agent) under way: its span, and what is recorded when it
 /// ends.

@@ -26,6 +26,8 @@
 //! | `a2a.dependency.call.duration` | histogram, seconds | `dependency`, `outcome` |
 //! | `a2a.dependency.attempts` | histogram | `dependency` |
 //! | `a2a.dependency.retries` | counter | `dependency`, `error.type` |
+//! | `a2a.dependency.quota.remaining` | gauge: what the dependency's replies last stated of its quota, less the calls sent since | `dependency`, `limit` (`requests`, `tokens`) |
+//! | `a2a.dependency.quota.held` | counter: calls held back for the stated quota | `dependency`, `outcome` (`waited` for the reset, `refused` unsent) |
 //! | `gen_ai.client.operation.duration` | histogram, seconds: a model's call (`HttpDependency::model`), whole or streamed, from the call to its reply (a stream: its end), retries included | `dependency`, `gen_ai.operation.name` (`chat`), `gen_ai.provider.name`, `gen_ai.request.model` (when configured); failed: `error.type` (the failure's reason, `STREAM_INTERRUPTED`, `CANCELLED`) |
 //! | `gen_ai.client.operation.time_to_first_chunk` | histogram, seconds: from the call to its stream's first content event | as above, without `error.type` |
 //! | `gen_ai.client.operation.time_per_output_chunk` | histogram, seconds: between a stream's content events, after the first | as above |
@@ -142,6 +144,12 @@ const DEPENDENCY_DURATION: &str = "a2a.dependency.call.duration";
 const CLIENT_ATTEMPTS: &str = "a2a.client.attempts";
 /// The name of the attempts histogram of a dependency's calls.
 const DEPENDENCY_ATTEMPTS: &str = "a2a.dependency.attempts";
+/// What a dependency's replies last stated of its quota.
+#[cfg(feature = "client")]
+const DEPENDENCY_QUOTA_REMAINING: &str = "a2a.dependency.quota.remaining";
+/// Calls held back for a dependency's stated quota.
+#[cfg(feature = "client")]
+const DEPENDENCY_QUOTA_HELD: &str = "a2a.dependency.quota.held";
 
 /// What kind of callee a call goes to, which picks the series it is recorded under
 /// (`a2a.client.*` for agents, `a2a.dependency.*` for the rest).

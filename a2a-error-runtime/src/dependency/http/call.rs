@@ -40,6 +40,11 @@ pub(super) struct Fixed {
 }
 
 impl HttpCall {
+    /// The request body, when it has one.
+    pub(crate) fn body_bytes(&self) -> Option<&[u8]> {
+        self.fixed.body.as_deref()
+    }
+
     /// A `method` request to `path` (with its query, if any) under the base URL.
     pub fn new(method: Method, path: impl Into<String>) -> Self {
         let operation = Cow::Owned(method.as_str().to_owned());

@@ -53,6 +53,13 @@ pub enum HttpFailure {
     /// A streamed reply carried an error before its first content event (`{"error": …}`,
     /// `event: error`): retried when its type is one a retry may help.
     InBand(InBand),
+    /// Not sent: the service's stated quota has no room for the call before it resets, and
+    /// the reset comes after the call's deadline. A fallback goes on to its next step at
+    /// once; passed on, it is `RATE_LIMITED` with the time to the reset.
+    Paced {
+        /// The time until the quota resets.
+        reset_in: Duration,
+    },
 }
 
 /// A reply whose status is not 2xx, with what it said about retrying.
@@ -218,6 +225,7 @@ impl Classify for HttpFailure {
             },
             HttpFailure::InBand(error) if error.retryable => RetryHint::Backoff,
             HttpFailure::EventTooLarge { .. } => RetryHint::Backoff,
+            HttpFailure::Paced { reset_in } => RetryHint::After(*reset_in),
             // The same service would send the same oversized or unreadable reply again.
             HttpFailure::InBand(_)
             | HttpFailure::Status(_)
@@ -229,7 +237,9 @@ impl Classify for HttpFailure {
 
     fn may_have_run(&self) -> bool {
         match self {
-            HttpFailure::Connect { .. } | HttpFailure::Invalid { .. } => false,
+            HttpFailure::Connect { .. }
+            | HttpFailure::Invalid { .. }
+            | HttpFailure::Paced { .. } => false,
             // 408: the request never fully arrived; 429, 503 and 529: refused for load.
             HttpFailure::Status(status) => {
                 !status.quota && !matches!(status.status, 408 | 429 | 503 | 529)
@@ -249,6 +259,8 @@ impl Classify for HttpFailure {
                 _ => Outcome::Success,
             },
             HttpFailure::Invalid { .. } => Outcome::Ignored,
+            // Refused here, for the service's load: a rate limit of our own.
+            HttpFailure::Paced { .. } => Outcome::RateLimited,
             HttpFailure::InBand(error) if error.kind == "rate_limit_error" => Outcome::RateLimited,
             HttpFailure::InBand(error) if !error.retryable => Outcome::Success,
             _ => Outcome::Failure,
@@ -257,6 +269,11 @@ impl Classify for HttpFailure {
 
     fn is_quota_exhausted(&self) -> bool {
         matches!(self, HttpFailure::Status(status) if status.quota)
+    }
+
+    /// Paced by the stated quota: nothing was sent.
+    fn is_local_refusal(&self) -> bool {
+        matches!(self, HttpFailure::Paced { .. })
     }
 
     /// The delay the service asked for; for a spent quota (never retried) the time until it
@@ -276,6 +293,7 @@ impl Classify for HttpFailure {
             HttpFailure::EventTooLarge { .. } => "EVENT_TOO_LARGE",
             HttpFailure::Malformed { .. } => "INVALID_RESPONSE",
             HttpFailure::Invalid { .. } => "INVALID_CALL",
+            HttpFailure::Paced { .. } => "QUOTA_WAIT",
             HttpFailure::InBand(error) => error.reason(),
             HttpFailure::Status(status) if status.quota => "QUOTA_EXHAUSTED",
             HttpFailure::Status(status) => match status.status {
@@ -312,6 +330,12 @@ impl fmt::Display for HttpFailure {
             HttpFailure::Malformed { detail } => write!(f, "malformed reply: {detail}"),
             HttpFailure::Invalid { detail } => write!(f, "invalid request: {detail}"),
             HttpFailure::InBand(error) => write!(f, "in-band error {}", error.kind),
+            HttpFailure::Paced { reset_in } => {
+                write!(
+                    f,
+                    "not sent: the stated quota resets in {reset_in:?}, after the deadline"
+                )
+            }
         }
     }
 }

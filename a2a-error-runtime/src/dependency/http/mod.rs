@@ -3,20 +3,21 @@
 
 mod call;
 mod error;
+mod quota;
 mod stream;
 mod transport;
-
-use std::sync::Arc;
 
 use metrics::SharedString;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::sync::Arc;
 use tower::util::BoxCloneSyncService;
 use tracing::Instrument;
 
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, SCANNED_BYTES, StatusFailure};
+use quota::{NO_DEADLINE_WAIT, Pacing, Quota};
 pub use stream::{
     AnthropicMessages, AnyEvent, HttpStream, Interruption, OpenAiChat, Read, StreamEvent,
     StreamFormat, StreamInterrupted,
@@ -65,6 +66,8 @@ pub struct HttpDependency {
     model: Option<Arc<ModelNames>>,
     name: Arc<str>,
     breaker: Option<CircuitBreaker>,
+    /// The service's stated quota and how calls are paced by it.
+    quota: Option<Arc<Pacing>>,
 }
 
 impl std::fmt::Debug for HttpDependency {
@@ -100,6 +103,9 @@ impl HttpDependency {
             headers: HeaderMap::new(),
             deadline_header: None,
             idempotency_header: HeaderName::from_static("idempotency-key"),
+            quota: true,
+            quota_waits: true,
+            expected_output: 256,
         };
         StackBuilder::new(service, false)
     }
@@ -129,8 +135,11 @@ impl HttpDependency {
         self.breaker.as_ref()
     }
 
-    /// Sends `call` through the layers.
+    /// Sends `call` through the layers, once the service's stated quota has room for it.
     pub async fn send(&self, call: HttpCall) -> Result<HttpReply, HttpError> {
+        if let Some(pacing) = &self.quota {
+            pacing.admit(&call).await?;
+        }
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpReply, HttpError>| match result {
             Ok(reply) => Some(reply.status),
@@ -170,6 +179,9 @@ impl HttpDependency {
     /// the caller's), which bounds the whole stream; the attempt timeout does not apply.
     /// Dropping the stream closes the connection.
     pub async fn stream(&self, call: HttpCall) -> Result<HttpStream, HttpError> {
+        if let Some(pacing) = &self.quota {
+            pacing.admit(&call).await?;
+        }
         let started = tokio::time::Instant::now();
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpStream, HttpError>| match result {
@@ -246,6 +258,9 @@ pub struct HttpServiceSettings {
     headers: HeaderMap,
     deadline_header: Option<HeaderName>,
     idempotency_header: HeaderName,
+    quota: bool,
+    quota_waits: bool,
+    expected_output: u64,
 }
 
 /// What a model's GenAI series are labelled with, besides its name.
@@ -362,12 +377,52 @@ impl HttpDependencyBuilder {
         self
     }
 
+    /// Whether the service's stated quota paces the calls (default: yes): every reply's
+    /// rate-limit headers (OpenAI's `x-ratelimit-*`, Anthropic's `anthropic-ratelimit-*`,
+    /// the IETF `RateLimit` field) are kept, and a call they leave no room for is not sent
+    /// before the quota resets: it waits for the reset when that comes before the call's
+    /// deadline (inherited; else 30 s at most, within the total timeout), and is otherwise
+    /// refused unsent
+    /// ([`HttpFailure::Paced`], passed on as `RATE_LIMITED` with the time to the reset). A
+    /// call's tokens are estimated as its body's bytes / 4 plus its `max_completion_tokens`
+    /// or `max_tokens`, else [`expected_output_tokens`](Self::expected_output_tokens).
+    pub fn paced_by_quota(mut self, paced: bool) -> Self {
+        self.callee.quota = paced;
+        self
+    }
+
+    /// Whether a call the stated quota has no room for waits for the reset when it comes
+    /// within the call's deadline (default: yes), or is refused unsent at once: for a
+    /// dependency with a fallback to go to, which a caller would rather have answer now.
+    pub fn quota_waits(mut self, waits: bool) -> Self {
+        self.callee.quota_waits = waits;
+        self
+    }
+
+    /// The output tokens a call is estimated to use when its body names no maximum
+    /// (default 256): what the stated quota must have room for, besides its input.
+    pub fn expected_output_tokens(mut self, tokens: u64) -> Self {
+        self.callee.expected_output = tokens;
+        self
+    }
+
     /// Builds the client.
     pub fn build(self) -> Result<HttpDependency, BuildError> {
         let url = parse_url(&self.callee.base_url)?;
         self.callee.http.check_tls(&url)?;
         let name = self.callee.name.clone();
         let (stack, breaker, settings) = self.finish(&name);
+        let quota = settings.quota.then(|| {
+            Arc::new(Pacing {
+                quota: Quota::default(),
+                expected_output: settings.expected_output,
+                waits: settings.quota_waits,
+                longest_wait: stack
+                    .total_timeout
+                    .map_or(NO_DEADLINE_WAIT, |total| total.min(NO_DEADLINE_WAIT)),
+                name: name.clone(),
+            })
+        });
         let service = HttpService {
             http: settings.http.client()?,
             base: settings.base_url.trim_end_matches('/').into(),
@@ -375,6 +430,7 @@ impl HttpDependencyBuilder {
             headers: settings.headers,
             deadline_header: settings.deadline_header,
             idempotency_header: settings.idempotency_header,
+            quota: quota.clone(),
         };
         // The same layers, sharing the breaker, the bulkhead and the budget; a stream's
         // attempt is bounded by its first-event and idle timeouts, not the attempt timeout.
@@ -392,6 +448,7 @@ impl HttpDependencyBuilder {
             service: BoxCloneSyncService::new(stack.service(service)),
             name,
             breaker,
+            quota,
         })
     }
 }

@@ -11,6 +11,7 @@ use tower::Service;
 
 use super::call::{HttpCall, HttpReply};
 use super::error::{HttpError, HttpFailure, SCANNED_BYTES, StatusFailure};
+use super::quota::Pacing;
 use crate::dependency::failure::Failure;
 use crate::http::body::{self, BodyError};
 use crate::resilience::{Request, Timeout, within};
@@ -24,6 +25,8 @@ pub(in crate::dependency) struct HttpService {
     pub(in crate::dependency) headers: HeaderMap,
     pub(in crate::dependency) deadline_header: Option<HeaderName>,
     pub(in crate::dependency) idempotency_header: HeaderName,
+    /// Where the replies' rate-limit headers are kept (an `HttpDependency`'s).
+    pub(in crate::dependency) quota: Option<Arc<Pacing>>,
 }
 
 impl Service<HttpCall> for HttpService {
@@ -73,6 +76,7 @@ impl HttpService {
         // held by the future while the request is out.
         let request = self.request(call, accept)?;
         let response = self.http.execute(request).await.map_err(send_error)?;
+        self.observe(&response);
         if response.status().is_success() {
             return Ok(response);
         }
@@ -90,7 +94,16 @@ impl HttpService {
         accept: Option<HeaderValue>,
     ) -> Result<reqwest::Response, HttpError> {
         let request = self.request(call, accept)?;
-        self.http.execute(request).await.map_err(send_error)
+        let response = self.http.execute(request).await.map_err(send_error)?;
+        self.observe(&response);
+        Ok(response)
+    }
+
+    /// Keeps what the reply's head states of the quota, when this service keeps one.
+    fn observe(&self, response: &reqwest::Response) {
+        if let Some(pacing) = &self.quota {
+            pacing.observe(response.headers());
+        }
     }
 
     /// The request `call` is (with `accept`, when given).
@@ -194,6 +207,7 @@ mod tests {
             headers,
             deadline_header: Some(HeaderName::from_static("a2a-deadline-ms")),
             idempotency_header: HeaderName::from_static("idempotency-key"),
+            quota: None,
         }
     }
 

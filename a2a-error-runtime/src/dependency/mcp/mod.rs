@@ -623,6 +623,7 @@ impl McpDependencyBuilder {
                         idempotency_header: reqwest::header::HeaderName::from_static(
                             "idempotency-key",
                         ),
+                        quota: None,
                     },
                     url: parse_url(&url)?,
                     session: session.clone(),

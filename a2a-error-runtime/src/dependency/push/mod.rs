@@ -477,6 +477,7 @@ impl PushSenderBuilder {
             headers: HeaderMap::new(),
             deadline_header: None,
             idempotency_header: HeaderName::from_static("idempotency-key"),
+            quota: None,
         };
         Ok(PushSender {
             inner: Arc::new(Inner {

@@ -1,0 +1,501 @@
+//! A service's quota as it states it on its replies (model providers' rate-limit headers), and
+//! the pacing read from it: a call the stated quota has no room for is not sent before the
+//! quota resets.
+//!
+//! Read from every reply, successes and refusals, whole and streamed:
+//! - OpenAI: `x-ratelimit-remaining-requests`, `x-ratelimit-remaining-tokens`,
+//!   `x-ratelimit-reset-requests`, `x-ratelimit-reset-tokens` (durations: `1s`, `6m0s`,
+//!   `12ms`, `1m30.5s`); Azure OpenAI's the same, a negative value meaning unknown;
+//! - Anthropic: `anthropic-ratelimit-requests-{remaining,reset}` and
+//!   `anthropic-ratelimit-tokens-{remaining,reset}` (else the tightest of
+//!   `…-input-tokens-…` and `…-output-tokens-…`), resets as RFC 3339 instants;
+//! - the IETF draft: `RateLimit: "default";r=50;t=30` (requests remaining, seconds to reset).
+//!
+//! A statement holds until its reset (at most a day ahead); one without a reset holds for a
+//! second. Gemini states nothing: its 429s are read as every 429 is.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::HeaderMap;
+use tokio::time::Instant;
+
+use super::{HttpCall, HttpError, HttpFailure};
+use crate::dependency::failure::Failure;
+
+/// The furthest ahead a stated reset is believed.
+const MAX_RESET: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long a remaining count stated without a reset is believed.
+const UNDATED: Duration = Duration::from_secs(1);
+
+/// What one reply stated: for requests and for tokens, what remains and when it resets.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Stated {
+    pub(crate) requests: Option<Window>,
+    pub(crate) tokens: Option<Window>,
+}
+
+/// One limit as stated: what remains, and how long until it is whole again.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Window {
+    pub(crate) remaining: u64,
+    pub(crate) reset: Option<Duration>,
+}
+
+impl Stated {
+    /// Reads `headers` (every format above), `now` the wall clock for Anthropic's instants.
+    pub(crate) fn read(headers: &HeaderMap, now: SystemTime) -> Stated {
+        let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+        let window = |remaining: &str, reset: Option<Duration>| {
+            let remaining = text(remaining)?.trim().parse::<i64>().ok()?;
+            // Azure's negative values mean "unknown".
+            let remaining = u64::try_from(remaining).ok()?;
+            Some(Window { remaining, reset })
+        };
+        let openai =
+            |remaining: &str, reset: &str| window(remaining, text(reset).and_then(go_duration));
+        let anthropic = |remaining: &str, reset: &str| {
+            window(
+                remaining,
+                text(reset).and_then(|instant| until(instant, now)),
+            )
+        };
+        let tokens = anthropic(
+            "anthropic-ratelimit-tokens-remaining",
+            "anthropic-ratelimit-tokens-reset",
+        )
+        .or_else(|| {
+            tightest(
+                anthropic(
+                    "anthropic-ratelimit-input-tokens-remaining",
+                    "anthropic-ratelimit-input-tokens-reset",
+                ),
+                anthropic(
+                    "anthropic-ratelimit-output-tokens-remaining",
+                    "anthropic-ratelimit-output-tokens-reset",
+                ),
+            )
+        });
+        Stated {
+            requests: openai(
+                "x-ratelimit-remaining-requests",
+                "x-ratelimit-reset-requests",
+            )
+            .or_else(|| {
+                anthropic(
+                    "anthropic-ratelimit-requests-remaining",
+                    "anthropic-ratelimit-requests-reset",
+                )
+            })
+            .or_else(|| text("ratelimit").and_then(ietf)),
+            tokens: openai("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens").or(tokens),
+        }
+    }
+
+    /// Whether the reply stated anything.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.requests.is_none() && self.tokens.is_none()
+    }
+}
+
+/// The lower of two stated limits.
+fn tightest(a: Option<Window>, b: Option<Window>) -> Option<Window> {
+    match (a, b) {
+        (Some(a), Some(b)) if b.remaining < a.remaining => Some(b),
+        (Some(a), _) => Some(a),
+        (None, b) => b,
+    }
+}
+
+/// A Go-style duration (`1s`, `6m0s`, `12ms`, `1m30.5s`, `2h`): `None` when it is not one,
+/// bounded by a day.
+fn go_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() || rest.len() > 64 {
+        return None;
+    }
+    let mut seconds = 0.0_f64;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|end| *end > 0)?;
+        let value: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        seconds += value * scale;
+        rest = &rest[unit_end..];
+    }
+    seconds
+        .is_finite()
+        .then(|| Duration::from_secs_f64(seconds.min(MAX_RESET.as_secs_f64())))
+}
+
+/// The time from `now` until an RFC 3339 instant (zero once passed), bounded by a day.
+fn until(instant: &str, now: SystemTime) -> Option<Duration> {
+    let at = chrono::DateTime::parse_from_rfc3339(instant.trim()).ok()?;
+    let at = SystemTime::from(at.with_timezone(&chrono::Utc));
+    Some(at.duration_since(now).unwrap_or_default().min(MAX_RESET))
+}
+
+/// The IETF draft's `RateLimit` field: the first policy's `r` (remaining) and `t` (seconds to
+/// reset), as requests.
+fn ietf(field: &str) -> Option<Window> {
+    let first = field.split(',').next()?;
+    let mut remaining = None;
+    let mut reset = None;
+    for parameter in first.split(';').skip(1) {
+        let (name, value) = parameter.trim().split_once('=')?;
+        match name.trim() {
+            "r" => remaining = value.trim().parse::<u64>().ok(),
+            "t" => {
+                reset = value
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .map(|secs| Duration::from_secs(secs).min(MAX_RESET));
+            }
+            _ => {}
+        }
+    }
+    Some(Window {
+        remaining: remaining?,
+        reset,
+    })
+}
+
+/// A service's quota as last stated, less what the calls in flight were admitted with.
+#[derive(Debug, Default)]
+pub(crate) struct Quota {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    requests: Limit,
+    tokens: Limit,
+}
+
+/// One limit as this client keeps it.
+#[derive(Debug, Default)]
+struct Limit {
+    /// What remains and until when that holds (none: not stated, or its reset passed).
+    stated: Option<(u64, Instant)>,
+    /// What the calls admitted since the statement took of it.
+    taken: u64,
+}
+
+impl Limit {
+    fn update(&mut self, window: Option<Window>, now: Instant) {
+        let Some(window) = window else { return };
+        let until = now + window.reset.unwrap_or(UNDATED);
+        self.stated = Some((window.remaining, until));
+        self.taken = 0;
+    }
+
+    /// When a call needing `need` may be sent: now (`None`), or at the reset.
+    fn room(&mut self, need: u64, now: Instant) -> Option<Instant> {
+        let (remaining, until) = self.stated?;
+        if until <= now {
+            self.stated = None;
+            return None;
+        }
+        (remaining.saturating_sub(self.taken) < need.max(1)).then_some(until)
+    }
+}
+
+/// Whether a call may be sent.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// Now (what it needs is counted as taken).
+    Now,
+    /// Not before this instant.
+    At(Instant),
+}
+
+impl Quota {
+    /// A reply stated `stated`.
+    pub(crate) fn observe(&self, stated: Stated) {
+        if stated.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.requests.update(stated.requests, now);
+        state.tokens.update(stated.tokens, now);
+    }
+
+    /// Whether a call estimated at `tokens` may be sent now (then it is counted), or when.
+    pub(crate) fn room(&self, tokens: u64) -> Room {
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let requests = state.requests.room(1, now);
+        let tokens_at = match state.tokens.stated {
+            Some(_) => state.tokens.room(tokens, now),
+            None => None,
+        };
+        match requests.max(tokens_at) {
+            Some(at) => Room::At(at),
+            None => {
+                state.requests.taken += 1;
+                state.tokens.taken = state.tokens.taken.saturating_add(tokens);
+                Room::Now
+            }
+        }
+    }
+
+    /// What was last stated and still holds: requests and tokens remaining (for metrics).
+    pub(crate) fn remaining(&self) -> (Option<u64>, Option<u64>) {
+        let now = Instant::now();
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let left = |limit: &Limit| {
+            limit
+                .stated
+                .filter(|(_, until)| *until > now)
+                .map(|(remaining, _)| remaining.saturating_sub(limit.taken))
+        };
+        (left(&state.requests), left(&state.tokens))
+    }
+}
+
+/// The longest a call without a deadline waits for its quota's reset (less when its total
+/// timeout is shorter).
+pub(crate) const NO_DEADLINE_WAIT: Duration = Duration::from_secs(30);
+
+/// A dependency's calls paced by its stated quota: the quota, the estimate's default output,
+/// whether a call waits for a reset at all, and the longest a call without a deadline waits.
+pub(crate) struct Pacing {
+    pub(crate) quota: Quota,
+    pub(crate) expected_output: u64,
+    pub(crate) waits: bool,
+    pub(crate) longest_wait: Duration,
+    pub(crate) name: Arc<str>,
+}
+
+impl std::fmt::Debug for Pacing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pacing")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pacing {
+    /// Keeps what a reply's head stated.
+    pub(crate) fn observe(&self, headers: &HeaderMap) {
+        let stated = Stated::read(headers, SystemTime::now());
+        if stated.is_empty() {
+            return;
+        }
+        self.quota.observe(stated);
+        let (requests, tokens) = self.quota.remaining();
+        crate::observe::quota_remaining(&self.name, requests, tokens);
+    }
+
+    /// Waits until the stated quota has room for `call` (counted as taken then), or refuses
+    /// it unsent when the reset comes after the call's deadline.
+    pub(crate) async fn admit(&self, call: &HttpCall) -> Result<(), HttpError> {
+        let tokens = estimate(call.body_bytes(), self.expected_output);
+        let mut waited = false;
+        loop {
+            let at = match self.quota.room(tokens) {
+                Room::Now if waited => {
+                    crate::observe::quota_held(&self.name, "waited");
+                    return Ok(());
+                }
+                Room::Now => return Ok(()),
+                Room::At(at) => at,
+            };
+            let now = Instant::now();
+            let deadline = match crate::deadline::for_downstream() {
+                Ok(Some(deadline)) => deadline,
+                Ok(None) => now + self.longest_wait,
+                Err(()) => now,
+            };
+            if !self.waits || at > deadline {
+                crate::observe::quota_held(&self.name, "refused");
+                // Whole seconds, rounded up: a caller told to wait never comes back early.
+                let left = at - now;
+                let whole = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+                return Err(Failure::Failed(HttpFailure::Paced {
+                    reset_in: Duration::from_secs(whole),
+                }));
+            }
+            waited = true;
+            tokio::time::sleep_until(at).await;
+        }
+    }
+}
+
+/// The tokens a call is estimated to use before it is sent: its input (the request body's
+/// bytes / 4, the usual ratio of English text to tokens) and its output (the body's
+/// `max_completion_tokens` or `max_tokens` when it names one, else `expected_output`).
+pub(crate) fn estimate(body: Option<&[u8]>, expected_output: u64) -> u64 {
+    #[derive(serde::Deserialize)]
+    struct Asked {
+        #[serde(default)]
+        max_completion_tokens: Option<u64>,
+        #[serde(default)]
+        max_tokens: Option<u64>,
+    }
+    let Some(body) = body else {
+        return expected_output;
+    };
+    let names = |word: &[u8]| body.windows(word.len()).any(|window| window == word);
+    let asked = if names(b"\"max_completion_tokens\"") || names(b"\"max_tokens\"") {
+        serde_json::from_slice::<Asked>(body)
+            .ok()
+            .and_then(|asked| asked.max_completion_tokens.or(asked.max_tokens))
+    } else {
+        None
+    };
+    (body.len() as u64 / 4).saturating_add(asked.unwrap_or(expected_output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn go_durations_are_read_and_odd_ones_are_not() {
+        let secs = |text| go_duration(text).map(|d| d.as_secs_f64());
+        assert_eq!(secs("1s"), Some(1.0));
+        assert_eq!(secs("6m0s"), Some(360.0));
+        assert_eq!(secs("12ms"), Some(0.012));
+        assert_eq!(secs("1m30.5s"), Some(90.5));
+        assert_eq!(secs("2h"), Some(7200.0));
+        assert_eq!(secs("99999h"), Some(86400.0), "bounded by a day");
+        for odd in ["", "s", "1", "1x", "-1s", "1..2s", "NaNs", &"1s".repeat(40)] {
+            assert_eq!(go_duration(odd), None, "{odd}");
+        }
+    }
+
+    #[test]
+    fn every_providers_headers_are_read() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let openai = Stated::read(
+            &headers(&[
+                ("x-ratelimit-remaining-requests", "0"),
+                ("x-ratelimit-reset-requests", "1m30.5s"),
+                ("x-ratelimit-remaining-tokens", "1200"),
+                ("x-ratelimit-reset-tokens", "12ms"),
+            ]),
+            now,
+        );
+        assert_eq!(
+            openai.requests,
+            Some(Window {
+                remaining: 0,
+                reset: Some(Duration::from_secs_f64(90.5))
+            })
+        );
+        assert_eq!(openai.tokens.unwrap().remaining, 1200);
+        let azure = Stated::read(&headers(&[("x-ratelimit-remaining-tokens", "-1")]), now);
+        assert!(azure.is_empty(), "a negative count is unknown");
+        let anthropic = Stated::read(
+            &headers(&[
+                ("anthropic-ratelimit-requests-remaining", "3"),
+                ("anthropic-ratelimit-requests-reset", "2023-11-14T22:13:50Z"),
+                ("anthropic-ratelimit-input-tokens-remaining", "900"),
+                ("anthropic-ratelimit-output-tokens-remaining", "80"),
+                (
+                    "anthropic-ratelimit-output-tokens-reset",
+                    "2023-11-14T22:14:20+00:00",
+                ),
+            ]),
+            now,
+        );
+        assert_eq!(
+            anthropic.requests.unwrap().reset,
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            anthropic.tokens,
+            Some(Window {
+                remaining: 80,
+                reset: Some(Duration::from_secs(60))
+            }),
+            "the tightest of input and output"
+        );
+        let ietf = Stated::read(&headers(&[("ratelimit", "\"default\";r=50;t=30")]), now);
+        assert_eq!(
+            ietf.requests,
+            Some(Window {
+                remaining: 50,
+                reset: Some(Duration::from_secs(30))
+            })
+        );
+        for odd in [
+            "",
+            "\"default\"",
+            "\"d\";r=x;t=1",
+            "garbage;;;",
+            "\"d\";r=-1",
+        ] {
+            assert!(
+                Stated::read(&headers(&[("ratelimit", odd)]), now).is_empty(),
+                "{odd}"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waits_for_the_reset_when_the_quota_has_no_room() {
+        let quota = Quota::default();
+        assert_eq!(quota.room(100), Room::Now, "nothing stated: sent");
+        quota.observe(Stated {
+            requests: Some(Window {
+                remaining: 2,
+                reset: Some(Duration::from_secs(10)),
+            }),
+            tokens: Some(Window {
+                remaining: 500,
+                reset: Some(Duration::from_secs(5)),
+            }),
+        });
+        assert_eq!(quota.room(300), Room::Now);
+        assert_eq!(quota.remaining(), (Some(1), Some(200)));
+        let Room::At(at) = quota.room(300) else {
+            panic!("200 tokens left, 300 asked")
+        };
+        assert_eq!(at - Instant::now(), Duration::from_secs(5));
+        assert_eq!(quota.room(100), Room::Now);
+        let Room::At(at) = quota.room(1) else {
+            panic!("no request left")
+        };
+        assert_eq!(at - Instant::now(), Duration::from_secs(10));
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(quota.room(1_000_000), Room::Now, "both reset");
+        assert_eq!(quota.remaining(), (None, None));
+    }
+
+    #[test]
+    fn the_estimate_reads_the_asked_maximum_or_the_expected_output() {
+        let body = br#"{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":100}"#;
+        assert_eq!(estimate(Some(body), 256), body.len() as u64 / 4 + 100);
+        let body = br#"{"max_completion_tokens":7,"max_tokens":100}"#;
+        assert_eq!(estimate(Some(body), 256), body.len() as u64 / 4 + 7);
+        let body = br#"{"messages":[]}"#;
+        assert_eq!(estimate(Some(body), 256), body.len() as u64 / 4 + 256);
+        assert_eq!(estimate(Some(b"not json \"max_tokens\""), 10), 22 / 4 + 10);
+        assert_eq!(estimate(None, 10), 10);
+    }
+}

@@ -1,0 +1,173 @@
+//! The `llm_agent` example's quota contract from outside, in one process (issue 70's first
+//! part): a model's stated rate-limit headers pace its calls; a fake model provider states
+//! them, the agent runs as its own process, a real HTTP client drives it.
+
+use std::time::{Duration, Instant};
+
+use crate::common::requests::{get_text, rpc, rpc_with, send};
+use crate::llm_agent::{agent, degraded, text};
+use a2a_error_testkit::{FaultService, HttpAnswer};
+use serde_json::Value;
+
+fn reason(reply: &Value) -> &str {
+    reply["error"]["data"][0]["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error: {reply}"))
+}
+
+fn retry_delay(reply: &Value) -> Option<&str> {
+    reply["error"]["data"]
+        .as_array()?
+        .iter()
+        .find(|detail| detail["@type"] == "type.googleapis.com/google.rpc.RetryInfo")?["retryDelay"]
+        .as_str()
+}
+
+/// An answer whose headers say the model has nothing left until `reset`, in each format.
+fn exhausted(format: &str, reset_secs: u64) -> HttpAnswer {
+    let answer = HttpAnswer::completion("answered");
+    match format {
+        "openai" => answer
+            .header("x-ratelimit-remaining-requests", "0")
+            .header("x-ratelimit-reset-requests", format!("{reset_secs}s")),
+        "openai-tokens" => answer.header("x-ratelimit-remaining-tokens", "10").header(
+            "x-ratelimit-reset-tokens",
+            format!("{}m0s", reset_secs / 60),
+        ),
+        "anthropic" => {
+            let at = std::time::SystemTime::now() + Duration::from_secs(reset_secs);
+            let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+            answer
+                .header("anthropic-ratelimit-requests-remaining", "0")
+                .header("anthropic-ratelimit-requests-reset", rfc3339(secs))
+        }
+        "ietf" => answer.header("ratelimit", format!("\"default\";r=0;t={reset_secs}")),
+        _ => unreachable!(),
+    }
+}
+
+/// `secs` since the epoch as an RFC 3339 instant in UTC.
+fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rest = secs % 86_400;
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[tokio::test]
+async fn a_model_with_nothing_left_gets_no_request_and_the_caller_is_told_when() {
+    for format in ["openai", "openai-tokens", "anthropic", "ietf"] {
+        let model = FaultService::start(HttpAnswer::completion("answered")).await;
+        model.then([exhausted(format, 120)]);
+        let (_agent, url) = agent(model.url(), &[]);
+        let reply = rpc(&url, send(1, "m-1", "hi")).await;
+        assert_eq!(text(&reply), "answered", "{format}: {reply}");
+        // The reset is after the caller's deadline: refused at once, nothing sent.
+        let reply = rpc_with(&url, ("A2A-Deadline-Ms", "3000"), send(2, "m-2", "hi")).await;
+        assert_eq!(reason(&reply), "RATE_LIMITED", "{format}: {reply}");
+        assert_eq!(reply["error"]["code"], -32052, "{format}: {reply}");
+        let delay = retry_delay(&reply).unwrap_or_else(|| panic!("{format}: {reply}"));
+        let secs: u64 = delay
+            .trim_end_matches('s')
+            .parse()
+            .unwrap_or_else(|_| panic!("{format}: whole seconds: {delay}"));
+        assert!((110..=120).contains(&secs), "{format}: {delay}");
+        assert_eq!(
+            model.received().len(),
+            1,
+            "{format}: the model got no request"
+        );
+        let metrics = get_text(&format!("{url}/metrics")).await;
+        assert!(
+            metrics.contains(
+                "a2a_dependency_quota_held{dependency=\"primary\",outcome=\"refused\"} 1"
+            ),
+            "{format}: {metrics}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_reset_within_the_deadline_is_waited_for_and_the_call_then_sent() {
+    let model = FaultService::start(HttpAnswer::completion("after the reset")).await;
+    model.then([exhausted("openai", 2)]);
+    let (_agent, url) = agent(model.url(), &[]);
+    rpc(&url, send(1, "m-1", "hi")).await;
+    let stated = Instant::now();
+    let reply = rpc(&url, send(2, "m-2", "hi")).await;
+    assert_eq!(text(&reply), "after the reset", "{reply}");
+    assert!(degraded(&reply).is_null(), "{reply}");
+    let received = model.received();
+    assert_eq!(received.len(), 2);
+    // Not before the reset (the wait can only be longer on a busy machine).
+    assert!(
+        stated.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        stated.elapsed()
+    );
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    assert!(
+        metrics.contains("a2a_dependency_quota_held{dependency=\"primary\",outcome=\"waited\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn with_a_fallback_an_exhausted_model_is_skipped_at_once() {
+    let primary = FaultService::start(HttpAnswer::completion("from the primary")).await;
+    primary.then([exhausted("openai", 2)]);
+    let fallback = FaultService::start(HttpAnswer::completion("from the fallback")).await;
+    let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
+    rpc(&url, send(1, "m-1", "hi")).await;
+    let started = Instant::now();
+    let reply = rpc(&url, send(2, "m-2", "hi")).await;
+    assert_eq!(text(&reply), "from the fallback", "{reply}");
+    assert_eq!(degraded(&reply)["step"], "fallback", "{reply}");
+    assert_eq!(primary.received().len(), 1, "the primary got no request");
+    assert!(
+        started.elapsed() < Duration::from_millis(1900),
+        "not waited for"
+    );
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    assert!(
+        metrics.contains(
+            "a2a_dependency_quota_remaining{dependency=\"primary\",limit=\"requests\"} 0"
+        ),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn the_estimate_uses_the_expected_output_tokens() {
+    // 300 tokens left: room for a small call expecting 100 tokens, not for one expecting 400.
+    let stated = || {
+        HttpAnswer::completion("answered")
+            .header("x-ratelimit-remaining-tokens", "300")
+            .header("x-ratelimit-reset-tokens", "2m0s")
+    };
+    for (expected, sent) in [("100", 2), ("400", 1)] {
+        let model = FaultService::start(stated()).await;
+        let (_agent, url) = agent(model.url(), &["--expected-output-tokens", expected]);
+        rpc(&url, send(1, "m-1", "hi")).await;
+        let reply = rpc_with(&url, ("A2A-Deadline-Ms", "3000"), send(2, "m-2", "hi")).await;
+        assert_eq!(
+            model.received().len(),
+            sent,
+            "expecting {expected}: {reply}"
+        );
+    }
+}
