@@ -6,7 +6,10 @@
 //!   with borrowed strings);
 //! - a push delivery through `PushSender::deliver` (the receiver's breaker and bulkhead, the
 //!   retry policy, the Standard Webhooks signature) against the same signed POST written with
-//!   reqwest, hmac and sha2 alone.
+//!   reqwest, hmac and sha2 alone;
+//! - a model call through `HttpDependency::send` paced by the provider's stated quota (its
+//!   `x-ratelimit-*` headers read on every reply, each call estimated and admitted) against
+//!   the same call with `paced_by_quota(false)`: the quota's own cost a call.
 //!
 //! Both servers run on a thread of their own (their own runtime), so that the caller's thread,
 //! whose runtime runs the client and its connections, does the caller's work only; its CPU
@@ -24,7 +27,7 @@ use std::time::{Duration, Instant};
 mod loopback;
 use loopback::serve;
 
-use a2a_error::dependency::{McpDependency, PushSender, Receiver};
+use a2a_error::dependency::{HttpCall, HttpDependency, McpDependency, PushSender, Receiver};
 use axum::Json;
 use axum::http::HeaderMap;
 use axum::response::IntoResponse;
@@ -101,16 +104,44 @@ enum Client {
     Mcp,
     PushFloor,
     Push,
+    Unpaced,
+    Paced,
 }
 
-const CLIENTS: [(Client, &str); 4] = [
+const CLIENTS: [(Client, &str); 6] = [
     (Client::McpFloor, "MCP tools/call: reqwest and serde alone"),
     (Client::Mcp, "MCP tools/call: McpDependency::tool"),
     (Client::PushFloor, "push: a signed POST with reqwest alone"),
     (Client::Push, "push: PushSender::deliver"),
+    (
+        Client::Unpaced,
+        "model call: HttpDependency, paced_by_quota(false)",
+    ),
+    (
+        Client::Paced,
+        "model call: HttpDependency paced by its stated quota",
+    ),
 ];
 
+/// A model provider's chat completion, with its rate-limit headers as OpenAI sends them
+/// (room to spare: the quota never holds a call back here).
+async fn model_server() -> axum::response::Response {
+    let headers = [
+        ("x-ratelimit-limit-requests", "10000"),
+        ("x-ratelimit-remaining-requests", "9999"),
+        ("x-ratelimit-reset-requests", "1s"),
+        ("x-ratelimit-limit-tokens", "1000000"),
+        ("x-ratelimit-remaining-tokens", "999000"),
+        ("x-ratelimit-reset-tokens", "1m0s"),
+    ];
+    let body = json!({"choices": [{"message": {"role": "assistant", "content": "Rust."}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}});
+    (headers, Json(body)).into_response()
+}
+
 struct Clients {
+    unpaced: HttpDependency,
+    paced: HttpDependency,
     mcp_url: String,
     push_url: String,
     http: reqwest::Client,
@@ -157,6 +188,17 @@ impl Clients {
                 let outcome = self.mcp.tool("search", json!({"q": "rust"})).await;
                 assert!(!outcome.is_degraded(), "{outcome:?}");
                 std::hint::black_box(outcome);
+            }
+            Client::Unpaced | Client::Paced => {
+                let model = match client {
+                    Client::Paced => &self.paced,
+                    _ => &self.unpaced,
+                };
+                let body =
+                    json!({"model": "m", "messages": [{"role": "user", "content": "rust?"}]});
+                let call = HttpCall::post("/chat/completions").json(&body).unwrap();
+                let reply = model.send(call).await.unwrap();
+                std::hint::black_box(reply);
             }
             Client::PushFloor => {
                 let body = push_body(id);
@@ -221,8 +263,17 @@ fn main() {
         "{}/hook",
         serve(axum::Router::new().route("/hook", axum::routing::post(|| async { "" })))
     );
+    let model_url =
+        serve(axum::Router::new().route("/chat/completions", axum::routing::post(model_server)));
     let mut clients = runtime.block_on(async {
         Clients {
+            unpaced: HttpDependency::model("unpaced", model_url.as_str())
+                .paced_by_quota(false)
+                .build()
+                .unwrap(),
+            paced: HttpDependency::model("paced", model_url.as_str())
+                .build()
+                .unwrap(),
             mcp: McpDependency::builder("bench", mcp_url.as_str())
                 .build()
                 .unwrap(),
@@ -287,7 +338,15 @@ fn main() {
     for ((_, name), times) in CLIENTS.iter().zip(&cpu) {
         println!("  {name}: {:.1} µs", median(times));
     }
-    for (floor, ours, name) in [(0, 1, "MCP tools/call"), (2, 3, "push delivery")] {
+    println!(
+        "  the quota's own cost a model call: {:.2} µs (target under 1 µs)",
+        median(&cpu[5]) - median(&cpu[4])
+    );
+    for (floor, ours, name) in [
+        (0, 1, "MCP tools/call"),
+        (2, 3, "push delivery"),
+        (4, 5, "a model call paced by its quota"),
+    ] {
         let mut ratios: Vec<f64> = cpu[ours]
             .iter()
             .zip(&cpu[floor])

@@ -137,9 +137,11 @@ impl HttpDependency {
 
     /// Sends `call` through the layers, once the service's stated quota has room for it.
     pub async fn send(&self, call: HttpCall) -> Result<HttpReply, HttpError> {
-        if let Some(pacing) = &self.quota {
-            pacing.admit(&call).await?;
-        }
+        // Counted against the stated quota until the reply is read.
+        let _admitted = match &self.quota {
+            Some(pacing) => Some(pacing.admit(&call).await?),
+            None => None,
+        };
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpReply, HttpError>| match result {
             Ok(reply) => Some(reply.status),
@@ -179,9 +181,11 @@ impl HttpDependency {
     /// the caller's), which bounds the whole stream; the attempt timeout does not apply.
     /// Dropping the stream closes the connection.
     pub async fn stream(&self, call: HttpCall) -> Result<HttpStream, HttpError> {
-        if let Some(pacing) = &self.quota {
-            pacing.admit(&call).await?;
-        }
+        // Counted against the stated quota until the stream is open (its head read).
+        let _admitted = match &self.quota {
+            Some(pacing) => Some(pacing.admit(&call).await?),
+            None => None,
+        };
         let started = tokio::time::Instant::now();
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpStream, HttpError>| match result {

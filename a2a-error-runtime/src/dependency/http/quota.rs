@@ -191,7 +191,8 @@ struct State {
 struct Limit {
     /// What remains and until when that holds (none: not stated, or its reset passed).
     stated: Option<(u64, Instant)>,
-    /// What the calls admitted since the statement took of it.
+    /// What the calls in flight (admitted, their reply not yet read) were admitted with: not
+    /// yet in what the provider states, so counted against it here.
     taken: u64,
 }
 
@@ -200,7 +201,6 @@ impl Limit {
         let Some(window) = window else { return };
         let until = now + window.reset.unwrap_or(UNDATED);
         self.stated = Some((window.remaining, until));
-        self.taken = 0;
     }
 
     /// When a call needing `need` may be sent: now (`None`), or at the reset.
@@ -224,6 +224,14 @@ pub(crate) enum Room {
 }
 
 impl Quota {
+    /// A call admitted with `tokens` has its reply: it no longer counts against the quota
+    /// (what it used is in the provider's next statement).
+    pub(crate) fn done(&self, tokens: u64) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.requests.taken = state.requests.taken.saturating_sub(1);
+        state.tokens.taken = state.tokens.taken.saturating_sub(tokens);
+    }
+
     /// A reply stated `stated`.
     pub(crate) fn observe(&self, stated: Stated) {
         if stated.is_empty() {
@@ -302,18 +310,23 @@ impl Pacing {
         crate::observe::quota_remaining(&self.name, requests, tokens);
     }
 
-    /// Waits until the stated quota has room for `call` (counted as taken then), or refuses
-    /// it unsent when the reset comes after the call's deadline.
-    pub(crate) async fn admit(&self, call: &HttpCall) -> Result<(), HttpError> {
+    /// Waits until the stated quota has room for `call`, or refuses it unsent when the
+    /// reset comes after the call's deadline. The call counts against the quota while the
+    /// ticket lives (until its reply is read).
+    pub(crate) async fn admit(self: &Arc<Self>, call: &HttpCall) -> Result<Ticket, HttpError> {
         let tokens = estimate(call.body_bytes(), self.expected_output);
         let mut waited = false;
         loop {
             let at = match self.quota.room(tokens) {
-                Room::Now if waited => {
-                    crate::observe::quota_held(&self.name, "waited");
-                    return Ok(());
+                Room::Now => {
+                    if waited {
+                        crate::observe::quota_held(&self.name, "waited");
+                    }
+                    return Ok(Ticket {
+                        pacing: Arc::clone(self),
+                        tokens,
+                    });
                 }
-                Room::Now => return Ok(()),
                 Room::At(at) => at,
             };
             let now = Instant::now();
@@ -334,6 +347,18 @@ impl Pacing {
             waited = true;
             tokio::time::sleep_until(at).await;
         }
+    }
+}
+
+/// A call admitted by its quota, counted against it until dropped (its reply read).
+pub(crate) struct Ticket {
+    pacing: Arc<Pacing>,
+    tokens: u64,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.pacing.quota.done(self.tokens);
     }
 }
 
@@ -461,6 +486,7 @@ mod tests {
     async fn a_call_waits_for_the_reset_when_the_quota_has_no_room() {
         let quota = Quota::default();
         assert_eq!(quota.room(100), Room::Now, "nothing stated: sent");
+        quota.done(100);
         quota.observe(Stated {
             requests: Some(Window {
                 remaining: 2,
@@ -472,7 +498,11 @@ mod tests {
             }),
         });
         assert_eq!(quota.room(300), Room::Now);
-        assert_eq!(quota.remaining(), (Some(1), Some(200)));
+        assert_eq!(
+            quota.remaining(),
+            (Some(1), Some(200)),
+            "the call in flight counts"
+        );
         let Room::At(at) = quota.room(300) else {
             panic!("200 tokens left, 300 asked")
         };
@@ -482,6 +512,10 @@ mod tests {
             panic!("no request left")
         };
         assert_eq!(at - Instant::now(), Duration::from_secs(10));
+        // The replies read: what they used is the provider's to state.
+        quota.done(300);
+        quota.done(100);
+        assert_eq!(quota.remaining(), (Some(2), Some(500)));
         tokio::time::advance(Duration::from_secs(10)).await;
         assert_eq!(quota.room(1_000_000), Room::Now, "both reset");
         assert_eq!(quota.remaining(), (None, None));
