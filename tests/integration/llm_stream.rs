@@ -863,3 +863,34 @@ async fn a_long_answer_reaches_its_caller_token_by_token_and_its_task_joined() {
     assert_eq!(text, whole);
     assert!((2..=16).contains(&parts), "{parts} parts");
 }
+
+#[tokio::test]
+async fn a_streamed_answer_is_paced_by_the_models_stated_quota() {
+    // The first answer says no request is left for two minutes.
+    let model = FaultService::start(HttpAnswer::completion_stream(&["ok"])).await;
+    model.then([HttpAnswer::completion_stream(&["first"])
+        .header("x-ratelimit-remaining-requests", "0")
+        .header("x-ratelimit-reset-requests", "2m0s")]);
+    let (_agent, url) = agent(model.url(), &[]);
+    assert_eq!(
+        artifact_texts(stream(&url, "hi", &[]).await.events()),
+        ["first"]
+    );
+    let streamed = stream(&url, "hi", &[("A2A-Deadline-Ms", "3000")]).await;
+    let error = streamed.error();
+    assert_eq!(error["code"], -32052, "{error}");
+    assert_eq!(error["data"][0]["reason"], "RATE_LIMITED", "{error}");
+    assert_eq!(model.received().len(), 1, "the model got no second request");
+
+    // With a fallback, the fallback answers at once.
+    let primary = FaultService::start(HttpAnswer::completion_stream(&["primary"])).await;
+    primary.then([HttpAnswer::completion_stream(&["first"])
+        .header("x-ratelimit-remaining-requests", "0")
+        .header("x-ratelimit-reset-requests", "2m0s")]);
+    let fallback = FaultService::start(HttpAnswer::completion_stream(&["fallback"])).await;
+    let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
+    stream(&url, "hi", &[]).await;
+    let streamed = stream(&url, "hi", &[]).await;
+    assert_eq!(artifact_texts(streamed.events()), ["fallback"]);
+    assert_eq!(primary.received().len(), 1);
+}
