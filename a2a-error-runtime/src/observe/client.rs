@@ -151,15 +151,12 @@ const LOCAL_REASONS: &[&str] = &[
     "QUOTA_WAIT",
 ];
 
-/// What a dependency's replies last stated of its quota (`None`: nothing that still holds).
-pub(crate) fn quota_remaining(name: &Arc<str>, requests: Option<u64>, tokens: Option<u64>) {
-    for (limit, remaining) in [("requests", requests), ("tokens", tokens)] {
-        if let Some(remaining) = remaining {
-            metrics::gauge!(super::DEPENDENCY_QUOTA_REMAINING,
-                "dependency" => SharedString::from(name.clone()), "limit" => limit)
-            .set(remaining as f64);
-        }
-    }
+/// The gauges of what a dependency's replies last stated of its quota: requests, tokens.
+pub(crate) fn quota_gauges(name: &Arc<str>) -> [metrics::Gauge; 2] {
+    ["requests", "tokens"].map(|limit| {
+        metrics::gauge!(super::DEPENDENCY_QUOTA_REMAINING,
+            "dependency" => SharedString::from(name.clone()), "limit" => limit)
+    })
 }
 
 /// A call held back for its dependency's stated quota: `waited` for the reset, or `refused`.

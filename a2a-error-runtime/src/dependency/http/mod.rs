@@ -425,6 +425,7 @@ impl HttpDependencyBuilder {
                     .total_timeout
                     .map_or(NO_DEADLINE_WAIT, |total| total.min(NO_DEADLINE_WAIT)),
                 name: name.clone(),
+                gauges: std::sync::OnceLock::new(),
             })
         });
         let service = HttpService {

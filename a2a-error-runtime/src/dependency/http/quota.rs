@@ -17,7 +17,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderName};
 use tokio::time::Instant;
 
 use super::{HttpCall, HttpError, HttpFailure};
@@ -27,6 +27,34 @@ use crate::dependency::failure::Failure;
 const MAX_RESET: Duration = Duration::from_secs(24 * 60 * 60);
 /// How long a remaining count stated without a reset is believed.
 const UNDATED: Duration = Duration::from_secs(1);
+
+/// The headers read, as names made once (a name given as text is parsed at every lookup):
+/// each limit's remaining count and its reset.
+const OPENAI_REQUESTS: [HeaderName; 2] = [
+    HeaderName::from_static("x-ratelimit-remaining-requests"),
+    HeaderName::from_static("x-ratelimit-reset-requests"),
+];
+const OPENAI_TOKENS: [HeaderName; 2] = [
+    HeaderName::from_static("x-ratelimit-remaining-tokens"),
+    HeaderName::from_static("x-ratelimit-reset-tokens"),
+];
+const ANTHROPIC_REQUESTS: [HeaderName; 2] = [
+    HeaderName::from_static("anthropic-ratelimit-requests-remaining"),
+    HeaderName::from_static("anthropic-ratelimit-requests-reset"),
+];
+const ANTHROPIC_TOKENS: [HeaderName; 2] = [
+    HeaderName::from_static("anthropic-ratelimit-tokens-remaining"),
+    HeaderName::from_static("anthropic-ratelimit-tokens-reset"),
+];
+const ANTHROPIC_INPUT_TOKENS: [HeaderName; 2] = [
+    HeaderName::from_static("anthropic-ratelimit-input-tokens-remaining"),
+    HeaderName::from_static("anthropic-ratelimit-input-tokens-reset"),
+];
+const ANTHROPIC_OUTPUT_TOKENS: [HeaderName; 2] = [
+    HeaderName::from_static("anthropic-ratelimit-output-tokens-remaining"),
+    HeaderName::from_static("anthropic-ratelimit-output-tokens-reset"),
+];
+const IETF: HeaderName = HeaderName::from_static("ratelimit");
 
 /// What one reply stated: for requests and for tokens, what remains and when it resets.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -45,50 +73,45 @@ pub(crate) struct Window {
 impl Stated {
     /// Reads `headers` (every format above), `now` the wall clock for Anthropic's instants.
     pub(crate) fn read(headers: &HeaderMap, now: SystemTime) -> Stated {
-        let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-        let window = |remaining: &str, reset: Option<Duration>| {
+        // One pass over the names first: most services state nothing, and a reply's few
+        // headers cost less to look over than a dozen lookups.
+        let states = headers.keys().any(|name| {
+            let name = name.as_str();
+            name.starts_with("x-ratelimit-")
+                || name.starts_with("anthropic-ratelimit-")
+                || name == "ratelimit"
+        });
+        if !states {
+            return Stated::default();
+        }
+        let text = |name: &HeaderName| headers.get(name).and_then(|value| value.to_str().ok());
+        let window = |remaining: &HeaderName, reset: Option<Duration>| {
             let remaining = text(remaining)?.trim().parse::<i64>().ok()?;
             // Azure's negative values mean "unknown".
             let remaining = u64::try_from(remaining).ok()?;
             Some(Window { remaining, reset })
         };
-        let openai =
-            |remaining: &str, reset: &str| window(remaining, text(reset).and_then(go_duration));
-        let anthropic = |remaining: &str, reset: &str| {
+        let openai = |[remaining, reset]: &[HeaderName; 2]| {
+            window(remaining, text(reset).and_then(go_duration))
+        };
+        let anthropic = |[remaining, reset]: &[HeaderName; 2]| {
             window(
                 remaining,
                 text(reset).and_then(|instant| until(instant, now)),
             )
         };
-        let tokens = anthropic(
-            "anthropic-ratelimit-tokens-remaining",
-            "anthropic-ratelimit-tokens-reset",
-        )
-        .or_else(|| {
-            tightest(
-                anthropic(
-                    "anthropic-ratelimit-input-tokens-remaining",
-                    "anthropic-ratelimit-input-tokens-reset",
-                ),
-                anthropic(
-                    "anthropic-ratelimit-output-tokens-remaining",
-                    "anthropic-ratelimit-output-tokens-reset",
-                ),
-            )
-        });
         Stated {
-            requests: openai(
-                "x-ratelimit-remaining-requests",
-                "x-ratelimit-reset-requests",
-            )
-            .or_else(|| {
-                anthropic(
-                    "anthropic-ratelimit-requests-remaining",
-                    "anthropic-ratelimit-requests-reset",
-                )
-            })
-            .or_else(|| text("ratelimit").and_then(ietf)),
-            tokens: openai("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens").or(tokens),
+            requests: openai(&OPENAI_REQUESTS)
+                .or_else(|| anthropic(&ANTHROPIC_REQUESTS))
+                .or_else(|| text(&IETF).and_then(ietf)),
+            tokens: openai(&OPENAI_TOKENS)
+                .or_else(|| anthropic(&ANTHROPIC_TOKENS))
+                .or_else(|| {
+                    tightest(
+                        anthropic(&ANTHROPIC_INPUT_TOKENS),
+                        anthropic(&ANTHROPIC_OUTPUT_TOKENS),
+                    )
+                }),
         }
     }
 
@@ -288,6 +311,9 @@ pub(crate) struct Pacing {
     pub(crate) waits: bool,
     pub(crate) longest_wait: Duration,
     pub(crate) name: Arc<str>,
+    /// The remaining requests' and tokens' gauges, registered on the first statement (a
+    /// gauge's key is built and looked up once, not on every reply).
+    pub(crate) gauges: std::sync::OnceLock<[metrics::Gauge; 2]>,
 }
 
 impl std::fmt::Debug for Pacing {
@@ -307,7 +333,14 @@ impl Pacing {
         }
         self.quota.observe(stated);
         let (requests, tokens) = self.quota.remaining();
-        crate::observe::quota_remaining(&self.name, requests, tokens);
+        let gauges = self
+            .gauges
+            .get_or_init(|| crate::observe::quota_gauges(&self.name));
+        for (gauge, remaining) in gauges.iter().zip([requests, tokens]) {
+            if let Some(remaining) = remaining {
+                gauge.set(remaining as f64);
+            }
+        }
     }
 
     /// Waits until the stated quota has room for `call`, or refuses it unsent when the
@@ -376,8 +409,8 @@ pub(crate) fn estimate(body: Option<&[u8]>, expected_output: u64) -> u64 {
     let Some(body) = body else {
         return expected_output;
     };
-    let names = |word: &[u8]| body.windows(word.len()).any(|window| window == word);
-    let asked = if names(b"\"max_completion_tokens\"") || names(b"\"max_tokens\"") {
+    // Parsed only when it may name a maximum: one short pattern over the body first.
+    let asked = if body.windows(5).any(|window| window == b"\"max_") {
         serde_json::from_slice::<Asked>(body)
             .ok()
             .and_then(|asked| asked.max_completion_tokens.or(asked.max_tokens))
