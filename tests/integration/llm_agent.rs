@@ -49,13 +49,13 @@ pub(crate) fn degraded(reply: &Value) -> &Value {
     &reply["result"]["message"]["metadata"]["degraded"]
 }
 
-fn reason(reply: &Value) -> &str {
+pub(crate) fn reason(reply: &Value) -> &str {
     reply["error"]["data"][0]["reason"]
         .as_str()
         .unwrap_or_else(|| panic!("not an error: {reply}"))
 }
 
-fn retry_delay(reply: &Value) -> Option<&str> {
+pub(crate) fn retry_delay(reply: &Value) -> Option<&str> {
     reply["error"]["data"]
         .as_array()?
         .iter()

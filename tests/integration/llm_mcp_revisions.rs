@@ -4,6 +4,7 @@
 
 use crate::common::requests::{get_text, rpc, send};
 use crate::llm_agent::{agent, degraded, text};
+use crate::mcp_revisions::{assert_stateless, count, stateless};
 use a2a_error_testkit::{FaultMcp, FaultService, HttpAnswer, McpAnswer};
 use serde_json::{Value, json};
 
@@ -15,16 +16,6 @@ fn asked(model: &FaultService) -> String {
 
 fn with_mcp(model: &FaultService, server: &FaultMcp) -> (crate::common::ExampleProcess, String) {
     agent(model.url(), &["--mcp", server.url()])
-}
-
-async fn stateless(tools: &[&str]) -> FaultMcp {
-    let server = FaultMcp::start(tools).await;
-    server.stateless();
-    server
-}
-
-fn count(server: &FaultMcp, method: &str) -> usize {
-    server.methods().iter().filter(|m| *m == method).count()
 }
 
 /// The answer was degraded because of the tool, as `how`.
@@ -57,18 +48,7 @@ async fn a_stateless_server_gets_no_handshake_and_every_request_its_envelope() {
     let accept = discover.headers["accept"].to_str().unwrap();
     assert!(accept.contains("application/json") && accept.contains("text/event-stream"));
     for request in &received {
-        assert!(request.session.is_none());
-        assert!(request.headers.get("mcp-session-id").is_none());
-        let meta = &request.params["_meta"];
-        assert_eq!(
-            meta["io.modelcontextprotocol/protocolVersion"],
-            "2026-07-28"
-        );
-        assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
-        let info = &meta["io.modelcontextprotocol/clientInfo"];
-        assert!(info["name"].is_string() && info["version"].is_string());
-        assert_eq!(request.headers["mcp-protocol-version"], "2026-07-28");
-        assert_eq!(request.headers["mcp-method"], request.method.as_str());
+        assert_stateless(request);
     }
     for (call, name, q) in [
         (&received[2], "search", "rust a2a"),

@@ -5,23 +5,8 @@
 use std::time::{Duration, Instant};
 
 use crate::common::requests::{get_text, rpc, rpc_with, send};
-use crate::llm_agent::{agent, degraded, text};
+use crate::llm_agent::{agent, degraded, reason, retry_delay, text};
 use a2a_error_testkit::{FaultService, HttpAnswer};
-use serde_json::Value;
-
-fn reason(reply: &Value) -> &str {
-    reply["error"]["data"][0]["reason"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not an error: {reply}"))
-}
-
-fn retry_delay(reply: &Value) -> Option<&str> {
-    reply["error"]["data"]
-        .as_array()?
-        .iter()
-        .find(|detail| detail["@type"] == "type.googleapis.com/google.rpc.RetryInfo")?["retryDelay"]
-        .as_str()
-}
 
 /// An answer whose headers say the model has nothing left until `reset`, in each format.
 fn exhausted(format: &str, reset_secs: u64) -> HttpAnswer {

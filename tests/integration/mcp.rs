@@ -749,20 +749,17 @@ async fn tool_reads_text_parts_and_skips_every_other_part_and_member() {
     assert_eq!(server.calls_of("odd").len(), 3);
 }
 
-/// The official MCP Python SDK's server (mcp 2.3.0, streamable HTTP): the session starts, the
-/// tools are listed, `tool` reads a result's text parts (its image and structured content
-/// skipped) and a tool's own failure, and `call_tool` still has the whole result.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_python_sdks_server_is_read_in_place() {
-    let Some(python) = crate::python_interop::python_or_skip("mcp.server.mcpserver") else {
-        return;
-    };
+/// The official MCP Python SDK's server (`tests/interop/python_mcp_server.py`, mcp 2.3.0,
+/// streamable HTTP) on a free port, started and listening; `None` when the Python interop
+/// tests are skipped on purpose.
+pub(crate) fn python_mcp_server() -> Option<(tokio::process::Child, u16)> {
+    let python = crate::python_interop::python_or_skip("mcp.server.mcpserver")?;
     let port = a2a_error_testkit::free_port();
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/interop/python_mcp_server.py"
     );
-    let mut server = tokio::process::Command::new(&python)
+    let server = tokio::process::Command::new(&python)
         .args([script, &port.to_string()])
         .current_dir(std::env::temp_dir())
         .stdout(std::process::Stdio::null())
@@ -771,6 +768,17 @@ async fn the_official_python_sdks_server_is_read_in_place() {
         .spawn()
         .unwrap();
     crate::common::wait_until_listening(port, Duration::from_secs(30), "the MCP Python server");
+    Some((server, port))
+}
+
+/// The official MCP Python SDK's server (mcp 2.3.0, streamable HTTP): the session starts, the
+/// tools are listed, `tool` reads a result's text parts (its image and structured content
+/// skipped) and a tool's own failure, and `call_tool` still has the whole result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_sdks_server_is_read_in_place() {
+    let Some((mut server, port)) = python_mcp_server() else {
+        return;
+    };
     let tools = builder(&format!("http://127.0.0.1:{port}/mcp"))
         .build()
         .unwrap();

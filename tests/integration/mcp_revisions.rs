@@ -26,14 +26,33 @@ fn client(server: &FaultMcp) -> McpDependency {
     builder(server.url()).build().unwrap()
 }
 
-async fn stateless(tools: &[&str]) -> FaultMcp {
+pub(crate) async fn stateless(tools: &[&str]) -> FaultMcp {
     let server = FaultMcp::start(tools).await;
     server.stateless();
     server
 }
 
+/// `request` was sent statelessly, as the revision asks: the envelope in `_meta`, the
+/// version and method in the headers, no session.
+pub(crate) fn assert_stateless(request: &a2a_error_testkit::McpReceived) {
+    let meta = &request.params["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+    let info = &meta["io.modelcontextprotocol/clientInfo"];
+    assert!(
+        info["name"].is_string() && info["version"].is_string(),
+        "{info}"
+    );
+    assert_eq!(request.headers["mcp-protocol-version"], "2026-07-28");
+    assert_eq!(request.headers["mcp-method"], request.method.as_str());
+    assert!(request.session.is_none() && request.headers.get("mcp-session-id").is_none());
+}
+
 /// How many times `method` was received.
-fn count(server: &FaultMcp, method: &str) -> usize {
+pub(crate) fn count(server: &FaultMcp, method: &str) -> usize {
     server.methods().iter().filter(|m| *m == method).count()
 }
 
@@ -48,19 +67,7 @@ async fn a_stateless_server_is_spoken_to_without_handshake_or_session() {
         ["server/discover", "tools/list", "tools/call"]
     );
     for request in server.received() {
-        let meta = &request.params["_meta"];
-        assert_eq!(
-            meta["io.modelcontextprotocol/protocolVersion"],
-            "2026-07-28"
-        );
-        assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
-        let info = &meta["io.modelcontextprotocol/clientInfo"];
-        assert!(
-            info["name"].is_string() && info["version"].is_string(),
-            "{info}"
-        );
-        assert_eq!(request.headers["mcp-protocol-version"], "2026-07-28");
-        assert_eq!(request.headers["mcp-method"], request.method.as_str());
+        assert_stateless(&request);
         assert_eq!(
             request.headers["accept"],
             "application/json, text/event-stream"
@@ -337,23 +344,9 @@ async fn a_session_lost_with_a_400_starts_a_new_session_once() {
 /// without a session; its own refusals (a header that disagrees) are read from its 400s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_python_sdks_server_is_spoken_to_statelessly() {
-    let Some(python) = crate::python_interop::python_or_skip("mcp.server.mcpserver") else {
+    let Some((mut server, port)) = crate::mcp::python_mcp_server() else {
         return;
     };
-    let port = a2a_error_testkit::free_port();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/interop/python_mcp_server.py"
-    );
-    let mut server = tokio::process::Command::new(&python)
-        .args([script, &port.to_string()])
-        .current_dir(std::env::temp_dir())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    crate::common::wait_until_listening(port, Duration::from_secs(30), "the MCP Python server");
     let url = format!("http://127.0.0.1:{port}/mcp");
     // What a stateless request is, checked by the server itself: its answer to discover.
     let discovered: serde_json::Value = reqwest::Client::new()

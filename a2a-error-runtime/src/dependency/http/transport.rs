@@ -72,11 +72,7 @@ impl HttpService {
         call: HttpCall,
         accept: Option<HeaderValue>,
     ) -> Result<reqwest::Response, HttpError> {
-        // Made before the first await, in a function of its own: nothing of the call is
-        // held by the future while the request is out.
-        let request = self.request(call, accept)?;
-        let response = self.http.execute(request).await.map_err(send_error)?;
-        self.observe(&response);
+        let response = self.open_any(call, accept).await?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -85,14 +81,16 @@ impl HttpService {
         Err(Box::pin(refused(response)).await)
     }
 
-    /// Sends `call` (with `accept`, when given): the reply's head whatever its status, for a
-    /// callee whose non-2xx replies carry its own protocol's errors (MCP's).
-    #[cfg(feature = "mcp")]
+    /// Sends `call` (with `accept`, when given): the reply's head whatever its status (for a
+    /// callee whose non-2xx replies carry its own protocol's errors, MCP's), its stated quota
+    /// kept.
     pub(in crate::dependency) async fn open_any(
         &self,
         call: HttpCall,
         accept: Option<HeaderValue>,
     ) -> Result<reqwest::Response, HttpError> {
+        // Made before the first await, in a function of its own: nothing of the call is
+        // held by the future while the request is out.
         let request = self.request(call, accept)?;
         let response = self.http.execute(request).await.map_err(send_error)?;
         self.observe(&response);
