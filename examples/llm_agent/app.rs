@@ -25,7 +25,7 @@ const PRIMARY_SHARE: f64 = 0.6;
 
 /// How long the agent waits for a model: each whole reply's attempt; a streamed answer's
 /// first token (each attempt) and the longest silence after it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Waits {
     /// One attempt of a whole reply.
     pub attempt: Duration,
@@ -36,6 +36,8 @@ pub struct Waits {
     /// The output tokens a model call is estimated to use (its request names no maximum):
     /// what the model's stated quota must have room for, besides the input.
     pub expected_output_tokens: u64,
+    /// Where the replicas share the models' stated quotas (`--redis`).
+    pub shared_quota: Option<a2a_error::dependency::SharedQuota>,
 }
 
 /// What the agent depends on: a model, maybe a fallback model, maybe a search tool, maybe an
@@ -66,14 +68,17 @@ impl Dependencies {
         // A model whose stated quota has no room does not wait for its reset when a fallback
         // can answer now.
         let model_at = |name: &str, url: &str, waits_for_quota: bool| {
-            HttpDependency::model(name.to_owned(), url)
+            let mut model = HttpDependency::model(name.to_owned(), url)
                 .request_model(name)
                 .attempt_timeout(attempt_timeout)
                 .first_event_timeout(waits.first_token)
                 .idle_timeout(waits.idle)
                 .expected_output_tokens(waits.expected_output_tokens)
-                .quota_waits(waits_for_quota)
-                .build()
+                .quota_waits(waits_for_quota);
+            if let Some(shared) = &waits.shared_quota {
+                model = model.shared_quota(shared.clone());
+            }
+            model.build()
         };
         Ok(Dependencies {
             primary: model_at("primary", model, fallback.is_none())?,

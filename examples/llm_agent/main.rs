@@ -2,7 +2,7 @@
 //! fallback model and a search tool, every call under a2a-error's layers:
 //! `cargo run --example llm_agent -- --addr HOST:PORT --model URL [--fallback-model URL]
 //! [--tool URL] [--mcp URL] [--attempt-timeout-ms N] [--first-token-timeout-ms N]
-//! [--idle-timeout-ms N] [--expected-output-tokens N]`.
+//! [--idle-timeout-ms N] [--expected-output-tokens N] [--redis URL]`.
 //!
 //! - JSON-RPC at `POST /`, the REST routes, the card at `/.well-known/agent-card.json`,
 //!   Prometheus text at `GET /metrics`; logs to stderr; its spans over OTLP when
@@ -37,7 +37,8 @@
 //!   reset when it comes before the caller's deadline (else 30 s), or the caller gets
 //!   `RATE_LIMITED` with `retryDelay` the time to the reset. A spent quota (OpenAI's
 //!   `insufficient_quota`, 402, `budget_exceeded`, a 403 naming a quota) is sent once, and
-//!   without a fallback passed on as `MODEL_QUOTA_EXHAUSTED`.
+//!   without a fallback passed on as `MODEL_QUOTA_EXHAUSTED`. With `--redis URL`, replicas
+//!   given the same URL keep one quota per model (Redis down: each its own).
 //! - Retries, breakers, the fallback (marked degraded: `metadata.degraded` with the step that
 //!   answered) and the errors (`MODEL_UNAVAILABLE` with RetryInfo when a delay is known,
 //!   `MODEL_REJECTED`, `DEADLINE_EXCEEDED`) are the library's defaults; see
@@ -56,7 +57,7 @@ use a2a_error::server::{ServeLimits, serve};
 const USAGE: &str = "usage: llm_agent --addr HOST:PORT --model URL [--fallback-model URL] \
                      [--tool URL] [--mcp URL] [--attempt-timeout-ms N] \
                      [--first-token-timeout-ms N] [--idle-timeout-ms N] \
-                     [--expected-output-tokens N]";
+                     [--expected-output-tokens N] [--redis URL]";
 
 /// `value` of flag `flag` as a positive number of milliseconds, or the usage and exit 2.
 fn millis(flag: &str, value: &str) -> Duration {
@@ -82,6 +83,7 @@ async fn main() {
         first_token: Duration::from_millis(10_000),
         idle: Duration::from_millis(30_000),
         expected_output_tokens: 256,
+        shared_quota: None,
     };
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
@@ -95,6 +97,10 @@ async fn main() {
                 waits.first_token = millis(flag, &value)
             }
             (flag @ "--idle-timeout-ms", Some(value)) => waits.idle = millis(flag, &value),
+            ("--redis", Some(url)) => match a2a_error::dependency::SharedQuota::connect(&url) {
+                Ok(shared) => waits.shared_quota = Some(shared),
+                Err(error) => fail(&format!("--redis: {error}")),
+            },
             (flag @ "--expected-output-tokens", Some(value)) => {
                 waits.expected_output_tokens = match value.parse::<u64>() {
                     Ok(tokens) if tokens > 0 => tokens,

@@ -156,3 +156,65 @@ async fn the_estimate_uses_the_expected_output_tokens() {
         );
     }
 }
+
+#[tokio::test]
+async fn replicas_on_one_redis_keep_one_quota_per_model() {
+    let Some(redis) = crate::common::redis_server("the shared model quota") else {
+        return;
+    };
+    let model = FaultService::start(HttpAnswer::completion("answered")).await;
+    model.then([exhausted("openai", 120)]);
+    let (_a, url_a) = agent(model.url(), &["--redis", &redis.url]);
+    let (_b, url_b) = agent(model.url(), &["--redis", &redis.url]);
+    // Replica A learns that the model has nothing left for two minutes.
+    let reply = rpc(&url_a, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    // Replica B's first call after it is not sent to the model (the statement is written on
+    // a task of its own: it is in Redis within moments).
+    let waited = Instant::now();
+    let mut stored = redis.command(&["HGET", "a2a-quota:primary", "r"]).unwrap();
+    while stored.trim() != "0" && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        stored = redis.command(&["HGET", "a2a-quota:primary", "r"]).unwrap();
+    }
+    let reply = rpc_with(&url_b, ("A2A-Deadline-Ms", "3000"), send(2, "m-2", "hi")).await;
+    assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
+    assert_eq!(
+        model.received().len(),
+        1,
+        "replica B sent the model nothing"
+    );
+    // The key expires with the statement's reset.
+    let ttl = redis.command(&["PTTL", "a2a-quota:primary"]).unwrap();
+    let ttl: i64 = ttl
+        .split_whitespace()
+        .last()
+        .and_then(|ms| ms.trim_start_matches(':').parse().ok())
+        .unwrap_or_else(|| panic!("PTTL: {ttl:?}"));
+    assert!((100_000..=120_000).contains(&ttl), "{ttl}");
+}
+
+#[tokio::test]
+async fn a_replica_whose_redis_is_down_goes_on_with_its_own_view() {
+    let model = FaultService::start(HttpAnswer::completion("answered")).await;
+    model.then([exhausted("openai", 120)]);
+    let down = a2a_error_testkit::closed_url().replace("http://", "redis://");
+    let (_agent, url) = agent(model.url(), &["--redis", &down]);
+    let started = Instant::now();
+    let reply = rpc(&url, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    // Its own view still holds the model back.
+    let reply = rpc_with(&url, ("A2A-Deadline-Ms", "3000"), send(2, "m-2", "hi")).await;
+    assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
+    assert_eq!(model.received().len(), 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    assert!(
+        metrics.contains("a2a_dependency_quota_shared_unavailable"),
+        "{metrics}"
+    );
+}

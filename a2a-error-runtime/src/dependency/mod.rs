@@ -30,6 +30,8 @@ mod record;
 
 pub use dependency::{Dependency, DependencyBuilder, DependencyService, OpCall, OpSettings};
 pub use failure::Failure;
+#[cfg(feature = "redis")]
+pub use http::SharedQuota;
 pub use http::{
     AnthropicMessages, AnyEvent, EXCERPT_BYTES, HttpCall, HttpDependency, HttpDependencyBuilder,
     HttpError, HttpFailure, HttpReply, HttpServiceSettings, HttpStream, InBand, Interruption,

@@ -159,6 +159,12 @@ pub(crate) fn quota_gauges(name: &Arc<str>) -> [metrics::Gauge; 2] {
     })
 }
 
+/// The shared quota store (Redis) did not answer in time: the replica used its own view.
+#[cfg(feature = "redis")]
+pub(crate) fn quota_shared_unavailable() {
+    metrics::counter!(super::DEPENDENCY_QUOTA_SHARED_UNAVAILABLE).increment(1);
+}
+
 /// A call held back for its dependency's stated quota: `waited` for the reset, or `refused`.
 pub(crate) fn quota_held(name: &Arc<str>, outcome: &'static str) {
     metrics::counter!(super::DEPENDENCY_QUOTA_HELD,

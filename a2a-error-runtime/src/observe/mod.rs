@@ -27,6 +27,7 @@
 //! | `a2a.dependency.attempts` | histogram | `dependency` |
 //! | `a2a.dependency.retries` | counter | `dependency`, `error.type` |
 //! | `a2a.dependency.quota.remaining` | gauge: what the dependency's replies last stated of its quota, less the calls sent since | `dependency`, `limit` (`requests`, `tokens`) |
+//! | `a2a.dependency.quota.shared_unavailable` | counter: reads and writes of the quota shared on Redis that failed or took longer than their bound (the replica went on with its own view) | |
 //! | `a2a.dependency.quota.held` | counter: calls held back for the stated quota | `dependency`, `outcome` (`waited` for the reset, `refused` unsent) |
 //! | `gen_ai.client.operation.duration` | histogram, seconds: a model's call (`HttpDependency::model`), whole or streamed, from the call to its reply (a stream: its end), retries included | `dependency`, `gen_ai.operation.name` (`chat`), `gen_ai.provider.name`, `gen_ai.request.model` (when configured); failed: `error.type` (the failure's reason, `STREAM_INTERRUPTED`, `CANCELLED`) |
 //! | `gen_ai.client.operation.time_to_first_chunk` | histogram, seconds: from the call to its stream's first content event | as above, without `error.type` |
@@ -147,6 +148,9 @@ const DEPENDENCY_ATTEMPTS: &str = "a2a.dependency.attempts";
 /// What a dependency's replies last stated of its quota.
 #[cfg(feature = "client")]
 const DEPENDENCY_QUOTA_REMAINING: &str = "a2a.dependency.quota.remaining";
+/// Reads and writes of the shared quota store that did not answer in time.
+#[cfg(all(feature = "client", feature = "redis"))]
+const DEPENDENCY_QUOTA_SHARED_UNAVAILABLE: &str = "a2a.dependency.quota.shared_unavailable";
 /// Calls held back for a dependency's stated quota.
 #[cfg(feature = "client")]
 const DEPENDENCY_QUOTA_HELD: &str = "a2a.dependency.quota.held";

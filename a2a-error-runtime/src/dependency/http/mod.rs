@@ -17,6 +17,8 @@ use tracing::Instrument;
 
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, SCANNED_BYTES, StatusFailure};
+#[cfg(feature = "redis")]
+pub use quota::SharedQuota;
 use quota::{NO_DEADLINE_WAIT, Pacing, Quota};
 pub use stream::{
     AnthropicMessages, AnyEvent, HttpStream, Interruption, OpenAiChat, Read, StreamEvent,
@@ -106,6 +108,8 @@ impl HttpDependency {
             quota: true,
             quota_waits: true,
             expected_output: 256,
+            #[cfg(feature = "redis")]
+            shared_quota: None,
         };
         StackBuilder::new(service, false)
     }
@@ -265,6 +269,8 @@ pub struct HttpServiceSettings {
     quota: bool,
     quota_waits: bool,
     expected_output: u64,
+    #[cfg(feature = "redis")]
+    shared_quota: Option<SharedQuota>,
 }
 
 /// What a model's GenAI series are labelled with, besides its name.
@@ -403,6 +409,17 @@ impl HttpDependencyBuilder {
         self
     }
 
+    /// Keeps the service's stated quota in `store`, shared by every replica given the same
+    /// (feature `redis`): what one replica learned from a reply, the others see before their
+    /// next call (one round trip a call, 50 ms at most; Redis slow or down, a replica goes on
+    /// with its own view). The key is the dependency's name, so give a service the same name
+    /// on every replica.
+    #[cfg(feature = "redis")]
+    pub fn shared_quota(mut self, store: SharedQuota) -> Self {
+        self.callee.shared_quota = Some(store);
+        self
+    }
+
     /// The output tokens a call is estimated to use when its body names no maximum
     /// (default 256): what the stated quota must have room for, besides its input.
     pub fn expected_output_tokens(mut self, tokens: u64) -> Self {
@@ -426,6 +443,8 @@ impl HttpDependencyBuilder {
                     .map_or(NO_DEADLINE_WAIT, |total| total.min(NO_DEADLINE_WAIT)),
                 name: name.clone(),
                 gauges: std::sync::OnceLock::new(),
+                #[cfg(feature = "redis")]
+                shared: settings.shared_quota,
             })
         });
         let service = HttpService {

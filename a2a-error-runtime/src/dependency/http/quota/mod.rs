@@ -12,7 +12,13 @@
 //! - the IETF draft: `RateLimit: "default";r=50;t=30` (requests remaining, seconds to reset).
 //!
 //! A statement holds until its reset (at most a day ahead); one without a reset holds for a
-//! second. Gemini states nothing: its 429s are read as every 429 is.
+//! second. Gemini states nothing: its 429s are read as every 429 is. With a [`SharedQuota`]
+//! (feature `redis`) the statements are the replicas' together.
+
+#[cfg(feature = "redis")]
+mod shared;
+#[cfg(feature = "redis")]
+pub use shared::SharedQuota;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -207,6 +213,9 @@ pub(crate) struct Quota {
 struct State {
     requests: Limit,
     tokens: Limit,
+    /// When the statement kept was made (wall clock: replicas compare theirs by it).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    stated_at: Option<SystemTime>,
 }
 
 /// One limit as this client keeps it.
@@ -255,7 +264,7 @@ impl Quota {
         state.tokens.taken = state.tokens.taken.saturating_sub(tokens);
     }
 
-    /// A reply stated `stated`.
+    /// A reply stated `stated`, now.
     pub(crate) fn observe(&self, stated: Stated) {
         if stated.is_empty() {
             return;
@@ -264,6 +273,32 @@ impl Quota {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.requests.update(stated.requests, now);
         state.tokens.update(stated.tokens, now);
+        state.stated_at = Some(SystemTime::now());
+    }
+
+    /// Another replica's statement, made at `at`: kept when it is newer than this one's, its
+    /// resets measured from `at`.
+    #[cfg(feature = "redis")]
+    pub(crate) fn adopt(&self, stated: Stated, at: SystemTime) {
+        let wall = SystemTime::now();
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.stated_at.is_some_and(|ours| ours >= at) {
+            return;
+        }
+        let from_now = |window: Option<Window>| {
+            window.map(|window| Window {
+                remaining: window.remaining,
+                reset: Some(
+                    (at + window.reset.unwrap_or(UNDATED))
+                        .duration_since(wall)
+                        .unwrap_or_default(),
+                ),
+            })
+        };
+        state.requests.update(from_now(stated.requests), now);
+        state.tokens.update(from_now(stated.tokens), now);
+        state.stated_at = Some(at);
     }
 
     /// Whether a call estimated at `tokens` may be sent now (then it is counted), or when.
@@ -314,6 +349,9 @@ pub(crate) struct Pacing {
     /// The remaining requests' and tokens' gauges, registered on the first statement (a
     /// gauge's key is built and looked up once, not on every reply).
     pub(crate) gauges: std::sync::OnceLock<[metrics::Gauge; 2]>,
+    /// Where the replicas share their statements, when they do.
+    #[cfg(feature = "redis")]
+    pub(crate) shared: Option<SharedQuota>,
 }
 
 impl std::fmt::Debug for Pacing {
@@ -327,11 +365,16 @@ impl std::fmt::Debug for Pacing {
 impl Pacing {
     /// Keeps what a reply's head stated.
     pub(crate) fn observe(&self, headers: &HeaderMap) {
-        let stated = Stated::read(headers, SystemTime::now());
+        let at = SystemTime::now();
+        let stated = Stated::read(headers, at);
         if stated.is_empty() {
             return;
         }
         self.quota.observe(stated);
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            shared.publish(&self.name, stated, at);
+        }
         let (requests, tokens) = self.quota.remaining();
         let gauges = self
             .gauges
@@ -348,6 +391,13 @@ impl Pacing {
     /// ticket lives (until its reply is read).
     pub(crate) async fn admit(self: &Arc<Self>, call: &HttpCall) -> Result<Ticket, HttpError> {
         let tokens = estimate(call.body_bytes(), self.expected_output);
+        // What the other replicas learned since: one round trip, bounded.
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared
+            && let Some((stated, at)) = shared.fetch(&self.name).await
+        {
+            self.quota.adopt(stated, at);
+        }
         let mut waited = false;
         loop {
             let at = match self.quota.room(tokens) {

@@ -1,0 +1,168 @@
+//! `SharedQuota`: a service's stated quota kept in Redis, so that every replica of an agent
+//! sees what any of them learned from a reply before its next call.
+//!
+//! One hash a service, `{prefix}{name}`: what the last reply stated (each limit's remaining
+//! count and the Unix milliseconds of its reset) and when it was stated, expiring at the last
+//! reset (a day at most). A reply's statement is written on a task of its own, off the call's
+//! path; a call reads the hash once before it is admitted (one round trip), taking the
+//! statement when it is newer than the replica's own. Redis slow or down: the read gives up
+//! after 50 ms, and the replica goes on with its own view (logged once, counted in
+//! `a2a.dependency.quota.shared_unavailable`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use super::{MAX_RESET, Stated, Window};
+use crate::http::BuildError;
+
+/// The longest a call waits for the shared statement before going on with its own.
+const READ_LIMIT: Duration = Duration::from_millis(50);
+/// The longest a statement's write may take, on its own task.
+const WRITE_LIMIT: Duration = Duration::from_millis(500);
+
+/// Where the replicas of an agent keep the quotas their model providers state: a Redis (or
+/// Valkey) they share. Give it to
+/// [`HttpDependencyBuilder::shared_quota`](crate::dependency::HttpDependencyBuilder::shared_quota)
+/// (feature `redis`).
+#[derive(Clone)]
+pub struct SharedQuota {
+    connection: ConnectionManager,
+    prefix: Arc<str>,
+    warned: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for SharedQuota {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedQuota")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedQuota {
+    /// Connects to `url` (`redis://host:port/db`), lazily (and again when the connection
+    /// drops); keys are prefixed `a2a-quota:`. Call it inside the tokio runtime that will use
+    /// it.
+    pub fn connect(url: &str) -> Result<Self, BuildError> {
+        let invalid = |error: redis::RedisError| BuildError::InvalidUrl {
+            url: url.to_owned(),
+            reason: error.to_string(),
+        };
+        let client = redis::Client::open(url).map_err(invalid)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(1)))
+            .set_response_timeout(Some(Duration::from_secs(1)))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(200));
+        let connection =
+            ConnectionManager::new_lazy_with_config(client, config).map_err(invalid)?;
+        Ok(SharedQuota {
+            connection,
+            prefix: Arc::from("a2a-quota:"),
+            warned: Arc::default(),
+        })
+    }
+
+    /// Prefixes every key with `prefix` (agents sharing one Redis keep apart).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Arc::from(prefix.into());
+        self
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// Writes what a reply of service `name` stated at `at`, on a task of its own.
+    pub(crate) fn publish(&self, name: &str, stated: Stated, at: SystemTime) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let key = self.key(name);
+        let this = self.clone();
+        runtime.spawn(async move {
+            let at_ms = unix_ms(at);
+            let mut fields: Vec<(&str, u64)> = vec![("at", at_ms)];
+            let mut expires = at_ms + 1000;
+            for (remaining, until, window) in
+                [("r", "ru", stated.requests), ("t", "tu", stated.tokens)]
+            {
+                let Some(window) = window else { continue };
+                let reset = window.reset.unwrap_or(super::UNDATED).min(MAX_RESET);
+                let until_ms = at_ms.saturating_add(millis(reset));
+                fields.push((remaining, window.remaining));
+                fields.push((until, until_ms));
+                expires = expires.max(until_ms);
+            }
+            let mut pipe = redis::pipe();
+            pipe.hset_multiple(&key, &fields)
+                .ignore()
+                .cmd("PEXPIREAT")
+                .arg(&key)
+                .arg(expires)
+                .ignore();
+            let mut connection = this.connection.clone();
+            let written =
+                tokio::time::timeout(WRITE_LIMIT, pipe.query_async::<()>(&mut connection)).await;
+            if !matches!(written, Ok(Ok(()))) {
+                this.unavailable();
+            }
+        });
+    }
+
+    /// What the replicas last learned of service `name`, and when (one round trip, 50 ms at
+    /// most); `None` when nothing is kept or Redis did not answer in time.
+    pub(crate) async fn fetch(&self, name: &str) -> Option<(Stated, SystemTime)> {
+        let mut connection = self.connection.clone();
+        let read = tokio::time::timeout(
+            READ_LIMIT,
+            redis::cmd("HGETALL")
+                .arg(self.key(name))
+                .query_async::<Vec<(String, u64)>>(&mut connection),
+        )
+        .await;
+        let fields = match read {
+            Ok(Ok(fields)) => fields,
+            _ => {
+                self.unavailable();
+                return None;
+            }
+        };
+        let get = |name: &str| fields.iter().find(|(key, _)| key == name).map(|(_, v)| *v);
+        let at_ms = get("at")?;
+        let at = UNIX_EPOCH + Duration::from_millis(at_ms);
+        let window = |remaining: &str, until: &str| {
+            let until_ms = get(until)?;
+            Some(Window {
+                remaining: get(remaining)?,
+                reset: Some(Duration::from_millis(until_ms.saturating_sub(at_ms)).min(MAX_RESET)),
+            })
+        };
+        let stated = Stated {
+            requests: window("r", "ru"),
+            tokens: window("t", "tu"),
+        };
+        (!stated.is_empty()).then_some((stated, at))
+    }
+
+    /// Redis did not answer: said once in the log, counted every time.
+    fn unavailable(&self) {
+        crate::observe::quota_shared_unavailable();
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "the shared quota store is unavailable; each replica goes on with its own view"
+            );
+        }
+    }
+}
+
+fn unix_ms(at: SystemTime) -> u64 {
+    millis(at.duration_since(UNIX_EPOCH).unwrap_or_default())
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
