@@ -26,7 +26,8 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::{HeaderMap, HeaderName};
 use tokio::time::Instant;
 
-use super::{HttpCall, HttpError, HttpFailure};
+use super::call::HttpCall;
+use super::error::{HttpError, HttpFailure};
 use crate::dependency::failure::Failure;
 
 /// The furthest ahead a stated reset is believed.
