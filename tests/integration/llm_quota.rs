@@ -131,6 +131,8 @@ async fn with_a_fallback_an_exhausted_model_is_skipped_at_once() {
         ),
         "{metrics}"
     );
+    // Tokens were never stated: no series, rather than one reading 0.
+    assert!(!metrics.contains("limit=\"tokens\""), "{metrics}");
 }
 
 #[tokio::test]

@@ -151,12 +151,11 @@ const LOCAL_REASONS: &[&str] = &[
     "QUOTA_WAIT",
 ];
 
-/// The gauges of what a dependency's replies last stated of its quota: requests, tokens.
-pub(crate) fn quota_gauges(name: &Arc<str>) -> [metrics::Gauge; 2] {
-    ["requests", "tokens"].map(|limit| {
-        metrics::gauge!(super::DEPENDENCY_QUOTA_REMAINING,
-            "dependency" => SharedString::from(name.clone()), "limit" => limit)
-    })
+/// The gauge of what a dependency's replies last stated of one limit of its quota
+/// (`requests`, `tokens`).
+pub(crate) fn quota_gauge(name: &Arc<str>, limit: &'static str) -> metrics::Gauge {
+    metrics::gauge!(super::DEPENDENCY_QUOTA_REMAINING,
+        "dependency" => SharedString::from(name.clone()), "limit" => limit)
 }
 
 /// The shared quota store (Redis) did not answer in time: the replica used its own view.

@@ -139,13 +139,19 @@ impl HttpDependency {
         self.breaker.as_ref()
     }
 
+    /// Waits until the service's stated quota has room for `call` (when its calls are paced
+    /// by it): the ticket that counts the call against it.
+    async fn admit(&self, call: &HttpCall) -> Result<Option<quota::Ticket>, HttpError> {
+        match &self.quota {
+            Some(pacing) => pacing.admit(call).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Sends `call` through the layers, once the service's stated quota has room for it.
     pub async fn send(&self, call: HttpCall) -> Result<HttpReply, HttpError> {
         // Counted against the stated quota until the reply is read.
-        let _admitted = match &self.quota {
-            Some(pacing) => Some(pacing.admit(&call).await?),
-            None => None,
-        };
+        let _admitted = self.admit(&call).await?;
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpReply, HttpError>| match result {
             Ok(reply) => Some(reply.status),
@@ -186,10 +192,7 @@ impl HttpDependency {
     /// Dropping the stream closes the connection.
     pub async fn stream(&self, call: HttpCall) -> Result<HttpStream, HttpError> {
         // Counted against the stated quota until the stream is open (its head read).
-        let _admitted = match &self.quota {
-            Some(pacing) => Some(pacing.admit(&call).await?),
-            None => None,
-        };
+        let _admitted = self.admit(&call).await?;
         let started = tokio::time::Instant::now();
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpStream, HttpError>| match result {
@@ -442,7 +445,7 @@ impl HttpDependencyBuilder {
                     .total_timeout
                     .map_or(NO_DEADLINE_WAIT, |total| total.min(NO_DEADLINE_WAIT)),
                 name: name.clone(),
-                gauges: std::sync::OnceLock::new(),
+                gauges: Default::default(),
                 #[cfg(feature = "redis")]
                 shared: settings.shared_quota,
             })

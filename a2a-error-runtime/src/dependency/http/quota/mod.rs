@@ -307,10 +307,7 @@ impl Quota {
         let now = Instant::now();
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let requests = state.requests.room(1, now);
-        let tokens_at = match state.tokens.stated {
-            Some(_) => state.tokens.room(tokens, now),
-            None => None,
-        };
+        let tokens_at = state.tokens.room(tokens, now);
         match requests.max(tokens_at) {
             Some(at) => Room::At(at),
             None => {
@@ -347,9 +344,10 @@ pub(crate) struct Pacing {
     pub(crate) waits: bool,
     pub(crate) longest_wait: Duration,
     pub(crate) name: Arc<str>,
-    /// The remaining requests' and tokens' gauges, registered on the first statement (a
-    /// gauge's key is built and looked up once, not on every reply).
-    pub(crate) gauges: std::sync::OnceLock<[metrics::Gauge; 2]>,
+    /// The remaining requests' and tokens' gauges, each registered on the first statement of
+    /// its limit (a gauge's key is built and looked up once, not on every reply; a limit
+    /// never stated has no series, rather than one reading 0).
+    pub(crate) gauges: [std::sync::OnceLock<metrics::Gauge>; 2],
     /// Where the replicas share their statements, when they do.
     #[cfg(feature = "redis")]
     pub(crate) shared: Option<SharedQuota>,
@@ -377,12 +375,12 @@ impl Pacing {
             shared.publish(&self.name, stated, at);
         }
         let (requests, tokens) = self.quota.remaining();
-        let gauges = self
-            .gauges
-            .get_or_init(|| crate::observe::quota_gauges(&self.name));
-        for (gauge, remaining) in gauges.iter().zip([requests, tokens]) {
+        let limits = [("requests", requests), ("tokens", tokens)];
+        for (gauge, (limit, remaining)) in self.gauges.iter().zip(limits) {
             if let Some(remaining) = remaining {
-                gauge.set(remaining as f64);
+                gauge
+                    .get_or_init(|| crate::observe::quota_gauge(&self.name, limit))
+                    .set(remaining as f64);
             }
         }
     }
