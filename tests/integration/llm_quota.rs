@@ -20,37 +20,15 @@ fn exhausted(format: &str, reset_secs: u64) -> HttpAnswer {
             format!("{}m0s", reset_secs / 60),
         ),
         "anthropic" => {
-            let at = std::time::SystemTime::now() + Duration::from_secs(reset_secs);
-            let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+            // RFC 3339, as Anthropic writes it.
+            let at = chrono::Utc::now() + Duration::from_secs(reset_secs);
             answer
                 .header("anthropic-ratelimit-requests-remaining", "0")
-                .header("anthropic-ratelimit-requests-reset", rfc3339(secs))
+                .header("anthropic-ratelimit-requests-reset", at.to_rfc3339())
         }
         "ietf" => answer.header("ratelimit", format!("\"default\";r=0;t={reset_secs}")),
         _ => unreachable!(),
     }
-}
-
-/// `secs` since the epoch as an RFC 3339 instant in UTC.
-fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rest = secs % 86_400;
-    // Days to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
 }
 
 #[tokio::test]

@@ -34,7 +34,7 @@ use read::Answer;
 use stdio::{Program, StdioService};
 use tools::Tools;
 pub use tools::{MAX_PAGES, MAX_TOOLS};
-use transport::{ASKED_FOR_INPUT, McpServer, McpService, Session, tool_failed};
+use transport::{McpServer, McpService, Session, asked_for_input};
 
 use super::http::HttpService;
 use crate::dependency::failure::Failure;
@@ -342,7 +342,7 @@ impl McpDependency {
             answer = Box::pin(self.ask(name, &params, result, &call)).await?;
         }
         match answer {
-            Answer::InputRequired(_) => Err(tool_failed(ASKED_FOR_INPUT.to_owned())),
+            Answer::InputRequired(_) => Err(asked_for_input()),
             answer => Ok(answer),
         }
     }
@@ -357,7 +357,7 @@ impl McpDependency {
         result: &RawValue,
         call: impl Fn(Arc<serde_json::Map<String, serde_json::Value>>) -> McpCall,
     ) -> Result<Answer, McpError> {
-        let declined = || tool_failed(ASKED_FOR_INPUT.to_owned());
+        let declined = asked_for_input;
         let (Some(handler), Some(asked)) = (&self.input, input::asked(result)) else {
             return Err(declined());
         };
@@ -385,7 +385,7 @@ impl McpDependency {
                     Answer::Result(result) => serde_json::from_str::<read::ToolText>(result.get())
                         .map(|read| read.content.text)
                         .map_err(|_| protocol("a tool result that is not one")),
-                    Answer::InputRequired(_) => Err(tool_failed(ASKED_FOR_INPUT.to_owned())),
+                    Answer::InputRequired(_) => Err(asked_for_input()),
                 });
         match read {
             Ok(text) => ToolOutcome::Answered(text),
@@ -452,7 +452,7 @@ fn whole(answer: Answer) -> Result<Box<RawValue>, McpError> {
     match answer {
         Answer::Result(result) => Ok(result),
         Answer::Text(_) => Err(protocol("a result read as text alone")),
-        Answer::InputRequired(_) => Err(tool_failed(ASKED_FOR_INPUT.to_owned())),
+        Answer::InputRequired(_) => Err(asked_for_input()),
     }
 }
 

@@ -621,7 +621,7 @@ pub(super) fn answer(call: &McpCall, result: Box<RawValue>) -> Result<Answer, Mc
         // Any other request: passed on whole, unless it is not a complete result.
         return match serde_json::from_str::<Typed>(result.get()).map(|typed| typed.kind) {
             Ok(ResultType::InputRequired) => Err(protocol("a request that asked for input")),
-            Ok(ResultType::Other) => Err(protocol("a result of a type this client does not read")),
+            Ok(ResultType::Other) => Err(untyped()),
             _ => Ok(Answer::Result(result)),
         };
     }
@@ -634,19 +634,27 @@ pub(super) fn answer(call: &McpCall, result: Box<RawValue>) -> Result<Answer, Mc
             }
             ResultType::Complete => Ok(Answer::Text(read.content.text)),
             ResultType::InputRequired => asked(call, result),
-            ResultType::Other => Err(protocol("a result of a type this client does not read")),
+            ResultType::Other => Err(untyped()),
         };
     }
     // Not a result this client can read as text: the whole result, checked as before.
     match tool_error(&result)? {
         ResultType::Complete => Ok(Answer::Result(result)),
         ResultType::InputRequired => asked(call, result),
-        ResultType::Other => Err(protocol("a result of a type this client does not read")),
+        ResultType::Other => Err(untyped()),
     }
 }
 
-/// The text a model is given for a tool that asked for input no handler gave it.
-pub(super) const ASKED_FOR_INPUT: &str = "the tool asked for input";
+/// The tool asked for input no handler gave it: its own failure, with the fixed text the
+/// model is given.
+pub(super) fn asked_for_input() -> McpError {
+    tool_failed("the tool asked for input".to_owned())
+}
+
+/// A result whose `resultType` this client does not know: not one it can use.
+fn untyped() -> McpError {
+    protocol("a result of a type this client does not read")
+}
 
 /// A tool's `input_required` result: the answer when a handler answers it, else the tool's
 /// own failure (never retried, counted by its breaker).
@@ -654,7 +662,7 @@ fn asked(call: &McpCall, result: Box<RawValue>) -> Result<Answer, McpError> {
     if call.asks {
         Ok(Answer::InputRequired(result))
     } else {
-        Err(tool_failed(ASKED_FOR_INPUT.to_owned()))
+        Err(asked_for_input())
     }
 }
 
@@ -680,7 +688,7 @@ fn tool_error(result: &RawValue) -> Result<ResultType, McpError> {
 }
 
 /// The tool's own failure, its `text` kept for the model (at most [`TOOL_TEXT_BYTES`]).
-pub(super) fn tool_failed(text: String) -> McpError {
+fn tool_failed(text: String) -> McpError {
     Failure::Failed(McpFailure::Tool(ToolError {
         text: cut(text, TOOL_TEXT_BYTES),
     }))
