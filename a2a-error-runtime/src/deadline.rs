@@ -50,6 +50,7 @@ pub(crate) fn served(
     crate::inherited::Inherited {
         trace: Some(trace),
         deadline: earliest(end, inherited()),
+        caller: crate::inherited::read(|inherited| inherited.caller).flatten(),
     }
 }
 

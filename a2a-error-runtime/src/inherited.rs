@@ -1,5 +1,6 @@
 //! What the calls made on behalf of the request being served inherit from it: its trace
-//! context (`trace`) and its deadline (`deadline`), in one
+//! context (`trace`), its deadline (`deadline`) and its caller (for the callers' budgets of
+//! `dependency`), in one
 //! task-local. One rather than one each: a request's handler then runs inside one scope,
 //! which each poll of it enters and leaves (two scopes' polls were ~1.8 % of an error reply's
 //! instructions, one is half that), and what the SDK bridge carries into its executor's task
@@ -20,6 +21,9 @@ pub(crate) struct Inherited {
     pub(crate) trace: Option<TraceContext>,
     /// The deadline of the request being served.
     pub(crate) deadline: Option<Instant>,
+    /// Who the request being served is for, as a 128-bit key: its credential's, or its
+    /// address's when it sent none (see `sdk::call`). `None`: no caller known.
+    pub(crate) caller: Option<u128>,
 }
 
 tokio::task_local! {
@@ -29,6 +33,12 @@ tokio::task_local! {
 /// Reads what is inherited here, if anything is.
 pub(crate) fn read<R>(f: impl FnOnce(&Inherited) -> R) -> Option<R> {
     INHERITED.try_with(f).ok()
+}
+
+/// The caller of the request being served, when one is known.
+#[cfg(feature = "client")]
+pub(crate) fn caller() -> Option<u128> {
+    read(|inherited| inherited.caller).flatten()
 }
 
 /// What is inherited here (nothing outside a scope).

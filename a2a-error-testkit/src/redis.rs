@@ -85,9 +85,10 @@ impl RedisServer {
     }
 
     /// Runs one command (`["CLIENT", "KILL", "TYPE", "pubsub"]`) over a connection of its
-    /// own and returns its reply as text: a bulk string's bytes, else the reply's line.
+    /// own and returns its reply as text: a bulk string's bytes, an array's items one a line,
+    /// else the reply's line.
     pub fn command(&self, args: &[&str]) -> std::io::Result<String> {
-        use std::io::{BufRead, BufReader, Read, Write};
+        use std::io::{BufRead, BufReader, Write};
         let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
         stream.set_read_timeout(Some(Duration::from_secs(5)))?;
         let mut request = format!("*{}\r\n", args.len());
@@ -98,18 +99,33 @@ impl RedisServer {
         let mut reader = BufReader::new(stream);
         let mut head = String::new();
         reader.read_line(&mut head)?;
-        let head = head.trim_end();
-        // A bulk string: `$LEN\r\n`, then LEN bytes; anything else is its line.
-        match head
-            .strip_prefix('$')
-            .and_then(|len| len.parse::<usize>().ok())
-        {
-            Some(len) => {
-                let mut body = vec![0; len];
-                reader.read_exact(&mut body)?;
-                Ok(String::from_utf8_lossy(&body).into_owned())
+        let head = head.trim_end().to_owned();
+        // An array (`*N`): its N items, one a line.
+        if let Some(items) = head.strip_prefix('*').and_then(|n| n.parse::<usize>().ok()) {
+            let mut lines = Vec::with_capacity(items);
+            for _ in 0..items {
+                let mut item = String::new();
+                reader.read_line(&mut item)?;
+                lines.push(read_item(&mut reader, item.trim_end())?);
             }
-            None => Ok(head.to_owned()),
+            return Ok(lines.join("\n"));
+        }
+        return read_item(&mut reader, &head);
+
+        /// A bulk string: `$LEN\r\n`, then LEN bytes and CRLF; anything else is its line.
+        fn read_item(reader: &mut impl BufRead, head: &str) -> std::io::Result<String> {
+            match head
+                .strip_prefix('$')
+                .and_then(|len| len.parse::<usize>().ok())
+            {
+                Some(len) => {
+                    let mut body = vec![0; len + 2];
+                    reader.read_exact(&mut body)?;
+                    body.truncate(len);
+                    Ok(String::from_utf8_lossy(&body).into_owned())
+                }
+                None => Ok(head.to_owned()),
+            }
         }
     }
 

@@ -38,6 +38,9 @@ pub struct Waits {
     pub expected_output_tokens: u64,
     /// Where the replicas share the models' stated quotas (`--redis`).
     pub shared_quota: Option<a2a_error::dependency::SharedQuota>,
+    /// Each caller's budget of model tokens, across both models
+    /// (`--caller-tokens-per-minute`).
+    pub caller_budget: Option<a2a_error::dependency::CallerBudget>,
 }
 
 /// What the agent depends on: a model, maybe a fallback model, maybe a search tool, maybe an
@@ -77,6 +80,9 @@ impl Dependencies {
                 .quota_waits(waits_for_quota);
             if let Some(shared) = &waits.shared_quota {
                 model = model.shared_quota(shared.clone());
+            }
+            if let Some(budget) = &waits.caller_budget {
+                model = model.caller_budget(budget.clone());
             }
             model.build()
         };

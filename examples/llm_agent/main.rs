@@ -2,7 +2,8 @@
 //! fallback model and a search tool, every call under a2a-error's layers:
 //! `cargo run --example llm_agent -- --addr HOST:PORT --model URL [--fallback-model URL]
 //! [--tool URL] [--mcp URL] [--attempt-timeout-ms N] [--first-token-timeout-ms N]
-//! [--idle-timeout-ms N] [--expected-output-tokens N] [--redis URL]`.
+//! [--idle-timeout-ms N] [--expected-output-tokens N] [--redis URL]
+//! [--caller-tokens-per-minute N]`.
 //!
 //! - JSON-RPC at `POST /`, the REST routes, the card at `/.well-known/agent-card.json`,
 //!   Prometheus text at `GET /metrics`; logs to stderr; its spans over OTLP when
@@ -30,8 +31,8 @@
 //!   in-band error or a silence longer than `--idle-timeout-ms` (default 30000) ends the task
 //!   FAILED with `MODEL_STREAM_INTERRUPTED`. `--attempt-timeout-ms` bounds whole replies only.
 //! - Every model reply's rate-limit headers (OpenAI's `x-ratelimit-*`, Anthropic's
-//!   `anthropic-ratelimit-*`, the IETF `RateLimit`) are kept: while a model's stated remaining
-//!   requests are 0, or its remaining tokens are below a call's estimate (the body's bytes / 4
+//!   `anthropic-ratelimit-*`, the IETF `RateLimit` and `RateLimit-Policy`) are kept: while a
+//!   model's stated remaining requests are 0, or its remaining tokens are below a call's estimate (the body's bytes / 4
 //!   plus `--expected-output-tokens`, default 256), and its reset has not passed, it gets no
 //!   request: the fallback is asked at once (degraded), or without one the call waits for the
 //!   reset when it comes before the caller's deadline (else 30 s), or the caller gets
@@ -39,6 +40,12 @@
 //!   `insufficient_quota`, 402, `budget_exceeded`, a 403 naming a quota) is sent once, and
 //!   without a fallback passed on as `MODEL_QUOTA_EXHAUSTED`. With `--redis URL`, replicas
 //!   given the same URL keep one quota per model (Redis down: each its own).
+//! - With `--caller-tokens-per-minute N`, each caller (its `Authorization` credential, or its
+//!   address without one) has N model tokens in any minute, across both models, counted as
+//!   the models' `usage` reports them (until then, as estimated): a caller that used them is
+//!   refused with `RATE_LIMITED` (REST: 429, `Retry-After`, `RateLimit`, `RateLimit-Policy`)
+//!   and `retryDelay` the time until its minute frees enough, with no model request; other
+//!   callers are served. With `--redis`, the budget is one across the replicas.
 //! - Retries, breakers, the fallback (marked degraded: `metadata.degraded` with the step that
 //!   answered) and the errors (`MODEL_UNAVAILABLE` with RetryInfo when a delay is known,
 //!   `MODEL_REJECTED`, `DEADLINE_EXCEEDED`) are the library's defaults; see
@@ -57,12 +64,21 @@ use a2a_error::server::{ServeLimits, serve};
 const USAGE: &str = "usage: llm_agent --addr HOST:PORT --model URL [--fallback-model URL] \
                      [--tool URL] [--mcp URL] [--attempt-timeout-ms N] \
                      [--first-token-timeout-ms N] [--idle-timeout-ms N] \
-                     [--expected-output-tokens N] [--redis URL]";
+                     [--expected-output-tokens N] [--redis URL] \
+                     [--caller-tokens-per-minute N]";
 
 /// `value` of flag `flag` as a positive number of milliseconds, or the usage and exit 2.
 fn millis(flag: &str, value: &str) -> Duration {
     match value.parse::<u64>() {
         Ok(ms) if ms > 0 => Duration::from_millis(ms),
+        _ => fail(&format!("{flag}: not a positive integer: {value}\n{USAGE}")),
+    }
+}
+
+/// `value` of flag `flag` as a positive number of tokens, or the usage and exit 2.
+fn tokens(flag: &str, value: &str) -> u64 {
+    match value.parse::<u64>() {
+        Ok(tokens) if tokens > 0 => tokens,
         _ => fail(&format!("{flag}: not a positive integer: {value}\n{USAGE}")),
     }
 }
@@ -84,7 +100,9 @@ async fn main() {
         idle: Duration::from_millis(30_000),
         expected_output_tokens: 256,
         shared_quota: None,
+        caller_budget: None,
     };
+    let mut caller_tokens = None;
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--addr", Some(value)) => addr = Some(value),
@@ -102,10 +120,10 @@ async fn main() {
                 Err(error) => fail(&format!("--redis: {error}")),
             },
             (flag @ "--expected-output-tokens", Some(value)) => {
-                waits.expected_output_tokens = match value.parse::<u64>() {
-                    Ok(tokens) if tokens > 0 => tokens,
-                    _ => fail(&format!("{flag}: not a positive integer: {value}\n{USAGE}")),
-                }
+                waits.expected_output_tokens = tokens(flag, &value)
+            }
+            (flag @ "--caller-tokens-per-minute", Some(value)) => {
+                caller_tokens = Some(tokens(flag, &value))
             }
             _ => fail(USAGE),
         }
@@ -113,6 +131,13 @@ async fn main() {
     let (Some(addr), Some(model)) = (addr, model) else {
         fail(USAGE)
     };
+    if let Some(tokens) = caller_tokens {
+        let budget = a2a_error::dependency::CallerBudget::per_minute(tokens);
+        waits.caller_budget = Some(match &waits.shared_quota {
+            Some(shared) => budget.shared(shared),
+            None => budget,
+        });
+    }
     // Installed first: the breakers report their state as they are made.
     let prometheus = metrics::install();
     let deps = app::Dependencies::new(

@@ -196,3 +196,236 @@ async fn a_replica_whose_redis_is_down_goes_on_with_its_own_view() {
         "{metrics}"
     );
 }
+
+/// A completion whose `usage` reports `total` tokens (a third of them the prompt's).
+fn used(text: &str, total: u64) -> HttpAnswer {
+    HttpAnswer::json(
+        200,
+        serde_json::json!({
+            "choices": [{"message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": total / 3, "completion_tokens": total - total / 3,
+                      "total_tokens": total}
+        }),
+    )
+}
+
+/// The reply of caller `credential` (none: anonymous) to `text` over JSON-RPC.
+async fn as_caller(url: &str, credential: Option<&str>, id: u64, text: &str) -> serde_json::Value {
+    let message = send(id, &format!("m-{id}"), text);
+    match credential {
+        Some(credential) => rpc_with(url, ("Authorization", credential), message).await,
+        None => rpc(url, message).await,
+    }
+}
+
+#[tokio::test]
+async fn a_caller_over_its_budget_gets_rate_limited_and_the_others_are_served() {
+    let model = FaultService::start(used("answered", 60)).await;
+    let (_agent, url) = agent(
+        model.url(),
+        &[
+            "--caller-tokens-per-minute",
+            "100",
+            "--expected-output-tokens",
+            "1",
+        ],
+    );
+    // 60 used, then 120: the second call was admitted under the budget.
+    for id in 1..=2 {
+        let reply = as_caller(&url, Some("Bearer alice"), id, "hi").await;
+        assert_eq!(text(&reply), "answered", "{reply}");
+    }
+    // Over it, however the scheme is spelled: refused, with no model request.
+    for (id, credential) in [(3, "Bearer alice"), (4, "BEARER   alice")] {
+        let reply = as_caller(&url, Some(credential), id, "hi").await;
+        assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
+        assert_eq!(reply["error"]["code"], -32052, "{reply}");
+        let delay = retry_delay(&reply).unwrap_or_else(|| panic!("{reply}"));
+        let secs: u64 = delay.trim_end_matches('s').parse().unwrap();
+        assert!((1..=60).contains(&secs), "{delay}");
+        assert!(!reply.to_string().contains("alice"), "{reply}");
+    }
+    assert_eq!(model.received().len(), 2, "the refused calls sent nothing");
+    // Another credential, and a caller without one (its address), are served.
+    let reply = as_caller(&url, Some("Bearer bob"), 5, "hi").await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    let reply = as_caller(&url, None, 6, "hi").await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    assert_eq!(model.received().len(), 4);
+    // REST: 429 with Retry-After and the IETF fields.
+    let refused = reqwest::Client::new()
+        .post(format!("{url}/message:send"))
+        .header("Authorization", "Bearer alice")
+        .json(
+            &serde_json::json!({"message": {"messageId": "m-rest", "role": "ROLE_USER",
+                                              "parts": [{"text": "hi"}]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    let header = |name: &str| {
+        refused
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_owned())
+    };
+    let retry_after: u64 = header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    assert_eq!(
+        header("ratelimit").as_deref(),
+        Some(format!("\"tokens\";r=0;t={retry_after}").as_str())
+    );
+    assert_eq!(
+        header("ratelimit-policy").as_deref(),
+        Some("\"tokens\";q=100;w=60")
+    );
+    assert_eq!(model.received().len(), 4);
+    let metrics = get_text(&format!("{url}/metrics")).await;
+    assert!(
+        metrics.contains("a2a_dependency_budget_refused{dependency=\"primary\"} 3"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("alice"), "no caller in a label");
+}
+
+#[tokio::test]
+async fn the_budget_is_across_both_models_and_counts_what_the_usage_says() {
+    // Each reply reports 30 tokens: the estimate (the body's bytes / 4 plus 256 expected)
+    // would have refused the second call, the usage does not.
+    let primary = FaultService::start(used("from the primary", 30)).await;
+    primary.then(vec![HttpAnswer::status(503); 8]);
+    let fallback = FaultService::start(used("from the fallback", 30)).await;
+    let (_agent, url) = agent(
+        primary.url(),
+        &[
+            "--fallback-model",
+            fallback.url(),
+            "--caller-tokens-per-minute",
+            "300",
+        ],
+    );
+    let mut answered = 0;
+    for id in 1..=12 {
+        let reply = as_caller(&url, Some("Bearer carol"), id, "hi").await;
+        if reply["error"]["data"][0]["reason"] == "RATE_LIMITED" {
+            break;
+        }
+        assert!(!text(&reply).is_empty(), "{reply}");
+        answered += 1;
+    }
+    // 30 a call, whichever model answered: the tenth brings it to 300.
+    assert_eq!(answered, 10, "calls served before the budget was used");
+    assert!(
+        !fallback.received().is_empty(),
+        "the fallback answered some"
+    );
+    let sent = primary.received().len() + fallback.received().len();
+    let reply = as_caller(&url, Some("Bearer carol"), 20, "hi").await;
+    assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
+    assert_eq!(
+        primary.received().len() + fallback.received().len(),
+        sent,
+        "neither model got a request"
+    );
+}
+
+#[tokio::test]
+async fn a_streamed_answers_usage_counts_against_its_caller() {
+    let usage = |input: u64, output: u64| {
+        HttpAnswer::events([
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok\"}}]}".to_owned(),
+            format!(
+                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{input},\"completion_tokens\":{output}}}}}"
+            ),
+            "data: [DONE]".to_owned(),
+        ])
+    };
+    let model = FaultService::start(used("answered", 1)).await;
+    model.then([usage(50, 60), usage(2, 3)]);
+    let (_agent, url) = agent(
+        model.url(),
+        &[
+            "--caller-tokens-per-minute",
+            "100",
+            "--expected-output-tokens",
+            "1",
+        ],
+    );
+    // Dave's stream used 110; Erin's 5 (each estimated at well under 100).
+    for credential in ["Bearer dave", "Bearer erin"] {
+        let streamed =
+            crate::llm_stream::stream(&url, "hi", &[("Authorization", credential)]).await;
+        assert!(!streamed.events().is_empty(), "{streamed:?}");
+    }
+    // The usage is counted as the stream ends: within moments of its last event.
+    let waited = Instant::now();
+    let mut reply = as_caller(&url, Some("Bearer dave"), 1, "hi").await;
+    while reply["error"]["data"][0]["reason"] != "RATE_LIMITED"
+        && waited.elapsed() < Duration::from_secs(5)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        reply = as_caller(&url, Some("Bearer dave"), 1, "hi").await;
+    }
+    assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
+    let reply = as_caller(&url, Some("Bearer erin"), 2, "hi").await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+}
+
+#[tokio::test]
+async fn replicas_on_one_redis_keep_one_budget_per_caller() {
+    let Some(redis) = crate::common::redis_server("the shared caller budget") else {
+        return;
+    };
+    let model = FaultService::start(used("answered", 60)).await;
+    let flags = [
+        "--redis",
+        &redis.url,
+        "--caller-tokens-per-minute",
+        "100",
+        "--expected-output-tokens",
+        "1",
+    ];
+    let (_a, url_a) = agent(model.url(), &flags);
+    let (_b, url_b) = agent(model.url(), &flags);
+    for id in 1..=2 {
+        let reply = as_caller(&url_a, Some("Bearer frank"), id, "hi").await;
+        assert_eq!(text(&reply), "answered", "{reply}");
+    }
+    // The usage is written off the calls' path: in Redis within moments.
+    let sum = || -> u64 {
+        let keys = redis
+            .command(&["KEYS", "a2a-quota:budget:*"])
+            .unwrap_or_default();
+        keys.split_whitespace()
+            .filter(|key| key.starts_with("a2a-quota:budget:"))
+            .filter_map(|key| redis.command(&["GET", key]).ok())
+            .filter_map(|count| count.trim().parse::<i64>().ok())
+            .sum::<i64>()
+            .max(0) as u64
+    };
+    let waited = Instant::now();
+    while sum() < 120 && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(sum(), 120);
+    let reply = as_caller(&url_b, Some("Bearer frank"), 3, "hi").await;
+    assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
+    assert_eq!(
+        model.received().len(),
+        2,
+        "replica B sent the model nothing"
+    );
+    let reply = as_caller(&url_b, Some("Bearer grace"), 4, "hi").await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    // Each key expires with the window (a slot after it leaves it).
+    let keys = redis.command(&["KEYS", "a2a-quota:budget:*"]).unwrap();
+    for key in keys
+        .split_whitespace()
+        .filter(|key| key.starts_with("a2a-quota:budget:"))
+    {
+        let ttl = redis.command(&["PTTL", key]).unwrap();
+        let ttl: i64 = ttl.trim().trim_start_matches(':').parse().unwrap();
+        assert!((0..=65_000).contains(&ttl), "{key}: {ttl}");
+    }
+}

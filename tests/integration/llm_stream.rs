@@ -17,14 +17,14 @@ fn stream_call(text: &str) -> Value {
 /// What a streaming call got: an ordinary JSON-RPC reply (an error before any event), or the
 /// events of a stream.
 #[derive(Debug)]
-enum Streamed {
+pub(crate) enum Streamed {
     Reply(Value),
     Events(Vec<Value>),
 }
 
 impl Streamed {
     /// The stream's events (each JSON-RPC response's `result`), or a panic.
-    fn events(&self) -> &[Value] {
+    pub(crate) fn events(&self) -> &[Value] {
         match self {
             Streamed::Events(events) => events,
             Streamed::Reply(reply) => panic!("not a stream: {reply}"),
@@ -41,7 +41,7 @@ impl Streamed {
 }
 
 /// Sends the streaming call of `text` with `headers`, and reads its whole answer.
-async fn stream(url: &str, text: &str, headers: &[(&str, &str)]) -> Streamed {
+pub(crate) async fn stream(url: &str, text: &str, headers: &[(&str, &str)]) -> Streamed {
     let mut request = reqwest::Client::new()
         .post(format!("{url}/"))
         .json(&stream_call(text));

@@ -122,6 +122,13 @@ impl<E: Classify> Classify for Failure<E> {
         matches!(self, Failure::Failed(error) if error.is_quota_exhausted())
     }
 
+    fn rate_limit_policy(&self) -> Option<&str> {
+        match self {
+            Failure::Failed(error) => error.rate_limit_policy(),
+            _ => None,
+        }
+    }
+
     /// A slow operation is the operation's (one tool of a server that answers the others);
     /// no connection within the connect timeout is the callee's.
     fn scope(&self) -> Scope {

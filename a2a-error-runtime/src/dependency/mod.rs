@@ -33,14 +33,14 @@ pub use failure::Failure;
 #[cfg(feature = "redis")]
 pub use http::SharedQuota;
 pub use http::{
-    AnthropicMessages, AnyEvent, EXCERPT_BYTES, HttpCall, HttpDependency, HttpDependencyBuilder,
-    HttpError, HttpFailure, HttpReply, HttpServiceSettings, HttpStream, InBand, Interruption,
-    MAX_VALUE_BYTES, OpenAiChat, Read, SCANNED_BYTES, StatusFailure, StreamEvent, StreamFormat,
-    StreamInterrupted,
+    AnthropicMessages, AnyEvent, CallerBudget, EXCERPT_BYTES, HttpCall, HttpDependency,
+    HttpDependencyBuilder, HttpError, HttpFailure, HttpReply, HttpServiceSettings, HttpStream,
+    InBand, Interruption, MAX_VALUE_BYTES, OpenAiChat, Read, SCANNED_BYTES, StatusFailure,
+    StreamEvent, StreamFormat, StreamInterrupted,
 };
 #[cfg(feature = "mcp")]
 pub use mcp::{McpDependency, McpDependencyBuilder, McpError, McpFailure, ToolOutcome};
 pub use op::Op;
-pub use passed_on::DependencyFailed;
+pub use passed_on::{DependencyFailed, RATE_LIMIT_POLICY_KEY};
 #[cfg(feature = "push")]
 pub use push::{Delivery, PushSender, PushSenderBuilder, Receiver};

@@ -12,6 +12,8 @@ use crate::wire::data::DataSink;
 use crate::wire::error::{A2aError, Category, RetryHint};
 use crate::wire::standard::StandardError;
 
+pub use crate::wire::headers::RATE_LIMIT_POLICY_KEY;
+
 /// A dependency's failure (a model provider's, a tool's), as this agent answers its own
 /// caller. It is read through the failure's [`Classify`] impl, the same reading the layers
 /// acted on:
@@ -20,6 +22,7 @@ use crate::wire::standard::StandardError;
 /// |---|---|---|---|
 /// | refused the request (400, 401, 403, 404, 422; a validation or auth error) | `MODEL_REJECTED` / `DEPENDENCY_REJECTED` | no | no |
 /// | not sent: its stated quota resets after the call's deadline ([`HttpFailure::Paced`](super::http::HttpFailure::Paced)) | `RATE_LIMITED` | yes | the time to the reset |
+/// | not sent: the caller used its budget of tokens ([`HttpFailure::OverBudget`](super::http::HttpFailure::OverBudget)) | `RATE_LIMITED`, with the budget as `rateLimitPolicy` | yes | the time until the caller's window frees enough |
 /// | a model provider said the agent's quota is spent ([`Classify::is_quota_exhausted`]: `insufficient_quota`, 402, `budget_exceeded`, a daily limit) | `MODEL_QUOTA_EXHAUSTED` | only when it said when the quota is renewed | that time |
 /// | the call's own deadline passed | `DEADLINE_EXCEEDED` | as the table says | no |
 /// | anything else: rate limited, down, too slow, its circuit open, retries spent | `MODEL_UNAVAILABLE` / `DEPENDENCY_UNAVAILABLE` | yes | the delay it gave, or the time until its circuit half-opens |
@@ -38,6 +41,9 @@ use crate::wire::standard::StandardError;
 pub struct DependencyFailed {
     error: StandardError,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// The limit of our own that refused the call, as an IETF `RateLimit-Policy` item:
+    /// published (`rateLimitPolicy`) with the caller's RATE_LIMITED.
+    policy: Option<Box<str>>,
 }
 
 impl DependencyFailed {
@@ -70,6 +76,7 @@ impl DependencyFailed {
                 retry_after: failed.soonest_delay(),
             },
             source: None,
+            policy: None,
         }
     }
 
@@ -84,6 +91,7 @@ impl DependencyFailed {
         DependencyFailed {
             error,
             source: None,
+            policy: None,
         }
     }
 
@@ -117,6 +125,7 @@ impl DependencyFailed {
         DependencyFailed {
             error,
             source: None,
+            policy: failure.rate_limit_policy().map(Box::from),
         }
     }
 
@@ -187,6 +196,9 @@ impl A2aError for DependencyFailed {
         self.error.grpc_status()
     }
     fn write_data(&self, sink: &mut DataSink<'_>) {
-        self.error.write_data(sink)
+        self.error.write_data(sink);
+        if let Some(policy) = &self.policy {
+            sink.field(RATE_LIMIT_POLICY_KEY, &**policy);
+        }
     }
 }

@@ -164,7 +164,16 @@ pub(crate) fn quota_shared_unavailable() {
     metrics::counter!(super::DEPENDENCY_QUOTA_SHARED_UNAVAILABLE).increment(1);
 }
 
-/// A call held back for its dependency's stated quota: `waited` for the reset, or `refused`.
+/// A call of a caller that used its budget of the dependency's tokens, refused unsent (no
+/// caller label: the callers are not a closed set).
+pub(crate) fn budget_refused(name: &Arc<str>) {
+    metrics::counter!(super::DEPENDENCY_BUDGET_REFUSED,
+        "dependency" => SharedString::from(name.clone()))
+    .increment(1);
+}
+
+/// A call held back for its dependency's stated quota: `waited` for the reset, `refused`
+/// unsent, or `sent_elsewhere` (refused at once, for a fallback to answer).
 pub(crate) fn quota_held(name: &Arc<str>, outcome: &'static str) {
     metrics::counter!(super::DEPENDENCY_QUOTA_HELD,
         "dependency" => SharedString::from(name.clone()), "outcome" => outcome)

@@ -28,7 +28,8 @@
 //! | `a2a.dependency.retries` | counter | `dependency`, `error.type` |
 //! | `a2a.dependency.quota.remaining` | gauge: what the dependency's replies last stated of its quota, less the calls sent since | `dependency`, `limit` (`requests`, `tokens`) |
 //! | `a2a.dependency.quota.shared_unavailable` | counter: reads and writes of the quota shared on Redis that failed or took longer than their bound (the replica went on with its own view) | |
-//! | `a2a.dependency.quota.held` | counter: calls held back for the stated quota | `dependency`, `outcome` (`waited` for the reset, `refused` unsent) |
+//! | `a2a.dependency.quota.held` | counter: calls held back for the stated quota | `dependency`, `outcome` (`waited` for the reset, `refused` unsent, `sent_elsewhere`: refused at once for a fallback to answer) |
+//! | `a2a.dependency.budget.refused` | counter: calls refused unsent because their caller used its budget of tokens (`CallerBudget`); no caller label | `dependency` |
 //! | `gen_ai.client.operation.duration` | histogram, seconds: a model's call (`HttpDependency::model`), whole or streamed, from the call to its reply (a stream: its end), retries included | `dependency`, `gen_ai.operation.name` (`chat`), `gen_ai.provider.name`, `gen_ai.request.model` (when configured); failed: `error.type` (the failure's reason, `STREAM_INTERRUPTED`, `CANCELLED`) |
 //! | `gen_ai.client.operation.time_to_first_chunk` | histogram, seconds: from the call to its stream's first content event | as above, without `error.type` |
 //! | `gen_ai.client.operation.time_per_output_chunk` | histogram, seconds: between a stream's content events, after the first | as above |
@@ -154,6 +155,9 @@ const DEPENDENCY_QUOTA_SHARED_UNAVAILABLE: &str = "a2a.dependency.quota.shared_u
 /// Calls held back for a dependency's stated quota.
 #[cfg(feature = "client")]
 const DEPENDENCY_QUOTA_HELD: &str = "a2a.dependency.quota.held";
+/// Calls refused for their caller's budget.
+#[cfg(feature = "client")]
+const DEPENDENCY_BUDGET_REFUSED: &str = "a2a.dependency.budget.refused";
 
 /// What kind of callee a call goes to, which picks the series it is recorded under
 /// (`a2a.client.*` for agents, `a2a.dependency.*` for the rest).

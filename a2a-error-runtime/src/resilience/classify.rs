@@ -108,6 +108,14 @@ pub trait Classify {
         false
     }
 
+    /// The limit of our own that refused the call unsent, when one did (a caller's token
+    /// budget), as an IETF `RateLimit-Policy` item (`"tokens";q=10000;w=60`): passed on with
+    /// the caller's `RATE_LIMITED`, and on HTTP replies as the `RateLimit-Policy` field.
+    /// Default: none.
+    fn rate_limit_policy(&self) -> Option<&str> {
+        None
+    }
+
     /// Whose health the failure speaks of when the request carries a breaker of its own
     /// operation ([`Request::breaker`](crate::resilience::request::Request::breaker), one tool of an
     /// MCP server): the whole callee's (no connection, overloaded) or only the operation's

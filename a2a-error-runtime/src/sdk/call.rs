@@ -1,8 +1,9 @@
 //! What only the bridge knows of a request, told to the SDK's handler and to the executor in
 //! one service param (`a2a-error-call`): the caller's scope (for [`Scoped`](super::scoped)),
 //! the request's deadline (for [`Guarded`](crate::sdk::executor::Guarded), which runs in a task of the
-//! handler's own where the task-local deadline does not reach) and the request's link to its
-//! execution (`link`). The bridge sets it on every request; a caller's header of the same
+//! handler's own where the task-local deadline does not reach), the request's link to its
+//! execution (`link`) and its caller as the callers' budgets of `dependency` count it (the
+//! scope's key, or the address's for a request without a credential). The bridge sets it on every request; a caller's header of the same
 //! name is dropped first, so no caller can claim another's scope or link.
 //!
 //! One param, not one each: the SDK's handler copies every param (its name, its list and its
@@ -27,10 +28,15 @@ fn epoch() -> Instant {
 /// The service param's name.
 pub(crate) const CALL_PARAM: &str = "a2a-error-call";
 
-/// A request as the bridge tells it: `<scope> <deadline> <link>`, the scope as its key's 32
-/// hex digits, the deadline as microseconds after [`epoch`] and the link as its id, each of
-/// the last two `-` when there is none.
-pub(crate) fn write(scope: ScopeKey, deadline: Option<Instant>, link: Option<u64>) -> String {
+/// A request as the bridge tells it: `<scope> <deadline> <link> <caller>`, the scope as its
+/// key's 32 hex digits, the deadline as microseconds after [`epoch`], the link as its id and
+/// the caller as its key's 32 hex digits, each of the last three `-` when there is none.
+pub(crate) fn write(
+    scope: ScopeKey,
+    deadline: Option<Instant>,
+    link: Option<u64>,
+    caller: Option<u128>,
+) -> String {
     let mut value = hex(scope);
     value.push(' ');
     match deadline {
@@ -46,6 +52,11 @@ pub(crate) fn write(scope: ScopeKey, deadline: Option<Instant>, link: Option<u64
         Some(link) => value.push_str(itoa::Buffer::new().format(link)),
         None => value.push('-'),
     }
+    value.push(' ');
+    match caller {
+        Some(caller) => value.push_str(&hex(caller)),
+        None => value.push('-'),
+    }
     value
 }
 
@@ -58,6 +69,8 @@ pub(crate) struct Call {
     pub(crate) deadline: Option<Instant>,
     /// The id of the request's link to its execution.
     pub(crate) link: Option<u64>,
+    /// The request's caller, as the callers' budgets count it.
+    pub(crate) caller: Option<u128>,
 }
 
 /// What the bridge told of the request `params` came with; nothing (the anonymous scope, no
@@ -81,10 +94,15 @@ fn parse(value: &str) -> Option<Call> {
         "-" => None,
         id => Some(id.parse().ok()?),
     };
+    let caller = match parts.next()? {
+        "-" => None,
+        key => Some(read_scope(key)?),
+    };
     Some(Call {
         scope,
         deadline,
         link,
+        caller,
     })
 }
 
@@ -100,19 +118,20 @@ mod tests {
     fn what_is_written_is_read_back() {
         let scope = super::super::scope_key::key_of(Some("t:alice"));
         let deadline = epoch() + Duration::from_micros(1_234_567);
-        for (deadline, link) in [
-            (None, None),
-            (Some(deadline), None),
-            (None, Some(7)),
-            (Some(deadline), Some(u64::MAX)),
+        for (deadline, link, caller) in [
+            (None, None, None),
+            (Some(deadline), None, Some(scope)),
+            (None, Some(7), Some(u128::MAX)),
+            (Some(deadline), Some(u64::MAX), None),
         ] {
-            let call = read(&params(&write(scope, deadline, link)));
+            let call = read(&params(&write(scope, deadline, link, caller)));
             assert_eq!(
                 call,
                 Call {
                     scope,
                     deadline,
-                    link
+                    link,
+                    caller,
                 }
             );
         }
@@ -124,8 +143,10 @@ mod tests {
         for value in [
             "",
             "zz - -",
-            "0 - -",
-            &format!("{} x -", "0".repeat(32)),
+            "0 - - -",
+            &format!("{} - -", "0".repeat(32)),
+            &format!("{} x - -", "0".repeat(32)),
+            &format!("{} - - 12", "0".repeat(32)),
             &format!("{} - 1 2", "0".repeat(31)),
         ] {
             assert_eq!(read(&params(value)), Call::default(), "{value:?}");

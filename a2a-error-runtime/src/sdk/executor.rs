@@ -133,6 +133,7 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
             inherited: Inherited {
                 trace: Some(trace_of(&ctx)),
                 deadline: call.deadline,
+                caller: call.caller,
             },
             link: call.link.and_then(link::find),
             store: Arc::clone(&self.store),

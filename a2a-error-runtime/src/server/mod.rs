@@ -10,6 +10,7 @@ pub(crate) mod json;
 pub(crate) mod log;
 mod memory;
 mod params;
+pub(crate) mod peer;
 pub(crate) mod quota;
 #[cfg(feature = "sdk")]
 mod rate;

@@ -49,12 +49,46 @@ fn status_response<E: A2aError + ?Sized>(err: &E, status: u16, mapping: StatusMa
         // Retry-After takes whole seconds: round up, so the client never comes back early.
         let seconds = crate::wire::headers::whole_seconds_up(delay);
         headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        if err.code() == crate::wire::code::RATE_LIMITED {
+            rate_limit_fields(err, seconds, headers);
+        }
     }
     // For the request's span, which only sees the response (the bridge's REST routes).
     response
         .extensions_mut()
         .insert(crate::observe::FailedWith::new(err.code(), err.reason()));
     response
+}
+
+/// The IETF `RateLimit` field of a refusal for a rate limit (draft-ietf-httpapi-ratelimit-
+/// headers): nothing left of the policy (`r=0`) for `seconds` (`t`), and `RateLimit-Policy`
+/// when the error names its policy (`rateLimitPolicy`, a caller's budget): `"tokens";q=…;w=…`.
+/// The policy is ours, but read through what an error carries: only a short item of a name
+/// and parameters is sent.
+fn rate_limit_fields<E: A2aError + ?Sized>(err: &E, seconds: u64, headers: &mut header::HeaderMap) {
+    const RATELIMIT: header::HeaderName = header::HeaderName::from_static("ratelimit");
+    const POLICY: header::HeaderName = header::HeaderName::from_static("ratelimit-policy");
+    let policy = err
+        .metadata()
+        .remove(crate::wire::headers::RATE_LIMIT_POLICY_KEY)
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .filter(|policy| {
+            policy.len() <= 128
+                && policy.starts_with('"')
+                && policy
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || b"\";=_-.".contains(&byte))
+        });
+    let name = policy
+        .as_deref()
+        .and_then(|policy| policy.split(';').next())
+        .unwrap_or("\"default\"");
+    if let Ok(value) = HeaderValue::from_str(&format!("{name};r=0;t={seconds}")) {
+        headers.insert(RATELIMIT, value);
+    }
+    if let Some(value) = policy.and_then(|policy| HeaderValue::from_str(&policy).ok()) {
+        headers.insert(POLICY, value);
+    }
 }
 
 /// `StandardError` is a floor-0 type: its axum response lives here, on the server's floor,

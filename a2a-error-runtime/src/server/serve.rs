@@ -209,17 +209,21 @@ pub async fn serve(
             let serving = serving.begin();
             let quota = quotas.take(quotas.caller(request.headers(), Some(peer.ip())));
             let request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
-            let reply = quota.map(|quota| {
-                let reply = match &front {
-                    Some(front) if request.uri().path() == "/" => Either::Left(front(request)),
-                    // Boxed: inline, the router's future (the request in it) would make
-                    // this future, which hyper moves into its slot for every request,
-                    // several hundred bytes for the endpoint's requests too.
-                    _ => Either::Right(Box::pin(router.clone().oneshot(request))),
-                };
-                (quota, reply)
+            // The peer's address is known to the request's handling (`peer`), from its making
+            // on.
+            let reply = super::peer::sync_scope(peer.ip(), || {
+                quota.map(|quota| {
+                    let reply = match &front {
+                        Some(front) if request.uri().path() == "/" => Either::Left(front(request)),
+                        // Boxed: inline, the router's future (the request in it) would make
+                        // this future, which hyper moves into its slot for every request,
+                        // several hundred bytes for the endpoint's requests too.
+                        _ => Either::Right(Box::pin(router.clone().oneshot(request))),
+                    };
+                    (quota, reply)
+                })
             });
-            async move {
+            super::peer::scope(peer.ip(), async move {
                 let Some((quota, reply)) = reply else {
                     return Ok(over_quota());
                 };
@@ -239,7 +243,7 @@ pub async fn serve(
                         _serving: serving,
                     })
                 }))
-            }
+            })
         });
         let connection =
             http.serve_connection(TokioIo::new(Counted::new(stream, &progress)), service);

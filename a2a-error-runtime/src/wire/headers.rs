@@ -11,6 +11,11 @@ pub const VERSION_HEADER: &str = "A2A-Version";
 /// its own timeout), and an agent calling further agents can pass on what is left.
 pub const DEADLINE_HEADER: &str = "A2A-Deadline-Ms";
 
+/// The ErrorInfo metadata key of the limit that refused a call for a rate (a caller's token
+/// budget), as an IETF `RateLimit-Policy` item (`"tokens";q=10000;w=60`): the REST binding
+/// sends it as the `RateLimit-Policy` field too.
+pub const RATE_LIMIT_POLICY_KEY: &str = "rateLimitPolicy";
+
 /// Reads a `Retry-After` value as a delay from `now`: delta-seconds or an HTTP-date
 /// (RFC 9110 §10.2.3). A date in the past is a zero delay; anything else is no delay.
 pub(crate) fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {

@@ -60,6 +60,16 @@ pub enum HttpFailure {
         /// The time until the quota resets.
         reset_in: Duration,
     },
+    /// Not sent: the caller of the request being served used its budget of tokens
+    /// ([`CallerBudget`](crate::dependency::CallerBudget)). A fallback goes on to its next
+    /// step (a model outside the budget serves the caller); passed on, it is `RATE_LIMITED`
+    /// with the time until the caller's window frees enough, and the budget's policy.
+    OverBudget {
+        /// The time until the caller's window frees enough (at most the window).
+        retry_in: Duration,
+        /// The budget as an IETF `RateLimit-Policy` item: `"tokens";q=N;w=S`.
+        policy: std::sync::Arc<str>,
+    },
 }
 
 /// A reply whose status is not 2xx, with what it said about retrying.
@@ -226,6 +236,7 @@ impl Classify for HttpFailure {
             HttpFailure::InBand(error) if error.retryable => RetryHint::Backoff,
             HttpFailure::EventTooLarge { .. } => RetryHint::Backoff,
             HttpFailure::Paced { reset_in } => RetryHint::After(*reset_in),
+            HttpFailure::OverBudget { retry_in, .. } => RetryHint::After(*retry_in),
             // The same service would send the same oversized or unreadable reply again.
             HttpFailure::InBand(_)
             | HttpFailure::Status(_)
@@ -239,7 +250,8 @@ impl Classify for HttpFailure {
         match self {
             HttpFailure::Connect { .. }
             | HttpFailure::Invalid { .. }
-            | HttpFailure::Paced { .. } => false,
+            | HttpFailure::Paced { .. }
+            | HttpFailure::OverBudget { .. } => false,
             // 408: the request never fully arrived; 429, 503 and 529: refused for load.
             HttpFailure::Status(status) => {
                 !status.quota && !matches!(status.status, 408 | 429 | 503 | 529)
@@ -260,7 +272,7 @@ impl Classify for HttpFailure {
             },
             HttpFailure::Invalid { .. } => Outcome::Ignored,
             // Refused here, for the service's load: a rate limit of our own.
-            HttpFailure::Paced { .. } => Outcome::RateLimited,
+            HttpFailure::Paced { .. } | HttpFailure::OverBudget { .. } => Outcome::RateLimited,
             HttpFailure::InBand(error) if error.kind == "rate_limit_error" => Outcome::RateLimited,
             HttpFailure::InBand(error) if !error.retryable => Outcome::Success,
             _ => Outcome::Failure,
@@ -271,9 +283,19 @@ impl Classify for HttpFailure {
         matches!(self, HttpFailure::Status(status) if status.quota)
     }
 
-    /// Paced by the stated quota: nothing was sent.
+    /// Paced by the stated quota, or over the caller's budget: nothing was sent.
     fn is_local_refusal(&self) -> bool {
-        matches!(self, HttpFailure::Paced { .. })
+        matches!(
+            self,
+            HttpFailure::Paced { .. } | HttpFailure::OverBudget { .. }
+        )
+    }
+
+    fn rate_limit_policy(&self) -> Option<&str> {
+        match self {
+            HttpFailure::OverBudget { policy, .. } => Some(policy),
+            _ => None,
+        }
     }
 
     /// The delay the service asked for; for a spent quota (never retried) the time until it
@@ -294,6 +316,7 @@ impl Classify for HttpFailure {
             HttpFailure::Malformed { .. } => "INVALID_RESPONSE",
             HttpFailure::Invalid { .. } => "INVALID_CALL",
             HttpFailure::Paced { .. } => "QUOTA_WAIT",
+            HttpFailure::OverBudget { .. } => "CALLER_BUDGET",
             HttpFailure::InBand(error) => error.reason(),
             HttpFailure::Status(status) if status.quota => "QUOTA_EXHAUSTED",
             HttpFailure::Status(status) => match status.status {
@@ -334,6 +357,12 @@ impl fmt::Display for HttpFailure {
                 write!(
                     f,
                     "not sent: the stated quota resets in {reset_in:?}, after the deadline"
+                )
+            }
+            HttpFailure::OverBudget { retry_in, .. } => {
+                write!(
+                    f,
+                    "not sent: the caller used its budget of tokens (frees in {retry_in:?})"
                 )
             }
         }

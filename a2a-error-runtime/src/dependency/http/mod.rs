@@ -17,9 +17,10 @@ use tracing::Instrument;
 
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, SCANNED_BYTES, StatusFailure};
+pub use quota::CallerBudget;
 #[cfg(feature = "redis")]
 pub use quota::SharedQuota;
-use quota::{NO_DEADLINE_WAIT, Pacing, Quota};
+use quota::{Charge, NO_DEADLINE_WAIT, Pacing, Quota, Ticket};
 pub use stream::{
     AnthropicMessages, AnyEvent, HttpStream, Interruption, OpenAiChat, Read, StreamEvent,
     StreamFormat, StreamInterrupted,
@@ -70,6 +71,42 @@ pub struct HttpDependency {
     breaker: Option<CircuitBreaker>,
     /// The service's stated quota and how calls are paced by it.
     quota: Option<Arc<Pacing>>,
+    /// Each caller's budget of the service's tokens.
+    budget: Option<CallerBudget>,
+    /// The output tokens a call is estimated at when its body names no maximum.
+    expected_output: u64,
+}
+
+/// What a call was admitted with: its charge to its caller's budget and its ticket of the
+/// stated quota, each when there is one.
+#[derive(Default)]
+struct Admitted {
+    charge: Option<Charge>,
+    _ticket: Option<Ticket>,
+}
+
+impl Admitted {
+    /// The call ended as `ended` says: its caller is charged what it used (the usage the
+    /// reply reported, else its estimate; nothing when it cannot have run).
+    fn settle(&mut self, ended: Result<(Option<u64>, Option<u64>), &HttpError>) {
+        let Some(charge) = self.charge.take() else {
+            return;
+        };
+        let used = match ended {
+            Ok(usage) => total(usage).unwrap_or(charge.estimate()),
+            Err(error) if !error.may_have_run() => 0,
+            Err(_) => charge.estimate(),
+        };
+        charge.settle(used);
+    }
+}
+
+/// The tokens a reply reported, input and output together.
+fn total((input, output): (Option<u64>, Option<u64>)) -> Option<u64> {
+    match (input, output) {
+        (None, None) => None,
+        (input, output) => Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0))),
+    }
 }
 
 impl std::fmt::Debug for HttpDependency {
@@ -108,6 +145,7 @@ impl HttpDependency {
             quota: true,
             quota_waits: true,
             expected_output: 256,
+            budget: None,
             #[cfg(feature = "redis")]
             shared_quota: None,
         };
@@ -139,19 +177,54 @@ impl HttpDependency {
         self.breaker.as_ref()
     }
 
-    /// Waits until the service's stated quota has room for `call` (when its calls are paced
-    /// by it): the ticket that counts the call against it.
-    async fn admit(&self, call: &HttpCall) -> Result<Option<quota::Ticket>, HttpError> {
-        match &self.quota {
-            Some(pacing) => pacing.admit(call).await.map(Some),
-            None => Ok(None),
+    /// Admits `call`: within its caller's budget (refused unsent past it), then once the
+    /// service's stated quota has room for it (when its calls are paced by it). The call is
+    /// counted against both while what is returned lives.
+    async fn admit(&self, call: &HttpCall) -> Result<Admitted, HttpError> {
+        if self.quota.is_none() && self.budget.is_none() {
+            return Ok(Admitted::default());
         }
+        let tokens = quota::estimate(call.body_bytes(), self.expected_output);
+        let charge = match (&self.budget, crate::inherited::caller()) {
+            (Some(budget), Some(caller)) => match budget.take(caller, tokens).await {
+                Ok(charge) => Some(charge),
+                Err(frees_in) => {
+                    crate::observe::budget_refused(&self.name);
+                    // Whole seconds, rounded up, within the window: a caller told to wait
+                    // never comes back early.
+                    let whole = frees_in.as_secs() + u64::from(frees_in.subsec_nanos() > 0);
+                    let whole = whole.clamp(1, budget.window().as_secs().max(1));
+                    return Err(Failure::Failed(HttpFailure::OverBudget {
+                        retry_in: std::time::Duration::from_secs(whole),
+                        policy: Arc::clone(budget.policy()),
+                    }));
+                }
+            },
+            _ => None,
+        };
+        let ticket = match &self.quota {
+            Some(pacing) => match pacing.admit(tokens).await {
+                Ok(ticket) => Some(ticket),
+                Err(refused) => {
+                    // Not sent: nothing used.
+                    if let Some(charge) = charge {
+                        charge.settle(0);
+                    }
+                    return Err(refused);
+                }
+            },
+            None => None,
+        };
+        Ok(Admitted {
+            charge,
+            _ticket: ticket,
+        })
     }
 
     /// Sends `call` through the layers, once the service's stated quota has room for it.
     pub async fn send(&self, call: HttpCall) -> Result<HttpReply, HttpError> {
-        // Counted against the stated quota until the reply is read.
-        let _admitted = self.admit(&call).await?;
+        // Counted against the budget and the stated quota until the reply is read.
+        let mut admitted = self.admit(&call).await?;
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpReply, HttpError>| match result {
             Ok(reply) => Some(reply.status),
@@ -167,7 +240,14 @@ impl HttpDependency {
             status_of,
         );
         let Some(model) = &self.model else {
-            return sent.await;
+            let result = sent.await;
+            if admitted.charge.is_some() {
+                admitted.settle(match &result {
+                    Ok(reply) => Ok(stream::usage_in(&reply.body)),
+                    Err(error) => Err(error),
+                });
+            }
+            return result;
         };
         let (started, span) = (tokio::time::Instant::now(), model.span());
         let result = sent.instrument(span.clone()).await;
@@ -176,6 +256,10 @@ impl HttpDependency {
             Err(error) => ((None, None), Some(error.failure_reason())),
         };
         model.ended(&span, started.elapsed(), None, usage, failure);
+        admitted.settle(match &result {
+            Ok(_) => Ok(usage),
+            Err(error) => Err(error),
+        });
         result
     }
 
@@ -191,8 +275,9 @@ impl HttpDependency {
     /// the caller's), which bounds the whole stream; the attempt timeout does not apply.
     /// Dropping the stream closes the connection.
     pub async fn stream(&self, call: HttpCall) -> Result<HttpStream, HttpError> {
-        // Counted against the stated quota until the stream is open (its head read).
-        let _admitted = self.admit(&call).await?;
+        // Counted against the stated quota until the stream is open (its head read); against
+        // the caller's budget until it ends, when its usage is known.
+        let mut admitted = self.admit(&call).await?;
         let started = tokio::time::Instant::now();
         let call = call.with_target(self.name.clone());
         let status_of = |result: &Result<HttpStream, HttpError>| match result {
@@ -209,16 +294,25 @@ impl HttpDependency {
             status_of,
         );
         let Some(model) = &self.model else {
-            return Ok(opened.await?.reporting(self.breaker.clone(), None, started));
+            return match opened.await {
+                Ok(opened) => Ok(opened
+                    .reporting(self.breaker.clone(), None, started)
+                    .charging(admitted.charge.take())),
+                Err(error) => {
+                    admitted.settle(Err(&error));
+                    Err(error)
+                }
+            };
         };
         let span = model.span();
         match opened.instrument(span.clone()).await {
-            Ok(opened) => {
-                Ok(opened.reporting(self.breaker.clone(), Some((model.clone(), span)), started))
-            }
+            Ok(opened) => Ok(opened
+                .reporting(self.breaker.clone(), Some((model.clone(), span)), started)
+                .charging(admitted.charge.take())),
             Err(error) => {
                 let failure = Some(error.failure_reason());
                 model.ended(&span, started.elapsed(), None, (None, None), failure);
+                admitted.settle(Err(&error));
                 Err(error)
             }
         }
@@ -272,6 +366,7 @@ pub struct HttpServiceSettings {
     quota: bool,
     quota_waits: bool,
     expected_output: u64,
+    budget: Option<CallerBudget>,
     #[cfg(feature = "redis")]
     shared_quota: Option<SharedQuota>,
 }
@@ -424,9 +519,20 @@ impl HttpDependencyBuilder {
     }
 
     /// The output tokens a call is estimated to use when its body names no maximum
-    /// (default 256): what the stated quota must have room for, besides its input.
+    /// (default 256): what the stated quota must have room for, besides its input, and what
+    /// a caller's budget counts until the reply's usage is known.
     pub fn expected_output_tokens(mut self, tokens: u64) -> Self {
         self.callee.expected_output = tokens;
+        self
+    }
+
+    /// Counts the service's tokens against each caller's `budget` (see [`CallerBudget`]):
+    /// a caller of the request being served that used its budget is refused unsent
+    /// ([`HttpFailure::OverBudget`], passed on as `RATE_LIMITED` with the time until its
+    /// window frees enough); a call made for no request is not counted. Give the same budget
+    /// to several dependencies to count a caller's tokens across them.
+    pub fn caller_budget(mut self, budget: CallerBudget) -> Self {
+        self.callee.budget = Some(budget);
         self
     }
 
@@ -439,7 +545,6 @@ impl HttpDependencyBuilder {
         let quota = settings.quota.then(|| {
             Arc::new(Pacing {
                 quota: Quota::default(),
-                expected_output: settings.expected_output,
                 waits: settings.quota_waits,
                 longest_wait: stack
                     .total_timeout
@@ -476,6 +581,8 @@ impl HttpDependencyBuilder {
             name,
             breaker,
             quota,
+            budget: settings.budget,
+            expected_output: settings.expected_output,
         })
     }
 }

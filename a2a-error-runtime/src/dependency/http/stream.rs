@@ -371,6 +371,8 @@ pub struct HttpStream {
     usage: (Option<u64>, Option<u64>),
     /// What the call's GenAI series need, for a model's stream; taken when recorded.
     gen_ai: Option<GenAi>,
+    /// The call's charge to its caller's budget, settled with the usage when it ends.
+    charge: Option<super::quota::Charge>,
 }
 
 /// A model call's GenAI series, recorded once its stream ends (or is dropped), and its span,
@@ -530,8 +532,19 @@ impl HttpStream {
         None
     }
 
-    /// Records the call's GenAI series, once.
+    /// The stream, charging its caller's budget with its usage when it ends (its estimate
+    /// when it reported none).
+    pub(super) fn charging(mut self, charge: Option<super::quota::Charge>) -> HttpStream {
+        self.charge = charge;
+        self
+    }
+
+    /// Records the call's GenAI series, and settles its charge, once.
     fn record(&mut self, failure: Option<&str>) {
+        if let Some(charge) = self.charge.take() {
+            let used = super::total(self.usage).unwrap_or(charge.estimate());
+            charge.settle(used);
+        }
         if let Some(gen_ai) = self.gen_ai.take() {
             let first_chunk =
                 (self.delivered > 0 || self.first.is_some()).then_some(gen_ai.first_chunk);
@@ -669,6 +682,7 @@ impl StreamService {
             breaker: None,
             usage,
             gen_ai: None,
+            charge: None,
         })
     }
 }

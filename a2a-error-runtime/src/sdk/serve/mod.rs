@@ -229,9 +229,14 @@ impl<H: RequestHandler> Bridge<H> {
     ) -> ServiceParams {
         let mut params = service_params(headers);
         let scope = key_of((self.scope)(headers).as_deref());
+        // The caller the budgets count: its scope, or without a credential its address.
+        let caller = match scope {
+            0 => crate::server::peer::current().map(address_key),
+            scope => Some(scope),
+        };
         params.insert(
             CALL_PARAM.to_owned(),
-            vec![crate::sdk::call::write(scope, deadline, link)],
+            vec![crate::sdk::call::write(scope, deadline, link, caller)],
         );
         params
     }
@@ -330,6 +335,19 @@ impl<H: RequestHandler> Bridge<H> {
     ) -> ServiceParams {
         self.params_of(headers, deadline, Some(link.id()))
     }
+}
+
+/// The caller key of an anonymous request from `peer`: a hash of its address, apart from
+/// every scope's (a scope's key hashes its text; this one, bytes no text of a scope begins
+/// with).
+fn address_key(peer: std::net::IpAddr) -> u128 {
+    let mut bytes = [0u8; 17];
+    bytes[0] = 0xff;
+    match peer {
+        std::net::IpAddr::V4(v4) => bytes[1..5].copy_from_slice(&v4.octets()),
+        std::net::IpAddr::V6(v6) => bytes[1..].copy_from_slice(&v6.octets()),
+    }
+    xxhash_rust::xxh3::xxh3_128(&bytes).max(1)
 }
 
 #[cfg(test)]

@@ -9,14 +9,20 @@
 //! - Anthropic: `anthropic-ratelimit-requests-{remaining,reset}` and
 //!   `anthropic-ratelimit-tokens-{remaining,reset}` (else the tightest of
 //!   `…-input-tokens-…` and `…-output-tokens-…`), resets as RFC 3339 instants;
-//! - the IETF draft: `RateLimit: "default";r=50;t=30` (requests remaining, seconds to reset).
+//! - the IETF draft: `RateLimit: "default";r=50;t=30` (requests remaining, seconds to reset),
+//!   with `RateLimit-Policy: "default";q=100;w=60` giving the reset (the policy's window)
+//!   when `t` is left out.
 //!
 //! A statement holds until its reset (at most a day ahead); one without a reset holds for a
 //! second. Gemini states nothing: its 429s are read as every 429 is. With a [`SharedQuota`]
 //! (feature `redis`) the statements are the replicas' together.
 
+mod budget;
 #[cfg(feature = "redis")]
 mod shared;
+
+pub use budget::CallerBudget;
+pub(crate) use budget::Charge;
 #[cfg(feature = "redis")]
 pub use shared::SharedQuota;
 
@@ -26,7 +32,6 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::{HeaderMap, HeaderName};
 use tokio::time::Instant;
 
-use super::call::HttpCall;
 use super::error::{HttpError, HttpFailure};
 use crate::dependency::failure::Failure;
 
@@ -62,6 +67,7 @@ const ANTHROPIC_OUTPUT_TOKENS: [HeaderName; 2] = [
     HeaderName::from_static("anthropic-ratelimit-output-tokens-reset"),
 ];
 const IETF: HeaderName = HeaderName::from_static("ratelimit");
+const IETF_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 
 /// What one reply stated: for requests and for tokens, what remains and when it resets.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -110,7 +116,7 @@ impl Stated {
         Stated {
             requests: openai(&OPENAI_REQUESTS)
                 .or_else(|| anthropic(&ANTHROPIC_REQUESTS))
-                .or_else(|| text(&IETF).and_then(ietf)),
+                .or_else(|| text(&IETF).and_then(|field| ietf(field, text(&IETF_POLICY)))),
             tokens: openai(&OPENAI_TOKENS)
                 .or_else(|| anthropic(&ANTHROPIC_TOKENS))
                 .or_else(|| {
@@ -179,28 +185,38 @@ fn until(instant: &str, now: SystemTime) -> Option<Duration> {
 }
 
 /// The IETF draft's `RateLimit` field: the first policy's `r` (remaining) and `t` (seconds to
-/// reset), as requests.
-fn ietf(field: &str) -> Option<Window> {
+/// reset), as requests; without `t`, the window (`w`) of the policy of that name in
+/// `RateLimit-Policy` (`policies`), when it names one.
+fn ietf(field: &str, policies: Option<&str>) -> Option<Window> {
     let first = field.split(',').next()?;
+    let name = first.split(';').next()?.trim();
     let mut remaining = None;
-    let mut reset = None;
+    let mut reset = parameter(first, "t");
     for parameter in first.split(';').skip(1) {
-        let (name, value) = parameter.trim().split_once('=')?;
-        match name.trim() {
-            "r" => remaining = value.trim().parse::<u64>().ok(),
-            "t" => {
-                reset = value
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .map(|secs| Duration::from_secs(secs).min(MAX_RESET));
-            }
-            _ => {}
+        let (key, value) = parameter.trim().split_once('=')?;
+        if key.trim() == "r" {
+            remaining = value.trim().parse::<u64>().ok();
         }
+    }
+    if reset.is_none() {
+        reset = policies.and_then(|policies| {
+            policies
+                .split(',')
+                .find(|policy| policy.split(';').next().map(str::trim) == Some(name))
+                .and_then(|policy| parameter(policy, "w"))
+        });
     }
     Some(Window {
         remaining: remaining?,
-        reset,
+        reset: reset.map(|secs| Duration::from_secs(secs).min(MAX_RESET)),
+    })
+}
+
+/// The whole-number parameter `key` of one structured-field item (`"name";key=30`).
+fn parameter(item: &str, key: &str) -> Option<u64> {
+    item.split(';').skip(1).find_map(|parameter| {
+        let (name, value) = parameter.trim().split_once('=')?;
+        (name.trim() == key).then(|| value.trim().parse().ok())?
     })
 }
 
@@ -336,11 +352,9 @@ impl Quota {
 /// timeout is shorter).
 pub(crate) const NO_DEADLINE_WAIT: Duration = Duration::from_secs(30);
 
-/// A dependency's calls paced by its stated quota: the quota, the estimate's default output,
-/// whether a call waits for a reset at all, and the longest a call without a deadline waits.
+/// A dependency's calls paced by its stated quota: the quota, whether a call waits for a reset at all, and the longest a call without a deadline waits.
 pub(crate) struct Pacing {
     pub(crate) quota: Quota,
-    pub(crate) expected_output: u64,
     pub(crate) waits: bool,
     pub(crate) longest_wait: Duration,
     pub(crate) name: Arc<str>,
@@ -388,8 +402,7 @@ impl Pacing {
     /// Waits until the stated quota has room for `call`, or refuses it unsent when the
     /// reset comes after the call's deadline. The call counts against the quota while the
     /// ticket lives (until its reply is read).
-    pub(crate) async fn admit(self: &Arc<Self>, call: &HttpCall) -> Result<Ticket, HttpError> {
-        let tokens = estimate(call.body_bytes(), self.expected_output);
+    pub(crate) async fn admit(self: &Arc<Self>, tokens: u64) -> Result<Ticket, HttpError> {
         // What the other replicas learned since: one round trip, bounded.
         #[cfg(feature = "redis")]
         if let Some(shared) = &self.shared
@@ -418,7 +431,13 @@ impl Pacing {
                 Err(()) => now,
             };
             if !self.waits || at > deadline {
-                crate::observe::quota_held(&self.name, "refused");
+                // Not waiting for the reset is for a dependency with somewhere else to go.
+                let outcome = if self.waits {
+                    "refused"
+                } else {
+                    "sent_elsewhere"
+                };
+                crate::observe::quota_held(&self.name, outcome);
                 // Whole seconds, rounded up: a caller told to wait never comes back early.
                 let left = at - now;
                 let whole = left.as_secs() + u64::from(left.subsec_nanos() > 0);
@@ -548,6 +567,24 @@ mod tests {
             Some(Window {
                 remaining: 50,
                 reset: Some(Duration::from_secs(30))
+            })
+        );
+        // Without `t`, the window of the policy of that name.
+        let policy = Stated::read(
+            &headers(&[
+                ("ratelimit", "\"burst\";r=0"),
+                (
+                    "ratelimit-policy",
+                    "\"day\";q=1000;w=86400, \"burst\";q=10;w=20",
+                ),
+            ]),
+            now,
+        );
+        assert_eq!(
+            policy.requests,
+            Some(Window {
+                remaining: 0,
+                reset: Some(Duration::from_secs(20))
             })
         );
         for odd in [

@@ -148,6 +148,107 @@ impl SharedQuota {
         (!stated.is_empty()).then_some((stated, at))
     }
 
+    /// Counts `estimate` tokens in slot `slot` of a caller's budget (`caller` its key's hex)
+    /// and reads the window's slots, in one round trip (50 ms at most): the counts by slot
+    /// as [`budget`](super::budget) keeps them, `None` when Redis did not answer in time.
+    pub(crate) async fn budget_take(
+        &self,
+        caller: &str,
+        slot: u64,
+        estimate: u64,
+        ttl_ms: u64,
+    ) -> Option<[u64; super::budget::SLOTS]> {
+        let slots = super::budget::SLOTS as u64;
+        let key = self.budget_key(caller, slot);
+        let window: Vec<String> = (0..slots)
+            .filter_map(|age| slot.checked_sub(age))
+            .map(|earlier| self.budget_key(caller, earlier))
+            .collect();
+        let mut pipe = redis::pipe();
+        pipe.cmd("INCRBY")
+            .arg(&key)
+            .arg(estimate)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&key)
+            .arg(ttl_ms)
+            .ignore()
+            .cmd("MGET")
+            .arg(&window);
+        let mut connection = self.connection.clone();
+        let read = tokio::time::timeout(
+            READ_LIMIT,
+            pipe.query_async::<(Vec<Option<i64>>,)>(&mut connection),
+        )
+        .await;
+        let Ok(Ok((counts,))) = read else {
+            self.unavailable();
+            return None;
+        };
+        let mut by_slot = [0u64; super::budget::SLOTS];
+        for (age, count) in counts.into_iter().enumerate() {
+            let Some(earlier) = slot.checked_sub(age as u64) else {
+                continue;
+            };
+            // A count written negative by a settlement ahead of its charge counts nothing.
+            by_slot[(earlier % slots) as usize] = count.unwrap_or(0).max(0) as u64;
+        }
+        Some(by_slot)
+    }
+
+    /// A call counted at `estimate` in slot `charged` used `used`, counted in slot `now`:
+    /// written on a task of its own.
+    pub(crate) fn budget_settle(
+        &self,
+        caller: &str,
+        charged: u64,
+        estimate: u64,
+        now: u64,
+        used: u64,
+        ttl_ms: u64,
+    ) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (charged, now) = (
+            self.budget_key(caller, charged),
+            self.budget_key(caller, now),
+        );
+        let clamp = |tokens: u64| i64::try_from(tokens).unwrap_or(i64::MAX);
+        let this = self.clone();
+        runtime.spawn(async move {
+            let mut pipe = redis::pipe();
+            // Each key written is given its expiry again: a key the settlement makes anew
+            // (its count expired meanwhile) must not outlive the window either.
+            pipe.cmd("DECRBY")
+                .arg(&charged)
+                .arg(clamp(estimate))
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&charged)
+                .arg(ttl_ms)
+                .ignore()
+                .cmd("INCRBY")
+                .arg(&now)
+                .arg(clamp(used))
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&now)
+                .arg(ttl_ms)
+                .ignore();
+            let mut connection = this.connection.clone();
+            let written =
+                tokio::time::timeout(WRITE_LIMIT, pipe.query_async::<()>(&mut connection)).await;
+            if !matches!(written, Ok(Ok(()))) {
+                this.unavailable();
+            }
+        });
+    }
+
+    fn budget_key(&self, caller: &str, slot: u64) -> String {
+        format!("{}budget:{caller}:{slot}", self.prefix)
+    }
+
     /// Redis did not answer: said once in the log, counted every time.
     fn unavailable(&self) {
         crate::observe::quota_shared_unavailable();
