@@ -17,7 +17,7 @@ SRC = pathlib.Path(__file__).resolve().parent.parent / "a2a-error-runtime" / "sr
 # order they use each other.
 FLOORS = {
     "wire": 0, "observe": 0.5,
-    "inherited": 0.6, "deadline": 0.7, "trace": 0.8, "bounded": 0.9,
+    "inherited": 0.6, "deadline": 0.7, "trace": 0.8, "bounded": 0.9, "redis_connect": 0.95,
     "http": 1, "server": 1,
     "resilience": 2,
     "dependency": 3, "client": 3,

@@ -32,6 +32,9 @@ pub mod sdk;
 
 #[cfg(any(feature = "axum", feature = "client"))]
 mod deadline;
+// Every Redis client's connection settings.
+#[cfg(feature = "redis")]
+mod redis_connect;
 
 #[cfg(any(feature = "axum", feature = "client"))]
 mod inherited;

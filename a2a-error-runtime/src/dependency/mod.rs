@@ -30,6 +30,8 @@ mod record;
 
 pub use dependency::{Dependency, DependencyBuilder, DependencyService, OpCall, OpSettings};
 pub use failure::Failure;
+#[doc(hidden)]
+pub use http::QuotaProbe;
 #[cfg(feature = "redis")]
 pub use http::SharedQuota;
 pub use http::{

@@ -18,9 +18,11 @@ use tracing::Instrument;
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, SCANNED_BYTES, StatusFailure};
 pub use quota::CallerBudget;
+#[doc(hidden)]
+pub use quota::QuotaProbe;
 #[cfg(feature = "redis")]
 pub use quota::SharedQuota;
-use quota::{Charge, NO_DEADLINE_WAIT, Pacing, Quota, Ticket};
+use quota::{Admission, Admitted, NO_DEADLINE_WAIT, Pacing, Quota};
 pub use stream::{
     AnthropicMessages, AnyEvent, HttpStream, Interruption, OpenAiChat, Read, StreamEvent,
     StreamFormat, StreamInterrupted,
@@ -69,44 +71,9 @@ pub struct HttpDependency {
     model: Option<Arc<ModelNames>>,
     name: Arc<str>,
     breaker: Option<CircuitBreaker>,
-    /// The service's stated quota and how calls are paced by it.
-    quota: Option<Arc<Pacing>>,
-    /// Each caller's budget of the service's tokens.
-    budget: Option<CallerBudget>,
-    /// The output tokens a call is estimated at when its body names no maximum.
-    expected_output: u64,
-}
-
-/// What a call was admitted with: its charge to its caller's budget and its ticket of the
-/// stated quota, each when there is one.
-#[derive(Default)]
-struct Admitted {
-    charge: Option<Charge>,
-    _ticket: Option<Ticket>,
-}
-
-impl Admitted {
-    /// The call ended as `ended` says: its caller is charged what it used (the usage the
-    /// reply reported, else its estimate; nothing when it cannot have run).
-    fn settle(&mut self, ended: Result<(Option<u64>, Option<u64>), &HttpError>) {
-        let Some(charge) = self.charge.take() else {
-            return;
-        };
-        let used = match ended {
-            Ok(usage) => total(usage).unwrap_or(charge.estimate()),
-            Err(error) if !error.may_have_run() => 0,
-            Err(_) => charge.estimate(),
-        };
-        charge.settle(used);
-    }
-}
-
-/// The tokens a reply reported, input and output together.
-fn total((input, output): (Option<u64>, Option<u64>)) -> Option<u64> {
-    match (input, output) {
-        (None, None) => None,
-        (input, output) => Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0))),
-    }
+    /// How calls are admitted: each caller's budget and the stated quota, when either is
+    /// kept.
+    admission: Option<Arc<Admission>>,
 }
 
 impl std::fmt::Debug for HttpDependency {
@@ -177,48 +144,17 @@ impl HttpDependency {
         self.breaker.as_ref()
     }
 
-    /// Admits `call`: within its caller's budget (refused unsent past it), then once the
-    /// service's stated quota has room for it (when its calls are paced by it). The call is
-    /// counted against both while what is returned lives.
+    /// Admits `call` (see [`Admission`]): nothing to do when neither a budget nor the
+    /// stated quota is kept.
     async fn admit(&self, call: &HttpCall) -> Result<Admitted, HttpError> {
-        if self.quota.is_none() && self.budget.is_none() {
-            return Ok(Admitted::default());
+        match &self.admission {
+            Some(admission) => {
+                admission
+                    .admit(call.body_bytes(), crate::inherited::caller())
+                    .await
+            }
+            None => Ok(Admitted::default()),
         }
-        let tokens = quota::estimate(call.body_bytes(), self.expected_output);
-        let charge = match (&self.budget, crate::inherited::caller()) {
-            (Some(budget), Some(caller)) => match budget.take(caller, tokens).await {
-                Ok(charge) => Some(charge),
-                Err(frees_in) => {
-                    crate::observe::budget_refused(&self.name);
-                    // Whole seconds, rounded up, within the window: a caller told to wait
-                    // never comes back early.
-                    let whole = frees_in.as_secs() + u64::from(frees_in.subsec_nanos() > 0);
-                    let whole = whole.clamp(1, budget.window().as_secs().max(1));
-                    return Err(Failure::Failed(HttpFailure::OverBudget {
-                        retry_in: std::time::Duration::from_secs(whole),
-                        policy: Arc::clone(budget.policy()),
-                    }));
-                }
-            },
-            _ => None,
-        };
-        let ticket = match &self.quota {
-            Some(pacing) => match pacing.admit(tokens).await {
-                Ok(ticket) => Some(ticket),
-                Err(refused) => {
-                    // Not sent: nothing used.
-                    if let Some(charge) = charge {
-                        charge.settle(0);
-                    }
-                    return Err(refused);
-                }
-            },
-            None => None,
-        };
-        Ok(Admitted {
-            charge,
-            _ticket: ticket,
-        })
     }
 
     /// Sends `call` through the layers, once the service's stated quota has room for it.
@@ -241,7 +177,7 @@ impl HttpDependency {
         );
         let Some(model) = &self.model else {
             let result = sent.await;
-            if admitted.charge.is_some() {
+            if admitted.is_charged() {
                 admitted.settle(match &result {
                     Ok(reply) => Ok(stream::usage_in(&reply.body)),
                     Err(error) => Err(error),
@@ -297,7 +233,7 @@ impl HttpDependency {
             return match opened.await {
                 Ok(opened) => Ok(opened
                     .reporting(self.breaker.clone(), None, started)
-                    .charging(admitted.charge.take())),
+                    .charging(admitted.take_charge())),
                 Err(error) => {
                     admitted.settle(Err(&error));
                     Err(error)
@@ -308,7 +244,7 @@ impl HttpDependency {
         match opened.instrument(span.clone()).await {
             Ok(opened) => Ok(opened
                 .reporting(self.breaker.clone(), Some((model.clone(), span)), started)
-                .charging(admitted.charge.take())),
+                .charging(admitted.take_charge())),
             Err(error) => {
                 let failure = Some(error.failure_reason());
                 model.ended(&span, started.elapsed(), None, (None, None), failure);
@@ -572,6 +508,14 @@ impl HttpDependencyBuilder {
             http: service.clone(),
             settings: settings.stream,
         };
+        let admission = (quota.is_some() || settings.budget.is_some()).then(|| {
+            Arc::new(Admission {
+                pacing: quota,
+                budget: settings.budget,
+                expected_output: settings.expected_output,
+                name: name.clone(),
+            })
+        });
         Ok(HttpDependency {
             model: settings
                 .model
@@ -580,9 +524,7 @@ impl HttpDependencyBuilder {
             service: BoxCloneSyncService::new(stack.service(service)),
             name,
             breaker,
-            quota,
-            budget: settings.budget,
-            expected_output: settings.expected_output,
+            admission,
         })
     }
 }

@@ -542,7 +542,7 @@ impl HttpStream {
     /// Records the call's GenAI series, and settles its charge, once.
     fn record(&mut self, failure: Option<&str>) {
         if let Some(charge) = self.charge.take() {
-            let used = super::total(self.usage).unwrap_or(charge.estimate());
+            let used = super::quota::total(self.usage).unwrap_or(charge.estimate());
             charge.settle(used);
         }
         if let Some(gen_ai) = self.gen_ai.take() {

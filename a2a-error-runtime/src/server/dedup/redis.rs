@@ -130,7 +130,7 @@ impl RedisStore {
     /// call this inside the tokio runtime that will use the store (its connection task runs
     /// there).
     pub fn connect(url: &str) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(store_error)?;
+        let client = crate::redis_connect::open(url).map_err(store_error)?;
         let timeout = Duration::from_secs(1);
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))

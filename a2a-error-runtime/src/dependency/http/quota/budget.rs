@@ -225,47 +225,135 @@ impl CallerBudget {
         self.inner.window
     }
 
-    /// The IETF `RateLimit-Policy` item of this budget.
-    pub(crate) fn policy(&self) -> &Arc<str> {
-        &self.inner.policy
+    /// A call refused for its caller's budget, `frees_in` before the window frees enough.
+    pub(crate) fn refusal(&self, frees_in: Duration) -> super::HttpFailure {
+        // Whole seconds, rounded up, within the window: a caller told to wait never comes
+        // back early.
+        let whole = frees_in.as_secs() + u64::from(frees_in.subsec_nanos() > 0);
+        let whole = whole.clamp(1, self.inner.window.as_secs().max(1));
+        super::HttpFailure::OverBudget {
+            retry_in: Duration::from_secs(whole),
+            policy: Arc::clone(&self.inner.policy),
+        }
     }
 
-    /// Admits a call of `caller` estimated at `estimate` tokens, counting it, or the time until
-    /// the caller's window frees enough.
-    pub(crate) async fn take(&self, caller: u128, estimate: u64) -> Result<Charge, Duration> {
+    /// Admits a call of `caller` estimated at `estimate` tokens by this replica's own count
+    /// (counting it), or the time until the caller's window frees enough. With a shared
+    /// budget, [`finish`](Self::finish) decides with the replicas' counts.
+    pub(crate) fn begin(&self, caller: u128, estimate: u64) -> Result<Pending, Duration> {
         let budget = &*self.inner;
         let now = now_ms();
         let slot = now / budget.slot_ms;
-        // This replica's own count first: over the budget here is over it everywhere.
-        let local = budget.take_local(caller, slot, now, estimate);
-        #[cfg(feature = "redis")]
-        if let (Ok(()), Some(shared)) = (&local, &budget.shared) {
-            let key = crate::wire::hex::string(&caller.to_be_bytes());
-            let ttl = budget.slot_ms.saturating_mul(SLOTS as u64 + 1);
-            if let Some(counts) = shared.budget_take(&key, slot, estimate, ttl).await {
-                let mut counts = counts;
-                let own = &mut counts[(slot % SLOTS as u64) as usize];
-                *own = own.saturating_sub(estimate);
-                let used = counts
-                    .iter()
-                    .fold(0u64, |sum, count| sum.saturating_add(*count));
-                if used >= budget.tokens {
-                    shared.budget_settle(&key, slot, estimate, slot, 0, ttl);
-                    budget.settle_local(caller, slot, estimate, 0);
-                    return Err(frees_in(slot, &counts, budget.tokens, budget.slot_ms, now));
-                }
-            }
-        }
-        local.map(|()| Charge {
-            budget: Arc::clone(&self.inner),
+        budget.take_local(caller, slot, now, estimate)?;
+        Ok(Pending {
             caller,
             slot,
+            now,
             estimate,
         })
     }
+
+    /// What a shared budget reads and counts in Redis for `pending`, when it is shared.
+    #[cfg(feature = "redis")]
+    pub(crate) fn shared_read(
+        &self,
+        pending: &Pending,
+    ) -> Option<(&super::SharedQuota, BudgetRead)> {
+        let shared = self.inner.shared.as_ref()?;
+        Some((
+            shared,
+            BudgetRead {
+                caller: crate::wire::hex::string(&pending.caller.to_be_bytes()),
+                slot: pending.slot,
+                estimate: pending.estimate,
+                ttl_ms: self.inner.ttl_ms(),
+            },
+        ))
+    }
+
+    /// The call `pending` admitted here, decided with what the replicas counted together
+    /// (`counts`, by slot, this call's estimate included; `None`: not shared, or Redis did
+    /// not answer, and this replica's own count stands).
+    pub(crate) fn finish(
+        &self,
+        pending: Pending,
+        counts: Option<[u64; SLOTS]>,
+    ) -> Result<Charge, Duration> {
+        let budget = &*self.inner;
+        if let Some(mut counts) = counts {
+            let own = &mut counts[(pending.slot % SLOTS as u64) as usize];
+            *own = own.saturating_sub(pending.estimate);
+            let used = counts
+                .iter()
+                .fold(0u64, |sum, count| sum.saturating_add(*count));
+            if used >= budget.tokens {
+                // Counted nowhere: the call is not made.
+                #[cfg(feature = "redis")]
+                if let Some(shared) = &budget.shared {
+                    let key = crate::wire::hex::string(&pending.caller.to_be_bytes());
+                    let slot = pending.slot;
+                    shared.budget_settle(&key, slot, pending.estimate, slot, 0, budget.ttl_ms());
+                }
+                budget.settle_local(pending.caller, pending.slot, pending.estimate, 0);
+                return Err(frees_in(
+                    pending.slot,
+                    &counts,
+                    budget.tokens,
+                    budget.slot_ms,
+                    pending.now,
+                ));
+            }
+        }
+        Ok(Charge {
+            budget: Arc::clone(&self.inner),
+            caller: pending.caller,
+            slot: pending.slot,
+            estimate: pending.estimate,
+        })
+    }
+
+    /// [`begin`](Self::begin) and [`finish`](Self::finish) with the shared counts read on
+    /// their own.
+    #[cfg(test)]
+    pub(crate) async fn take(&self, caller: u128, estimate: u64) -> Result<Charge, Duration> {
+        let pending = self.begin(caller, estimate)?;
+        #[cfg(feature = "redis")]
+        let counts = match self.shared_read(&pending) {
+            Some((store, read)) => store.read(None, Some(&read)).await.1,
+            None => None,
+        };
+        #[cfg(not(feature = "redis"))]
+        let counts = None;
+        self.finish(pending, counts)
+    }
+}
+
+/// A call admitted by a replica's own count of its caller, before the replicas' counts are
+/// read.
+pub(crate) struct Pending {
+    caller: u128,
+    slot: u64,
+    now: u64,
+    estimate: u64,
+}
+
+/// What a shared budget reads and counts in Redis for one call: `estimate` counted in
+/// `slot` of `caller` (its key's hex), the window's slots read.
+#[cfg(feature = "redis")]
+pub(crate) struct BudgetRead {
+    pub(crate) caller: String,
+    pub(crate) slot: u64,
+    pub(crate) estimate: u64,
+    pub(crate) ttl_ms: u64,
 }
 
 impl Budget {
+    /// How long a slot's key is kept: until a slot after it left the window.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    fn ttl_ms(&self) -> u64 {
+        self.slot_ms.saturating_mul(SLOTS as u64 + 1)
+    }
+
     /// Admits (and counts) or refuses a call by this replica's own count.
     fn take_local(&self, caller: u128, slot: u64, now: u64, estimate: u64) -> Result<(), Duration> {
         let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
@@ -345,9 +433,8 @@ impl Charge {
         #[cfg(feature = "redis")]
         if let Some(shared) = &budget.shared {
             let key = crate::wire::hex::string(&self.caller.to_be_bytes());
-            let ttl = budget.slot_ms.saturating_mul(SLOTS as u64 + 1);
             let now = now_ms() / budget.slot_ms;
-            shared.budget_settle(&key, self.slot, self.estimate, now, used, ttl);
+            shared.budget_settle(&key, self.slot, self.estimate, now, used, budget.ttl_ms());
         }
     }
 

@@ -402,12 +402,14 @@ impl Pacing {
     /// Waits until the stated quota has room for `call`, or refuses it unsent when the
     /// reset comes after the call's deadline. The call counts against the quota while the
     /// ticket lives (until its reply is read).
-    pub(crate) async fn admit(self: &Arc<Self>, tokens: u64) -> Result<Ticket, HttpError> {
-        // What the other replicas learned since: one round trip, bounded.
+    /// `shared`: what the other replicas learned since, and when (read by [`Admission`]).
+    pub(crate) async fn admit(
+        self: &Arc<Self>,
+        tokens: u64,
+        #[cfg(feature = "redis")] shared: Option<(Stated, SystemTime)>,
+    ) -> Result<Ticket, HttpError> {
         #[cfg(feature = "redis")]
-        if let Some(shared) = &self.shared
-            && let Some((stated, at)) = shared.fetch(&self.name).await
-        {
+        if let Some((stated, at)) = shared {
             self.quota.adopt(stated, at);
         }
         let mut waited = false;
@@ -451,6 +453,157 @@ impl Pacing {
     }
 }
 
+/// How a service's calls are admitted: each caller's budget (when one is given) and the
+/// service's stated quota (when its calls are paced by it), a call's tokens estimated once
+/// for both, and what is shared on Redis read in one round trip for both.
+pub(crate) struct Admission {
+    pub(crate) pacing: Option<Arc<Pacing>>,
+    pub(crate) budget: Option<CallerBudget>,
+    /// The output tokens a call is estimated at when its body names no maximum.
+    pub(crate) expected_output: u64,
+    pub(crate) name: Arc<str>,
+}
+
+impl Admission {
+    /// Admits a call of `body` made for `caller` (the request being served's, if any):
+    /// within the caller's budget (refused unsent past it), then once the stated quota has
+    /// room for it. The call counts against both while what is returned lives.
+    pub(crate) async fn admit(
+        &self,
+        body: Option<&[u8]>,
+        caller: Option<u128>,
+    ) -> Result<Admitted, HttpError> {
+        let tokens = estimate(body, self.expected_output);
+        let budget = self.budget.as_ref().zip(caller);
+        let pending = match budget {
+            Some((budget, caller)) => Some(
+                budget
+                    .begin(caller, tokens)
+                    .map_err(|frees_in| self.over_budget(budget, frees_in))?,
+            ),
+            None => None,
+        };
+        #[cfg(feature = "redis")]
+        let (stated, counts) = self.read_shared(pending.as_ref()).await;
+        #[cfg(not(feature = "redis"))]
+        let counts = None;
+        let charge = match (budget, pending) {
+            (Some((budget, _)), Some(pending)) => Some(
+                budget
+                    .finish(pending, counts)
+                    .map_err(|frees_in| self.over_budget(budget, frees_in))?,
+            ),
+            _ => None,
+        };
+        let ticket = match &self.pacing {
+            Some(pacing) => {
+                #[cfg(feature = "redis")]
+                let admitted = pacing.admit(tokens, stated).await;
+                #[cfg(not(feature = "redis"))]
+                let admitted = pacing.admit(tokens).await;
+                match admitted {
+                    Ok(ticket) => Some(ticket),
+                    Err(refused) => {
+                        // Not sent: nothing used.
+                        if let Some(charge) = charge {
+                            charge.settle(0);
+                        }
+                        return Err(refused);
+                    }
+                }
+            }
+            None => None,
+        };
+        Ok(Admitted {
+            charge,
+            _ticket: ticket,
+        })
+    }
+
+    fn over_budget(&self, budget: &CallerBudget, frees_in: Duration) -> HttpError {
+        crate::observe::budget_refused(&self.name);
+        Failure::Failed(budget.refusal(frees_in))
+    }
+
+    /// What the replicas share of the stated quota and of the caller's budget: one round
+    /// trip when both are kept in one Redis (two when in two).
+    #[cfg(feature = "redis")]
+    async fn read_shared(
+        &self,
+        pending: Option<&budget::Pending>,
+    ) -> (Option<(Stated, SystemTime)>, Option<[u64; budget::SLOTS]>) {
+        let quota = self
+            .pacing
+            .as_ref()
+            .and_then(|pacing| pacing.shared.as_ref());
+        let budget = self
+            .budget
+            .as_ref()
+            .zip(pending)
+            .and_then(|(b, p)| b.shared_read(p));
+        match (quota, budget) {
+            (None, None) => (None, None),
+            (Some(quota), Some((store, read))) if quota.same_store(store) => {
+                quota.read(Some(&self.name), Some(&read)).await
+            }
+            (quota, budget) => {
+                let stated = match quota {
+                    Some(quota) => quota.read(Some(&self.name), None).await.0,
+                    None => None,
+                };
+                let counts = match budget {
+                    Some((store, read)) => store.read(None, Some(&read)).await.1,
+                    None => None,
+                };
+                (stated, counts)
+            }
+        }
+    }
+}
+
+/// What a call was admitted with: its charge to its caller's budget and its ticket of the
+/// stated quota, each when there is one.
+#[derive(Default)]
+pub(crate) struct Admitted {
+    charge: Option<Charge>,
+    _ticket: Option<Ticket>,
+}
+
+impl Admitted {
+    /// The call ended as `ended` says: its caller is charged what it used (the usage the
+    /// reply reported, else its estimate; nothing when it cannot have run).
+    pub(crate) fn settle(&mut self, ended: Result<(Option<u64>, Option<u64>), &HttpError>) {
+        let Some(charge) = self.charge.take() else {
+            return;
+        };
+        use crate::resilience::Classify;
+        let used = match ended {
+            Ok(usage) => total(usage).unwrap_or(charge.estimate()),
+            Err(error) if !error.may_have_run() => 0,
+            Err(_) => charge.estimate(),
+        };
+        charge.settle(used);
+    }
+
+    /// The charge, for a stream to settle when it ends.
+    pub(crate) fn take_charge(&mut self) -> Option<Charge> {
+        self.charge.take()
+    }
+
+    /// Whether the call is charged to a caller's budget.
+    pub(crate) fn is_charged(&self) -> bool {
+        self.charge.is_some()
+    }
+}
+
+/// The tokens a reply reported, input and output together.
+pub(crate) fn total((input, output): (Option<u64>, Option<u64>)) -> Option<u64> {
+    match (input, output) {
+        (None, None) => None,
+        (input, output) => Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0))),
+    }
+}
+
 /// A call admitted by its quota, counted against it until dropped (its reply read).
 pub(crate) struct Ticket {
     pacing: Arc<Pacing>,
@@ -486,6 +639,81 @@ pub(crate) fn estimate(body: Option<&[u8]>, expected_output: u64) -> u64 {
         None
     };
     (body.len() as u64 / 4).saturating_add(asked.unwrap_or(expected_output))
+}
+
+/// A model call's quota and budget work without the network, for the benchmarks
+/// (`benches/quota.rs`): not public API, it may change in any release.
+#[doc(hidden)]
+pub struct QuotaProbe {
+    admission: Admission,
+    body: Vec<u8>,
+    headers: HeaderMap,
+}
+
+impl QuotaProbe {
+    /// A probe of a model whose replies state room to spare: its calls paced by the stated
+    /// quota (`paced`), counted against a caller's budget of room to spare (`budgeted`),
+    /// both kept in this process or shared through `shared` (feature `redis`).
+    pub fn new(
+        paced: bool,
+        budgeted: bool,
+        #[cfg(feature = "redis")] shared: Option<SharedQuota>,
+    ) -> Self {
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            ("content-type", "application/json"),
+            ("x-ratelimit-limit-requests", "10000"),
+            ("x-ratelimit-remaining-requests", "9999"),
+            ("x-ratelimit-reset-requests", "1s"),
+            ("x-ratelimit-limit-tokens", "1000000"),
+            ("x-ratelimit-remaining-tokens", "999000"),
+            ("x-ratelimit-reset-tokens", "1m0s"),
+        ] {
+            headers.insert(name, reqwest::header::HeaderValue::from_static(value));
+        }
+        let budget = CallerBudget::per_minute(u64::MAX / 4);
+        #[cfg(feature = "redis")]
+        let budget = match &shared {
+            Some(store) => budget.shared(store),
+            None => budget,
+        };
+        let name: Arc<str> = Arc::from("probe");
+        QuotaProbe {
+            admission: Admission {
+                pacing: paced.then(|| {
+                    Arc::new(Pacing {
+                        quota: Quota::default(),
+                        waits: true,
+                        longest_wait: NO_DEADLINE_WAIT,
+                        name: Arc::clone(&name),
+                        gauges: Default::default(),
+                        #[cfg(feature = "redis")]
+                        shared: shared.clone(),
+                    })
+                }),
+                budget: budgeted.then_some(budget),
+                expected_output: 256,
+                name,
+            },
+            body: br#"{"model":"primary","messages":[{"role":"user","content":"What is Rust?"}]}"#
+                .to_vec(),
+            headers,
+        }
+    }
+
+    /// One call of `caller`: its estimate, its admission, its reply's headers read, its
+    /// charge settled with the reply's usage and its ticket given back.
+    pub async fn call(&self, caller: u128) {
+        let mut admitted = self
+            .admission
+            .admit(Some(&self.body), Some(caller))
+            .await
+            .expect("room to spare");
+        if let Some(pacing) = &self.admission.pacing {
+            pacing.observe(&self.headers);
+        }
+        admitted.settle(Ok((Some(9), Some(2))));
+    }
 }
 
 #[cfg(test)]

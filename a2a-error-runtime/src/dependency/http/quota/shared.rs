@@ -4,8 +4,9 @@
 //! One hash a service, `{prefix}{name}`: what the last reply stated (each limit's remaining
 //! count and the Unix milliseconds of its reset) and when it was stated, expiring at the last
 //! reset (a day at most). A reply's statement is written on a task of its own, off the call's
-//! path; a call reads the hash once before it is admitted (one round trip), taking the
-//! statement when it is newer than the replica's own. Redis slow or down: the read gives up
+//! path; a call reads the hash once before it is admitted, taking the statement when it is
+//! newer than the replica's own. A caller's budget kept here (`budget`) is read and counted in
+//! the same pipeline: one round trip a call for both. Redis slow or down: the read gives up
 //! after 50 ms, and the replica goes on with its own view (logged once, counted in
 //! `a2a.dependency.quota.shared_unavailable`).
 
@@ -15,6 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use super::budget::{BudgetRead, SLOTS};
 use super::{MAX_RESET, Stated, Window};
 use crate::http::BuildError;
 
@@ -30,6 +32,8 @@ const WRITE_LIMIT: Duration = Duration::from_millis(500);
 #[derive(Clone)]
 pub struct SharedQuota {
     connection: ConnectionManager,
+    /// The store's URL, which tells two stores apart.
+    url: Arc<str>,
     prefix: Arc<str>,
     warned: Arc<AtomicBool>,
 }
@@ -51,7 +55,7 @@ impl SharedQuota {
             url: url.to_owned(),
             reason: error.to_string(),
         };
-        let client = redis::Client::open(url).map_err(invalid)?;
+        let client = crate::redis_connect::open(url).map_err(invalid)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(1)))
             .set_response_timeout(Some(Duration::from_secs(1)))
@@ -61,6 +65,7 @@ impl SharedQuota {
             ConnectionManager::new_lazy_with_config(client, config).map_err(invalid)?;
         Ok(SharedQuota {
             connection,
+            url: Arc::from(url),
             prefix: Arc::from("a2a-quota:"),
             warned: Arc::default(),
         })
@@ -113,87 +118,74 @@ impl SharedQuota {
         });
     }
 
-    /// What the replicas last learned of service `name`, and when (one round trip, 50 ms at
-    /// most); `None` when nothing is kept or Redis did not answer in time.
-    pub(crate) async fn fetch(&self, name: &str) -> Option<(Stated, SystemTime)> {
+    /// What a call reads before it is admitted, in one pipelined round trip (50 ms at most):
+    /// what the replicas last learned of service `quota` and when, and for a shared budget
+    /// (`budget`) its estimate counted in its slot and the window's slots read back (by
+    /// slot, as [`budget`](super::budget) keeps them). `(None, None)` when Redis did not
+    /// answer in time; a statement is `None` too when none is kept.
+    pub(crate) async fn read(
+        &self,
+        quota: Option<&str>,
+        budget: Option<&BudgetRead>,
+    ) -> (Option<(Stated, SystemTime)>, Option<[u64; SLOTS]>) {
+        let mut pipe = redis::pipe();
+        if let Some(name) = quota {
+            pipe.cmd("HGETALL").arg(self.key(name));
+        }
+        if let Some(budget) = budget {
+            let key = self.budget_key(&budget.caller, budget.slot);
+            let window: Vec<String> = (0..SLOTS as u64)
+                .filter_map(|age| budget.slot.checked_sub(age))
+                .map(|earlier| self.budget_key(&budget.caller, earlier))
+                .collect();
+            pipe.cmd("INCRBY")
+                .arg(&key)
+                .arg(budget.estimate)
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&key)
+                .arg(budget.ttl_ms)
+                .ignore()
+                .cmd("MGET")
+                .arg(&window);
+        }
         let mut connection = self.connection.clone();
         let read = tokio::time::timeout(
             READ_LIMIT,
-            redis::cmd("HGETALL")
-                .arg(self.key(name))
-                .query_async::<Vec<(String, u64)>>(&mut connection),
+            pipe.query_async::<Vec<redis::Value>>(&mut connection),
         )
         .await;
-        let fields = match read {
-            Ok(Ok(fields)) => fields,
-            _ => {
-                self.unavailable();
-                return None;
+        let Ok(Ok(replies)) = read else {
+            self.unavailable();
+            return (None, None);
+        };
+        let mut replies = replies.into_iter();
+        let stated = match quota {
+            Some(_) => replies.next().and_then(statement),
+            None => None,
+        };
+        let counts = budget.map(|budget| {
+            let counts: Vec<Option<i64>> = replies
+                .next()
+                .and_then(|reply| redis::from_redis_value(reply).ok())
+                .unwrap_or_default();
+            let mut by_slot = [0u64; SLOTS];
+            for (age, count) in counts.into_iter().enumerate() {
+                let Some(earlier) = budget.slot.checked_sub(age as u64) else {
+                    continue;
+                };
+                // A count a settlement wrote below zero (ahead of its charge) counts nothing.
+                by_slot[(earlier % SLOTS as u64) as usize] = count.unwrap_or(0).max(0) as u64;
             }
-        };
-        let get = |name: &str| fields.iter().find(|(key, _)| key == name).map(|(_, v)| *v);
-        let at_ms = get("at")?;
-        let at = UNIX_EPOCH + Duration::from_millis(at_ms);
-        let window = |remaining: &str, until: &str| {
-            let until_ms = get(until)?;
-            Some(Window {
-                remaining: get(remaining)?,
-                reset: Some(Duration::from_millis(until_ms.saturating_sub(at_ms)).min(MAX_RESET)),
-            })
-        };
-        let stated = Stated {
-            requests: window("r", "ru"),
-            tokens: window("t", "tu"),
-        };
-        (!stated.is_empty()).then_some((stated, at))
+            by_slot
+        });
+        (stated, counts)
     }
 
-    /// Counts `estimate` tokens in slot `slot` of a caller's budget (`caller` its key's hex)
-    /// and reads the window's slots, in one round trip (50 ms at most): the counts by slot
-    /// as [`budget`](super::budget) keeps them, `None` when Redis did not answer in time.
-    pub(crate) async fn budget_take(
-        &self,
-        caller: &str,
-        slot: u64,
-        estimate: u64,
-        ttl_ms: u64,
-    ) -> Option<[u64; super::budget::SLOTS]> {
-        let slots = super::budget::SLOTS as u64;
-        let key = self.budget_key(caller, slot);
-        let window: Vec<String> = (0..slots)
-            .filter_map(|age| slot.checked_sub(age))
-            .map(|earlier| self.budget_key(caller, earlier))
-            .collect();
-        let mut pipe = redis::pipe();
-        pipe.cmd("INCRBY")
-            .arg(&key)
-            .arg(estimate)
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg(&key)
-            .arg(ttl_ms)
-            .ignore()
-            .cmd("MGET")
-            .arg(&window);
-        let mut connection = self.connection.clone();
-        let read = tokio::time::timeout(
-            READ_LIMIT,
-            pipe.query_async::<(Vec<Option<i64>>,)>(&mut connection),
-        )
-        .await;
-        let Ok(Ok((counts,))) = read else {
-            self.unavailable();
-            return None;
-        };
-        let mut by_slot = [0u64; super::budget::SLOTS];
-        for (age, count) in counts.into_iter().enumerate() {
-            let Some(earlier) = slot.checked_sub(age as u64) else {
-                continue;
-            };
-            // A count written negative by a settlement ahead of its charge counts nothing.
-            by_slot[(earlier % slots) as usize] = count.unwrap_or(0).max(0) as u64;
-        }
-        Some(by_slot)
+    /// Whether `other` keeps its state in the same Redis (its reads then go in one
+    /// round trip with this one's).
+    pub(crate) fn same_store(&self, other: &SharedQuota) -> bool {
+        self.url == other.url
     }
 
     /// A call counted at `estimate` in slot `charged` used `used`, counted in slot `now`:
@@ -258,6 +250,26 @@ impl SharedQuota {
             );
         }
     }
+}
+
+/// A statement as [`SharedQuota::publish`] writes it (a hash's fields), and when it was made.
+fn statement(reply: redis::Value) -> Option<(Stated, SystemTime)> {
+    let fields: Vec<(String, u64)> = redis::from_redis_value(reply).ok()?;
+    let get = |name: &str| fields.iter().find(|(key, _)| key == name).map(|(_, v)| *v);
+    let at_ms = get("at")?;
+    let at = UNIX_EPOCH + Duration::from_millis(at_ms);
+    let window = |remaining: &str, until: &str| {
+        let until_ms = get(until)?;
+        Some(Window {
+            remaining: get(remaining)?,
+            reset: Some(Duration::from_millis(until_ms.saturating_sub(at_ms)).min(MAX_RESET)),
+        })
+    };
+    let stated = Stated {
+        requests: window("r", "ru"),
+        tokens: window("t", "tu"),
+    };
+    (!stated.is_empty()).then_some((stated, at))
 }
 
 fn unix_ms(at: SystemTime) -> u64 {
