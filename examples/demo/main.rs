@@ -6,7 +6,8 @@
 //! Retry-After, hotels is flaky, weather is down, visa is slow) and a planner that fans out to
 //! them, then runs a scripted scenario through the library's client and prints what happens:
 //! every attempt, every wait and why, the breaker's states, fallbacks, deadlines and errors
-//! along the chain, then models, streams and MCP tools under the same layers. It ends with a
+//! along the chain, then models, streams and MCP tools under the same layers, and model
+//! quotas shared by two replicas with a caller over its budget. It ends with a
 //! table read from the metrics recorder. `--svg FILE` also
 //! draws the run as a timeline per agent. Colours and a progress line on a terminal, plain
 //! text when piped.
@@ -14,6 +15,7 @@
 mod agents;
 mod models;
 mod picture;
+mod quotas;
 mod streams;
 mod summary;
 mod timeline;
@@ -32,7 +34,7 @@ use timeline::{Capture, Kind, Timeline};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-const STEPS: u64 = 9;
+const STEPS: u64 = 10;
 /// The deadline of the fan-out call: the visa agent needs 5 s.
 const PLAN_DEADLINE: Duration = Duration::from_millis(1500);
 
@@ -303,6 +305,11 @@ async fn main() -> ExitCode {
         "Tools over MCP: lookup fails until its circuit opens, weather on the same server answers",
     );
     tools::scene(&timeline, &breakers).await;
+    step(
+        10,
+        "Quotas: two replicas share model-q's stated quota; alice is over her budget of tokens",
+    );
+    quotas::scene(&timeline, &breakers).await;
 
     // Let the agents record the attempts cancelled above.
     tokio::time::sleep(Duration::from_millis(50)).await;

@@ -10,8 +10,9 @@ use svg::node::element::{Group, Line, Rectangle, Text, Title};
 
 use crate::timeline::{Entry, Kind, Outcome};
 
-const LANES: [&str; 9] = [
+const LANES: [&str; 11] = [
     "planner", "search", "pricing", "hotels", "weather", "visa", "model-a", "model-b", "tool",
+    "model-q", "model-c",
 ];
 const LEFT: f64 = 90.0;
 const WIDTH: f64 = 1100.0;
@@ -61,7 +62,12 @@ pub fn draw(entries: &[Entry], length: Duration) -> Document {
     let span = length.as_secs_f64().max(0.001);
     let x = |t: Duration| LEFT + (WIDTH - LEFT - 70.0) * t.as_secs_f64() / span;
     let lane = |agent: &str| LANES.iter().position(|l| *l == agent);
-    let height = TOP + LANE * LANES.len() as f64 + 130.0;
+    // Below the lanes: the legend, then the steps' titles two to a row.
+    let steps = entries
+        .iter()
+        .filter(|entry| matches!(entry.kind, Kind::Step { .. }))
+        .count();
+    let height = TOP + LANE * LANES.len() as f64 + 90.0 + 16.0 * steps.div_ceil(2) as f64;
     let mut document = Document::new()
         .set("viewBox", (0, 0, WIDTH, height))
         .set("width", WIDTH)

@@ -90,12 +90,33 @@ fn demo_runs_its_scenario_and_draws_it() {
         "✔ lookup call 6: circuit open, nothing sent → the model is told \"tool unavailable\" [degraded]",
         "✔ weather, same server: the model is told \"tool: weather: rome\"",
         "✔ after a restart: 404 for the old session, session 2 started, the model is told \"tool: weather: rome\"",
+        // Quotas: the replicas' shared statement; a caller over its budget, another served.
+        "model-q  served an attempt in    0 ms: ok, 0 left",
+        "✔ alice call 2: Rome: the Forum (60 tokens)",
+        "✔ alice call 3: over her budget of 100 tokens a minute, nothing sent → -32052 RATE_LIMITED, retry in",
+        "✔ bob call 1: Rome: the Forum (60 tokens)",
     ] {
         assert!(
             stdout.contains(expected),
             "missing {expected:?} in:\n{stdout}"
         );
     }
+
+    // With a Redis (the README's test command installs one), replica B learns from replica A
+    // that model-q's quota is spent and sends it nothing; without, it learns from the 429.
+    let redis = std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok();
+    let replica_b = if redis {
+        "✔ replica B: model-q not sent (its quota is spent until the reset, as replica A learned); model-c: Rome: the Forum [degraded]"
+    } else {
+        "✔ replica B: model-q got 1 request and refused it (429); model-c: Rome: the Forum [degraded]"
+    };
+    assert!(
+        stdout.contains(replica_b),
+        "missing {replica_b:?} in:\n{stdout}"
+    );
 
     // The table, from the metrics recorder: calls, attempts, retries, fail-fast,
     // transitions, errors.
@@ -125,7 +146,7 @@ fn demo_runs_its_scenario_and_draws_it() {
         .sum();
     assert_eq!(total[1], sum, "{stdout}");
     assert!(
-        stdout.contains("degraded answers: 5 (fallback 4, fan_out 1)"),
+        stdout.contains("degraded answers: 6 (fallback 5, fan_out 1)"),
         "{stdout}"
     );
 
@@ -135,6 +156,7 @@ fn demo_runs_its_scenario_and_draws_it() {
     let words = svg.split_whitespace().collect::<Vec<_>>().join(" ");
     for lane in [
         "planner", "search", "pricing", "hotels", "weather", "visa", "model-a", "model-b", "tool",
+        "model-q", "model-c",
     ] {
         assert!(
             words.contains(&format!("> {lane} </text>")),

@@ -38,7 +38,7 @@ pub use http::{
     AnthropicMessages, AnyEvent, CallerBudget, EXCERPT_BYTES, HttpCall, HttpDependency,
     HttpDependencyBuilder, HttpError, HttpFailure, HttpReply, HttpServiceSettings, HttpStream,
     InBand, Interruption, MAX_VALUE_BYTES, OpenAiChat, Read, SCANNED_BYTES, StatusFailure,
-    StreamEvent, StreamFormat, StreamInterrupted,
+    StreamEvent, StreamFormat, StreamInterrupted, for_caller,
 };
 #[cfg(feature = "mcp")]
 pub use mcp::{McpDependency, McpDependencyBuilder, McpError, McpFailure, ToolOutcome};

@@ -17,12 +17,12 @@ use tracing::Instrument;
 
 pub use call::{HttpCall, HttpReply, MAX_VALUE_BYTES};
 pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, SCANNED_BYTES, StatusFailure};
-pub use quota::CallerBudget;
 #[doc(hidden)]
 pub use quota::QuotaProbe;
 #[cfg(feature = "redis")]
 pub use quota::SharedQuota;
 use quota::{Admission, Admitted, NO_DEADLINE_WAIT, Pacing, Quota};
+pub use quota::{CallerBudget, for_caller};
 pub use stream::{
     AnthropicMessages, AnyEvent, HttpStream, Interruption, OpenAiChat, Read, StreamEvent,
     StreamFormat, StreamInterrupted,

@@ -31,6 +31,28 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// Runs `future` on behalf of `caller` (its credential as [`server::scope`] reads one, or any
+/// text that names it): the model calls made inside it count against that caller's budgets
+/// ([`CallerBudget`]). The SDK bridge does this for every request it serves (its scope: the
+/// `Authorization` credential, or the peer's address without one); a server of your own, or
+/// a job working for a caller, does it with this. The caller is kept as a hash of `caller`,
+/// never its text.
+///
+/// [`server::scope`]: https://docs.rs/a2a-error/latest/a2a_error/server/scope/index.html
+pub fn for_caller<F: std::future::Future>(
+    caller: &str,
+    future: F,
+) -> impl std::future::Future<Output = F::Output> {
+    let mut inherited = crate::inherited::current();
+    inherited.caller = Some(caller_key(caller));
+    crate::inherited::scope(inherited, future)
+}
+
+/// A caller's key: the hash the SDK bridge keys its scopes with (never 0, the anonymous key).
+fn caller_key(caller: &str) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(caller.as_bytes()).max(1)
+}
+
 /// How many slots a window is kept as.
 pub const SLOTS: usize = 12;
 /// The most callers a budget keeps in process.

@@ -21,8 +21,8 @@ mod budget;
 #[cfg(feature = "redis")]
 mod shared;
 
-pub use budget::CallerBudget;
 pub(crate) use budget::Charge;
+pub use budget::{CallerBudget, for_caller};
 #[cfg(feature = "redis")]
 pub use shared::SharedQuota;
 
