@@ -203,8 +203,13 @@ mod client;
 #[cfg(feature = "axum")]
 mod kept;
 mod labels;
+#[cfg(feature = "prometheus")]
+mod prometheus;
 #[cfg(feature = "axum")]
 mod server;
+
+#[cfg(feature = "prometheus")]
+pub use prometheus::{Prometheus, RecorderError, prometheus};
 
 #[cfg(feature = "client")]
 pub(crate) use client::*;
