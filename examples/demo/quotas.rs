@@ -148,7 +148,15 @@ pub async fn scene(timeline: &Timeline, breakers: &BreakerRegistry) {
         timeline.push(Kind::Result { ok: true, text });
     }
     // Replica A's last statement reaches Redis off its call's path: within moments.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stated = tokio::time::Instant::now();
+    while let Some(redis) = &redis
+        && redis
+            .command(&["HGET", "a2a-quota:model-q", "r"])
+            .is_ok_and(|left| left.trim() != "0")
+        && stated.elapsed() < Duration::from_secs(2)
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     // Replica B, with a cheaper model to fall back on, within 2 s.
     let cheap = HttpDependency::model("model-c", cheap_url.clone())

@@ -252,6 +252,12 @@ async fn a_caller_over_its_budget_gets_rate_limited_and_the_others_are_served() 
     let reply = as_caller(&url, None, 6, "hi").await;
     assert_eq!(text(&reply), "answered", "{reply}");
     assert_eq!(model.received().len(), 4);
+    // The anonymous caller has a budget of its own (by its address): 120 used, then refused.
+    let reply = as_caller(&url, None, 7, "hi").await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    let reply = as_caller(&url, None, 8, "hi").await;
+    assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
+    assert_eq!(model.received().len(), 5);
     // REST: 429 with Retry-After and the IETF fields.
     let refused = reqwest::Client::new()
         .post(format!("{url}/message:send"))
@@ -280,10 +286,10 @@ async fn a_caller_over_its_budget_gets_rate_limited_and_the_others_are_served() 
         header("ratelimit-policy").as_deref(),
         Some("\"tokens\";q=100;w=60")
     );
-    assert_eq!(model.received().len(), 4);
+    assert_eq!(model.received().len(), 5);
     let metrics = get_text(&format!("{url}/metrics")).await;
     assert!(
-        metrics.contains("a2a_dependency_budget_refused{dependency=\"primary\"} 3"),
+        metrics.contains("a2a_dependency_budget_refused{dependency=\"primary\"} 4"),
         "{metrics}"
     );
     assert!(!metrics.contains("alice"), "no caller in a label");
@@ -428,4 +434,77 @@ async fn replicas_on_one_redis_keep_one_budget_per_caller() {
         let ttl: i64 = ttl.trim().trim_start_matches(':').parse().unwrap();
         assert!((0..=65_000).contains(&ttl), "{key}: {ttl}");
     }
+}
+
+#[tokio::test]
+async fn replicas_on_one_redis_count_each_others_calls_in_flight() {
+    let Some(redis) = crate::common::redis_server("the replicas' calls in flight") else {
+        return;
+    };
+    // 500 tokens left for a minute; a call is estimated at its body's bytes / 4 plus 280.
+    let room = |tokens: &str| {
+        HttpAnswer::completion("answered")
+            .header("x-ratelimit-remaining-tokens", tokens)
+            .header("x-ratelimit-reset-tokens", "1m0s")
+    };
+    let model = FaultService::start(HttpAnswer::completion("answered")).await;
+    model.then([
+        room("500"),
+        // Replica A's call: in flight for two seconds.
+        room("200").after(Duration::from_secs(2)),
+    ]);
+    let flags = ["--redis", &redis.url, "--expected-output-tokens", "280"];
+    let (_a, url_a) = agent(model.url(), &flags);
+    let (_b, url_b) = agent(model.url(), &flags);
+    let reply = rpc(&url_a, send(1, "m-1", "hi")).await;
+    assert_eq!(text(&reply), "answered", "{reply}");
+    // The statement reaches Redis off the call's path.
+    let waited = Instant::now();
+    while redis
+        .command(&["HGET", "a2a-quota:primary", "t"])
+        .unwrap()
+        .trim()
+        != "500"
+        && waited.elapsed() < Duration::from_secs(5)
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Replica A's second call goes out (room for one) and stays in flight...
+    let in_flight = tokio::spawn({
+        let url_a = url_a.clone();
+        async move { rpc(&url_a, send(2, "m-2", "hi")).await }
+    });
+    let waited = Instant::now();
+    while model.received().len() < 2 && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(model.received().len(), 2);
+    // ...so replica B, seeing it in flight, has no room: refused unsent (the reset is after
+    // its deadline). Without the count it would have sent a third request.
+    let reply = rpc_with(&url_b, ("A2A-Deadline-Ms", "1500"), send(3, "m-3", "hi")).await;
+    assert_eq!(reason(&reply), "RATE_LIMITED", "{reply}");
+    let reply = in_flight.await.unwrap();
+    assert_eq!(text(&reply), "answered", "{reply}");
+    assert_eq!(
+        model.received().len(),
+        2,
+        "replica B sent the model nothing"
+    );
+    // Counted out once its reply was read: the count goes back to none.
+    let waited = Instant::now();
+    let mut count = String::new();
+    while waited.elapsed() < Duration::from_secs(5) {
+        count = redis
+            .command(&["ZCARD", "a2a-quota:primary:flight"])
+            .unwrap();
+        if count.trim().trim_start_matches(':') == "0" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        count.trim().trim_start_matches(':'),
+        "0",
+        "calls in flight after every reply"
+    );
 }

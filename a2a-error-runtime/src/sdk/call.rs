@@ -16,7 +16,7 @@ use std::time::Duration;
 use a2a_server::ServiceParams;
 use tokio::time::Instant;
 
-use super::scope_key::{ScopeKey, hex, read as read_scope};
+use super::scope_key::{ScopeKey, read as read_scope};
 
 /// The instant the deadlines told here count from (this process's own clock: the executor
 /// runs in the process that served the request).
@@ -37,7 +37,9 @@ pub(crate) fn write(
     link: Option<u64>,
     caller: Option<u128>,
 ) -> String {
-    let mut value = hex(scope);
+    // Made at its whole size at once: the keys' digits, two numbers and the spaces.
+    let mut value = String::with_capacity(32 + 1 + 20 + 1 + 20 + 1 + 32);
+    push_hex(&mut value, scope);
     value.push(' ');
     match deadline {
         Some(deadline) => {
@@ -54,10 +56,18 @@ pub(crate) fn write(
     }
     value.push(' ');
     match caller {
-        Some(caller) => value.push_str(&hex(caller)),
+        Some(caller) => push_hex(&mut value, caller),
         None => value.push('-'),
     }
     value
+}
+
+/// Appends `key` as 32 lowercase hex digits.
+fn push_hex(value: &mut String, key: u128) {
+    let mut digits = [0u8; 32];
+    crate::wire::hex::write(&key.to_be_bytes(), &mut digits);
+    // Hex digits are ASCII.
+    value.push_str(std::str::from_utf8(&digits).unwrap_or_default());
 }
 
 /// What the bridge told of a request in `params`.
@@ -69,7 +79,8 @@ pub(crate) struct Call {
     pub(crate) deadline: Option<Instant>,
     /// The id of the request's link to its execution.
     pub(crate) link: Option<u64>,
-    /// The request's caller, as the callers' budgets count it.
+    /// The request's caller as the callers' budgets count it, when the bridge told it apart
+    /// from its scope (an anonymous caller of an execution: its address's key).
     pub(crate) caller: Option<u128>,
 }
 

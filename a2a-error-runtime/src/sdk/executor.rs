@@ -133,7 +133,8 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
             inherited: Inherited {
                 trace: Some(trace_of(&ctx)),
                 deadline: call.deadline,
-                caller: call.caller,
+                // Told for an anonymous caller (its address); else the caller is its scope.
+                caller: call.caller.or((call.scope != 0).then_some(call.scope)),
             },
             link: call.link.and_then(link::find),
             store: Arc::clone(&self.store),

@@ -489,6 +489,8 @@ impl HttpDependencyBuilder {
                 gauges: Default::default(),
                 #[cfg(feature = "redis")]
                 shared: settings.shared_quota,
+                #[cfg(feature = "redis")]
+                owed: Default::default(),
             })
         });
         let service = HttpService {

@@ -229,10 +229,12 @@ impl<H: RequestHandler> Bridge<H> {
     ) -> ServiceParams {
         let mut params = service_params(headers);
         let scope = key_of((self.scope)(headers).as_deref());
-        // The caller the budgets count: its scope, or without a credential its address.
-        let caller = match scope {
-            0 => crate::server::peer::current().map(address_key),
-            scope => Some(scope),
+        // The caller the budgets count, for an execution (a request with a link) without a
+        // credential: its address (with one, its scope, read from the scope by `Guarded`).
+        // Other requests run no executor and are told nothing more.
+        let caller = match (scope, link) {
+            (0, Some(_)) => crate::server::peer::current().map(address_key),
+            _ => None,
         };
         params.insert(
             CALL_PARAM.to_owned(),

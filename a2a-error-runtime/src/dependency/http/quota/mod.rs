@@ -24,6 +24,8 @@ mod shared;
 pub(crate) use budget::Charge;
 pub use budget::{CallerBudget, for_caller};
 #[cfg(feature = "redis")]
+use shared::Fleet;
+#[cfg(feature = "redis")]
 pub use shared::SharedQuota;
 
 use std::sync::{Arc, Mutex};
@@ -243,6 +245,9 @@ struct Limit {
     /// What the calls in flight (admitted, their reply not yet read) were admitted with: not
     /// yet in what the provider states, so counted against it here.
     taken: u64,
+    /// What the other replicas' calls in flight were admitted with, as last read (shared
+    /// quotas only).
+    others: u64,
 }
 
 impl Limit {
@@ -259,7 +264,8 @@ impl Limit {
             self.stated = None;
             return None;
         }
-        (remaining.saturating_sub(self.taken) < need.max(1)).then_some(until)
+        let in_flight = self.taken.saturating_add(self.others);
+        (remaining.saturating_sub(in_flight) < need.max(1)).then_some(until)
     }
 }
 
@@ -318,6 +324,24 @@ impl Quota {
         state.stated_at = Some(at);
     }
 
+    /// The other replicas' calls in flight (`flight`: each one's admission, as Unix ms, and
+    /// tokens): those admitted after the statement this replica holds was made are not in
+    /// it (the provider counted the earlier ones when it made it).
+    #[cfg(feature = "redis")]
+    pub(crate) fn others_in_flight(&self, flight: &[(u64, u64)]) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let since = state.stated_at.map_or(0, shared::unix_ms);
+        let (mut requests, mut tokens) = (0u64, 0u64);
+        for (admitted, estimate) in flight {
+            if *admitted > since {
+                requests += 1;
+                tokens = tokens.saturating_add(*estimate);
+            }
+        }
+        state.requests.others = requests;
+        state.tokens.others = tokens;
+    }
+
     /// Whether a call estimated at `tokens` may be sent now (then it is counted), or when.
     pub(crate) fn room(&self, tokens: u64) -> Room {
         let now = Instant::now();
@@ -342,7 +366,9 @@ impl Quota {
             limit
                 .stated
                 .filter(|(_, until)| *until > now)
-                .map(|(remaining, _)| remaining.saturating_sub(limit.taken))
+                .map(|(remaining, _)| {
+                    remaining.saturating_sub(limit.taken.saturating_add(limit.others))
+                })
         };
         (left(&state.requests), left(&state.tokens))
     }
@@ -365,6 +391,103 @@ pub(crate) struct Pacing {
     /// Where the replicas share their statements, when they do.
     #[cfg(feature = "redis")]
     pub(crate) shared: Option<SharedQuota>,
+    /// This replica's calls counted in the replicas' calls in flight whose reply came, not
+    /// yet counted out there: the next call's read counts them out in its own pipeline (so
+    /// that it never reads this replica's finished calls as another's in flight), or a flush
+    /// shortly after when no call comes.
+    #[cfg(feature = "redis")]
+    pub(crate) owed: Owed,
+}
+
+/// This replica's calls in the replicas' calls in flight: its own mark (telling its calls
+/// from the others'), the next call's number, the finished calls to count out, and whether a
+/// flush of them is on its way.
+#[cfg(feature = "redis")]
+#[derive(Debug)]
+pub(crate) struct Owed {
+    replica: u64,
+    next: std::sync::atomic::AtomicU64,
+    calls: Mutex<Vec<String>>,
+    flushing: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(feature = "redis")]
+impl Default for Owed {
+    fn default() -> Self {
+        Owed {
+            replica: fastrand::u64(..),
+            next: std::sync::atomic::AtomicU64::new(0),
+            calls: Mutex::default(),
+            flushing: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+#[cfg(feature = "redis")]
+impl Owed {
+    /// A new call's member in the replicas' calls in flight: `{replica}:{number}:{tokens}`.
+    pub(crate) fn member(&self, tokens: u64) -> String {
+        let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{:x}:{number}:{tokens}", self.replica)
+    }
+
+    /// Whether `member` is one of this replica's calls.
+    pub(crate) fn is_own(&self, member: &str) -> bool {
+        member
+            .split(':')
+            .next()
+            .and_then(|mark| u64::from_str_radix(mark, 16).ok())
+            == Some(self.replica)
+    }
+}
+
+/// How long finished calls wait to be counted out with the next call's read before they are
+/// flushed on their own.
+#[cfg(feature = "redis")]
+const FLUSH_AFTER: Duration = Duration::from_millis(50);
+
+#[cfg(feature = "redis")]
+impl Pacing {
+    /// A call counted in the replicas' calls in flight as `member` is done.
+    fn owe(self: &Arc<Self>, member: String) {
+        use std::sync::atomic::Ordering;
+        self.owed
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(member);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.owed.flushing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = Arc::clone(self);
+        runtime.spawn(async move {
+            tokio::time::sleep(FLUSH_AFTER).await;
+            this.owed.flushing.store(false, Ordering::Release);
+            let owed = this.take_owed();
+            if !owed.is_empty()
+                && let Some(shared) = &this.shared
+            {
+                shared.flight_out(&this.name, owed);
+            }
+        });
+    }
+
+    /// What is owed, now counted out by the caller of this.
+    fn take_owed(&self) -> Vec<String> {
+        std::mem::take(&mut *self.owed.calls.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// What a read that failed took: owed again.
+    fn owe_again(&self, owed: Vec<String>) {
+        self.owed
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(owed);
+    }
 }
 
 impl std::fmt::Debug for Pacing {
@@ -402,16 +525,32 @@ impl Pacing {
     /// Waits until the stated quota has room for `call`, or refuses it unsent when the
     /// reset comes after the call's deadline. The call counts against the quota while the
     /// ticket lives (until its reply is read).
-    /// `shared`: what the other replicas learned since, and when (read by [`Admission`]).
+    /// `fleet`: what the replicas share, as read by [`Admission`] (this call counted in their
+    /// calls in flight when it was read).
     pub(crate) async fn admit(
         self: &Arc<Self>,
         tokens: u64,
-        #[cfg(feature = "redis")] shared: Option<(Stated, SystemTime)>,
+        #[cfg(feature = "redis")] fleet: Fleet,
     ) -> Result<Ticket, HttpError> {
         #[cfg(feature = "redis")]
-        if let Some((stated, at)) = shared {
-            self.quota.adopt(stated, at);
+        let in_fleet = fleet.flight.is_some();
+        #[cfg(feature = "redis")]
+        {
+            if let Some((stated, at)) = fleet.stated {
+                self.quota.adopt(stated, at);
+            }
+            if let Some(flight) = &fleet.flight {
+                self.quota.others_in_flight(flight);
+            }
         }
+        // Counted out of the replicas' calls in flight however this ends.
+        let ticket = Ticket {
+            pacing: Arc::clone(self),
+            tokens,
+            #[cfg(feature = "redis")]
+            member: fleet.member.filter(|_| in_fleet),
+            admitted: false,
+        };
         let mut waited = false;
         loop {
             let at = match self.quota.room(tokens) {
@@ -419,10 +558,9 @@ impl Pacing {
                     if waited {
                         crate::observe::quota_held(&self.name, "waited");
                     }
-                    return Ok(Ticket {
-                        pacing: Arc::clone(self),
-                        tokens,
-                    });
+                    let mut ticket = ticket;
+                    ticket.admitted = true;
+                    return Ok(ticket);
                 }
                 Room::At(at) => at,
             };
@@ -484,21 +622,29 @@ impl Admission {
             None => None,
         };
         #[cfg(feature = "redis")]
-        let (stated, counts) = self.read_shared(pending.as_ref()).await;
+        let (fleet, counts) = self.read_shared(tokens, pending.as_ref()).await;
         #[cfg(not(feature = "redis"))]
         let counts = None;
         let charge = match (budget, pending) {
-            (Some((budget, _)), Some(pending)) => Some(
-                budget
-                    .finish(pending, counts)
-                    .map_err(|frees_in| self.over_budget(budget, frees_in))?,
-            ),
+            (Some((budget, _)), Some(pending)) => match budget.finish(pending, counts) {
+                Ok(charge) => Some(charge),
+                Err(frees_in) => {
+                    // Not sent: counted out of the replicas' calls in flight again.
+                    #[cfg(feature = "redis")]
+                    if fleet.flight.is_some()
+                        && let (Some(pacing), Some(member)) = (&self.pacing, fleet.member)
+                    {
+                        pacing.owe(member);
+                    }
+                    return Err(self.over_budget(budget, frees_in));
+                }
+            },
             _ => None,
         };
         let ticket = match &self.pacing {
             Some(pacing) => {
                 #[cfg(feature = "redis")]
-                let admitted = pacing.admit(tokens, stated).await;
+                let admitted = pacing.admit(tokens, fleet).await;
                 #[cfg(not(feature = "redis"))]
                 let admitted = pacing.admit(tokens).await;
                 match admitted {
@@ -530,8 +676,9 @@ impl Admission {
     #[cfg(feature = "redis")]
     async fn read_shared(
         &self,
+        tokens: u64,
         pending: Option<&budget::Pending>,
-    ) -> (Option<(Stated, SystemTime)>, Option<[u64; budget::SLOTS]>) {
+    ) -> (Fleet, Option<[u64; budget::SLOTS]>) {
         let quota = self
             .pacing
             .as_ref()
@@ -541,23 +688,51 @@ impl Admission {
             .as_ref()
             .zip(pending)
             .and_then(|(b, p)| b.shared_read(p));
-        match (quota, budget) {
-            (None, None) => (None, None),
+        // This call counted in, and this replica's finished calls counted out, in the same
+        // pipeline.
+        let (owed, member) = match (&self.pacing, quota) {
+            (Some(pacing), Some(_)) => (pacing.take_owed(), Some(pacing.owed.member(tokens))),
+            _ => (Vec::new(), None),
+        };
+        let own = self.pacing.as_ref().map(|pacing| &pacing.owed);
+        let name = member
+            .as_deref()
+            .zip(own)
+            .map(|(member, own)| shared::FlightRead {
+                name: &self.name,
+                member,
+                owed: &owed,
+                own,
+            });
+        let (fleet, counts) = match (quota, budget) {
+            (None, None) => (Fleet::default(), None),
             (Some(quota), Some((store, read))) if quota.same_store(store) => {
-                quota.read(Some(&self.name), Some(&read)).await
+                quota.read(name, Some(&read)).await
             }
             (quota, budget) => {
-                let stated = match quota {
-                    Some(quota) => quota.read(Some(&self.name), None).await.0,
-                    None => None,
+                let fleet = match quota {
+                    Some(quota) => quota.read(name, None).await.0,
+                    None => Fleet::default(),
                 };
                 let counts = match budget {
                     Some((store, read)) => store.read(None, Some(&read)).await.1,
                     None => None,
                 };
-                (stated, counts)
+                (fleet, counts)
             }
+        };
+        let mut fleet = fleet;
+        if fleet.flight.is_none() {
+            if !owed.is_empty()
+                && let Some(pacing) = &self.pacing
+            {
+                // Not known to be counted out: again with the next read or flush.
+                pacing.owe_again(owed);
+            }
+        } else {
+            fleet.member = member;
         }
+        (fleet, counts)
     }
 }
 
@@ -608,11 +783,22 @@ pub(crate) fn total((input, output): (Option<u64>, Option<u64>)) -> Option<u64> 
 pub(crate) struct Ticket {
     pacing: Arc<Pacing>,
     tokens: u64,
+    /// The call's member in the replicas' calls in flight (Redis), when it is counted there.
+    #[cfg(feature = "redis")]
+    member: Option<String>,
+    /// Whether the quota admitted it (else it was held back, and counted nowhere here).
+    admitted: bool,
 }
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        self.pacing.quota.done(self.tokens);
+        if self.admitted {
+            self.pacing.quota.done(self.tokens);
+        }
+        #[cfg(feature = "redis")]
+        if let Some(member) = self.member.take() {
+            self.pacing.owe(member);
+        }
     }
 }
 
@@ -689,6 +875,8 @@ impl QuotaProbe {
                         gauges: Default::default(),
                         #[cfg(feature = "redis")]
                         shared: shared.clone(),
+                        #[cfg(feature = "redis")]
+                        owed: Default::default(),
                     })
                 }),
                 budget: budgeted.then_some(budget),

@@ -5,7 +5,12 @@
 //! count and the Unix milliseconds of its reset) and when it was stated, expiring at the last
 //! reset (a day at most). A reply's statement is written on a task of its own, off the call's
 //! path; a call reads the hash once before it is admitted, taking the statement when it is
-//! newer than the replica's own. A caller's budget kept here (`budget`) is read and counted in
+//! newer than the replica's own, and counts itself in the replicas' calls in flight
+//! (`{prefix}{name}:flight`, a sorted set of the calls by when they were admitted, each with
+//! its tokens; a call a minute old is dropped, and the set expires a minute after its last
+//! change): a replica's room is the statement less its own calls in flight and the others'
+//! admitted after the statement was made (the provider counted the earlier ones in it). A
+//! finished call is counted out with its replica's next read, or on its own shortly after. A caller's budget kept here (`budget`) is read and counted in
 //! the same pipeline: one round trip a call for both. Redis slow or down: the read gives up
 //! after 50 ms, and the replica goes on with its own view (logged once, counted in
 //! `a2a.dependency.quota.shared_unavailable`).
@@ -24,6 +29,32 @@ use crate::http::BuildError;
 const READ_LIMIT: Duration = Duration::from_millis(50);
 /// The longest a statement's write may take, on its own task.
 const WRITE_LIMIT: Duration = Duration::from_millis(500);
+/// How long the replicas' count of calls in flight outlives its last change: a replica that
+/// died with calls in flight holds the others back no longer than this.
+const FLIGHT_TTL: Duration = Duration::from_secs(60);
+
+/// What the replicas share of a service's quota, as a call read it: the last statement and
+/// when it was made, and the other replicas' calls in flight (each one's admission, in Unix
+/// ms, and its tokens); and the call's own member there, once it is known to be counted.
+#[derive(Debug, Default)]
+pub(crate) struct Fleet {
+    pub(crate) stated: Option<(Stated, SystemTime)>,
+    pub(crate) flight: Option<Vec<(u64, u64)>>,
+    pub(crate) member: Option<String>,
+}
+
+/// What a call reads of a service's quota: the service `name`, the call's `member` counted
+/// in the replicas' calls in flight, this replica's finished calls counted out (`owed`), and
+/// its mark (to leave its own calls out of the others').
+pub(crate) struct FlightRead<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) member: &'a str,
+    pub(crate) owed: &'a [String],
+    pub(crate) own: &'a super::Owed,
+}
+
+/// The most calls in flight read back: a bound on the reply, whatever the fleet holds.
+const MAX_FLIGHT: usize = 1024;
 
 /// Where the replicas of an agent keep the quotas their model providers state: a Redis (or
 /// Valkey) they share. Give it to
@@ -125,12 +156,40 @@ impl SharedQuota {
     /// answer in time; a statement is `None` too when none is kept.
     pub(crate) async fn read(
         &self,
-        quota: Option<&str>,
+        quota: Option<FlightRead<'_>>,
         budget: Option<&BudgetRead>,
-    ) -> (Option<(Stated, SystemTime)>, Option<[u64; SLOTS]>) {
+    ) -> (Fleet, Option<[u64; SLOTS]>) {
         let mut pipe = redis::pipe();
-        if let Some(name) = quota {
-            pipe.cmd("HGETALL").arg(self.key(name));
+        if let Some(read) = &quota {
+            // This call counted in among the replicas' calls in flight (scored by when it was
+            // admitted), this replica's finished ones and any a minute old counted out, then
+            // the calls in flight and the statement.
+            let flight = self.flight_key(read.name);
+            let now = unix_ms(SystemTime::now());
+            pipe.cmd("ZADD")
+                .arg(&flight)
+                .arg(now)
+                .arg(read.member)
+                .ignore();
+            if !read.owed.is_empty() {
+                pipe.cmd("ZREM").arg(&flight).arg(read.owed).ignore();
+            }
+            pipe.cmd("ZREMRANGEBYSCORE")
+                .arg(&flight)
+                .arg("-inf")
+                .arg(now.saturating_sub(millis(FLIGHT_TTL)))
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&flight)
+                .arg(millis(FLIGHT_TTL))
+                .ignore()
+                .cmd("ZRANGE")
+                .arg(&flight)
+                .arg(0)
+                .arg(MAX_FLIGHT - 1)
+                .arg("WITHSCORES")
+                .cmd("HGETALL")
+                .arg(self.key(read.name));
         }
         if let Some(budget) = budget {
             let key = self.budget_key(&budget.caller, budget.slot);
@@ -157,12 +216,30 @@ impl SharedQuota {
         .await;
         let Ok(Ok(replies)) = read else {
             self.unavailable();
-            return (None, None);
+            return (Fleet::default(), None);
         };
         let mut replies = replies.into_iter();
-        let stated = match quota {
-            Some(_) => replies.next().and_then(statement),
-            None => None,
+        let fleet = match &quota {
+            Some(read) => {
+                let members: Vec<(String, f64)> = replies
+                    .next()
+                    .and_then(|reply| redis::from_redis_value(reply).ok())
+                    .unwrap_or_default();
+                let others = members
+                    .iter()
+                    .filter(|(member, _)| !read.own.is_own(member))
+                    .filter_map(|(member, admitted)| {
+                        let tokens = member.rsplit(':').next()?.parse::<u64>().ok()?;
+                        Some((*admitted as u64, tokens))
+                    })
+                    .collect();
+                Fleet {
+                    stated: replies.next().and_then(statement),
+                    flight: Some(others),
+                    member: None,
+                }
+            }
+            None => Fleet::default(),
         };
         let counts = budget.map(|budget| {
             let counts: Vec<Option<i64>> = replies
@@ -179,7 +256,31 @@ impl SharedQuota {
             }
             by_slot
         });
-        (stated, counts)
+        (fleet, counts)
+    }
+
+    /// Calls of service `name` counted in flight (`owed`, their members) have their reply (or
+    /// were not sent): counted out on a task of its own.
+    pub(crate) fn flight_out(&self, name: &str, owed: Vec<String>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let flight = self.flight_key(name);
+        let this = self.clone();
+        runtime.spawn(async move {
+            let mut pipe = redis::pipe();
+            pipe.cmd("ZREM").arg(&flight).arg(&owed).ignore();
+            let mut connection = this.connection.clone();
+            let written =
+                tokio::time::timeout(WRITE_LIMIT, pipe.query_async::<()>(&mut connection)).await;
+            if !matches!(written, Ok(Ok(()))) {
+                this.unavailable();
+            }
+        });
+    }
+
+    fn flight_key(&self, name: &str) -> String {
+        format!("{}{name}:flight", self.prefix)
     }
 
     /// Whether `other` keeps its state in the same Redis (its reads then go in one
@@ -272,7 +373,7 @@ fn statement(reply: redis::Value) -> Option<(Stated, SystemTime)> {
     (!stated.is_empty()).then_some((stated, at))
 }
 
-fn unix_ms(at: SystemTime) -> u64 {
+pub(crate) fn unix_ms(at: SystemTime) -> u64 {
     millis(at.duration_since(UNIX_EPOCH).unwrap_or_default())
 }
 
