@@ -80,7 +80,8 @@ pub async fn serve(app: axum::Router) -> String {
     url
 }
 
-async fn ask(model: &HttpDependency, text: &str) -> Result<String, HttpError> {
+/// Asks `model` for `text`: its first choice's content.
+pub async fn ask(model: &HttpDependency, text: &str) -> Result<String, HttpError> {
     let body = json!({"model": model.name(), "messages": [{"role": "user", "content": text}]});
     let reply: Value = model
         .send(HttpCall::post("/chat/completions").json(&body)?)

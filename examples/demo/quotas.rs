@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use a2a_error::A2aError;
 use a2a_error::dependency::{
-    CallerBudget, DependencyFailed, HttpCall, HttpDependency, HttpError, SharedQuota, for_caller,
+    CallerBudget, DependencyFailed, HttpDependency, HttpError, SharedQuota, for_caller,
 };
 use a2a_error::resilience::Fallback;
 use a2a_error::resilience::breaker::BreakerRegistry;
@@ -19,7 +19,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::models::{Provider, serve};
+use crate::models::{Provider, ask, serve};
 use crate::timeline::{Kind, Outcome, Timeline};
 
 /// How many requests `model-q` allows in its window, and the window's length.
@@ -65,18 +65,6 @@ async fn cheap_model(State(provider): State<Provider>) -> Response {
 fn answer(text: &str) -> Value {
     json!({"choices": [{"message": {"role": "assistant", "content": text}}],
            "usage": {"prompt_tokens": 20, "completion_tokens": 40, "total_tokens": 60}})
-}
-
-async fn ask(model: &HttpDependency, text: &str) -> Result<String, HttpError> {
-    let body = json!({"model": model.name(), "messages": [{"role": "user", "content": text}]});
-    let reply: Value = model
-        .send(HttpCall::post("/chat/completions").json(&body)?)
-        .await?
-        .json()?;
-    Ok(reply["choices"][0]["message"]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned())
 }
 
 /// How a refused call reaches the agent's caller, in a line.

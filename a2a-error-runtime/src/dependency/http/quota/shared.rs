@@ -114,39 +114,27 @@ impl SharedQuota {
 
     /// Writes what a reply of service `name` stated at `at`, on a task of its own.
     pub(crate) fn publish(&self, name: &str, stated: Stated, at: SystemTime) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let key = self.key(name);
-        let this = self.clone();
-        runtime.spawn(async move {
-            let at_ms = unix_ms(at);
-            let mut fields: Vec<(&str, u64)> = vec![("at", at_ms)];
-            let mut expires = at_ms + 1000;
-            for (remaining, until, window) in
-                [("r", "ru", stated.requests), ("t", "tu", stated.tokens)]
-            {
-                let Some(window) = window else { continue };
-                let reset = window.reset.unwrap_or(super::UNDATED).min(MAX_RESET);
-                let until_ms = at_ms.saturating_add(millis(reset));
-                fields.push((remaining, window.remaining));
-                fields.push((until, until_ms));
-                expires = expires.max(until_ms);
-            }
-            let mut pipe = redis::pipe();
-            pipe.hset_multiple(&key, &fields)
-                .ignore()
-                .cmd("PEXPIREAT")
-                .arg(&key)
-                .arg(expires)
-                .ignore();
-            let mut connection = this.connection.clone();
-            let written =
-                tokio::time::timeout(WRITE_LIMIT, pipe.query_async::<()>(&mut connection)).await;
-            if !matches!(written, Ok(Ok(()))) {
-                this.unavailable();
-            }
-        });
+        let at_ms = unix_ms(at);
+        let mut fields: Vec<(&str, u64)> = vec![("at", at_ms)];
+        let mut expires = at_ms + 1000;
+        for (remaining, until, window) in [("r", "ru", stated.requests), ("t", "tu", stated.tokens)]
+        {
+            let Some(window) = window else { continue };
+            let reset = window.reset.unwrap_or(super::UNDATED).min(MAX_RESET);
+            let until_ms = at_ms.saturating_add(millis(reset));
+            fields.push((remaining, window.remaining));
+            fields.push((until, until_ms));
+            expires = expires.max(until_ms);
+        }
+        let mut pipe = redis::pipe();
+        pipe.hset_multiple(&key, &fields)
+            .ignore()
+            .cmd("PEXPIREAT")
+            .arg(&key)
+            .arg(expires)
+            .ignore();
+        self.write_off_path(pipe);
     }
 
     /// What a call reads before it is admitted, in one pipelined round trip (50 ms at most):
@@ -262,21 +250,12 @@ impl SharedQuota {
     /// Calls of service `name` counted in flight (`owed`, their members) have their reply (or
     /// were not sent): counted out on a task of its own.
     pub(crate) fn flight_out(&self, name: &str, owed: Vec<String>) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let flight = self.flight_key(name);
-        let this = self.clone();
-        runtime.spawn(async move {
-            let mut pipe = redis::pipe();
-            pipe.cmd("ZREM").arg(&flight).arg(&owed).ignore();
-            let mut connection = this.connection.clone();
-            let written =
-                tokio::time::timeout(WRITE_LIMIT, pipe.query_async::<()>(&mut connection)).await;
-            if !matches!(written, Ok(Ok(()))) {
-                this.unavailable();
-            }
-        });
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZREM")
+            .arg(self.flight_key(name))
+            .arg(&owed)
+            .ignore();
+        self.write_off_path(pipe);
     }
 
     fn flight_key(&self, name: &str) -> String {
@@ -300,35 +279,45 @@ impl SharedQuota {
         used: u64,
         ttl_ms: u64,
     ) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let (charged, now) = (
             self.budget_key(caller, charged),
             self.budget_key(caller, now),
         );
         let clamp = |tokens: u64| i64::try_from(tokens).unwrap_or(i64::MAX);
+        let mut pipe = redis::pipe();
+        // Each key written is given its expiry again: a key the settlement makes anew (its
+        // count expired meanwhile) must not outlive the window either.
+        pipe.cmd("DECRBY")
+            .arg(&charged)
+            .arg(clamp(estimate))
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&charged)
+            .arg(ttl_ms)
+            .ignore()
+            .cmd("INCRBY")
+            .arg(&now)
+            .arg(clamp(used))
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&now)
+            .arg(ttl_ms)
+            .ignore();
+        self.write_off_path(pipe);
+    }
+
+    fn budget_key(&self, caller: &str, slot: u64) -> String {
+        format!("{}budget:{caller}:{slot}", self.prefix)
+    }
+
+    /// Sends `pipe` on a task of its own, off the call's path (500 ms at most; a failure is
+    /// counted as Redis unavailable).
+    fn write_off_path(&self, pipe: redis::Pipeline) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let this = self.clone();
         runtime.spawn(async move {
-            let mut pipe = redis::pipe();
-            // Each key written is given its expiry again: a key the settlement makes anew
-            // (its count expired meanwhile) must not outlive the window either.
-            pipe.cmd("DECRBY")
-                .arg(&charged)
-                .arg(clamp(estimate))
-                .ignore()
-                .cmd("PEXPIRE")
-                .arg(&charged)
-                .arg(ttl_ms)
-                .ignore()
-                .cmd("INCRBY")
-                .arg(&now)
-                .arg(clamp(used))
-                .ignore()
-                .cmd("PEXPIRE")
-                .arg(&now)
-                .arg(ttl_ms)
-                .ignore();
             let mut connection = this.connection.clone();
             let written =
                 tokio::time::timeout(WRITE_LIMIT, pipe.query_async::<()>(&mut connection)).await;
@@ -336,10 +325,6 @@ impl SharedQuota {
                 this.unavailable();
             }
         });
-    }
-
-    fn budget_key(&self, caller: &str, slot: u64) -> String {
-        format!("{}budget:{caller}:{slot}", self.prefix)
     }
 
     /// Redis did not answer: said once in the log, counted every time.
