@@ -21,7 +21,7 @@ pub use error::{EXCERPT_BYTES, HttpError, HttpFailure, InBand, SCANNED_BYTES, St
 pub use quota::QuotaProbe;
 #[cfg(feature = "redis")]
 pub use quota::SharedQuota;
-use quota::{Admission, Admitted, NO_DEADLINE_WAIT, Pacing, Quota};
+use quota::{Admission, Admitted, NO_DEADLINE_WAIT, Pacing};
 pub use quota::{CallerBudget, for_caller};
 pub use stream::{
     AnthropicMessages, AnyEvent, HttpStream, Interruption, OpenAiChat, Read, StreamEvent,
@@ -178,10 +178,7 @@ impl HttpDependency {
         let Some(model) = &self.model else {
             let result = sent.await;
             if admitted.is_charged() {
-                admitted.settle(match &result {
-                    Ok(reply) => Ok(stream::usage_in(&reply.body)),
-                    Err(error) => Err(error),
-                });
+                admitted.settle(result.as_ref().map(|reply| stream::usage_in(&reply.body)));
             }
             return result;
         };
@@ -192,10 +189,7 @@ impl HttpDependency {
             Err(error) => ((None, None), Some(error.failure_reason())),
         };
         model.ended(&span, started.elapsed(), None, usage, failure);
-        admitted.settle(match &result {
-            Ok(_) => Ok(usage),
-            Err(error) => Err(error),
-        });
+        admitted.settle(result.as_ref().map(|_| usage));
         result
     }
 
@@ -479,19 +473,15 @@ impl HttpDependencyBuilder {
         let name = self.callee.name.clone();
         let (stack, breaker, settings) = self.finish(&name);
         let quota = settings.quota.then(|| {
-            Arc::new(Pacing {
-                quota: Quota::default(),
-                waits: settings.quota_waits,
-                longest_wait: stack
+            Arc::new(Pacing::new(
+                name.clone(),
+                settings.quota_waits,
+                stack
                     .total_timeout
                     .map_or(NO_DEADLINE_WAIT, |total| total.min(NO_DEADLINE_WAIT)),
-                name: name.clone(),
-                gauges: Default::default(),
                 #[cfg(feature = "redis")]
-                shared: settings.shared_quota,
-                #[cfg(feature = "redis")]
-                owed: Default::default(),
-            })
+                settings.shared_quota,
+            ))
         });
         let service = HttpService {
             http: settings.http.client()?,

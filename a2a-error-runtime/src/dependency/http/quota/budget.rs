@@ -162,12 +162,17 @@ impl Record {
     }
 }
 
+/// The tokens counted in a window's slots.
+fn used(counts: &[u64; SLOTS]) -> u64 {
+    counts
+        .iter()
+        .fold(0u64, |sum, count| sum.saturating_add(*count))
+}
+
 /// How long until the window whose latest slot is `newest` (counts by slot as in [`Record`])
 /// has used less than `limit`: the slots leave it oldest first. At most the window.
 fn frees_in(newest: u64, counts: &[u64; SLOTS], limit: u64, slot_ms: u64, now_ms: u64) -> Duration {
-    let mut used = counts
-        .iter()
-        .fold(0u64, |sum, count| sum.saturating_add(*count));
+    let mut used = used(counts);
     for age in (0..SLOTS as u64).rev() {
         let Some(slot) = newest.checked_sub(age) else {
             continue;
@@ -249,10 +254,10 @@ impl CallerBudget {
 
     /// A call refused for its caller's budget, `frees_in` before the window frees enough.
     pub(crate) fn refusal(&self, frees_in: Duration) -> super::HttpFailure {
-        // Whole seconds, rounded up, within the window: a caller told to wait never comes
-        // back early.
-        let whole = frees_in.as_secs() + u64::from(frees_in.subsec_nanos() > 0);
-        let whole = whole.clamp(1, self.inner.window.as_secs().max(1));
+        // Whole seconds, rounded up (a caller told to wait never comes back early), within
+        // the window.
+        let whole = crate::wire::headers::whole_seconds_up(frees_in)
+            .clamp(1, self.inner.window.as_secs().max(1));
         super::HttpFailure::OverBudget {
             retry_in: Duration::from_secs(whole),
             policy: Arc::clone(&self.inner.policy),
@@ -305,10 +310,7 @@ impl CallerBudget {
         if let Some(mut counts) = counts {
             let own = &mut counts[(pending.slot % SLOTS as u64) as usize];
             *own = own.saturating_sub(pending.estimate);
-            let used = counts
-                .iter()
-                .fold(0u64, |sum, count| sum.saturating_add(*count));
-            if used >= budget.tokens {
+            if used(&counts) >= budget.tokens {
                 // Counted nowhere: the call is not made.
                 #[cfg(feature = "redis")]
                 if let Some(shared) = &budget.shared {

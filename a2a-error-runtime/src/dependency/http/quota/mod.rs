@@ -499,6 +499,27 @@ impl std::fmt::Debug for Pacing {
 }
 
 impl Pacing {
+    /// The pacing of service `name`'s calls: whether a call waits for a reset (`waits`) and
+    /// the longest a call without a deadline waits, its statements shared through `shared`.
+    pub(crate) fn new(
+        name: Arc<str>,
+        waits: bool,
+        longest_wait: Duration,
+        #[cfg(feature = "redis")] shared: Option<SharedQuota>,
+    ) -> Self {
+        Pacing {
+            quota: Quota::default(),
+            waits,
+            longest_wait,
+            name,
+            gauges: Default::default(),
+            #[cfg(feature = "redis")]
+            shared,
+            #[cfg(feature = "redis")]
+            owed: Default::default(),
+        }
+    }
+
     /// Keeps what a reply's head stated.
     pub(crate) fn observe(&self, headers: &HeaderMap) {
         let at = SystemTime::now();
@@ -579,8 +600,7 @@ impl Pacing {
                 };
                 crate::observe::quota_held(&self.name, outcome);
                 // Whole seconds, rounded up: a caller told to wait never comes back early.
-                let left = at - now;
-                let whole = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+                let whole = crate::wire::headers::whole_seconds_up(at - now);
                 return Err(Failure::Failed(HttpFailure::Paced {
                     reset_in: Duration::from_secs(whole),
                 }));
@@ -867,17 +887,13 @@ impl QuotaProbe {
         QuotaProbe {
             admission: Admission {
                 pacing: paced.then(|| {
-                    Arc::new(Pacing {
-                        quota: Quota::default(),
-                        waits: true,
-                        longest_wait: NO_DEADLINE_WAIT,
-                        name: Arc::clone(&name),
-                        gauges: Default::default(),
+                    Arc::new(Pacing::new(
+                        Arc::clone(&name),
+                        true,
+                        NO_DEADLINE_WAIT,
                         #[cfg(feature = "redis")]
-                        shared: shared.clone(),
-                        #[cfg(feature = "redis")]
-                        owed: Default::default(),
-                    })
+                        shared.clone(),
+                    ))
                 }),
                 budget: budgeted.then_some(budget),
                 expected_output: 256,
