@@ -55,24 +55,15 @@ mod hostile_input;
 #[doc(hidden)]
 pub mod peer_input;
 
-pub use wire::bad_request::{BadRequest, FieldViolation};
-pub use wire::chain::Hop;
-pub use wire::code;
-pub use wire::data::DataSink;
-pub use wire::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
-pub use wire::error::{BAD_REQUEST_TYPE, ERROR_INFO_TYPE, RETRY_INFO_TYPE};
+pub use a2a_error_core::{
+    A2aError, BAD_REQUEST_TYPE, BadRequest, Catalog, Category, DEADLINE_HEADER, DataSink,
+    DataValue, ERROR_INFO_TYPE, ErrorObject, ErrorSpec, ErrorView, FieldViolation, FromErrorObject,
+    HasKind, Hop, Id, MAX_DATA_NODES, RETRY_INFO_TYPE, ReceivedError, RemoteError, RetryHint,
+    Shown, VERSION_HEADER, WireProfile, code, method_name, method_of_route,
+};
 #[cfg(feature = "grpc")]
 pub use wire::grpc;
-pub use wire::headers::{DEADLINE_HEADER, VERSION_HEADER};
-pub use wire::jsonrpc::Id;
-pub use wire::method::{method_name, method_of_route};
-pub use wire::object::{ErrorObject, MAX_DATA_NODES, WireProfile};
-pub use wire::received::{DataValue, ReceivedError};
-pub use wire::remote::RemoteError;
-pub use wire::spec::{Catalog, ErrorSpec};
 pub use wire::standard::{StandardError, StandardErrorKind};
-pub use wire::text::Shown;
-pub use wire::view::ErrorView;
 
 #[cfg(feature = "client")]
 pub use client::builder::ClientBuilder;

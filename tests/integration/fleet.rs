@@ -8,7 +8,9 @@
 use std::time::{Duration, Instant};
 
 use a2a::{A2AError, Task, TaskState, TaskStatus};
-use a2a_error::sdk::{OwnedTaskStore, Owner, RedisTaskStore};
+use a2a_error::sdk::{
+    LeaseError, LeaseLost, OwnedTaskStore, Owner, RedisTaskStore, TaskLease, TaskLeases,
+};
 use a2a_error::server::RedisStore;
 use a2a_server::TaskStore;
 use serde_json::{Value, json};
@@ -790,17 +792,33 @@ async fn a_follower_that_loses_its_subscription_reads_at_a_steady_pace() {
 /// A task store of a user's own (the SDK's kind of store, here in memory) that keeps each
 /// task's owner beside it, as `OwnedTaskStore` asks: written at `create` from
 /// `creating_owner()`, read by `owns` and `list_owned`.
+/// It leases its tasks too, as `TaskLeases` asks: a table of the tasks held, each with the
+/// sender that tells its execution the lease was lost.
 #[derive(Clone)]
 struct OwnersBeside {
     tasks: a2a_error::sdk::MemoryTaskStore,
     owners: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, Owner>>>,
+    leases: Leases,
+    /// Every hold asked for, in order.
+    holds: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Whether every hold is refused, as when another replica holds the task.
+    refuse: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+type Leases = std::sync::Arc<
+    std::sync::Mutex<
+        std::collections::BTreeMap<String, tokio::sync::watch::Sender<Option<LeaseLost>>>,
+    >,
+>;
 
 impl OwnersBeside {
     fn new() -> Self {
         OwnersBeside {
             tasks: a2a_error::sdk::MemoryTaskStore::new(16 << 20),
             owners: Default::default(),
+            leases: Default::default(),
+            holds: Default::default(),
+            refuse: Default::default(),
         }
     }
 
@@ -851,6 +869,142 @@ impl OwnedTaskStore for OwnersBeside {
             tasks.extend(self.tasks.get(&id).await?);
         }
         Ok(a2a_error::sdk::owned_page(request, page_size, tasks))
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskLeases for OwnersBeside {
+    async fn hold(&self, task: &str) -> Result<Box<dyn TaskLease>, A2AError> {
+        self.holds.lock().unwrap().push(task.to_owned());
+        let mut leases = self.leases.lock().unwrap();
+        if self.refuse.load(std::sync::atomic::Ordering::Relaxed) || leases.contains_key(task) {
+            return Err(a2a_error::sdk::to_sdk(&LeaseError::Elsewhere));
+        }
+        let (tell, lost) = tokio::sync::watch::channel(None);
+        leases.insert(task.to_owned(), tell);
+        Ok(Box::new(HeldHere {
+            lost,
+            leases: self.leases.clone(),
+            task: task.to_owned(),
+        }))
+    }
+}
+
+/// A lease of `OwnersBeside`'s, given back when dropped.
+struct HeldHere {
+    lost: tokio::sync::watch::Receiver<Option<LeaseLost>>,
+    leases: Leases,
+    task: String,
+}
+
+#[async_trait::async_trait]
+impl TaskLease for HeldHere {
+    fn event(&self) {}
+    async fn lost(&self) -> LeaseLost {
+        let mut lost = self.lost.clone();
+        match lost.wait_for(Option::is_some).await {
+            Ok(why) => why.unwrap_or(LeaseLost::Lapsed),
+            Err(_) => LeaseLost::Lapsed,
+        }
+    }
+}
+
+impl Drop for HeldHere {
+    fn drop(&mut self) {
+        self.leases.lock().unwrap().remove(&self.task);
+    }
+}
+
+/// An executor that counts the events its executions made (what ran of them), and runs `X`'s.
+struct Counted<X>(X, std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl<X: a2a_server::AgentExecutor> a2a_server::AgentExecutor for Counted<X> {
+    fn execute(&self, ctx: a2a_server::ExecutorContext) -> Events {
+        use futures_util::StreamExt;
+        let events = self.1.clone();
+        (self.0.execute(ctx))
+            .inspect(move |_| {
+                events.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            })
+            .boxed()
+    }
+    fn cancel(&self, ctx: a2a_server::ExecutorContext) -> Events {
+        self.0.cancel(ctx)
+    }
+}
+
+/// A bridge whose executions hold their leases of `store`, served on loopback.
+async fn serve_leased(store: &OwnersBeside, executor: impl a2a_server::AgentExecutor) -> String {
+    let executor = a2a_error::sdk::Guarded::leased(executor, store.clone());
+    let handler = a2a_server::DefaultRequestHandler::new(executor, store.clone());
+    let bridge = a2a_error::sdk::Bridge::new(handler).shared_tasks(store.clone());
+    crate::common::serve(bridge.router()).await
+}
+
+/// Leases ask a trait of the store, not Redis: with a store of the user's own, each execution
+/// holds its task's lease and gives it back when it ends; a store that refuses the lease
+/// (another replica runs the task) refuses the execution before any of it runs; a lease the
+/// store says is lost stops the execution, and the caller is told TASK_ABANDONED.
+#[tokio::test]
+async fn leases_are_the_stores_own_when_it_is_a_store_of_the_users_own() {
+    let store = OwnersBeside::new();
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let completes = serve_leased(&store, Counted(Completes, runs.clone())).await;
+    let stalls = serve_leased(&store, Counted(Stalls, runs.clone())).await;
+    let send = |url: String| async move {
+        let params = json!({"message": {"messageId": uuid(), "role": "ROLE_USER",
+            "parts": [{"text": "anything"}]}});
+        call(&url, ALICE, "SendMessage", params).await
+    };
+
+    // Held while it ran, given back when it ended.
+    let reply = send(completes.clone()).await;
+    assert_eq!(
+        state(&reply["result"]["task"]),
+        "TASK_STATE_COMPLETED",
+        "{reply}"
+    );
+    let id = reply["result"]["task"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(*store.holds.lock().unwrap(), std::slice::from_ref(&id));
+    assert!(store.leases.lock().unwrap().is_empty());
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 1);
+
+    // Refused by the store: nothing of the execution runs, the caller reads why.
+    store
+        .refuse
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let reply = send(completes.clone()).await;
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert_eq!(
+        reply["error"]["data"][0]["reason"], "TASK_RUNNING_ELSEWHERE",
+        "{reply}"
+    );
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 1);
+    store
+        .refuse
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+
+    // Lost while it runs: stopped, TASK_ABANDONED, and the lease no longer held.
+    let waiting = tokio::spawn(send(stalls));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let task = loop {
+        if let Some(task) = store.leases.lock().unwrap().keys().next().cloned() {
+            break task;
+        }
+        assert!(Instant::now() < deadline, "no execution held a lease");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    store.leases.lock().unwrap()[&task].send_replace(Some(LeaseLost::Lapsed));
+    let reply = waiting.await.unwrap();
+    assert_eq!(reply["error"]["code"], -32053, "{reply}");
+    assert_eq!(
+        reply["error"]["data"][0]["reason"], "TASK_ABANDONED",
+        "{reply}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !store.leases.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the lost lease was kept");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

@@ -213,7 +213,7 @@ pub(crate) fn task_abandoned() {
 }
 
 /// This replica stopped an execution whose task's lease it lost.
-#[cfg(all(feature = "sdk", feature = "redis"))]
+#[cfg(feature = "sdk")]
 pub(crate) fn lease_lost() {
     metrics::counter!("a2a.tasks.leases_lost").increment(1);
 }

@@ -74,9 +74,8 @@ pub(crate) fn fail_as_status() {
 pub struct Guarded<X> {
     inner: Arc<X>,
     store: Arc<dyn TaskStore>,
-    /// The shared store whose leases the executions hold.
-    #[cfg(feature = "redis")]
-    leases: Option<crate::sdk::shared::RedisTaskStore>,
+    /// The store whose leases the executions hold.
+    leases: Option<Arc<dyn crate::sdk::lease::TaskLeases>>,
     /// Where the tasks' events go as push notifications, when the bridge delivers them.
     push: Option<crate::sdk::push::PushDelivery>,
 }
@@ -88,7 +87,6 @@ impl<X> Guarded<X> {
         Guarded {
             inner: Arc::new(executor),
             store,
-            #[cfg(feature = "redis")]
             leases: None,
             push: None,
         }
@@ -104,17 +102,20 @@ impl<X> Guarded<X> {
     }
 
     /// Guards `executor`, whose tasks the shared `store` keeps, holding each task's lease
-    /// while its execution runs (see [`RedisTaskStore`](crate::sdk::shared::RedisTaskStore)): a task
-    /// another replica is running is refused (INVALID_REQUEST, `TASK_RUNNING_ELSEWHERE`);
-    /// an execution whose lease is lost (Redis unreachable for a whole lease, the task ended
-    /// elsewhere, or the store's stall limit) is stopped, its executor's stream dropped, and
-    /// its task ends FAILED with `TASK_ABANDONED` by the store's reaper.
-    #[cfg(feature = "redis")]
-    pub fn leased(executor: X, store: crate::sdk::shared::RedisTaskStore) -> Self {
+    /// while its execution runs (see [`TaskLeases`](crate::sdk::lease::TaskLeases);
+    /// `RedisTaskStore` is one): a task another replica is running is refused
+    /// (INVALID_REQUEST, `TASK_RUNNING_ELSEWHERE`); an execution whose lease is lost (the
+    /// store unreachable for a whole lease, the task ended elsewhere, or the store's stall
+    /// limit) is stopped, its executor's stream dropped, and its task ends FAILED with
+    /// `TASK_ABANDONED` by the store's reaper.
+    pub fn leased<S>(executor: X, store: S) -> Self
+    where
+        S: TaskStore + crate::sdk::lease::TaskLeases + Clone,
+    {
         Guarded {
             inner: Arc::new(executor),
             store: Arc::new(store.clone()),
-            leases: Some(store),
+            leases: Some(Arc::new(store)),
             push: None,
         }
     }
@@ -150,7 +151,6 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
         }
         let inner = Arc::clone(&self.inner);
         // Inside the request's trace: an executor may fail before its stream is polled.
-        #[cfg(feature = "redis")]
         let task = run.task_id.clone();
         let events = crate::inherited::sync_scope(run.inherited.clone(), || {
             std::panic::catch_unwind(AssertUnwindSafe(|| inner.execute(ctx)))
@@ -161,9 +161,8 @@ impl<X: AgentExecutor> AgentExecutor for Guarded<X> {
             Some(push) => notified(events, push, task_of_run.clone(), run_caller),
             None => events,
         };
-        #[cfg(feature = "redis")]
-        if let Some(store) = &self.leases {
-            return super::shared::leased(store.clone(), task, events);
+        if let Some(leases) = &self.leases {
+            return super::lease::leased(Arc::clone(leases), task, events);
         }
         events
     }

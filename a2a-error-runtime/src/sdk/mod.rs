@@ -86,6 +86,7 @@ mod fingerprint;
 mod forward;
 #[cfg(feature = "grpc")]
 mod grpc;
+mod lease;
 mod link;
 mod listing;
 mod owned;
@@ -107,6 +108,7 @@ pub use executor::Guarded;
 pub use forward::{Forwarded, forward_stream, is_streaming};
 #[cfg(feature = "grpc")]
 pub use grpc::{GrpcLimits, GrpcService};
+pub use lease::{LeaseError, LeaseLost, TaskLease, TaskLeases};
 pub use owned::{OwnedTaskStore, Owner, creating_owner, owned_page};
 pub use protojson::{ProtoJson, SendReply};
 pub use push::{DeadLetter, PushDelivery};

@@ -202,7 +202,7 @@ mod tests {
     use super::*;
     use crate::wire::code;
     use crate::wire::error::{A2aError as _, FromErrorObject};
-    use crate::wire::spec::Catalog;
+    use a2a_error_core::Catalog;
 
     #[test]
     fn covers_the_whole_table_with_table_values() {

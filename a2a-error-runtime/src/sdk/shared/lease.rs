@@ -1,27 +1,24 @@
 //! Leases: the replica that runs a task holds its lease and renews it while the execution
-//! runs ([`Held`]); every replica's reaper ends FAILED the tasks whose lease lapsed.
+//! runs ([`Held`], its `TaskLeases`); every replica's reaper ends FAILED the tasks whose lease lapsed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use a2a::{A2AError, StreamResponse};
-use futures_util::StreamExt;
-use futures_util::stream::BoxStream;
+use a2a::A2AError;
 use tokio::sync::watch;
 
-use super::{Mode, RedisTaskStore, SharedTaskError, Written, millis, now_ms};
+use super::{Mode, RedisTaskStore, Written, millis, now_ms};
+use crate::sdk::lease::{LeaseError, LeaseLost, TaskLease, TaskLeases};
 use crate::wire::error::A2aError;
 use crate::wire::remote::RemoteError;
-
-type Events = BoxStream<'static, Result<StreamResponse, A2AError>>;
 
 /// The lease of one running task, held by this replica and renewed in the background until
 /// dropped (then given back). It is lost when a renewal fails for a whole lease, when the
 /// task ended elsewhere (a cancel on another replica), or when the execution made no event
 /// for the stall limit.
 pub(crate) struct Held {
-    lost: watch::Receiver<Option<Lost>>,
+    lost: watch::Receiver<Option<LeaseLost>>,
     /// When the execution last made an event, in ms since the Unix epoch.
     last_event: Arc<AtomicU64>,
     renewer: tokio::task::JoinHandle<()>,
@@ -29,38 +26,27 @@ pub(crate) struct Held {
     task: String,
 }
 
-impl Held {
-    /// The execution made an event.
-    pub(crate) fn event(&self) {
+#[async_trait::async_trait]
+impl TaskLease for Held {
+    fn event(&self) {
         self.last_event.store(now_ms(), Ordering::Relaxed);
     }
 
-    /// Resolves once the lease is lost, with why.
-    pub(crate) async fn lost(&self) -> Lost {
+    async fn lost(&self) -> LeaseLost {
         let mut lost = self.lost.clone();
         match lost.wait_for(Option::is_some).await {
-            Ok(why) => why.unwrap_or(Lost::Lapsed),
+            Ok(why) => why.unwrap_or(LeaseLost::Lapsed),
             // The renewer is gone, which it is only once it said why.
-            Err(_) => Lost::Lapsed,
+            Err(_) => LeaseLost::Lapsed,
         }
     }
-}
-
-/// Why an execution's lease was lost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Lost {
-    /// Not renewed in time (the stall limit, Redis unreachable, or taken): the lease is left
-    /// to lapse, and the reaper ends the task FAILED.
-    Lapsed,
-    /// The task ended elsewhere (cancelled on another replica).
-    Ended,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         self.renewer.abort();
         // A lapsing lease is not given back: the reaper must find it.
-        if *self.lost.borrow() == Some(Lost::Lapsed) {
+        if *self.lost.borrow() == Some(LeaseLost::Lapsed) {
             return;
         }
         let (store, task) = (self.store.clone(), std::mem::take(&mut self.task));
@@ -70,10 +56,11 @@ impl Drop for Held {
     }
 }
 
-impl RedisTaskStore {
-    /// Takes (or keeps, after the create) the lease of `task` for this replica, and renews
-    /// it every third of the lease.
-    pub(crate) async fn hold(&self, task: &str) -> Result<Held, A2AError> {
+/// The lease of a task is a key beside it, renewed every third of the lease while its
+/// execution runs (and made no event for less than the stall limit).
+#[async_trait::async_trait]
+impl TaskLeases for RedisTaskStore {
+    async fn hold(&self, task: &str) -> Result<Box<dyn TaskLease>, A2AError> {
         let fresh = (self.inner.fresh.lock())
             .unwrap_or_else(|p| p.into_inner())
             .remove(task);
@@ -85,9 +72,9 @@ impl RedisTaskStore {
         };
         match taken {
             1 => {}
-            0 => return Err(crate::sdk::error::to_sdk(&SharedTaskError::Elsewhere)),
+            0 => return Err(crate::sdk::error::to_sdk(&LeaseError::Elsewhere)),
             -1 => return Err(A2AError::task_not_found(task)),
-            _ => return Err(crate::sdk::error::to_sdk(&SharedTaskError::Lapsed)),
+            _ => return Err(crate::sdk::error::to_sdk(&LeaseError::Lapsed)),
         }
         let (tell, lost) = watch::channel(None);
         let last_event = Arc::new(AtomicU64::new(now_ms()));
@@ -96,15 +83,17 @@ impl RedisTaskStore {
             tell,
             Arc::clone(&last_event),
         ));
-        Ok(Held {
+        Ok(Box::new(Held {
             lost,
             last_event,
             renewer,
             store: self.clone(),
             task: task.to_owned(),
-        })
+        }))
     }
+}
 
+impl RedisTaskStore {
     /// 1 held, 0 another's (or lapsed, for a renewal), -1 no task, 2 the task ended.
     async fn take_lease(&self, task: &str, renew: bool) -> Result<i64, A2AError> {
         self.run(&self.inner.scripts.lease, |call| {
@@ -121,7 +110,7 @@ impl RedisTaskStore {
     async fn renew(
         self,
         task: String,
-        tell: watch::Sender<Option<Lost>>,
+        tell: watch::Sender<Option<LeaseLost>>,
         last_event: Arc<AtomicU64>,
     ) {
         let lease = self.inner.lease;
@@ -132,15 +121,15 @@ impl RedisTaskStore {
                 let idle = now_ms().saturating_sub(last_event.load(Ordering::Relaxed));
                 if idle > millis(stall) {
                     tracing::warn!(task, "an execution made no event for its stall limit");
-                    break Lost::Lapsed;
+                    break LeaseLost::Lapsed;
                 }
             }
             match self.take_lease(&task, true).await {
                 Ok(1) => renewed = tokio::time::Instant::now(),
-                Ok(2) => break Lost::Ended,
-                Ok(_) => break Lost::Lapsed,
+                Ok(2) => break LeaseLost::Ended,
+                Ok(_) => break LeaseLost::Lapsed,
                 // Past a whole lease without a renewal another replica may have reaped it.
-                Err(_) if renewed.elapsed() >= lease => break Lost::Lapsed,
+                Err(_) if renewed.elapsed() >= lease => break LeaseLost::Lapsed,
                 Err(_) => {}
             }
         };
@@ -220,7 +209,7 @@ impl RedisTaskStore {
                 return Ok(());
             }
             // The cause: TASK_ABANDONED, as the caller that waited on the execution is told.
-            let public = RemoteError::from_object(SharedTaskError::Abandoned.to_error_object());
+            let public = RemoteError::from_object(LeaseError::Abandoned.to_error_object());
             task.status = crate::sdk::failed::failed_status_of(&public, &task.id, &task.context_id);
             task.status.timestamp = Some(chrono::Utc::now());
             match self.write(&task, Mode::Reap, Some(version)).await? {
@@ -245,52 +234,4 @@ impl RedisTaskStore {
         }
         Ok(())
     }
-}
-
-/// `events` of `task`'s execution, run while this replica holds the task's lease: refused
-/// (the error) when another replica runs it; ended with TASK_ABANDONED when the lease
-/// lapses (the store's reaper then ends the task FAILED), and quietly when the task ended
-/// elsewhere; either way the executor's stream is dropped.
-pub(crate) fn leased(store: RedisTaskStore, task: String, events: Events) -> Events {
-    struct State {
-        store: RedisTaskStore,
-        task: String,
-        events: Option<Events>,
-        held: Option<Held>,
-    }
-    let state = State {
-        store,
-        task,
-        events: Some(events),
-        held: None,
-    };
-    futures_util::stream::unfold(state, |mut state| async move {
-        let mut events = state.events.take()?;
-        if state.held.is_none() {
-            match state.store.hold(&state.task).await {
-                Ok(held) => state.held = Some(held),
-                // Nothing of the execution runs.
-                Err(error) => return Some((Err(error), state)),
-            }
-        }
-        let held = state.held.as_ref()?;
-        let item = tokio::select! {
-            biased;
-            why = held.lost() => match why {
-                Lost::Lapsed => {
-                    crate::observe::lease_lost();
-                    Some(Err(crate::sdk::error::to_sdk(&SharedTaskError::Abandoned)))
-                }
-                // Ended by a write elsewhere: what the store holds is the answer.
-                Lost::Ended => None,
-            },
-            item = events.next() => {
-                held.event();
-                state.events = Some(events);
-                item
-            }
-        };
-        item.map(|item| (item, state))
-    })
-    .boxed()
 }

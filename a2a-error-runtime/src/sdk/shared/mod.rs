@@ -53,7 +53,6 @@ use crate::server::redis_millis as millis;
 use crate::wire::standard::StandardError;
 
 pub(crate) use follow::follow;
-pub(crate) use lease::leased;
 pub use push::RedisPushConfigs;
 
 /// Why the shared task store did not do what it was asked.
@@ -72,32 +71,6 @@ pub(crate) enum SharedTaskError {
         #[a2a(retry_after)]
         retry_after: Duration,
     },
-    /// A write to a task whose lease lapsed: it ended FAILED (`TASK_ABANDONED`), and no
-    /// write is taken.
-    #[error("the task's lease lapsed and it ended")]
-    #[a2a(
-        code = AGENT_UNAVAILABLE,
-        reason = "TASK_LEASE_LAPSED",
-        message = "The agent instance running this task lost it; send the message again"
-    )]
-    Lapsed,
-    /// The replica running the task stopped renewing its lease: the cause its FAILED
-    /// status carries, and what the caller waiting on that replica is told.
-    #[error("the replica running this task stopped")]
-    #[a2a(
-        code = AGENT_UNAVAILABLE,
-        reason = "TASK_ABANDONED",
-        message = "The agent instance running this task stopped; send the message again"
-    )]
-    Abandoned,
-    /// The task is running on another replica.
-    #[error("the task is running on another replica")]
-    #[a2a(
-        code = INVALID_REQUEST,
-        reason = "TASK_RUNNING_ELSEWHERE",
-        message = "The task is being worked on; retry when it is done"
-    )]
-    Elsewhere,
 }
 
 /// When a caller told the store is unavailable may come back.
@@ -587,9 +560,9 @@ impl TaskStore for RedisTaskStore {
         match self.write(&task, Mode::Write, None).await? {
             Written::Version(version) => Ok(version),
             Written::NotFound => Err(A2AError::task_not_found(&task.id)),
-            Written::Reaped | Written::LeaseLost => {
-                Err(crate::sdk::error::to_sdk(&SharedTaskError::Lapsed))
-            }
+            Written::Reaped | Written::LeaseLost => Err(crate::sdk::error::to_sdk(
+                &crate::sdk::lease::LeaseError::Lapsed,
+            )),
             Written::Terminal => Err(A2AError::invalid_request(
                 "a task in a terminal state cannot change state",
             )),

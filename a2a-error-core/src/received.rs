@@ -16,7 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use std::fmt;
 
-use crate::wire::object::ErrorObject;
+use crate::object::ErrorObject;
 
 /// A received error object, owned or borrowed: the few things the client mirror reads.
 pub trait ReceivedError {
@@ -102,7 +102,7 @@ impl ErrorObject {
 
 /// A JSON string, borrowed from the text unless it has escapes.
 #[derive(Default)]
-pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
+pub struct Text<'a>(pub Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -155,8 +155,8 @@ impl ErrorObject {
     }
 
     /// The object used when an error cannot even be encoded: a bare internal error.
-    pub(crate) fn fallback() -> Self {
-        ErrorObject::new(crate::wire::code::INTERNAL_ERROR, "Internal error")
+    pub fn fallback() -> Self {
+        ErrorObject::new(crate::code::INTERNAL_ERROR, "Internal error")
     }
 
     /// Which profile `data` is in, if it is in either.
@@ -270,7 +270,7 @@ impl ErrorObject {
 
 /// The type name a typed detail's `@type` names (`"google.rpc.ErrorInfo"`), with or without
 /// the `type.googleapis.com/` prefix.
-pub(crate) fn detail_type(detail: &Map<String, Value>) -> Option<&str> {
+pub fn detail_type(detail: &Map<String, Value>) -> Option<&str> {
     detail.get("@type")?.as_str()?.rsplit('/').next()
 }
 
@@ -279,7 +279,7 @@ fn duration_from_secs(seconds: f64) -> Option<Duration> {
 }
 
 /// Parses protobuf `Duration` JSON: `"1.5s"`, or `{"seconds": 1, "nanos": 500000000}`.
-pub(crate) fn parse_proto_duration(value: &Value) -> Option<Duration> {
+pub fn parse_proto_duration(value: &Value) -> Option<Duration> {
     match value {
         Value::String(text) => {
             let number = text.trim().strip_suffix('s')?;

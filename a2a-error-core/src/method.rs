@@ -4,7 +4,7 @@
 
 /// An HTTP verb of the HTTP+JSON binding.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Verb {
+pub enum Verb {
     Get,
     Post,
     Delete,
@@ -12,7 +12,7 @@ pub(crate) enum Verb {
 
 /// One A2A method.
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct Method {
+pub struct Method {
     /// The A2A 1.0 name (`SendMessage`).
     pub name: &'static str,
     /// The A2A 0.3 name (`message/send`).
@@ -33,12 +33,12 @@ pub(crate) struct Method {
 
 impl Method {
     /// Whether the params travel as the body (else only in the path).
-    pub(crate) fn has_body(&self) -> bool {
+    pub fn has_body(&self) -> bool {
         self.verb == Verb::Post
     }
 
     /// The name as `given` spells it: the 1.0 name or the 0.3 alias, as a `'static` string.
-    pub(crate) fn spelled(&self, given: &str) -> &'static str {
+    pub fn spelled(&self, given: &str) -> &'static str {
         if given == self.alias {
             self.alias
         } else {
@@ -73,8 +73,7 @@ const UNSAFE: (bool, bool) = (false, false);
 
 /// Every A2A method.
 #[rustfmt::skip]
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const METHODS: [Method; 11] = [
+pub const METHODS: [Method; 11] = [
     method("SendMessage", "message/send", SAFE, Verb::Post, "message:send"),
     method("SendStreamingMessage", "message/stream", SAFE, Verb::Post, "message:stream"),
     method("GetTask", "tasks/get", READ, Verb::Get, "tasks/{id}"),
@@ -94,41 +93,30 @@ pub(crate) const METHODS: [Method; 11] = [
 ];
 
 /// `SendMessage`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const SEND_MESSAGE: &str = METHODS[0].name;
+pub const SEND_MESSAGE: &str = METHODS[0].name;
 /// `SendStreamingMessage`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const SEND_STREAMING_MESSAGE: &str = METHODS[1].name;
+pub const SEND_STREAMING_MESSAGE: &str = METHODS[1].name;
 /// `GetTask`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const GET_TASK: &str = METHODS[2].name;
+pub const GET_TASK: &str = METHODS[2].name;
 /// `ListTasks`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const LIST_TASKS: &str = METHODS[3].name;
+pub const LIST_TASKS: &str = METHODS[3].name;
 /// `CancelTask`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const CANCEL_TASK: &str = METHODS[4].name;
+pub const CANCEL_TASK: &str = METHODS[4].name;
 /// `SubscribeToTask`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const SUBSCRIBE_TO_TASK: &str = METHODS[5].name;
+pub const SUBSCRIBE_TO_TASK: &str = METHODS[5].name;
 /// `CreateTaskPushNotificationConfig`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const CREATE_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[6].name;
+pub const CREATE_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[6].name;
 /// `GetTaskPushNotificationConfig`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const GET_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[7].name;
+pub const GET_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[7].name;
 /// `ListTaskPushNotificationConfigs`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const LIST_TASK_PUSH_NOTIFICATION_CONFIGS: &str = METHODS[8].name;
+pub const LIST_TASK_PUSH_NOTIFICATION_CONFIGS: &str = METHODS[8].name;
 /// `DeleteTaskPushNotificationConfig`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const DELETE_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[9].name;
+pub const DELETE_TASK_PUSH_NOTIFICATION_CONFIG: &str = METHODS[9].name;
 /// `GetExtendedAgentCard`: its row's name, for the code that serves or calls it.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) const GET_EXTENDED_AGENT_CARD: &str = METHODS[10].name;
+pub const GET_EXTENDED_AGENT_CARD: &str = METHODS[10].name;
 
 /// The row of `name` (a 1.0 name or a 0.3 alias), if it is an A2A method.
-pub(crate) fn lookup(name: &str) -> Option<&'static Method> {
+pub fn lookup(name: &str) -> Option<&'static Method> {
     METHODS
         .iter()
         .find(|method| method.name == name || method.alias == name)
@@ -137,7 +125,7 @@ pub(crate) fn lookup(name: &str) -> Option<&'static Method> {
 /// The method whose HTTP+JSON route `verb` and `path` (below the agent's URL, with or without
 /// its leading `/`) are, if any: a route with a suffix after its field (`tasks/{id}:cancel`)
 /// wins over one without (`tasks/{id}`).
-pub(crate) fn for_route(verb: Verb, path: &str) -> Option<&'static Method> {
+pub fn for_route(verb: Verb, path: &str) -> Option<&'static Method> {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let fits = |method: &Method| {
         let template: Vec<&str> = method.path.split('/').collect();
@@ -179,7 +167,7 @@ pub fn method_name(name: &str) -> Option<&'static str> {
 }
 
 /// Every spelling of the methods `pick` selects: 1.0 names and 0.3 aliases.
-pub(crate) fn names(pick: impl Fn(&Method) -> bool) -> impl Iterator<Item = &'static str> {
+pub fn names(pick: impl Fn(&Method) -> bool) -> impl Iterator<Item = &'static str> {
     METHODS
         .iter()
         .filter(move |method| pick(method))
@@ -188,10 +176,7 @@ pub(crate) fn names(pick: impl Fn(&Method) -> bool) -> impl Iterator<Item = &'st
 
 /// The path segments of `method`'s route, each `{field}` filled from the string field of
 /// `params`; the error names the field that is missing.
-pub(crate) fn route_segments(
-    method: &Method,
-    params: &serde_json::Value,
-) -> Result<Vec<String>, String> {
+pub fn route_segments(method: &Method, params: &serde_json::Value) -> Result<Vec<String>, String> {
     method
         .path
         .split('/')

@@ -6,8 +6,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::wire::error::A2aError;
-use crate::wire::object::WireProfile;
+use crate::error::A2aError;
+use crate::object::WireProfile;
 
 /// A request id: a string, a number or null (JSON-RPC 2.0 §4).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -34,7 +34,7 @@ impl Id {
         match self {
             Id::Null => out.extend_from_slice(b"null"),
             Id::Number(text) => out.extend_from_slice(text.as_bytes()),
-            Id::String(s) => crate::wire::data::write_str(out, s),
+            Id::String(s) => crate::data::write_str(out, s),
         }
     }
 
@@ -74,7 +74,7 @@ impl From<u64> for Id {
 
 /// A valid request.
 #[derive(Clone, Debug)]
-pub(crate) struct Request {
+pub struct Request {
     /// `None` for a notification (no `id` member): it runs but gets no reply.
     pub id: Option<Id>,
     /// The method name.
@@ -94,7 +94,7 @@ impl PartialEq for Request {
 
 /// Why a request is not a valid JSON-RPC 2.0 request object.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct InvalidRequest {
+pub struct InvalidRequest {
     /// The request's id when it could be read, else `Null`.
     pub id: Id,
     /// What is wrong, for logs.
@@ -102,11 +102,11 @@ pub(crate) struct InvalidRequest {
 }
 
 /// One element of a request body.
-pub(crate) type Entry = Result<Request, InvalidRequest>;
+pub type Entry = Result<Request, InvalidRequest>;
 
 /// A parsed request body.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Body {
+pub enum Body {
     /// One request.
     Single(Entry),
     /// A non-empty batch.
@@ -123,7 +123,7 @@ pub(crate) enum Body {
 ///
 /// Members are read from their raw JSON text, so an id is echoed exactly as it was sent. A
 /// batch of more than `max_batch` requests is refused before any of them is looked at.
-pub(crate) fn parse(bytes: &[u8], max_batch: usize) -> Body {
+pub fn parse(bytes: &[u8], max_batch: usize) -> Body {
     if nesting_exceeds(bytes, MAX_DEPTH) {
         return Body::ParseError;
     }
@@ -209,7 +209,7 @@ struct Members<'a> {
 
 /// A member that is there is `Some`, even when it is `null` (`"id": null` is not a
 /// notification).
-pub(crate) fn present<'de, D: Deserializer<'de>>(
+pub fn present<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(deserializer).map(Some)
@@ -285,11 +285,11 @@ fn open(out: &mut Vec<u8>) {
 
 /// Appends a request `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`; `params` is JSON text
 /// sent exactly as given (omitted when empty).
-pub(crate) fn write_request(id: u64, method: &str, params: &[u8], out: &mut Vec<u8>) {
+pub fn write_request(id: u64, method: &str, params: &[u8], out: &mut Vec<u8>) {
     open(out);
     out.extend_from_slice(id.to_string().as_bytes());
     out.extend_from_slice(b",\"method\":");
-    crate::wire::data::write_str(out, method);
+    crate::data::write_str(out, method);
     if !params.is_empty() {
         out.extend_from_slice(b",\"params\":");
         out.extend_from_slice(params);
@@ -298,7 +298,7 @@ pub(crate) fn write_request(id: u64, method: &str, params: &[u8], out: &mut Vec<
 }
 
 /// Appends a success response `{"jsonrpc":"2.0","id":…,"result":…}`; `result` is JSON text.
-pub(crate) fn write_result(id: &Id, result: &[u8], out: &mut Vec<u8>) {
+pub fn write_result(id: &Id, result: &[u8], out: &mut Vec<u8>) {
     open(out);
     id.write_json(out);
     out.extend_from_slice(b",\"result\":");
@@ -307,7 +307,7 @@ pub(crate) fn write_result(id: &Id, result: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Appends an error response `{"jsonrpc":"2.0","id":…,"error":{…}}`.
-pub(crate) fn write_error<E: A2aError + ?Sized>(
+pub fn write_error<E: A2aError + ?Sized>(
     id: &Id,
     err: &E,
     profile: WireProfile,

@@ -18,7 +18,7 @@ pub const RATE_LIMIT_POLICY_KEY: &str = "rateLimitPolicy";
 
 /// Reads a `Retry-After` value as a delay from `now`: delta-seconds or an HTTP-date
 /// (RFC 9110 §10.2.3). A date in the past is a zero delay; anything else is no delay.
-pub(crate) fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
+pub fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
     let value = std::str::from_utf8(value).ok()?.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
@@ -28,7 +28,7 @@ pub(crate) fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duratio
 }
 
 /// Reads an `A2A-Deadline-Ms` value: whole milliseconds, nothing else.
-pub(crate) fn parse_deadline_ms(value: &[u8]) -> Option<Duration> {
+pub fn parse_deadline_ms(value: &[u8]) -> Option<Duration> {
     let text = std::str::from_utf8(value).ok()?.trim();
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -38,7 +38,7 @@ pub(crate) fn parse_deadline_ms(value: &[u8]) -> Option<Duration> {
 
 /// A delay as whole seconds, rounded up so that a peer told to wait never comes back early,
 /// and saturating: `Duration::MAX` is `u64::MAX` seconds, not an overflow.
-pub(crate) fn whole_seconds_up(delay: Duration) -> u64 {
+pub fn whole_seconds_up(delay: Duration) -> u64 {
     delay
         .as_secs()
         .saturating_add(u64::from(delay.subsec_nanos() > 0))

@@ -2,14 +2,13 @@
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::wire::error::{Category, RetryHint};
+use crate::error::{Category, RetryHint};
 
 /// Every variant of an error type as it looks on the wire: `#[derive(A2aError)]` implements it
 /// with one row per variant that has a code (transparent variants are described by their
 /// inner type's catalog).
 ///
 /// ```
-/// # use a2a_error_runtime as a2a_error;
 /// use a2a_error::{Catalog, StandardError};
 ///
 /// let rows = StandardError::CATALOG;

@@ -6,10 +6,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::code::{INVALID_PARAMS, SPEC_DOMAIN};
-use crate::wire::data::write_str;
-use crate::wire::error::BAD_REQUEST_TYPE;
-use crate::wire::error::{A2aError, Category, RetryHint};
+use crate::code::{INVALID_PARAMS, SPEC_DOMAIN};
+use crate::data::write_str;
+use crate::error::BAD_REQUEST_TYPE;
+use crate::error::{A2aError, Category, RetryHint};
 
 /// One invalid field: its path in the request (`message.parts[0].text`) and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,7 +96,7 @@ impl A2aError for BadRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::object::ErrorObject;
+    use crate::object::ErrorObject;
     use serde_json::json;
 
     #[test]

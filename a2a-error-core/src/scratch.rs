@@ -14,7 +14,7 @@ thread_local! {
 /// `write` given this thread's scratch, empty: it writes there and copies out what it keeps.
 /// A `write` that needs a scratch again while it writes (a value written inside another) is
 /// given one of its own.
-pub(crate) fn with<T>(write: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+pub fn with<T>(write: impl FnOnce(&mut Vec<u8>) -> T) -> T {
     SCRATCH.with(|scratch| {
         let mut own = Vec::new();
         let mut kept = scratch.try_borrow_mut();

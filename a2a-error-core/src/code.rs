@@ -61,7 +61,7 @@ impl StatusMapping {
 
 /// The row of a code this crate names itself. Every such code is in the table; one outside
 /// it, which only a bug here could pass, reads as INTERNAL_ERROR rather than panicking.
-pub(crate) fn row(code: i32) -> &'static CodeRow {
+pub fn row(code: i32) -> &'static CodeRow {
     const INTERNAL: &CodeRow = match lookup(INTERNAL_ERROR) {
         Some(row) => row,
         None => panic!("INTERNAL_ERROR is in the table"),
@@ -70,7 +70,7 @@ pub(crate) fn row(code: i32) -> &'static CodeRow {
 }
 
 /// The reason a code's own errors carry (`"TASK_NOT_FOUND"`), if the table knows the code.
-pub(crate) fn default_reason(code: i32) -> Option<&'static str> {
+pub fn default_reason(code: i32) -> Option<&'static str> {
     lookup(code).map(|row| row.reason)
 }
 

@@ -21,26 +21,26 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::wire::object::ErrorObject;
+use crate::object::ErrorObject;
 
 /// The metadata keys of a chain, written once (the table above says what each holds).
-pub(crate) mod key {
+pub mod key {
     /// The agent this one called.
-    pub(crate) const AGENT: &str = "downstreamAgent";
+    pub const AGENT: &str = "downstreamAgent";
     /// The legacy profile's nested error of that agent.
-    pub(crate) const ERROR: &str = "downstreamError";
+    pub const ERROR: &str = "downstreamError";
     /// The code that agent failed with.
-    pub(crate) const CODE: &str = "downstreamCode";
+    pub const CODE: &str = "downstreamCode";
     /// The reason that agent failed with.
-    pub(crate) const REASON: &str = "downstreamReason";
+    pub const REASON: &str = "downstreamReason";
     /// The domain that agent failed with.
-    pub(crate) const DOMAIN: &str = "downstreamDomain";
+    pub const DOMAIN: &str = "downstreamDomain";
     /// The hops, as JSON text.
-    pub(crate) const CHAIN: &str = "downstreamChain";
+    pub const CHAIN: &str = "downstreamChain";
     /// How many hops were left out.
-    pub(crate) const TRUNCATED: &str = "chainTruncated";
+    pub const TRUNCATED: &str = "chainTruncated";
     /// The layer below already retried.
-    pub(crate) const RETRIES_EXHAUSTED: &str = "retriesExhausted";
+    pub const RETRIES_EXHAUSTED: &str = "retriesExhausted";
 }
 
 /// The most hops a chain keeps (the agent called, the root cause, and those between).
@@ -65,7 +65,7 @@ pub struct Hop {
 
 impl Hop {
     /// A hop with every string cut to [`MAX_FIELD_BYTES`].
-    pub(crate) fn new(agent: Option<&str>, code: i32, reason: &str, domain: Option<&str>) -> Hop {
+    pub fn new(agent: Option<&str>, code: i32, reason: &str, domain: Option<&str>) -> Hop {
         Hop {
             agent: agent.map(cut),
             code,
@@ -75,7 +75,7 @@ impl Hop {
     }
 
     /// The hop as one element of `downstreamChain`.
-    pub(crate) fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> Value {
         let mut hop = Map::new();
         if let Some(agent) = &self.agent {
             hop.insert("agent".into(), agent.clone().into());
@@ -110,7 +110,7 @@ fn cut(s: &str) -> String {
 /// The hops a received error object names, from the agent its sender called down to the root
 /// cause; empty when it names none. Reads both profiles; hostile input gives at most
 /// [`MAX_HOPS`] hops of bounded strings.
-pub(crate) fn hops_of(object: &ErrorObject) -> Vec<Hop> {
+pub fn hops_of(object: &ErrorObject) -> Vec<Hop> {
     if let Some(Value::String(text)) = object.metadata_value(key::CHAIN)
         && let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text)
     {
@@ -147,7 +147,7 @@ pub(crate) fn hops_of(object: &ErrorObject) -> Vec<Hop> {
             let inner = error.get("data").and_then(Value::as_object);
             let field = |key| inner.and_then(|d| d.get(key)).and_then(Value::as_str);
             let reason = field("reason")
-                .or_else(|| crate::wire::code::default_reason(code))
+                .or_else(|| crate::code::default_reason(code))
                 .unwrap_or("UNKNOWN");
             hops.push(Hop::new(agent, code, reason, field("domain")));
             match inner {
@@ -177,7 +177,7 @@ pub(crate) fn hops_of(object: &ErrorObject) -> Vec<Hop> {
 
 /// A chain cut to the limits: at most [`MAX_HOPS`] hops, dropping from the middle (the agent
 /// called and the root cause stay). Returns how many were dropped.
-pub(crate) fn cut_depth(hops: &mut Vec<Hop>, max: usize) -> usize {
+pub fn cut_depth(hops: &mut Vec<Hop>, max: usize) -> usize {
     let max = max.max(2);
     if hops.len() <= max {
         return 0;
@@ -189,11 +189,7 @@ pub(crate) fn cut_depth(hops: &mut Vec<Hop>, max: usize) -> usize {
 
 /// The A2A 1.0 metadata fields naming `hops` (see the module docs), typed: the chain as an
 /// array. `exhausted` adds `retriesExhausted`.
-pub(crate) fn a2a_fields(
-    hops: &[Hop],
-    truncated: usize,
-    exhausted: bool,
-) -> Vec<(&'static str, Value)> {
+pub fn a2a_fields(hops: &[Hop], truncated: usize, exhausted: bool) -> Vec<(&'static str, Value)> {
     let mut fields = Vec::new();
     if let Some(first) = hops.first() {
         if let Some(agent) = &first.agent {
@@ -218,7 +214,7 @@ pub(crate) fn a2a_fields(
 
 /// The legacy nested form of `hops`: `downstreamAgent` and `downstreamError`, each level's
 /// message the code table's (never the downstream's own text).
-pub(crate) fn legacy_fields(
+pub fn legacy_fields(
     hops: &[Hop],
     truncated: usize,
     exhausted: bool,
@@ -236,8 +232,7 @@ pub(crate) fn legacy_fields(
             }
             data.insert(key::ERROR.into(), error);
         }
-        let message =
-            crate::wire::code::lookup(hop.code).map_or("Unknown error", |row| row.message);
+        let message = crate::code::lookup(hop.code).map_or("Unknown error", |row| row.message);
         nested = Some((
             hop.agent.clone(),
             json!({"code": hop.code, "message": message, "data": data}),

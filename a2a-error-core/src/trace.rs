@@ -9,7 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::wire::hex;
+use crate::hex;
 
 /// The W3C `traceparent` header: `00-{32 hex trace id}-{16 hex parent id}-{2 hex flags}`.
 pub const TRACEPARENT_HEADER: &str = "traceparent";
@@ -90,8 +90,7 @@ impl TraceContext {
 
     /// A context from its parts, as a tracer that made the span gave them (OpenTelemetry's
     /// span context): `None` for an all-zero id, which W3C calls invalid.
-    #[cfg(feature = "otel")]
-    pub(crate) fn from_parts(
+    pub fn from_parts(
         trace_id: [u8; 16],
         parent_id: [u8; 8],
         flags: u8,
@@ -106,14 +105,12 @@ impl TraceContext {
     }
 
     /// The ids and flags, as a tracer takes them.
-    #[cfg(feature = "otel")]
-    pub(crate) fn parts(&self) -> ([u8; 16], [u8; 8], u8) {
+    pub fn parts(&self) -> ([u8; 16], [u8; 8], u8) {
         (self.trace_id, self.parent_id, self.flags)
     }
 
     /// The `tracestate`, shared.
-    #[cfg(feature = "otel")]
-    pub(crate) fn state(&self) -> Option<Arc<str>> {
+    pub fn state(&self) -> Option<Arc<str>> {
         self.state.clone()
     }
 
@@ -205,19 +202,8 @@ fn random_id<const N: usize>() -> [u8; N] {
     }
 }
 
-#[cfg(any(feature = "axum", feature = "client"))]
 fn random_u128() -> u128 {
     fastrand::u128(..)
-}
-
-// Without a server or a client nothing sends a trace on; ids come from a counter, mixed.
-#[cfg(not(any(feature = "axum", feature = "client")))]
-fn random_u128() -> u128 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static STATE: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
-    let next = STATE.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-    let mixed = next.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    u128::from(mixed) << 64 | u128::from(mixed.rotate_left(29))
 }
 
 #[cfg(test)]

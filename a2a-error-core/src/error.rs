@@ -10,9 +10,9 @@ use std::time::Duration;
 
 pub use a2a_error_codes::Category;
 
-use crate::wire::data::{DataSink, write_str};
-use crate::wire::object::{ErrorObject, WireProfile};
-use crate::wire::received::ReceivedError;
+use crate::data::{DataSink, write_str};
+use crate::object::{ErrorObject, WireProfile};
+use crate::received::ReceivedError;
 
 /// Whether, and how, a failed call may be tried again.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -71,7 +71,7 @@ pub trait A2aError: std::error::Error {
 
     /// The gRPC status name (A2A v1.0.1 mapping).
     fn grpc_status(&self) -> &'static str {
-        crate::wire::code::StatusMapping::V1_0_1.grpc_status(self.code(), self.http_status())
+        crate::code::StatusMapping::V1_0_1.grpc_status(self.code(), self.http_status())
     }
 
     /// Writes the fields that are safe to publish (`#[a2a(data)]`) into `sink`.
@@ -125,21 +125,22 @@ pub trait A2aError: std::error::Error {
 /// `inner`, or all but `write_data` when its body is given (a wrapper that adds fields; the
 /// object is then written from these methods). One list of the forwarded methods, so that no
 /// wrapper forgets one the trait gains.
-#[cfg(any(feature = "axum", feature = "client"))]
+#[doc(hidden)]
+#[macro_export]
 macro_rules! forward_a2a_error {
     (
         impl[$($generics:tt)*] for $wrapper:ty;
         inner = |$this:ident| $inner:expr;
     ) => {
-        impl<$($generics)*> $crate::wire::error::A2aError for $wrapper {
-            $crate::wire::error::forward_a2a_error!(@common |$this| $inner);
-            fn write_data(&self, sink: &mut $crate::wire::data::DataSink<'_>) {
+        impl<$($generics)*> $crate::error::A2aError for $wrapper {
+            $crate::forward_a2a_error!(@common |$this| $inner);
+            fn write_data(&self, sink: &mut $crate::data::DataSink<'_>) {
                 let $this = self;
                 $inner.write_data(sink)
             }
             fn write_error_object(
                 &self,
-                profile: $crate::wire::object::WireProfile,
+                profile: $crate::object::WireProfile,
                 out: &mut Vec<u8>,
             ) {
                 let $this = self;
@@ -152,9 +153,9 @@ macro_rules! forward_a2a_error {
         inner = |$this:ident| $inner:expr;
         write_data = |$data_this:ident, $sink:ident| $write_data:expr;
     ) => {
-        impl<$($generics)*> $crate::wire::error::A2aError for $wrapper {
-            $crate::wire::error::forward_a2a_error!(@common |$this| $inner);
-            fn write_data(&self, $sink: &mut $crate::wire::data::DataSink<'_>) {
+        impl<$($generics)*> $crate::error::A2aError for $wrapper {
+            $crate::forward_a2a_error!(@common |$this| $inner);
+            fn write_data(&self, $sink: &mut $crate::data::DataSink<'_>) {
                 let $data_this = self;
                 $write_data
             }
@@ -181,11 +182,11 @@ macro_rules! forward_a2a_error {
             let $this = self;
             $inner.public_message()
         }
-        fn retry_hint(&self) -> $crate::wire::error::RetryHint {
+        fn retry_hint(&self) -> $crate::error::RetryHint {
             let $this = self;
             $inner.retry_hint()
         }
-        fn category(&self) -> $crate::wire::error::Category {
+        fn category(&self) -> $crate::error::Category {
             let $this = self;
             $inner.category()
         }
@@ -203,8 +204,7 @@ macro_rules! forward_a2a_error {
         }
     };
 }
-#[cfg(any(feature = "axum", feature = "client"))]
-pub(crate) use forward_a2a_error;
+pub use crate::forward_a2a_error;
 
 /// An error enum with a fieldless twin that names its variants: `#[derive(A2aError)]` on an
 /// enum `MyError` makes `MyErrorKind` and implements this. It lets generic code (such as
@@ -246,7 +246,7 @@ pub trait FromErrorObject: Sized {
 /// The code of a received error's ErrorInfo reason: the code `E` gives it, else the table
 /// row's. The HTTP+JSON and gRPC bindings carry only the reason, so a client rebuilds the
 /// code from it; `None` when neither knows the reason (the binding's status then decides).
-pub(crate) fn code_for_reason<E: FromErrorObject>(object: &ErrorObject) -> Option<i32> {
+pub fn code_for_reason<E: FromErrorObject>(object: &ErrorObject) -> Option<i32> {
     let reason = object.reason()?;
     E::code_for_reason(reason).or_else(|| a2a_error_codes::by_reason(reason).map(|row| row.code))
 }
@@ -261,11 +261,7 @@ pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
 pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
 
 /// Appends `err` as a JSON-RPC error object (`{"code":…,"message":…,"data":…}`) to `out`.
-pub(crate) fn write_error_object<E: A2aError + ?Sized>(
-    err: &E,
-    profile: WireProfile,
-    out: &mut Vec<u8>,
-) {
+pub fn write_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile, out: &mut Vec<u8>) {
     write_error_object_around(err, profile, out, |out, at| {
         err.write_data(&mut at.sink(out));
     });
@@ -273,7 +269,7 @@ pub(crate) fn write_error_object<E: A2aError + ?Sized>(
 
 /// Where an error's data fields go in its encoding: what [`DataSink`] writes them there.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum DataAt {
+pub enum DataAt {
     /// The first members of ErrorInfo `metadata`.
     Metadata,
     /// ErrorInfo `metadata` members after the retry marker.
@@ -284,7 +280,7 @@ pub(crate) enum DataAt {
 
 impl DataAt {
     /// The sink that writes data fields at this place.
-    pub(crate) fn sink(self, out: &mut Vec<u8>) -> DataSink<'_> {
+    pub fn sink(self, out: &mut Vec<u8>) -> DataSink<'_> {
         match self {
             DataAt::Metadata => DataSink::metadata(out),
             DataAt::MetadataAfter => DataSink::metadata_after(out),
@@ -296,7 +292,7 @@ impl DataAt {
 /// [`write_error_object`], with the data fields written by `data` at the place it is told. The
 /// derive's cache encodes a variant once with no data, then writes each error as the bytes
 /// around that place and its own fields in between (`__private::EncodedCache`).
-pub(crate) fn write_error_object_around<E: A2aError + ?Sized>(
+pub fn write_error_object_around<E: A2aError + ?Sized>(
     err: &E,
     profile: WireProfile,
     out: &mut Vec<u8>,
@@ -335,7 +331,7 @@ pub(crate) fn write_error_object_around<E: A2aError + ?Sized>(
 
 /// The error object model of `err`, read back from the bytes `err.write_error_object` writes,
 /// so the model and the wire can never disagree.
-pub(crate) fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile) -> ErrorObject {
+pub fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfile) -> ErrorObject {
     let mut bytes = Vec::with_capacity(256);
     err.write_error_object(profile, &mut bytes);
     serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorObject::fallback())
@@ -343,7 +339,7 @@ pub(crate) fn to_error_object<E: A2aError + ?Sized>(err: &E, profile: WireProfil
 
 /// Appends the A2A 1.0 typed details of `err`: `[{ErrorInfo}]`, plus `{RetryInfo}` when a
 /// delay is known. This is `error.data` in JSON-RPC and `error.details` in REST.
-pub(crate) fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
+pub fn write_details<E: A2aError + ?Sized>(err: &E, out: &mut Vec<u8>) {
     write_details_around(err, out, |out, at| err.write_data(&mut at.sink(out)));
 }
 
@@ -392,18 +388,18 @@ fn retry_marker(code: i32, hint: RetryHint) -> Option<bool> {
     if hint.delay().is_some() {
         return None;
     }
-    let by_default = crate::wire::code::lookup(code)
-        .is_some_and(|row| row.retry == crate::wire::code::DefaultRetry::Backoff);
+    let by_default = crate::code::lookup(code)
+        .is_some_and(|row| row.retry == crate::code::DefaultRetry::Backoff);
     (hint.is_retryable() != by_default).then_some(hint.is_retryable())
 }
 
 /// Appends the REST binding's `google.rpc.Status` body:
 /// `{"error":{"code":HTTP,"status":GRPC,"message":…,"details":[…]}}`, with the gRPC status
 /// name of `mapping`.
-pub(crate) fn write_rest_status<E: A2aError + ?Sized>(
+pub fn write_rest_status<E: A2aError + ?Sized>(
     err: &E,
     http_status: u16,
-    mapping: crate::wire::code::StatusMapping,
+    mapping: crate::code::StatusMapping,
     out: &mut Vec<u8>,
 ) {
     out.extend_from_slice(b"{\"error\":{\"code\":");
@@ -420,15 +416,13 @@ pub(crate) fn write_rest_status<E: A2aError + ?Sized>(
 /// The gRPC status name of `err` sent with HTTP status `http_status` under `mapping`: the
 /// error's own name when nothing is remapped (so a transparent variant or a received error
 /// keeps its own), else the mapping's. Both the REST body and the gRPC status say this.
-pub(crate) fn grpc_status_name<E: A2aError + ?Sized>(
+pub fn grpc_status_name<E: A2aError + ?Sized>(
     err: &E,
     http_status: u16,
-    mapping: crate::wire::code::StatusMapping,
+    mapping: crate::code::StatusMapping,
 ) -> &'static str {
     match mapping {
-        crate::wire::code::StatusMapping::V1_0_1 if http_status == err.http_status() => {
-            err.grpc_status()
-        }
+        crate::code::StatusMapping::V1_0_1 if http_status == err.http_status() => err.grpc_status(),
         _ => mapping.grpc_status(err.code(), http_status),
     }
 }
@@ -441,7 +435,7 @@ fn write_int(out: &mut Vec<u8>, value: i32) {
 /// Protobuf `Duration` JSON: seconds with an `s` suffix and 0, 3, 6 or 9 fractional digits.
 /// A protobuf `Duration` in its JSON form, as RetryInfo's `retryDelay` carries it (`"10s"`,
 /// `"1.500s"`).
-pub(crate) fn proto_duration(delay: Duration) -> String {
+pub fn proto_duration(delay: Duration) -> String {
     let mut out = Vec::with_capacity(16);
     write_proto_duration(&mut out, delay);
     String::from_utf8(out).unwrap_or_default()

@@ -24,28 +24,28 @@ enum Target<'a> {
 
 impl<'a> DataSink<'a> {
     /// A sink writing the members of an ErrorInfo `metadata` object (without braces).
-    pub(crate) fn metadata(out: &'a mut Vec<u8>) -> Self {
+    pub fn metadata(out: &'a mut Vec<u8>) -> Self {
         DataSink {
             target: Target::Metadata { out, first: true },
         }
     }
 
     /// A sink writing further members of an ErrorInfo `metadata` object that already has some.
-    pub(crate) fn metadata_after(out: &'a mut Vec<u8>) -> Self {
+    pub fn metadata_after(out: &'a mut Vec<u8>) -> Self {
         DataSink {
             target: Target::Metadata { out, first: false },
         }
     }
 
     /// A sink writing `,"key":value` members into an already-open JSON object.
-    pub(crate) fn members(out: &'a mut Vec<u8>) -> Self {
+    pub fn members(out: &'a mut Vec<u8>) -> Self {
         DataSink {
             target: Target::Members { out },
         }
     }
 
     /// A sink collecting typed JSON values into `map`.
-    pub(crate) fn map(map: &'a mut Map<String, Value>) -> Self {
+    pub fn map(map: &'a mut Map<String, Value>) -> Self {
         DataSink {
             target: Target::Map(map),
         }
@@ -53,7 +53,7 @@ impl<'a> DataSink<'a> {
 
     /// Whether the fields go into the legacy profile's `data` object (JSON values), rather than
     /// A2A 1.0 ErrorInfo metadata (strings) or a typed map.
-    pub(crate) fn is_legacy(&self) -> bool {
+    pub fn is_legacy(&self) -> bool {
         matches!(self.target, Target::Members { .. })
     }
 
@@ -279,7 +279,7 @@ impl serde::Serializer for StrOnly<'_> {
 }
 
 /// Appends `s` as a JSON string literal.
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
     // Most strings we write (codes' messages, reasons, domains, ids) need no escape: those
     // are copied between quotes in one go, without serde_json's writer.
     let escapes = needs_escape(s.as_bytes());

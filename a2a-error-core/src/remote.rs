@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::wire::code::{self, SPEC_DOMAIN};
-use crate::wire::data::DataSink;
-use crate::wire::error::{A2aError, Category, FromErrorObject, RetryHint};
-use crate::wire::object::{ErrorObject, WireProfile};
+use crate::code::{self, SPEC_DOMAIN};
+use crate::data::DataSink;
+use crate::error::{A2aError, Category, FromErrorObject, RetryHint};
+use crate::object::{ErrorObject, WireProfile};
 
 /// An error received from a peer: code, message, reason, domain, metadata, retry delay and the
 /// raw `data`, nothing dropped.
@@ -127,12 +127,12 @@ impl RemoteError {
     /// The agents below the one that sent this error, as it named them (a DOWNSTREAM_FAILED
     /// from an agent built with this crate, or the legacy nested `downstreamError`): the
     /// agent it called first, the root cause last. Empty when it names none.
-    pub fn chain(&self) -> std::vec::IntoIter<crate::wire::chain::Hop> {
-        crate::wire::chain::hops_of(&self.object).into_iter()
+    pub fn chain(&self) -> std::vec::IntoIter<crate::chain::Hop> {
+        crate::chain::hops_of(&self.object).into_iter()
     }
 
     /// The last hop of [`chain`](Self::chain): where the failure started.
-    pub fn root_cause(&self) -> Option<crate::wire::chain::Hop> {
+    pub fn root_cause(&self) -> Option<crate::chain::Hop> {
         self.chain().next_back()
     }
 
@@ -142,11 +142,11 @@ impl RemoteError {
     }
 }
 
-/// The peer's reason and message, escaped and cut ([`Shown`](crate::wire::text::Shown)): this
+/// The peer's reason and message, escaped and cut ([`Shown`](crate::text::Shown)): this
 /// text goes into logs and terminals, where a peer must not forge lines or fill the disk.
 impl fmt::Display for RemoteError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use crate::wire::text::{LOG_BYTES, Shown};
+        use crate::text::{LOG_BYTES, Shown};
         write!(
             f,
             "remote error {} {}: {}",
@@ -228,7 +228,7 @@ impl A2aError for RemoteError {
                 .get("@type")
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty);
-            let name = crate::wire::object::detail_type(detail);
+            let name = crate::object::detail_type(detail);
             if untyped || matches!(name, Some("google.rpc.ErrorInfo" | "google.rpc.RetryInfo")) {
                 continue;
             }
@@ -243,7 +243,7 @@ impl A2aError for RemoteError {
             // Serializing a Value-backed struct into a Vec cannot fail.
             let _ = serde_json::to_writer(&mut *out, &self.object);
         } else {
-            crate::wire::error::write_error_object(self, profile, out);
+            crate::error::write_error_object(self, profile, out);
         }
     }
 
@@ -251,7 +251,7 @@ impl A2aError for RemoteError {
         if self.received {
             return self.object.clone();
         }
-        crate::wire::error::to_error_object(self, profile)
+        crate::error::to_error_object(self, profile)
     }
 }
 
@@ -299,10 +299,10 @@ mod tests {
              "fieldViolations": [{"field": "message.role", "description": "unknown value"}]}]});
         let remote = RemoteError::from_object(serde_json::from_value(wire).unwrap());
         let mut body = Vec::new();
-        crate::wire::error::write_rest_status(
+        crate::error::write_rest_status(
             &remote,
             400,
-            crate::wire::code::StatusMapping::V1_0_1,
+            crate::code::StatusMapping::V1_0_1,
             &mut body,
         );
         let status: Value = serde_json::from_slice(&body).unwrap();

@@ -3,12 +3,12 @@
 use std::fmt;
 
 /// `text` cut to at most `max` bytes at a character boundary, nothing added.
-pub(crate) fn cut(text: &str, max: usize) -> &str {
+pub fn cut(text: &str, max: usize) -> &str {
     &text[..text.floor_char_boundary(max)]
 }
 
 /// How much of a peer's text a log line shows by default.
-pub(crate) const LOG_BYTES: usize = 256;
+pub const LOG_BYTES: usize = 256;
 
 /// A peer's text as it may be shown in a log line or a terminal: control characters (a
 /// newline that would forge a second log line, an escape sequence that would drive the
@@ -17,7 +17,6 @@ pub(crate) const LOG_BYTES: usize = 256;
 /// peer's reason and message this way; use it for any other peer text you print.
 ///
 /// ```
-/// # use a2a_error_runtime as a2a_error;
 /// use a2a_error::Shown;
 ///
 /// assert_eq!(Shown::new("ok\nFAKE LINE", 100).to_string(), "ok\\nFAKE LINE");

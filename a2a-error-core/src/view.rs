@@ -19,13 +19,12 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::wire::object::{self, ErrorObject};
-use crate::wire::received::{DataValue, ReceivedError, Text};
+use crate::object::{self, ErrorObject};
+use crate::received::{DataValue, ReceivedError, Text};
 
 /// A received JSON-RPC error object, viewed in the text it came in.
 ///
 /// ```
-/// # use a2a_error_runtime as a2a_error;
 /// use a2a_error::{ErrorView, FromErrorObject, StandardError};
 ///
 /// let text = r#"{"code":-32001,"message":"Task not found","data":[{

@@ -3,7 +3,7 @@
 //! context and the scope back from the SDK's service params.
 
 /// `bytes` as lowercase hex digits into `out` (twice as long).
-pub(crate) fn write(bytes: &[u8], out: &mut [u8]) {
+pub fn write(bytes: &[u8], out: &mut [u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for (byte, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
         pair[0] = DIGITS[usize::from(byte >> 4)];
@@ -12,7 +12,7 @@ pub(crate) fn write(bytes: &[u8], out: &mut [u8]) {
 }
 
 /// `bytes` as a string of lowercase hex digits.
-pub(crate) fn string(bytes: &[u8]) -> String {
+pub fn string(bytes: &[u8]) -> String {
     let mut out = vec![0u8; bytes.len() * 2];
     write(bytes, &mut out);
     // Hex digits only.
@@ -23,7 +23,7 @@ pub(crate) fn string(bytes: &[u8]) -> String {
 ///
 /// By a table, checked once at the end: the bridge reads a trace context back on every
 /// request, and a branch per digit of a random id is mispredicted about every other digit.
-pub(crate) fn read<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
+pub fn read<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
     /// Each byte's value as a lower-case hex digit, or 0x10 (a bit no digit has) if it is
     /// none.
     const VALUE: [u8; 256] = {
