@@ -1,5 +1,11 @@
 #!/usr/bin/env python3
-"""The runtime's floors, kept by a check: no file names a module of a floor above its own.
+"""The floors, kept by a check: no crate depends on a crate above its own, and no file of the
+runtime names a module of a floor above its own.
+
+The crates' floors (docs/architecture.md's crate graph) are checked on `cargo metadata`: a
+normal or build dependency of a workspace crate must stand on a lower floor. Dev-dependencies
+are left out: the crates below the facade name it in their doc examples (as users read
+them), a cycle cargo allows for dev-dependencies only.
 
 Every `crate::MODULE` a file of the runtime names (in code or in a doc link) must stand on a
 lower floor than the file's own module, or be that module; `server` and `client` never name
@@ -7,8 +13,10 @@ each other. The table is docs/architecture.md's. Unit tests are left out (a file
 module, a `tests.rs`): they may build the floors above to test one below. Exits 1, listing
 each offence, when one is found.
 """
+import json
 import pathlib
 import re
+import subprocess
 import sys
 
 SRC = pathlib.Path(__file__).resolve().parent.parent / "a2a-error-runtime" / "src"
@@ -21,7 +29,7 @@ FLOORS = {
     "http": 1, "server": 1,
     "resilience": 2,
     "dependency": 3, "client": 3,
-    "sdk": 4,
+    "sdk_errors": 3.5,
     "peer_input": 5, "hostile_input": 5.5, "__private": 5, "lib": 6,
 }
 APART = {("server", "client"), ("client", "server")}
@@ -48,6 +56,34 @@ for path in sorted(SRC.rglob("*.rs")):
                     f"{path.relative_to(SRC)}:{number}: `{module}` (floor {FLOORS[module]}) "
                     f"names `crate::{named}` (floor {FLOORS[named]})"
                 )
+# The crates: each one's floor; every workspace crate must be named here.
+CRATE_FLOORS = {
+    "a2a-error-codes": 0,
+    "a2a-error-core": 1, "a2a-error-derive": 1,
+    "a2a-error-runtime": 2,
+    "a2a-error-sdk": 3,
+    "a2a-error": 4,
+    "a2a-error-testkit": 5,
+    "a2a-error-ui-tests": 6, "a2a-error-benches": 6,
+}
+metadata = json.loads(subprocess.run(
+    ["cargo", "metadata", "--no-deps", "--format-version", "1"],
+    capture_output=True, text=True, check=True, cwd=SRC.parent.parent,
+).stdout)
+for package in metadata["packages"]:
+    name = package["name"]
+    if name not in CRATE_FLOORS:
+        offences.append(f"crate `{name}` has no floor in .ci/floors.py")
+        continue
+    for dependency in package["dependencies"]:
+        if dependency["kind"] == "dev" or dependency["name"] not in CRATE_FLOORS:
+            continue
+        if CRATE_FLOORS[dependency["name"]] >= CRATE_FLOORS[name]:
+            offences.append(
+                f"crate `{name}` (floor {CRATE_FLOORS[name]}) depends on "
+                f"`{dependency['name']}` (floor {CRATE_FLOORS[dependency['name']]})"
+            )
+
 for offence in offences:
     print(offence)
 if offences:

@@ -62,6 +62,11 @@
 
 pub use a2a_error_runtime::*;
 
+/// The bridge to the official Rust A2A SDK (feature `sdk`): the `a2a-error-sdk` crate.
+#[cfg(feature = "sdk")]
+#[doc(inline)]
+pub use a2a_error_sdk as sdk;
+
 pub use a2a_error_derive::A2aError;
 
 /// The guides: how to use each part, with examples that are compiled and run as doctests.

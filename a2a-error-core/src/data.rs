@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Receives an error's published data fields. Created by the encoder, filled by
-/// [`A2aError::write_data`](crate::A2aError::write_data).
+/// [`A2aError::write_data`](crate::error::A2aError::write_data).
 pub struct DataSink<'a> {
     target: Target<'a>,
 }
@@ -18,7 +18,7 @@ enum Target<'a> {
     Metadata { out: &'a mut Vec<u8>, first: bool },
     /// Members of the legacy `data` object, after its fixed members.
     Members { out: &'a mut Vec<u8> },
-    /// Typed JSON values, for [`A2aError::metadata`](crate::A2aError::metadata).
+    /// Typed JSON values, for [`A2aError::metadata`](crate::error::A2aError::metadata).
     Map(&'a mut Map<String, Value>),
 }
 

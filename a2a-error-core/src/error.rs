@@ -204,7 +204,6 @@ macro_rules! forward_a2a_error {
         }
     };
 }
-pub use crate::forward_a2a_error;
 
 /// An error enum with a fieldless twin that names its variants: `#[derive(A2aError)]` on an
 /// enum `MyError` makes `MyErrorKind` and implements this. It lets generic code (such as
@@ -228,7 +227,7 @@ pub trait FromErrorObject: Sized {
     fn from_error_object(obj: &ErrorObject) -> Option<Self>;
 
     /// The same, from any received form: an [`ErrorObject`], or an
-    /// [`ErrorView`](crate::ErrorView) of the peer's text, which the derive's mirror reads
+    /// [`ErrorView`](crate::view::ErrorView) of the peer's text, which the derive's mirror reads
     /// without building the object. Other impls read the object in full.
     fn from_received(received: &dyn ReceivedError) -> Option<Self> {
         Self::from_error_object(&received.to_object())

@@ -4,7 +4,7 @@
 //! The derive's mirror is written once against this trait (through `dyn`, so it is compiled
 //! once per enum, not once per reader).
 //!
-//! [`ErrorView`]: crate::ErrorView
+//! [`ErrorView`]: crate::view::ErrorView
 
 use std::borrow::Cow;
 use std::time::Duration;

@@ -13,7 +13,7 @@ pub const LOG_BYTES: usize = 256;
 /// A peer's text as it may be shown in a log line or a terminal: control characters (a
 /// newline that would forge a second log line, an escape sequence that would drive the
 /// terminal) and bidirectional overrides are escaped, and the text is cut after `max` bytes,
-/// saying how much was left out. [`RemoteError`](crate::RemoteError)'s `Display` shows its
+/// saying how much was left out. [`RemoteError`](crate::remote::RemoteError)'s `Display` shows its
 /// peer's reason and message this way; use it for any other peer text you print.
 ///
 /// ```

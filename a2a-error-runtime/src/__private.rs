@@ -38,7 +38,7 @@ pub use crate::__a2a_with_axum as with_axum;
 #[cfg(feature = "sdk")]
 pub fn sdk_error<E: A2aError + ?Sized>(err: &E) -> a2a::A2AError {
     crate::server::log::handed_over(err);
-    crate::sdk::to_sdk(err)
+    crate::sdk_errors::to_sdk(err)
 }
 #[cfg(feature = "sdk")]
 pub use a2a as sdk_a2a;

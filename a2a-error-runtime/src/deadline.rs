@@ -2,7 +2,7 @@
 //!
 //! The server runs each handler with the request's deadline (the caller's `A2A-Deadline-Ms`
 //! or the endpoint's own timeout, whichever ends first) as what its calls inherit; the typed
-//! client reads it with [`inherited`], so a handler that calls another agent passes its
+//! client reads it with `inherited`, so a handler that calls another agent passes its
 //! deadline on without doing arithmetic. A task-local rather than a parameter, so that it
 //! reaches calls made deep inside a handler's own code (the one of
 //! [`inherited`](crate::inherited), beside the trace); tasks the handler spawns do not
@@ -21,7 +21,8 @@ pub(crate) const MARGIN: std::time::Duration = std::time::Duration::from_millis(
 
 /// The earlier of two optional limits (deadlines or budgets): whichever ends first, or the
 /// one there is. Every "the earlier one holds" in this crate is this function.
-pub(crate) fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+#[doc(hidden)]
+pub fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -43,7 +44,8 @@ pub(crate) fn inherited() -> Option<Instant> {
 
 /// What a request served in `trace` until `end` passes on to its calls: its trace, and the
 /// earlier of `end` and a deadline already in force. Every server's scope is this.
-pub(crate) fn served(
+#[doc(hidden)]
+pub fn served(
     trace: crate::wire::trace::TraceContext,
     end: Option<Instant>,
 ) -> crate::inherited::Inherited {
@@ -96,7 +98,8 @@ pub(crate) fn scope<F: Future>(
 /// the bridge's gRPC calls put the deadline in the one scope they run a request in, beside
 /// its trace, and bound it with [`until_any`].
 #[cfg(feature = "sdk")]
-pub(crate) fn run_until<F: Future>(
+#[doc(hidden)]
+pub fn run_until<F: Future>(
     end: Option<Instant>,
     future: F,
 ) -> impl Future<Output = Option<F::Output>> {
@@ -106,7 +109,8 @@ pub(crate) fn run_until<F: Future>(
 /// `future` until `end` when there is one (`None` once it came first): [`until`] for a
 /// request that may have no deadline.
 #[cfg(feature = "axum")]
-pub(crate) fn until_any<F: Future>(
+#[doc(hidden)]
+pub fn until_any<F: Future>(
     end: Option<Instant>,
     future: F,
 ) -> impl Future<Output = Option<F::Output>> {
@@ -162,7 +166,8 @@ impl<F: Future> Future for Until<F> {
 
 /// A deadline's timer, made only the first time what it bounds has to wait, and kept.
 #[cfg(feature = "axum")]
-pub(crate) struct Expiry {
+#[doc(hidden)]
+pub struct Expiry {
     end: Instant,
     // Unconstrained, as tokio's own timeout polls its timer when the future used up the
     // task's budget: the deadline holds however busy the future keeps the task. Boxed: a
@@ -174,12 +179,14 @@ pub(crate) struct Expiry {
 #[cfg(feature = "axum")]
 impl Expiry {
     /// The timer of `end`, not made yet.
-    pub(crate) fn new(end: Instant) -> Self {
+    #[doc(hidden)]
+    pub fn new(end: Instant) -> Self {
         Expiry { end, timer: None }
     }
 
     /// Whether `end` has come; when not, the task is woken at it.
-    pub(crate) fn poll_passed(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+    #[doc(hidden)]
+    pub fn poll_passed(&mut self, cx: &mut std::task::Context<'_>) -> bool {
         let end = self.end;
         self.timer
             .get_or_insert_with(|| {
@@ -193,7 +200,8 @@ impl Expiry {
 
 /// The deadline `left` from now (an `A2A-Deadline-Ms` read on arrival).
 #[cfg(feature = "axum")]
-pub(crate) fn from_left(left: Option<std::time::Duration>) -> Option<Instant> {
+#[doc(hidden)]
+pub fn from_left(left: Option<std::time::Duration>) -> Option<Instant> {
     left.and_then(|left| Instant::now().checked_add(left))
 }
 
@@ -201,7 +209,8 @@ pub(crate) fn from_left(left: Option<std::time::Duration>) -> Option<Instant> {
 /// or the caller's `deadline`, whichever comes first (the JSON-RPC endpoint's and the SDK
 /// bridge's).
 #[cfg(feature = "axum")]
-pub(crate) fn served_end(
+#[doc(hidden)]
+pub fn served_end(
     now: Instant,
     timeout: Option<std::time::Duration>,
     deadline: Option<Instant>,

@@ -16,14 +16,15 @@ use crate::wire::trace::TraceContext;
 
 /// What a call made now inherits: the trace it belongs to, and when it must end by.
 #[derive(Clone, Default)]
-pub(crate) struct Inherited {
+#[doc(hidden)]
+pub struct Inherited {
     /// The trace context of the request being served.
-    pub(crate) trace: Option<TraceContext>,
+    pub trace: Option<TraceContext>,
     /// The deadline of the request being served.
-    pub(crate) deadline: Option<Instant>,
+    pub deadline: Option<Instant>,
     /// Who the request being served is for, as a 128-bit key: its credential's, or its
     /// address's when it sent none (see `sdk::call`). `None`: no caller known.
-    pub(crate) caller: Option<u128>,
+    pub caller: Option<u128>,
 }
 
 tokio::task_local! {
@@ -47,13 +48,15 @@ pub(crate) fn current() -> Inherited {
 }
 
 /// Runs `future` with `inherited` as what calls made inside it inherit.
-pub(crate) fn scope<F: Future>(inherited: Inherited, future: F) -> TaskLocalFuture<Inherited, F> {
+#[doc(hidden)]
+pub fn scope<F: Future>(inherited: Inherited, future: F) -> TaskLocalFuture<Inherited, F> {
     INHERITED.scope(inherited, future)
 }
 
 /// Runs `f` with `inherited` as what calls made inside it inherit: [`scope`] for one poll of a
 /// future that scopes itself at each poll, or for code that runs before any is polled.
 #[cfg(feature = "sdk")]
-pub(crate) fn sync_scope<R>(inherited: Inherited, f: impl FnOnce() -> R) -> R {
+#[doc(hidden)]
+pub fn sync_scope<R>(inherited: Inherited, f: impl FnOnce() -> R) -> R {
     INHERITED.sync_scope(inherited, f)
 }

@@ -7,7 +7,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
-mod wire;
+#[doc(hidden)]
+pub mod wire;
 
 #[cfg(feature = "axum")]
 pub mod server;
@@ -16,7 +17,8 @@ pub mod server;
 pub mod bounded;
 
 #[cfg(feature = "client")]
-mod http;
+#[doc(hidden)]
+pub mod http;
 
 #[cfg(feature = "client")]
 pub mod resilience;
@@ -27,17 +29,24 @@ pub mod client;
 #[cfg(feature = "client")]
 pub mod dependency;
 
+// The official SDK's errors both ways (the `a2a-lf` crate's `A2AError`): here, beside the
+// client and dependency errors they convert, the orphan rule's only home for those `From`
+// impls. The bridge (`a2a-error-sdk`) re-exports them as `sdk::to_sdk` and the rest.
 #[cfg(feature = "sdk")]
-pub mod sdk;
+#[doc(hidden)]
+pub mod sdk_errors;
 
 #[cfg(any(feature = "axum", feature = "client"))]
-mod deadline;
+#[doc(hidden)]
+pub mod deadline;
 // Every Redis client's connection settings.
 #[cfg(feature = "redis")]
-mod redis_connect;
+#[doc(hidden)]
+pub mod redis_connect;
 
 #[cfg(any(feature = "axum", feature = "client"))]
-mod inherited;
+#[doc(hidden)]
+pub mod inherited;
 
 #[cfg(any(feature = "axum", feature = "client"))]
 pub mod trace;

@@ -40,7 +40,8 @@ pub async fn with_trace<F: Future>(context: TraceContext, future: F) -> F::Outpu
 /// Runs `future` inside `context`'s trace (the deadline in force, read now, is kept); a
 /// plain function returning the scoped future, as the deadline's are, so that a handler's
 /// future is not held twice.
-pub(crate) fn scope<F: Future>(
+#[doc(hidden)]
+pub fn scope<F: Future>(
     context: TraceContext,
     future: F,
 ) -> tokio::task::futures::TaskLocalFuture<crate::inherited::Inherited, F> {

@@ -11,7 +11,8 @@ use super::Callee;
 
 /// The span of a call through the typed client (`a2a.client.call`, at `DEBUG`): an
 /// OpenTelemetry client span named after the method.
-pub(crate) fn client_span(
+#[doc(hidden)]
+pub fn client_span(
     system: super::System,
     agent: &str,
     method: &str,
@@ -33,13 +34,15 @@ pub(crate) fn client_span(
 
 /// The span of an attempt after the first (`a2a.client.attempt`, at `DEBUG`), the
 /// `resend`-th resend of its call.
-pub(crate) fn attempt_span(resend: u32) -> tracing::Span {
+#[doc(hidden)]
+pub fn attempt_span(resend: u32) -> tracing::Span {
     tracing::debug_span!("a2a.client.attempt", http.request.resend_count = resend)
 }
 
 /// A call through the typed client ended, answered or `failed` with a code and reason (as
 /// labels: a peer's went through the closed sets of [`super::labels`]).
-pub(crate) fn call_ended(
+#[doc(hidden)]
+pub fn call_ended(
     system: super::System,
     agent: &Arc<str>,
     method: Cow<'static, str>,
@@ -86,7 +89,8 @@ pub(crate) fn call_ended(
 
 /// Who a call goes to, as its metrics and logs name it.
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct Target<'a> {
+#[doc(hidden)]
+pub struct Target<'a> {
     /// An agent or a dependency: which series.
     pub(crate) callee: Callee,
     /// The callee's name.
@@ -96,7 +100,8 @@ pub(crate) struct Target<'a> {
 }
 
 /// The histogram of attempts per call to `target`'s callee, kept by a retry service.
-pub(crate) fn attempts_histogram(target: Target<'_>) -> metrics::Histogram {
+#[doc(hidden)]
+pub fn attempts_histogram(target: Target<'_>) -> metrics::Histogram {
     let callee = target.callee;
     let target = target.name.unwrap_or("").to_owned();
     match callee {
@@ -109,7 +114,8 @@ pub(crate) fn attempts_histogram(target: Target<'_>) -> metrics::Histogram {
 
 /// A failure's `reason` as an `error.type` label: one of the layers' and transports' own
 /// reasons, else through the closed set of [`super::labels`].
-pub(crate) fn failure_label(reason: &str) -> SharedString {
+#[doc(hidden)]
+pub fn failure_label(reason: &str) -> SharedString {
     match LOCAL_REASONS.iter().find(|known| **known == reason) {
         Some(known) => SharedString::const_str(known),
         None => super::reason_label(reason),
@@ -153,20 +159,23 @@ const LOCAL_REASONS: &[&str] = &[
 
 /// The gauge of what a dependency's replies last stated of one limit of its quota
 /// (`requests`, `tokens`).
-pub(crate) fn quota_gauge(name: &Arc<str>, limit: &'static str) -> metrics::Gauge {
+#[doc(hidden)]
+pub fn quota_gauge(name: &Arc<str>, limit: &'static str) -> metrics::Gauge {
     metrics::gauge!(super::DEPENDENCY_QUOTA_REMAINING,
         "dependency" => SharedString::from(name.clone()), "limit" => limit)
 }
 
 /// The shared quota store (Redis) did not answer in time: the replica used its own view.
 #[cfg(feature = "redis")]
-pub(crate) fn quota_shared_unavailable() {
+#[doc(hidden)]
+pub fn quota_shared_unavailable() {
     metrics::counter!(super::DEPENDENCY_QUOTA_SHARED_UNAVAILABLE).increment(1);
 }
 
 /// A call of a caller that used its budget of the dependency's tokens, refused unsent (no
 /// caller label: the callers are not a closed set).
-pub(crate) fn budget_refused(name: &Arc<str>) {
+#[doc(hidden)]
+pub fn budget_refused(name: &Arc<str>) {
     metrics::counter!(super::DEPENDENCY_BUDGET_REFUSED,
         "dependency" => SharedString::from(name.clone()))
     .increment(1);
@@ -174,7 +183,8 @@ pub(crate) fn budget_refused(name: &Arc<str>) {
 
 /// A call held back for its dependency's stated quota: `waited` for the reset, `refused`
 /// unsent, or `sent_elsewhere` (refused at once, for a fallback to answer).
-pub(crate) fn quota_held(name: &Arc<str>, outcome: &'static str) {
+#[doc(hidden)]
+pub fn quota_held(name: &Arc<str>, outcome: &'static str) {
     metrics::counter!(super::DEPENDENCY_QUOTA_HELD,
         "dependency" => SharedString::from(name.clone()), "outcome" => outcome)
     .increment(1);
@@ -182,7 +192,8 @@ pub(crate) fn quota_held(name: &Arc<str>, outcome: &'static str) {
 
 /// A call to a dependency (not an agent) under way: its span, and what is recorded when it
 /// ends.
-pub(crate) struct DependencyCall {
+#[doc(hidden)]
+pub struct DependencyCall {
     name: SharedString,
     started: std::time::Instant,
     span: tracing::Span,
@@ -264,17 +275,20 @@ fn status_label(status: Option<u16>) -> SharedString {
 }
 
 /// A step of a fallback chain `answered`, `failed` or was `skipped`.
-pub(crate) fn fallback_step(step: Cow<'static, str>, outcome: &'static str) {
+#[doc(hidden)]
+pub fn fallback_step(step: Cow<'static, str>, outcome: &'static str) {
     metrics::counter!("a2a.fallback.steps", "step" => step, "outcome" => outcome).increment(1);
 }
 
 /// A degraded answer was given; `source` is `fallback` or `fan_out`.
-pub(crate) fn degraded(source: &'static str) {
+#[doc(hidden)]
+pub fn degraded(source: &'static str) {
     metrics::counter!("a2a.degraded", "source" => source).increment(1);
 }
 
 /// A slow call to `target` is hedged after `delay`.
-pub(crate) fn hedge(target: Target<'_>, delay: Duration) {
+#[doc(hidden)]
+pub fn hedge(target: Target<'_>, delay: Duration) {
     let operation = target.operation;
     let target = target.name;
     tracing::info!(
@@ -293,17 +307,20 @@ pub(crate) fn hedge(target: Target<'_>, delay: Duration) {
 
 /// A circuit breaker of `agent` (an agent's or a dependency's name) was made, or its state
 /// is now the one `gauge` stands for.
-pub(crate) fn breaker_state(agent: &str, gauge: f64) {
+#[doc(hidden)]
+pub fn breaker_state(agent: &str, gauge: f64) {
     metrics::gauge!("a2a.breaker.state", "agent" => agent.to_owned()).set(gauge);
 }
 
 /// A breaker refused a call: its circuit is open.
-pub(crate) fn breaker_rejected(agent: &str) {
+#[doc(hidden)]
+pub fn breaker_rejected(agent: &str) {
     metrics::counter!("a2a.breaker.rejections", "agent" => agent.to_owned()).increment(1);
 }
 
 /// A breaker went `from` one state `to` another (whose gauge value is `gauge`).
-pub(crate) fn breaker_transition(agent: &str, from: &'static str, to: &'static str, gauge: f64) {
+#[doc(hidden)]
+pub fn breaker_transition(agent: &str, from: &'static str, to: &'static str, gauge: f64) {
     breaker_state(agent, gauge);
     metrics::counter!(
         "a2a.breaker.transitions",
@@ -316,7 +333,8 @@ pub(crate) fn breaker_transition(agent: &str, from: &'static str, to: &'static s
 
 /// A retry the policy would have made was refused by the retry budget: the callee is
 /// failing for enough callers that retries would only add load.
-pub(crate) fn retry_budget_exhausted(target: Target<'_>) {
+#[doc(hidden)]
+pub fn retry_budget_exhausted(target: Target<'_>) {
     let callee = target.callee;
     let target = target.name.unwrap_or("").to_owned();
     tracing::debug!(target = %target, "retry budget exhausted: not retried");
@@ -332,7 +350,8 @@ pub(crate) fn retry_budget_exhausted(target: Target<'_>) {
 
 /// A retry of a call to `target`, after a failure with `reason`, is about to wait `delay`;
 /// `source` says whose delay it is (`retry-after` or `backoff`).
-pub(crate) fn retry(
+#[doc(hidden)]
+pub fn retry(
     target: Target<'_>,
     attempt: u32,
     reason: &str,
@@ -384,7 +403,8 @@ pub(crate) fn retry(
 
 /// What a model's GenAI series and span are labelled with: the dependency's name, the
 /// provider's and the requested model's, all configured (closed sets; nothing from a reply).
-pub(crate) struct ModelNames {
+#[doc(hidden)]
+pub struct ModelNames {
     labels: Vec<metrics::Label>,
     provider: SharedString,
     request_model: Option<SharedString>,
@@ -480,7 +500,8 @@ impl ModelNames {
 /// Every label is configured or from a closed set: the method is this crate's or the
 /// caller's, the tool a name the server listed (at most 64) or `other`.
 #[cfg(feature = "mcp")]
-pub(crate) struct McpOperation {
+#[doc(hidden)]
+pub struct McpOperation {
     labels: Vec<metrics::Label>,
     started: std::time::Instant,
     span: tracing::Span,
@@ -545,14 +566,16 @@ impl McpOperation {
 
 /// One attempt to deliver a push notification was sent.
 #[cfg(feature = "push")]
-pub(crate) fn push_attempt() {
+#[doc(hidden)]
+pub fn push_attempt() {
     metrics::counter!("a2a.push.attempts").increment(1);
 }
 
 /// A push notification ended with `outcome` (`delivered`, `rejected`, `gone`,
 /// `dead_letter`), `age` after its event.
 #[cfg(feature = "sdk")]
-pub(crate) fn push_ended(outcome: &'static str, age: Duration) {
+#[doc(hidden)]
+pub fn push_ended(outcome: &'static str, age: Duration) {
     metrics::counter!("a2a.push.deliveries", "outcome" => outcome).increment(1);
     if outcome == "dead_letter" {
         metrics::counter!("a2a.push.dead_letters").increment(1);
@@ -563,7 +586,8 @@ pub(crate) fn push_ended(outcome: &'static str, age: Duration) {
 /// Push notifications' series, at zero, so that they are scraped before the first
 /// notification: every `outcome` of `a2a.push.deliveries`, the attempts and dead letters.
 #[cfg(feature = "sdk")]
-pub(crate) fn push_series() {
+#[doc(hidden)]
+pub fn push_series() {
     for outcome in ["delivered", "rejected", "gone", "dead_letter"] {
         metrics::counter!("a2a.push.deliveries", "outcome" => outcome).increment(0);
     }
@@ -573,6 +597,7 @@ pub(crate) fn push_series() {
 
 /// The age of the oldest push notification pending, in seconds (0 when none).
 #[cfg(feature = "sdk")]
-pub(crate) fn push_oldest_pending(seconds: f64) {
+#[doc(hidden)]
+pub fn push_oldest_pending(seconds: f64) {
     metrics::gauge!("a2a.push.oldest_pending_seconds").set(seconds);
 }

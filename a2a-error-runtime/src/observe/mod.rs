@@ -174,7 +174,8 @@ pub enum Callee {
 // Which of them a build makes depends on its features; all of them with `grpc`.
 #[cfg_attr(not(feature = "grpc"), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum System {
+#[doc(hidden)]
+pub enum System {
     /// JSON-RPC 2.0.
     JsonRpc,
     /// HTTP+JSON (REST).
@@ -212,9 +213,11 @@ mod server;
 pub use prometheus::{Prometheus, RecorderError, prometheus};
 
 #[cfg(feature = "client")]
-pub(crate) use client::*;
+#[doc(hidden)]
+pub use client::*;
 #[cfg(feature = "client")]
 pub(crate) use labels::method_label;
 pub(crate) use labels::{code_label, reason_label};
 #[cfg(feature = "axum")]
-pub(crate) use server::*;
+#[doc(hidden)]
+pub use server::*;

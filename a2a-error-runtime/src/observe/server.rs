@@ -7,7 +7,8 @@ use super::{System, code_label, reason_label};
 /// `elapsed`, or failed with `failed` (its A2A code and reason); `method` is a registered
 /// method's name, or `None` (`other`). A failure's series carries `error.type` and
 /// `rpc.status_code` too.
-pub(crate) fn request_served(
+#[doc(hidden)]
+pub fn request_served(
     system: System,
     method: Option<&std::sync::Arc<str>>,
     failed: Option<(i32, &str)>,
@@ -22,7 +23,8 @@ pub(crate) fn request_served(
 /// A request to the JSON-RPC endpoint failed with `code` and `reason` after `elapsed`: its
 /// duration and its error reply counted at once, as [`request_served`] and [`error_sent`]
 /// would (one lookup of the thread's keys, not two).
-pub(crate) fn request_failed(
+#[doc(hidden)]
+pub fn request_failed(
     system: System,
     method: Option<&std::sync::Arc<str>>,
     code: i32,
@@ -44,7 +46,8 @@ thread_local! {
 /// last item is no error: a task's FAILED status update, A2A's way of ending a stream whose
 /// work had started. Nothing when no served stream is being polled on this thread.
 #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) fn stream_failed(code: i32, reason: &str) {
+#[doc(hidden)]
+pub fn stream_failed(code: i32, reason: &str) {
     STREAM_FAILURE.with(|slot| {
         let current = slot.take();
         slot.set(match current {
@@ -59,7 +62,8 @@ pub(crate) fn stream_failed(code: i32, reason: &str) {
 /// from the request's arrival to its end in `rpc.server.call.duration`, its outcome by how it
 /// ended (an error, before or after its first event, or a FAILED status: `error` with its code
 /// and reason, also counted in `a2a.server.errors`; else `ok`).
-pub(crate) struct StreamServed {
+#[doc(hidden)]
+pub struct StreamServed {
     system: System,
     method: Option<std::sync::Arc<str>>,
     began: std::time::Instant,
@@ -85,7 +89,8 @@ impl StreamServed {
     /// A stream of one of the A2A methods (a 1.0 name), as the bridge's REST routes and
     /// gRPC service name them.
     #[cfg(feature = "sdk")]
-    pub(crate) fn a2a(system: System, method: &'static str, began: std::time::Instant) -> Self {
+    #[doc(hidden)]
+    pub fn a2a(system: System, method: &'static str, began: std::time::Instant) -> Self {
         Self::new(system, a2a_method(Some(method)).cloned(), began)
     }
 
@@ -141,7 +146,8 @@ fn a2a_method(method: Option<&'static str>) -> Option<&'static std::sync::Arc<st
 /// the SDK bridge's REST routes or gRPC service, as [`request_served`] records the JSON-RPC
 /// endpoint's; a failure is recorded on its `span` too.
 #[cfg(feature = "sdk")]
-pub(crate) fn a2a_request_served(
+#[doc(hidden)]
+pub fn a2a_request_served(
     system: System,
     method: Option<&'static str>,
     span: &tracing::Span,
@@ -157,7 +163,8 @@ pub(crate) fn a2a_request_served(
 /// The A2A code and `error.type` of an error response, carried in its extensions to the layer
 /// that ends the request's span.
 #[derive(Clone, Debug)]
-pub(crate) struct FailedWith(i32, metrics::SharedString);
+#[doc(hidden)]
+pub struct FailedWith(i32, metrics::SharedString);
 
 impl FailedWith {
     /// A response failed with `code` and `reason`.
@@ -167,7 +174,8 @@ impl FailedWith {
 
     /// The code and reason.
     #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-    pub(crate) fn parts(&self) -> (i32, &str) {
+    #[doc(hidden)]
+    pub fn parts(&self) -> (i32, &str) {
         (self.0, &self.1)
     }
 }
@@ -176,7 +184,8 @@ impl FailedWith {
 /// tower-http's are, so that a log filter at `INFO` makes none), for `method`: a registered
 /// or A2A method's name, else `other`. OpenTelemetry sees it as a server span named after the
 /// method.
-pub(crate) fn server_span(system: System, method: &str) -> tracing::Span {
+#[doc(hidden)]
+pub fn server_span(system: System, method: &str) -> tracing::Span {
     tracing::debug_span!(
         "a2a.server.call",
         otel.name = method,
@@ -191,7 +200,8 @@ pub(crate) fn server_span(system: System, method: &str) -> tracing::Span {
 
 /// The request `span` serves failed with the A2A `code` (`rpc.status_code`, on every binding)
 /// and `reason` (`error.type`).
-pub(crate) fn server_failed(span: &tracing::Span, code: i32, reason: &str) {
+#[doc(hidden)]
+pub fn server_failed(span: &tracing::Span, code: i32, reason: &str) {
     if span.is_disabled() {
         return;
     }
@@ -202,29 +212,34 @@ pub(crate) fn server_failed(span: &tracing::Span, code: i32, reason: &str) {
 
 /// A request was refused at its caller's rate limit.
 #[cfg(feature = "sdk")]
-pub(crate) fn rate_limited() {
+#[doc(hidden)]
+pub fn rate_limited() {
     metrics::counter!("a2a.server.rate_limited").increment(1);
 }
 
 /// A shared task whose lease lapsed was ended FAILED by this replica.
 #[cfg(all(feature = "sdk", feature = "redis"))]
-pub(crate) fn task_abandoned() {
+#[doc(hidden)]
+pub fn task_abandoned() {
     metrics::counter!("a2a.tasks.abandoned").increment(1);
 }
 
 /// This replica stopped an execution whose task's lease it lost.
 #[cfg(feature = "sdk")]
-pub(crate) fn lease_lost() {
+#[doc(hidden)]
+pub fn lease_lost() {
     metrics::counter!("a2a.tasks.leases_lost").increment(1);
 }
 
 /// A request was refused by an endpoint at its concurrency limit (shed).
-pub(crate) fn shed() {
+#[doc(hidden)]
+pub fn shed() {
     metrics::counter!("a2a.server.shed").increment(1);
 }
 
 /// An error reply a server sent; `method` is a registered method's name or `None`.
-pub(crate) fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason: &str) {
+#[doc(hidden)]
+pub fn error_sent(method: Option<&std::sync::Arc<str>>, code: i32, reason: &str) {
     kept::error(method, code, reason);
 }
 

@@ -11,7 +11,8 @@ use axum::http::{HeaderMap, HeaderValue, header};
 /// `traceparent` (or `tracestate`) headers are kept as several, which W3C reads as none (or
 /// as one list not passed on).
 #[derive(Default)]
-pub(crate) struct Known<'a> {
+#[doc(hidden)]
+pub struct Known<'a> {
     pub(crate) content_type: Option<&'a HeaderValue>,
     pub(crate) content_length: Option<&'a HeaderValue>,
     pub(crate) version: Option<&'a HeaderValue>,
@@ -49,7 +50,8 @@ impl<'a> Occurrences<'a> {
 
 impl<'a> Known<'a> {
     /// One pass over `headers` (hyper caps them at 100).
-    pub(crate) fn read(headers: &'a HeaderMap) -> Self {
+    #[doc(hidden)]
+    pub fn read(headers: &'a HeaderMap) -> Self {
         let mut known = Known::default();
         // Names are lowercase in a `HeaderMap` (A2A's own are written `A2A-Version`).
         for (name, value) in headers {
@@ -80,7 +82,8 @@ impl<'a> Known<'a> {
     /// The caller's deadline, from now: the earliest `A2A-Deadline-Ms` when there are
     /// several (a proxy added one), so that no hop can extend what a caller allowed.
     #[cfg(feature = "sdk")]
-    pub(crate) fn deadline(&self) -> Option<tokio::time::Instant> {
+    #[doc(hidden)]
+    pub fn deadline(&self) -> Option<tokio::time::Instant> {
         crate::deadline::from_left(self.deadline_left)
     }
 
@@ -89,7 +92,8 @@ impl<'a> Known<'a> {
     /// caller's span becomes its parent and its id is OpenTelemetry's); else a new trace.
     /// Headers beyond the bounds of `TraceContext::parse` are ignored, never an error.
     #[cfg(feature = "sdk")]
-    pub(crate) fn trace(&self, span: &tracing::Span) -> crate::trace::TraceContext {
+    #[doc(hidden)]
+    pub fn trace(&self, span: &tracing::Span) -> crate::trace::TraceContext {
         let caller = crate::trace::caller_by(self.traceparent.once(), self.tracestate.once());
         crate::trace::served_as(caller.as_ref(), span)
     }

@@ -14,7 +14,8 @@ use bytes::Bytes;
 /// the dedup keeps the block itself as the record of a request with the same fingerprint. A
 /// floor above implements it (the SDK bridge's reply) and says how to find it among any
 /// handler's replies ([`recognize_prewritten`]): the server names no type above it.
-pub(crate) trait Prewritten {
+#[doc(hidden)]
+pub trait Prewritten {
     /// The reply's JSON.
     fn json_bytes(&self) -> &[u8];
     /// The dedup's record of this reply, when it was written for a request with
@@ -30,17 +31,20 @@ static RECOGNIZE: OnceLock<Recognize> = OnceLock::new();
 /// Makes `recognize` the way replies are seen to be [`Prewritten`] (the first call wins; the
 /// bridge makes it before its first reply is made).
 #[allow(dead_code)] // Called from a floor above, which not every feature set builds.
-pub(crate) fn recognize_prewritten(recognize: Recognize) {
+#[doc(hidden)]
+pub fn recognize_prewritten(recognize: Recognize) {
     let _ = RECOGNIZE.set(recognize);
 }
 
 /// `value` as a [`Prewritten`] reply, when it is one.
-pub(crate) fn prewritten<T: Any>(value: &T) -> Option<&dyn Prewritten> {
+#[doc(hidden)]
+pub fn prewritten<T: Any>(value: &T) -> Option<&dyn Prewritten> {
     RECOGNIZE.get()?(value)
 }
 
 /// `value`'s JSON appended to `out`; a [`Prewritten`] reply's copied as it is.
-pub(crate) fn write_json<T: serde::Serialize + 'static>(
+#[doc(hidden)]
+pub fn write_json<T: serde::Serialize + 'static>(
     out: &mut Vec<u8>,
     value: &T,
 ) -> serde_json::Result<()> {

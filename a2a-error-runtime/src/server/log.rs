@@ -128,7 +128,8 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// Logs a panic caught around `what` (a REST handler, a stream…) with its text, and gives
 /// what the caller is told instead.
-pub(crate) fn caught(what: &str, panic: &(dyn std::any::Any + Send)) -> Panicked {
+#[doc(hidden)]
+pub fn caught(what: &str, panic: &(dyn std::any::Any + Send)) -> Panicked {
     tracing::error!("{what} panicked: {}", panic_text(panic));
     Panicked
 }
@@ -141,4 +142,5 @@ pub(crate) fn caught(what: &str, panic: &(dyn std::any::Any + Send)) -> Panicked
 #[error("handler panicked")]
 #[a2a(crate = "crate", into_response = false)]
 #[a2a(code = INTERNAL_ERROR, retryable = false, category = "fatal")]
-pub(crate) struct Panicked;
+#[doc(hidden)]
+pub struct Panicked;

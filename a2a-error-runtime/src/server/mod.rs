@@ -4,20 +4,28 @@
 
 mod body;
 mod dedup;
-pub(crate) mod endpoint;
-pub(crate) mod headers;
-pub(crate) mod json;
-pub(crate) mod log;
+#[doc(hidden)]
+pub mod endpoint;
+#[doc(hidden)]
+pub mod headers;
+#[doc(hidden)]
+pub mod json;
+#[doc(hidden)]
+pub mod log;
 mod memory;
 mod params;
-pub(crate) mod peer;
-pub(crate) mod quota;
+#[doc(hidden)]
+pub mod peer;
+#[doc(hidden)]
+pub mod quota;
 #[cfg(feature = "sdk")]
 mod rate;
 pub mod rest;
 pub mod scope;
-pub(crate) mod serve;
-pub(crate) mod sse;
+#[doc(hidden)]
+pub mod serve;
+#[doc(hidden)]
+pub mod sse;
 mod task;
 mod version;
 mod watch;
@@ -25,12 +33,15 @@ mod watch;
 #[cfg(feature = "redis")]
 pub use dedup::RedisStore;
 #[cfg(feature = "sdk")]
-pub(crate) use dedup::fingerprint;
+#[doc(hidden)]
+pub use dedup::fingerprint;
 #[cfg(all(feature = "redis", feature = "sdk"))]
-pub(crate) use dedup::redis_millis;
+#[doc(hidden)]
+pub use dedup::redis_millis;
 pub use dedup::{Dedup, DedupError, DedupStore, MemoryStore, Refusal, StoreError, StoreFailure};
 #[cfg(feature = "sdk")]
-pub(crate) use dedup::{OUTCOME_HEAD, outcome_head};
+#[doc(hidden)]
+pub use dedup::{OUTCOME_HEAD, outcome_head};
 pub use endpoint::{AdaptiveLimit, Handler, JsonRpc, RequestContext, StreamHandler};
 pub use headers::A2A_JSON;
 pub use memory::return_freed_memory;

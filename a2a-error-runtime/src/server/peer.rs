@@ -2,7 +2,7 @@
 //! tells an anonymous caller (one without a credential) from another, for the callers'
 //! budgets of `dependency`.
 //!
-//! A thread-local cell set around each poll of a request's future ([`Peer`]), rather than a
+//! A thread-local cell set around each poll of a request's future (`Peer`), rather than a
 //! request extension (which allocates the request's extension map) or a tokio task-local
 //! (whose scope borrows a `RefCell` and swaps the value at each poll: 1.8 % of an error
 //! reply's instructions on the endpoint, measured; this is a few instructions).
@@ -19,7 +19,8 @@ thread_local! {
 
 /// The address of the peer whose request is being served here, when it is known.
 #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-pub(crate) fn current() -> Option<IpAddr> {
+#[doc(hidden)]
+pub fn current() -> Option<IpAddr> {
     PEER.with(Cell::get)
 }
 

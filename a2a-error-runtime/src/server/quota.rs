@@ -11,7 +11,7 @@
 //! and a sole caller can use three quarters of the server); past that, a caller already
 //! holding its quota is refused at once, so that the last quarter stays for the others.
 //!
-//! Callers are counted in a fixed table of [`COUNTERS`] counters, a caller's by a hash under
+//! Callers are counted in a fixed table of `COUNTERS` counters, a caller's by a hash under
 //! a key of this process's own (no caller can aim at another's counter): 16 KiB a server
 //! whatever its callers, no allocation and no lock per request (two atomic additions, and a
 //! hash of the address, or of the credential when there is one). Two callers that share a
@@ -32,7 +32,8 @@ const COUNTER_BITS: u32 = 12;
 
 /// The slots of one server, counted by caller.
 #[derive(Debug)]
-pub(crate) struct Quotas {
+#[doc(hidden)]
+pub struct Quotas {
     /// Keys the credentials' hashes.
     hasher: std::collections::hash_map::RandomState,
     /// Keys the addresses' hashes (cheaper than hashing them with `hasher`).
@@ -48,7 +49,8 @@ pub(crate) struct Quotas {
 impl Quotas {
     /// Quotas of `slots` slots, `quota` at most for one caller (at least 1; by default a
     /// quarter of the slots).
-    pub(crate) fn new(slots: usize, quota: Option<usize>) -> Arc<Self> {
+    #[doc(hidden)]
+    pub fn new(slots: usize, quota: Option<usize>) -> Arc<Self> {
         let quota = quota.unwrap_or(slots / 4).max(1);
         let hasher = std::collections::hash_map::RandomState::new();
         Arc::new(Quotas {
@@ -62,7 +64,8 @@ impl Quotas {
     }
 
     /// The counter of the caller of a request with `headers` from `peer`.
-    pub(crate) fn caller(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> usize {
+    #[doc(hidden)]
+    pub fn caller(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> usize {
         let hash = match (headers.get(AUTHORIZATION), peer) {
             (Some(value), _) => self
                 .hasher
@@ -84,7 +87,8 @@ impl Quotas {
     }
 
     /// A slot for `caller`, or `None` when it already holds its quota of scarce slots.
-    pub(crate) fn take(self: &Arc<Self>, caller: usize) -> Option<Quota> {
+    #[doc(hidden)]
+    pub fn take(self: &Arc<Self>, caller: usize) -> Option<Quota> {
         let total = self.total.fetch_add(1, Ordering::AcqRel);
         let mine = self.counts[caller].fetch_add(1, Ordering::AcqRel);
         if total >= self.threshold && mine >= self.quota {
@@ -105,7 +109,8 @@ impl Quotas {
 }
 
 /// What a caller past its quota is told, on every binding: RATE_LIMITED, back in a second.
-pub(crate) fn refusal() -> crate::wire::standard::StandardError {
+#[doc(hidden)]
+pub fn refusal() -> crate::wire::standard::StandardError {
     crate::wire::standard::StandardError::RateLimited {
         retry_after: Some(std::time::Duration::from_secs(1)),
     }
@@ -113,7 +118,8 @@ pub(crate) fn refusal() -> crate::wire::standard::StandardError {
 
 /// One slot taken by a caller, given back when dropped.
 #[derive(Debug)]
-pub(crate) struct Quota {
+#[doc(hidden)]
+pub struct Quota {
     quotas: Arc<Quotas>,
     caller: usize,
 }

@@ -301,7 +301,8 @@ impl http_body::Body for Holding {
 }
 
 /// Whether an accept failed for the peer's sake (it went away): accept the next one at once.
-pub(crate) fn is_connection_error(error: &io::Error) -> bool {
+#[doc(hidden)]
+pub fn is_connection_error(error: &io::Error) -> bool {
     matches!(
         error.kind(),
         io::ErrorKind::ConnectionRefused

@@ -80,7 +80,8 @@ where
 }
 
 /// [`sse_response`] for items already serialized (each the JSON of one result).
-pub(crate) async fn encoded_response<S, E>(binding: Binding, items: S) -> Response
+#[doc(hidden)]
+pub async fn encoded_response<S, E>(binding: Binding, items: S) -> Response
 where
     S: Stream<Item = Result<Vec<u8>, Box<E>>> + Send + 'static,
     E: A2aError + Send + ?Sized + 'static,

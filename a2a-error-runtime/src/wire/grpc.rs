@@ -333,7 +333,8 @@ fn never_retry(data: &mut Vec<Value>, status: tonic::Code) {
 
 /// A `grpc-timeout` header's value (`"1500m"`: at most 8 digits and a unit of `H`, `M`, `S`,
 /// `m`, `u`, `n`), as gRPC's HTTP/2 protocol spells it; `None` for anything else.
-pub(crate) fn parse_timeout(value: &[u8]) -> Option<Duration> {
+#[doc(hidden)]
+pub fn parse_timeout(value: &[u8]) -> Option<Duration> {
     let (&unit, digits) = value.split_last()?;
     if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
         return None;

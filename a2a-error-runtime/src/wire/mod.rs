@@ -15,5 +15,7 @@ pub use a2a_error_core::{
 #[cfg(feature = "grpc")]
 pub mod grpc;
 #[cfg(feature = "sdk")]
-pub(crate) mod protojson;
-pub(crate) mod standard;
+#[doc(hidden)]
+pub mod protojson;
+#[doc(hidden)]
+pub mod standard;

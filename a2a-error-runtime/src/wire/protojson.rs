@@ -23,15 +23,14 @@ const EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// The members whose string value is a `google.protobuf.Timestamp` in `a2a.proto` (the SDK's
 /// own list): written with `Z` where the timestamp type writes `+00:00`.
-pub(crate) const TIMESTAMP_MEMBERS: [&[u8]; 2] = [b"timestamp", b"statusTimestampAfter"];
+#[doc(hidden)]
+pub const TIMESTAMP_MEMBERS: [&[u8]; 2] = [b"timestamp", b"statusTimestampAfter"];
 
 /// `value`'s JSON, members sorted by key at every level (as a `serde_json::Value` writes
 /// them), every integral double within ±2^53 as an integer and, with `timestamps`, every
 /// timestamp member's `+00:00` as `Z` (as the SDK mends them).
-pub(crate) fn to_vec<T: Serialize + ?Sized>(
-    value: &T,
-    timestamps: bool,
-) -> serde_json::Result<Vec<u8>> {
+#[doc(hidden)]
+pub fn to_vec<T: Serialize + ?Sized>(value: &T, timestamps: bool) -> serde_json::Result<Vec<u8>> {
     SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
         Ok(mut state) => {
             let written = state.write(value, timestamps);
@@ -53,7 +52,8 @@ pub(crate) fn text(json: Vec<u8>) -> serde_json::Result<String> {
 
 /// JSON that [`to_vec`] wrote, as a `RawValue` (to be written verbatim by serde_json): its
 /// text is checked again in full, as a `RawValue` is made no other way.
-pub(crate) fn raw(json: Vec<u8>) -> serde_json::Result<Box<serde_json::value::RawValue>> {
+#[doc(hidden)]
+pub fn raw(json: Vec<u8>) -> serde_json::Result<Box<serde_json::value::RawValue>> {
     serde_json::value::RawValue::from_string(text(json)?)
 }
 
@@ -68,7 +68,8 @@ thread_local! {
 const KEPT_BYTES: usize = 256 << 10;
 
 /// A double that is integral and within ±2^53, as that integer.
-pub(crate) fn integral(double: f64) -> Option<i64> {
+#[doc(hidden)]
+pub fn integral(double: f64) -> Option<i64> {
     (double.fract() == 0.0 && double.abs() <= EXACT).then_some(double as i64)
 }
 

@@ -80,7 +80,7 @@ impl<E: std::error::Error + 'static> std::error::Error for Downstream<E> {
 }
 
 // The agent's failure as its client passes it on, this agent's name added to the chain.
-crate::wire::error::forward_a2a_error! {
+a2a_error_core::forward_a2a_error! {
     impl[E: A2aError + 'static] for Downstream<E>;
     inner = |this| this.error;
     write_data = |this, sink| this.error.write_downstream(Some(&this.agent), sink);

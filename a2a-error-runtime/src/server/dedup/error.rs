@@ -83,7 +83,7 @@ impl<E: A2aError + 'static> DedupError<E> {
     }
 }
 
-crate::wire::error::forward_a2a_error! {
+a2a_error_core::forward_a2a_error! {
     impl[E: A2aError + 'static] for DedupError<E>;
     inner = |this| this.inner();
 }

@@ -46,15 +46,15 @@ pub use memory::MemoryStore;
 pub use redis::RedisStore;
 /// A duration as Redis's `PX` milliseconds, for the other records kept in Redis.
 #[cfg(all(feature = "redis", feature = "sdk"))]
-pub(crate) use redis::millis as redis_millis;
+pub use redis::millis as redis_millis;
 pub use store::{DedupStore, StoreError};
 
 pub use error::{DedupError, Refusal};
 /// The fingerprint of a request's bytes, as the dedup takes it.
 #[cfg(feature = "sdk")]
-pub(crate) use run::hash as fingerprint;
+pub use run::hash as fingerprint;
 #[cfg(feature = "sdk")]
-pub(crate) use store::{OUTCOME_HEAD, outcome_head};
+pub use store::{OUTCOME_HEAD, outcome_head};
 
 /// What to do when the store cannot be reached.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -200,13 +200,15 @@ impl<T, E> Dedup<T, E> {
 
     /// Whether [`identify`](Self::identify) was set.
     #[cfg(feature = "sdk")]
-    pub(crate) fn identifies(&self) -> bool {
+    #[doc(hidden)]
+    pub fn identifies(&self) -> bool {
         self.settings.identify.is_some()
     }
 
     /// As [`identify`](Self::identify), with a scope already shared.
     #[cfg(feature = "sdk")]
-    pub(crate) fn identify_by(mut self, scope: Identify) -> Self {
+    #[doc(hidden)]
+    pub fn identify_by(mut self, scope: Identify) -> Self {
         self.settings_mut().identify = Some(scope);
         self
     }

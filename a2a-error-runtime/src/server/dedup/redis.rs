@@ -197,24 +197,28 @@ impl RedisStore {
 
     /// The connection, for the rate limits kept beside the dedup's records.
     #[cfg(feature = "sdk")]
-    pub(crate) fn connection(&self) -> ConnectionManager {
+    #[doc(hidden)]
+    pub fn connection(&self) -> ConnectionManager {
         self.connection.clone()
     }
 
     /// The client, for connections of their own (a subscription holds one).
     #[cfg(feature = "sdk")]
-    pub(crate) fn client(&self) -> &redis::Client {
+    #[doc(hidden)]
+    pub fn client(&self) -> &redis::Client {
         &self.client
     }
 
     /// The timeout of every command.
     #[cfg(feature = "sdk")]
-    pub(crate) fn command_timeout(&self) -> Duration {
+    #[doc(hidden)]
+    pub fn command_timeout(&self) -> Duration {
         self.timeout
     }
 
     /// `command`, bounded by the store's timeout.
-    pub(crate) async fn bounded<T>(
+    #[doc(hidden)]
+    pub async fn bounded<T>(
         &self,
         command: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, StoreError> {
@@ -239,7 +243,8 @@ fn weight(key: &str, outcome: &Bytes) -> u64 {
 }
 
 /// A duration as Redis's `PX` milliseconds: at least 1 (`PX 0` is an error), saturating.
-pub(crate) fn millis(ttl: Duration) -> u64 {
+#[doc(hidden)]
+pub fn millis(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 

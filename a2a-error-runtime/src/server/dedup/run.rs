@@ -33,7 +33,8 @@ enum Found<T, E> {
 
 /// A stable hash: XXH3's output is fixed by its specification, so every replica and every
 /// build agrees on it.
-pub(crate) fn hash(bytes: &[u8]) -> u64 {
+#[doc(hidden)]
+pub fn hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
@@ -118,7 +119,8 @@ where
     /// request given by the caller (the bridge's is its message's, `sdk::fingerprint`,
     /// instead of a hash of the request's JSON), and the request already in `work` (a
     /// request held beside the work that takes it would be a second copy in this future).
-    pub(crate) async fn run_fingerprinted<F, Fut>(
+    #[doc(hidden)]
+    pub async fn run_fingerprinted<F, Fut>(
         &self,
         method: &str,
         headers: &HeaderMap,

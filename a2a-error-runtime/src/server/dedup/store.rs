@@ -92,10 +92,12 @@ pub(crate) fn hex(value: u64) -> [u8; 16] {
 }
 
 /// The bytes of an outcome's record before its JSON: `D`, the fingerprint, `O` or `E`.
-pub(crate) const OUTCOME_HEAD: usize = 18;
+#[doc(hidden)]
+pub const OUTCOME_HEAD: usize = 18;
 
 /// The head of the record of an outcome of a request with `fingerprint`, `ok` or not.
-pub(crate) fn outcome_head(fingerprint: u64, ok: bool) -> [u8; OUTCOME_HEAD] {
+#[doc(hidden)]
+pub fn outcome_head(fingerprint: u64, ok: bool) -> [u8; OUTCOME_HEAD] {
     let mut head = [0u8; OUTCOME_HEAD];
     head[0] = b'D';
     head[1..17].copy_from_slice(&hex(fingerprint));

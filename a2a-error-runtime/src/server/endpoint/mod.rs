@@ -1,12 +1,13 @@
 //! `JsonRpc`: the JSON-RPC 2.0 endpoint. Register handlers by method name and mount it in an
 //! axum `Router`; everything protocol-level is done exactly as JSON-RPC 2.0 and A2A say.
 //!
-//! One idea a file: [`handler`] (what a handler is: `Handler`, `RequestContext`),
-//! [`admission`] (the limit on handlers at once, `max_concurrent`), [`dispatch`] (reading a
+//! One idea a file: `handler` (what a handler is: `Handler`, `RequestContext`),
+//! [`admission`] (the limit on handlers at once, `max_concurrent`), `dispatch` (reading a
 //! body, batches, and the guards every request runs under: version, deadline, panic), and
 //! here the endpoint's configuration and its tower `Service`.
 
-pub(crate) mod admission;
+#[doc(hidden)]
+pub mod admission;
 mod dispatch;
 mod handler;
 mod stream;
@@ -33,9 +34,11 @@ use handler::Erased;
 pub use handler::{Handler, RequestContext};
 pub use stream::StreamHandler;
 #[cfg(feature = "grpc")]
-pub(crate) use stream::guarded;
+#[doc(hidden)]
+pub use stream::guarded;
 #[cfg(feature = "sdk")]
-pub(crate) use stream::{events, served};
+#[doc(hidden)]
+pub use stream::{events, served};
 
 type DynError = Box<dyn A2aError + Send + Sync>;
 type Outcome = Result<Vec<u8>, DynError>;
@@ -323,7 +326,8 @@ impl<S: Clone + Send + Sync + 'static> JsonRpc<S> {
 
     /// Under `admission`, a limit shared with other bindings (the SDK bridge's).
     #[cfg(feature = "sdk")]
-    pub(crate) fn admission(mut self, admission: Arc<Admission>) -> Self {
+    #[doc(hidden)]
+    pub fn admission(mut self, admission: Arc<Admission>) -> Self {
         self.inner_mut().admission = Some(admission);
         self
     }

@@ -53,7 +53,8 @@ pub trait StreamHandler<T, S>: Send + Sync + 'static {
 }
 
 /// Serializes each result; a panic while the stream is polled ends it with -32603.
-pub(crate) fn events<St, T, E>(stream: St) -> Events
+#[doc(hidden)]
+pub fn events<St, T, E>(stream: St) -> Events
 where
     St: Stream<Item = Result<T, E>> + Send + 'static,
     T: Serialize + Send + 'static,
@@ -65,7 +66,8 @@ where
 /// `stream`'s results through `each`, its errors boxed, a panic while it is polled as one
 /// -32603 error, and nothing polled after the first error (a stream that panicked must not
 /// be polled again). Every binding's streams go through this.
-pub(crate) fn guarded<St, T, U, E>(
+#[doc(hidden)]
+pub fn guarded<St, T, U, E>(
     stream: St,
     mut each: impl FnMut(T) -> Result<U, DynError> + Send + 'static,
 ) -> BoxStream<'static, Result<U, DynError>>
@@ -178,7 +180,8 @@ fn until<T: Send + 'static>(
 /// stream is what streaming is for), and recorded when they end (or the caller leaves) by
 /// `record`: the duration to the end and how it ended, the deadline included (see
 /// [`StreamServed`](crate::observe::StreamServed)).
-pub(crate) fn served<T: Send + 'static>(
+#[doc(hidden)]
+pub fn served<T: Send + 'static>(
     events: BoxStream<'static, Result<T, DynError>>,
     deadline: Option<tokio::time::Instant>,
     record: crate::observe::StreamServed,

@@ -126,7 +126,8 @@ impl RateLimiter {
 
     /// Takes one request from `caller`'s allowance (`caller`: a bounded key, the scope's
     /// hash), or the error its caller gets.
-    pub(crate) async fn admit(&self, caller: &str) -> Result<(), StandardError> {
+    #[doc(hidden)]
+    pub async fn admit(&self, caller: &str) -> Result<(), StandardError> {
         let wait = match &self.store {
             Store::Memory(records) => Ok(records.take(caller, &self.limit)),
             #[cfg(feature = "redis")]

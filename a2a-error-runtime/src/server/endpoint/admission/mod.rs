@@ -1,7 +1,7 @@
 //! The limit on handlers running at once (`JsonRpc::max_concurrent` or
 //! `JsonRpc::adaptive_concurrency`, and the bridge's gRPC server's `GrpcLimits`): a caller past
 //! it is shed with AGENT_UNAVAILABLE and a truthful retry delay. The limit is a number, or
-//! found from measured latency by [`gradient`].
+//! found from measured latency by `gradient`.
 
 pub(crate) mod gradient;
 
@@ -18,7 +18,8 @@ pub use gradient::AdaptiveLimit;
 use gradient::Gradient;
 
 /// The limit on handlers running at once, and what it has seen of their time.
-pub(crate) struct Admission {
+#[doc(hidden)]
+pub struct Admission {
     /// Handlers admitted and not yet finished.
     running: AtomicUsize,
     /// The limit now: fixed, or the controller's latest.
@@ -40,7 +41,8 @@ pub(crate) struct Slot<'a> {
 /// A handler's place under the limit, held for as long as it lives (a gRPC call's, until its
 /// reply has been sent); its time is measured when it is [`answered`](Self::answered).
 #[cfg(feature = "sdk")]
-pub(crate) struct OwnedSlot {
+#[doc(hidden)]
+pub struct OwnedSlot {
     admission: Arc<Admission>,
     started: tokio::time::Instant,
     running: usize,
@@ -49,7 +51,8 @@ pub(crate) struct OwnedSlot {
 
 impl Admission {
     /// A limit of `limit` handlers at once (at least 1).
-    pub(crate) fn new(limit: usize) -> Self {
+    #[doc(hidden)]
+    pub fn new(limit: usize) -> Self {
         Admission {
             running: AtomicUsize::new(0),
             limit: AtomicUsize::new(limit.max(1)),
@@ -59,7 +62,8 @@ impl Admission {
     }
 
     /// A limit found from the handlers' measured time, as `config` says.
-    pub(crate) fn adaptive(config: AdaptiveLimit) -> Self {
+    #[doc(hidden)]
+    pub fn adaptive(config: AdaptiveLimit) -> Self {
         let gradient = Gradient::new(config, tokio::time::Instant::now());
         Admission {
             limit: AtomicUsize::new(gradient.limit()),
@@ -94,7 +98,8 @@ impl Admission {
 
     /// As [`admit`](Self::admit), with a slot that owns its place.
     #[cfg(feature = "sdk")]
-    pub(crate) fn admit_owned(self: &Arc<Self>) -> Result<OwnedSlot, StandardError> {
+    #[doc(hidden)]
+    pub fn admit_owned(self: &Arc<Self>) -> Result<OwnedSlot, StandardError> {
         match self.take() {
             Some(running) => Ok(OwnedSlot {
                 admission: Arc::clone(self),
@@ -159,7 +164,8 @@ impl Drop for Slot<'_> {
 #[cfg(feature = "sdk")]
 impl OwnedSlot {
     /// The call was answered (a stream: opened): its time goes into the average, once.
-    pub(crate) fn answered(&mut self) {
+    #[doc(hidden)]
+    pub fn answered(&mut self) {
         if !std::mem::replace(&mut self.answered, true) {
             self.admission.record(self.started, self.running);
         }
