@@ -34,13 +34,14 @@
 //! Across the floors: a handler's deadline is inherited by the calls it makes
 //! ([`with_deadline`] for tasks you spawn), and every metric name is listed in [`observe`].
 //!
-//! Features: `axum` (the server), `client` (the client over plain HTTP), and the client's TLS,
-//! none by default so that nothing needs a C compiler until asked: `rustls` (with aws-lc-rs),
-//! `rustls-no-provider` (bring your own crypto provider, e.g. ring) or `native-tls`.
-//! `default = ["axum", "client"]`: add `rustls` to call `https` URLs (a build without TLS
-//! refuses them with `BuildError::TlsNotEnabled`); a server that calls no agent needs only
-//! `axum`. `otel` makes the spans OpenTelemetry's, one trace
-//! across processes ([observability](guide::observability)).
+//! Features: `default = ["axum"]`, what the first uses need (the derive, its axum
+//! `IntoResponse`, the endpoint); everything else is one feature away: `client` (the client
+//! over plain HTTP), the client's TLS, none by default so that nothing needs a C compiler until
+//! asked (`rustls` with aws-lc-rs, `rustls-no-provider` with a crypto provider of your own such
+//! as ring, or `native-tls`; a build without TLS refuses `https` URLs with
+//! `BuildError::TlsNotEnabled`), `sdk`, `grpc`, `redis`, `mcp`, `push`, `prometheus`, and
+//! `otel` (the spans OpenTelemetry's, one trace across processes:
+//! [observability](guide::observability)). The crates each pulls in: the README's table.
 //!
 //! The guides are in [`guide`]: [errors](guide::errors), [serving](guide::serving),
 //! [calling](guide::calling), [chains](guide::chains), [dependencies](guide::dependencies),

@@ -604,7 +604,7 @@ async fn push_configs_are_shared_bounded_and_go_with_their_task() {
         .await
         .unwrap_err();
     assert_eq!(missing.code, a2a::error_code::TASK_NOT_FOUND);
-    // Checked as the memory store checks a config (sdk/push/memory.rs): an id no task has
+    // Checked as the memory store checks a config (a2a-error-sdk/src/push/memory.rs): an id no task has
     // (empty, over 256 bytes), an over-long config id or no URL is INVALID_PARAMS.
     let long = "t".repeat(257);
     let no_url: a2a::TaskPushNotificationConfig =

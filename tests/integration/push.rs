@@ -887,6 +887,75 @@ async fn dead_letters_are_listed_and_replayed_in_memory_and_in_redis() {
     }
 }
 
+/// Fleet push asks a trait of the store, not Redis: two replicas on a store of the user's own
+/// (its configs in the SDK's in-memory config store, its outbox a `MemoryOutbox`, both shared)
+/// save a SendMessage's push config in the user's config store, and the task's notification
+/// arrives once, from whichever replica claimed its lane.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_store_of_the_users_own_delivers_for_every_replica() {
+    use a2a_error::dependency::PushSender;
+    use a2a_error::sdk::push::{MemoryOutbox, Outbox, PushStore};
+    use a2a_error::sdk::{Bridge, Guarded, MemoryTaskStore, PushDelivery};
+    use a2a_server::push::{InMemoryPushConfigStore, PushConfigStore};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Clone)]
+    struct OwnPush {
+        configs: Arc<InMemoryPushConfigStore>,
+        outbox: Arc<MemoryOutbox>,
+        deliveries: Arc<AtomicUsize>,
+    }
+    impl PushStore for OwnPush {
+        fn push_configs(&self) -> Arc<dyn PushConfigStore> {
+            self.configs.clone()
+        }
+        fn outbox(&self) -> Arc<dyn Outbox> {
+            self.outbox.clone()
+        }
+        fn claim_duration(&self) -> Duration {
+            Duration::from_secs(2)
+        }
+        fn delivered_by(&self, _: &PushDelivery) {
+            self.deliveries.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    let store = OwnPush {
+        configs: Arc::new(InMemoryPushConfigStore::default()),
+        outbox: Arc::new(MemoryOutbox::new()),
+        deliveries: Arc::default(),
+    };
+    let tasks = MemoryTaskStore::new(1 << 20);
+    let mut urls = Vec::new();
+    for _ in 0..2 {
+        let sender = PushSender::builder().allow_private(true).build().unwrap();
+        let push = PushDelivery::shared(sender, &store);
+        let guarded = Guarded::new(Done, Arc::new(tasks.clone())).push(push.clone());
+        let handler = a2a_server::DefaultRequestHandler::new(guarded, tasks.clone());
+        let bridge = Bridge::new(handler).push(push);
+        urls.push(crate::common::serve(bridge.router()).await);
+    }
+    assert_eq!(store.deliveries.load(Ordering::Relaxed), 2);
+
+    let (receiver, base) = Receiver::start().await;
+    let hook = format!("{base}/own");
+    let reply = send_with_push(&urls[1], "hello", &hook, false).await;
+    let task = task_id(&reply);
+    let saved = store.configs.list(&task).await.unwrap();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(saved[0].url, hook);
+    let hits = receiver.wait_for("/own", 1, Duration::from_secs(10)).await;
+    assert_eq!(states(&hits).last().map(String::as_str), Some("COMPLETED"));
+    // Once each: neither replica sends what the other claimed.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let hits = receiver.hits("/own");
+    let mut ids: Vec<&str> = hits.iter().map(|hit| hit.header("webhook-id")).collect();
+    let sent = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), sent, "a notification sent twice");
+    assert_eq!(states(&hits).last().map(String::as_str), Some("COMPLETED"));
+}
+
 /// The official Python client (a2a-sdk 1.3.0) registers receivers with the SDK agent, in a
 /// SendMessage (its `ClientConfig.push_notification_config`) and with its own config
 /// methods, over both HTTP bindings: the notifications arrive, the configs read back.

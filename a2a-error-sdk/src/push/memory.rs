@@ -8,7 +8,7 @@ use a2a::{A2AError, TaskPushNotificationConfig};
 use a2a_server::PushConfigStore;
 
 use super::outbox::{
-    DeadLetter, Entry, Lost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
+    DeadLetter, Entry, ClaimLost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
     MAX_PER_LANE, Outbox, within_share,
 };
 use crate::scope_key::ScopeKey;
@@ -227,8 +227,10 @@ impl PushConfigStore for MemoryConfigs {
     }
 }
 
-/// The outbox in this process (see [`Outbox`]): one replica, so a claim never lapses.
-pub(crate) struct MemoryOutbox {
+/// The outbox in this process (see [`Outbox`]): one replica, so a claim never lapses. What
+/// `PushDelivery::memory` delivers from, and what a [`PushStore`](super::store::PushStore) of
+/// your own may give when its replicas do not share pending notifications.
+pub struct MemoryOutbox {
     state: Mutex<State>,
     /// Tasks whose terminal event was queued (kept a day, bounded).
     ended: BoundedMap<()>,
@@ -253,8 +255,21 @@ struct Lane {
     claimed: bool,
 }
 
+impl Default for MemoryOutbox {
+    fn default() -> Self {
+        MemoryOutbox::new()
+    }
+}
+
+impl std::fmt::Debug for MemoryOutbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryOutbox").finish_non_exhaustive()
+    }
+}
+
 impl MemoryOutbox {
-    pub(crate) fn new() -> Self {
+    /// An empty outbox, within the module's bounds.
+    pub fn new() -> Self {
         MemoryOutbox {
             state: Mutex::default(),
             ended: BoundedMap::new(1 << 16, 8 << 20),
@@ -373,7 +388,7 @@ impl Outbox for MemoryOutbox {
         claimed
     }
 
-    async fn head(&self, lane: &str) -> Result<Option<Entry>, Lost> {
+    async fn head(&self, lane: &str) -> Result<Option<Entry>, ClaimLost> {
         let mut state = self.state();
         let Some(held) = state.lanes.get_mut(lane) else {
             return Ok(None);
@@ -387,20 +402,20 @@ impl Outbox for MemoryOutbox {
         }
     }
 
-    async fn renew(&self, _: &str) -> Result<(), Lost> {
+    async fn renew(&self, _: &str) -> Result<(), ClaimLost> {
         Ok(())
     }
 
-    async fn end(&self, lane: &str, id: &str, dead: Option<&str>) -> Result<(), Lost> {
+    async fn end(&self, lane: &str, id: &str, dead: Option<&str>) -> Result<(), ClaimLost> {
         let mut state = self.state();
         let Some(held) = state.lanes.get_mut(lane) else {
-            return Err(Lost);
+            return Err(ClaimLost);
         };
         if held.entries.front().map(|entry| entry.id.as_str()) != Some(id) {
-            return Err(Lost);
+            return Err(ClaimLost);
         }
         let Some(entry) = held.entries.pop_front() else {
-            return Err(Lost);
+            return Err(ClaimLost);
         };
         state.ended(&entry);
         if let Some(reason) = dead {

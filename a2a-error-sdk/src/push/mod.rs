@@ -13,9 +13,10 @@
 //!   letter ([`dead_letters`](PushDelivery::dead_letters), [`replay`](PushDelivery::replay)).
 //!   A 410 removes the config and its pending notifications; a notification whose config
 //!   is no longer saved when its turn comes is not sent.
-//! - **Durable across replicas** (`PushDelivery::redis`, feature `redis`): the outbox in the fleet's Redis,
-//!   each lane claimed under a lease; a replica that dies leaves its lanes to the others,
-//!   which send the same notifications with the same `webhook-id`.
+//! - **Durable across replicas** ([`PushDelivery::shared`] over a [`PushStore`];
+//!   `PushDelivery::redis`, feature `redis`): the outbox in the fleet's store, each lane
+//!   claimed under a lease; a replica that dies leaves its lanes to the others, which send
+//!   the same notifications with the same `webhook-id`.
 //!
 //! Give the same delivery to the guard (which sees the events) and to the bridge (which
 //! serves the configs):
@@ -36,6 +37,7 @@
 
 mod memory;
 mod outbox;
+mod store;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,11 +49,14 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+pub use memory::MemoryOutbox;
 pub use outbox::{
-    DeadLetter, MAX_BODY_BYTES, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
-    MAX_PENDING_BYTES_PER_CALLER, MAX_PENDING_PER_CALLER, MAX_PER_LANE,
+    ClaimLost, DeadLetter, Entry, MAX_BODY_BYTES, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING,
+    MAX_PENDING_BYTES, MAX_PENDING_BYTES_PER_CALLER, MAX_PENDING_PER_CALLER, MAX_PER_LANE,
+    Outbox, within_share,
 };
-pub(crate) use outbox::{Entry, Lost, Outbox, lane};
+pub(crate) use outbox::lane;
+pub use store::PushStore;
 
 use crate::protojson::ProtoJson;
 use a2a_error_runtime::dependency::push::Refused;
@@ -154,6 +159,25 @@ impl PushDelivery {
             Arc::new(memory::MemoryOutbox::new()),
             DEFAULT_LEASE,
         )
+    }
+
+    /// Configs and pending notifications in `store`, shared by every replica that shares it
+    /// (see [`PushStore`]): each lane claimed for the store's claim duration.
+    pub fn shared(sender: PushSender, store: &impl PushStore) -> Self {
+        let delivery = PushDelivery::with(
+            sender,
+            (store.push_configs(), None),
+            store.outbox(),
+            store.claim_duration(),
+        );
+        store.delivered_by(&delivery);
+        delivery
+    }
+
+    /// Queues `event`, the last status of `task`, which the store ended itself (a task whose
+    /// lease lapsed, ended FAILED by its reaper), for each of the task's configs.
+    pub async fn notify_ended(&self, task: &str, event: &StreamResponse) {
+        self.notify(task, 0, event).await;
     }
 
     /// The engine over `configs` (and the memory store among them, when it is one), `outbox`
@@ -497,7 +521,7 @@ impl Engine {
     async fn renew(&self, lane: &str) {
         loop {
             tokio::time::sleep(self.lease / 3).await;
-            if let Err(Lost) = self.outbox.renew(lane).await {
+            if let Err(ClaimLost) = self.outbox.renew(lane).await {
                 return;
             }
         }

@@ -1,7 +1,8 @@
 //! The outbox: the notifications not yet ended, in lanes (one task's notifications to one of
 //! its configs, delivered in order), claimed under a lease by the replica that delivers them.
-//! In this process ([`MemoryOutbox`](super::memory::MemoryOutbox)) or in Redis (the fleet's
-//! store, `sdk::shared::outbox`).
+//! In this process ([`MemoryOutbox`](super::memory::MemoryOutbox)), in Redis (the fleet's
+//! store, `shared::outbox`), or in a store of your own ([`Outbox`], through
+//! [`PushStore`](super::store::PushStore)).
 
 use a2a::A2AError;
 use serde::{Deserialize, Serialize};
@@ -28,7 +29,8 @@ pub const MAX_PENDING_BYTES_PER_CALLER: u64 = MAX_PENDING_BYTES / 8;
 /// Whether a caller with `caller` notifications of `caller_bytes` pending may queue one more
 /// of `weight`, while `all` of `all_bytes` are pending in all (the outbox's and the lane's
 /// own bounds checked apart): within its share, or while the outbox is less than half full.
-pub(crate) fn within_share(
+/// What an [`Outbox`] of your own asks before it takes an entry.
+pub fn within_share(
     (caller, caller_bytes): (usize, u64),
     (all, all_bytes): (usize, u64),
     weight: u64,
@@ -41,9 +43,11 @@ pub const MAX_DEAD_LETTERS: usize = 1000;
 /// The most bytes of dead letters kept.
 pub const MAX_DEAD_BYTES: u64 = 16 << 20;
 
-/// One notification to one receiver, as the outbox keeps it.
+/// One notification to one receiver, as the outbox keeps it: an outbox of your own keeps it
+/// as it is (it is serde: the Redis outbox keeps it as JSON) and reads it through these
+/// methods.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Entry {
+pub struct Entry {
     /// The `webhook-id`, the same on every attempt and every replica.
     pub(crate) id: String,
     pub(crate) task: String,
@@ -67,12 +71,33 @@ pub(crate) struct Entry {
 
 impl Entry {
     /// The lane this entry waits in.
-    pub(crate) fn lane(&self) -> String {
+    pub fn lane(&self) -> String {
         lane(&self.task, &self.config)
     }
 
+    /// Its `webhook-id`: unique, the same on every attempt and every replica.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The task it is about.
+    pub fn task(&self) -> &str {
+        &self.task
+    }
+
+    /// When its event happened, in Unix milliseconds (its age counts from here).
+    pub fn event_unix_ms(&self) -> u64 {
+        self.at
+    }
+
+    /// The caller whose task it is, whose share of the outbox it takes (its scope key in
+    /// hex; empty for the anonymous caller).
+    pub fn caller(&self) -> &str {
+        &self.caller
+    }
+
     /// What it weighs in the outbox's byte bound.
-    pub(crate) fn weight(&self) -> u64 {
+    pub fn weight(&self) -> u64 {
         (self.body.len() + self.url.len() + self.task.len() + self.config.len() + 256) as u64
     }
 }
@@ -121,9 +146,19 @@ impl DeadLetter {
     }
 }
 
-/// Where the outbox keeps its lanes.
+/// Where the outbox keeps its lanes: in this process ([`MemoryOutbox`](super::memory::MemoryOutbox)),
+/// in Redis, or in a store of your own. What an implementation must guarantee, for the
+/// replicas that share it:
+/// - **Bounded.** `add` takes an entry only within [`MAX_PER_LANE`], [`MAX_PENDING`],
+///   [`MAX_PENDING_BYTES`] and the caller's share ([`within_share`]); a larger one is a dead
+///   letter at once (`overflow`), and the dead letters keep within [`MAX_DEAD_LETTERS`] and
+///   [`MAX_DEAD_BYTES`], the oldest going first.
+/// - **One replica a lane.** A lane `claim`ed by one replica is not claimed by another until
+///   its claim lapsed unrenewed (`head` and `renew` renew it); a call on a lane whose claim
+///   was lost answers [`ClaimLost`], and the replica stops delivering it.
+/// - **In order, once ended.** `head` answers a lane's first entry until `end` removes it.
 #[async_trait::async_trait]
-pub(crate) trait Outbox: Send + Sync + 'static {
+pub trait Outbox: Send + Sync + 'static {
     /// Queues `entries` (one per config) of an event of `task`, unless the task's terminal
     /// event was queued before; `terminal` marks this one so. Entries past a bound are dead
     /// letters at once. Returns how many became dead letters.
@@ -135,14 +170,14 @@ pub(crate) trait Outbox: Send + Sync + 'static {
 
     /// The first notification of claimed `lane`, renewing the claim; `Ok(None)` when the
     /// lane is empty (and released); `Err` when the claim was lost.
-    async fn head(&self, lane: &str) -> Result<Option<Entry>, Lost>;
+    async fn head(&self, lane: &str) -> Result<Option<Entry>, ClaimLost>;
 
     /// Renews the claim of `lane`; `Err` when it was lost.
-    async fn renew(&self, lane: &str) -> Result<(), Lost>;
+    async fn renew(&self, lane: &str) -> Result<(), ClaimLost>;
 
     /// Ends notification `id`, the head of `lane`: gone from the lane, kept as a dead letter
     /// for `Some(reason)`.
-    async fn end(&self, lane: &str, id: &str, dead: Option<&str>) -> Result<(), Lost>;
+    async fn end(&self, lane: &str, id: &str, dead: Option<&str>) -> Result<(), ClaimLost>;
 
     /// Drops every pending notification of `lane` (its config is gone).
     async fn drop_lane(&self, lane: &str);
@@ -159,4 +194,4 @@ pub(crate) trait Outbox: Send + Sync + 'static {
 
 /// A lane's claim was lost (taken by another replica after a lapse, or the store failed).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Lost;
+pub struct ClaimLost;

@@ -227,7 +227,7 @@ impl RedisTaskStore {
                             status: task.status.clone(),
                             metadata: None,
                         });
-                        push.notify(id, 0, &event).await;
+                        push.notify_ended(id, &event).await;
                     }
                     return Ok(());
                 }

@@ -21,7 +21,7 @@ use a2a::A2AError;
 
 use super::{RedisTaskStore, now_ms};
 use crate::push::{
-    Entry, Lost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
+    Entry, ClaimLost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
     MAX_PENDING_BYTES_PER_CALLER, MAX_PENDING_PER_CALLER, MAX_PER_LANE, Outbox,
 };
 
@@ -238,7 +238,7 @@ fn lease_ms(tasks: &RedisTaskStore) -> u64 {
 }
 
 impl RedisOutbox {
-    async fn renew_or_head(&self, lane: &str, head: bool) -> Result<Option<String>, Lost> {
+    async fn renew_or_head(&self, lane: &str, head: bool) -> Result<Option<String>, ClaimLost> {
         let tasks = &self.tasks;
         let answer: Option<String> = tasks
             .run(&self.scripts.renew, |call| {
@@ -249,9 +249,9 @@ impl RedisOutbox {
                     .arg(if head { "1" } else { "0" });
             })
             .await
-            .map_err(|_| Lost)?;
+            .map_err(|_| ClaimLost)?;
         match answer {
-            None => Err(Lost),
+            None => Err(ClaimLost),
             Some(json) if json.is_empty() => Ok(None),
             Some(json) => Ok(Some(json)),
         }
@@ -308,20 +308,20 @@ impl Outbox for RedisOutbox {
             .unwrap_or_default()
     }
 
-    async fn head(&self, lane: &str) -> Result<Option<Entry>, Lost> {
+    async fn head(&self, lane: &str) -> Result<Option<Entry>, ClaimLost> {
         match self.renew_or_head(lane, true).await? {
             None => Ok(None),
             Some(json) => serde_json::from_str::<Kept>(&json)
                 .map(|kept| Some(kept.entry))
-                .map_err(|_| Lost),
+                .map_err(|_| ClaimLost),
         }
     }
 
-    async fn renew(&self, lane: &str) -> Result<(), Lost> {
+    async fn renew(&self, lane: &str) -> Result<(), ClaimLost> {
         self.renew_or_head(lane, false).await.map(|_| ())
     }
 
-    async fn end(&self, lane: &str, id: &str, dead: Option<&str>) -> Result<(), Lost> {
+    async fn end(&self, lane: &str, id: &str, dead: Option<&str>) -> Result<(), ClaimLost> {
         let tasks = &self.tasks;
         // The weight the entry was counted with is in its JSON, read by the script.
         let ended: i64 = tasks
@@ -334,8 +334,8 @@ impl Outbox for RedisOutbox {
                     .arg(MAX_DEAD_BYTES);
             })
             .await
-            .map_err(|_| Lost)?;
-        if ended == 1 { Ok(()) } else { Err(Lost) }
+            .map_err(|_| ClaimLost)?;
+        if ended == 1 { Ok(()) } else { Err(ClaimLost) }
     }
 
     async fn drop_lane(&self, lane: &str) {

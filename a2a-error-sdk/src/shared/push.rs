@@ -135,21 +135,35 @@ impl RedisPushConfigs {
     }
 }
 
+/// The fleet's Redis keeps push too: the configs beside the tasks, the outbox's lanes claimed
+/// under the tasks' lease, and the FAILED status of a task whose lease lapsed
+/// (TASK_ABANDONED) notified by the reaper.
+impl crate::push::PushStore for RedisTaskStore {
+    fn push_configs(&self) -> Arc<dyn a2a_server::PushConfigStore> {
+        Arc::new(RedisTaskStore::push_configs(self))
+    }
+
+    fn outbox(&self) -> Arc<dyn crate::push::Outbox> {
+        Arc::new(RedisTaskStore::outbox(self))
+    }
+
+    fn claim_duration(&self) -> std::time::Duration {
+        self.lease_duration()
+    }
+
+    fn delivered_by(&self, push: &PushDelivery) {
+        self.notify_reaped(push.clone());
+    }
+}
+
 /// The push engine over the fleet's Redis: written here, beside the store it stands on, so
 /// that the engine's own module names no store.
 impl PushDelivery {
     /// Configs and pending notifications in the fleet's Redis, beside `tasks` (its configs
     /// are [`RedisTaskStore::push_configs`](RedisTaskStore::push_configs)), each lane
     /// claimed under the tasks' lease; the FAILED status of a task whose lease lapsed
-    /// (TASK_ABANDONED) is notified too.
+    /// (TASK_ABANDONED) is notified too: [`PushDelivery::shared`] over the store.
     pub fn redis(sender: PushSender, tasks: &RedisTaskStore) -> Self {
-        let delivery = PushDelivery::with(
-            sender,
-            (Arc::new(tasks.push_configs()), None),
-            Arc::new(tasks.outbox()),
-            tasks.lease_duration(),
-        );
-        tasks.notify_reaped(delivery.clone());
-        delivery
+        PushDelivery::shared(sender, tasks)
     }
 }
