@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The cold build of a new user's crate: the README's SDK agent (features `sdk` and `mcp`: an
-# SDK agent that will call a model and an MCP tool), against this tree and against REV, side
-# by side in one run (REV first, then this tree; ROUNDS rounds), each from an empty target
-# directory with the sources already fetched. Also says which builds C (the `cc` crate).
+# The cold build of a new user's crate: the README's SDK agent as each tree's README gives it
+# (its first `toml` block's dependencies, a2a-error from the tree, and its first `rust,no_run`
+# block as `main`), against this tree and against REV, side by side in one run (REV first,
+# then this tree; ROUNDS rounds), each from an empty target directory with the sources
+# already fetched. Also says which builds C (the `cc` crate).
 #
 # Usage: benches/build/snippet.sh REV [ROUNDS]     (default 1)
 set -euo pipefail
@@ -13,9 +14,15 @@ ROUNDS=${2:-1}
 WORK=$ROOT/target/snippet-builds
 rm -rf "$WORK/base" && mkdir -p "$WORK/base"
 git archive "$REV" | tar -x -C "$WORK/base"
-# The snippet, as the README has it, made a `main`.
-snippet=$(awk '/^```rust,no_run$/ {n++} n==1 && !/^```/ {print} n==1 && /^```$/ {exit}' "$ROOT/README.md" \
-  | sed 's/^# async fn run() {/#[tokio::main]\nasync fn main() {/; s/^# }$/}/')
+# The snippet, as a README has it, made a `main`; its dependencies, a2a-error from PATH.
+snippet() { # README
+  awk '/^```rust,no_run$/ {n++} n==1 && !/^```/ {print} n==1 && /^```$/ {exit}' "$1" \
+    | sed 's/^# async fn run() {/#[tokio::main]\nasync fn main() {/; s/^# }$/}/'
+}
+dependencies() { # README PATH
+  awk '/^```toml$/ {n++; next} n==1 && /^```$/ {exit} n==1 && !/^\[dependencies\]/ {print}' "$1" \
+    | sed "s|^a2a-error = { version = \"0.1\"|a2a-error = { path = \"$2\"|"
+}
 make_crate() { # NAME PATH
   local dir=$WORK/$1
   rm -rf "$dir" && mkdir -p "$dir/src"
@@ -27,17 +34,14 @@ edition = "2024"
 publish = false
 
 [dependencies]
-a2a-error = { path = "$2", features = ["sdk", "mcp"] }
-a2a-lf = "0.4"
-a2a-server-lf = "0.5"
-a2a-client-lf = "0.2"
+$(dependencies "$2/README.md" "$2")
 futures-util = "0.3"
 serde_json = "1"
 tokio = { version = "1", features = ["macros", "rt-multi-thread", "net"] }
 
 [workspace]
 TOML
-  echo "$snippet" >"$dir/src/main.rs"
+  snippet "$2/README.md" >"$dir/src/main.rs"
   cp "$2/Cargo.lock" "$dir/Cargo.lock"
   (cd "$dir" && cargo fetch -q)
 }
