@@ -8,7 +8,7 @@ use a2a::{A2AError, TaskPushNotificationConfig};
 use a2a_server::PushConfigStore;
 
 use super::outbox::{
-    DeadLetter, Entry, ClaimLost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
+    ClaimLost, DeadLetter, Entry, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
     MAX_PER_LANE, Outbox, within_share,
 };
 use crate::scope_key::ScopeKey;

@@ -50,12 +50,12 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 pub use memory::MemoryOutbox;
+pub(crate) use outbox::lane;
 pub use outbox::{
     ClaimLost, DeadLetter, Entry, MAX_BODY_BYTES, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING,
-    MAX_PENDING_BYTES, MAX_PENDING_BYTES_PER_CALLER, MAX_PENDING_PER_CALLER, MAX_PER_LANE,
-    Outbox, within_share,
+    MAX_PENDING_BYTES, MAX_PENDING_BYTES_PER_CALLER, MAX_PENDING_PER_CALLER, MAX_PER_LANE, Outbox,
+    within_share,
 };
-pub(crate) use outbox::lane;
 pub use store::PushStore;
 
 use crate::protojson::ProtoJson;

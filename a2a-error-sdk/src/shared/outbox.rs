@@ -21,7 +21,7 @@ use a2a::A2AError;
 
 use super::{RedisTaskStore, now_ms};
 use crate::push::{
-    Entry, ClaimLost, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
+    ClaimLost, Entry, MAX_DEAD_BYTES, MAX_DEAD_LETTERS, MAX_PENDING, MAX_PENDING_BYTES,
     MAX_PENDING_BYTES_PER_CALLER, MAX_PENDING_PER_CALLER, MAX_PER_LANE, Outbox,
 };
 
