@@ -84,9 +84,21 @@ for package in metadata["packages"]:
                 f"`{dependency['name']}` (floor {CRATE_FLOORS[dependency['name']]})"
             )
 
+# The default features are what the card's first uses need, the derive and its axum
+# `IntoResponse` (on axum-core): the server, the client and their runtime are a feature away.
+default_graph = subprocess.run(
+    ["cargo", "tree", "-q", "-p", "a2a-error", "-e", "normal,build", "--prefix", "none",
+     "--format", "{p}"],
+    capture_output=True, text=True, check=True, cwd=SRC.parent.parent,
+).stdout
+default_crates = {line.split()[0] for line in default_graph.splitlines() if line.strip()}
+for heavy in ("axum", "hyper", "tokio", "reqwest", "tower", "a2a-error-sdk"):
+    if heavy in default_crates:
+        offences.append(f"the default features pull in `{heavy}`: keep it behind its feature")
+
 for offence in offences:
     print(offence)
 if offences:
-    print(f"{len(offences)} import(s) up a floor: see docs/architecture.md")
+    print(f"{len(offences)} offence(s) against the floors: see docs/architecture.md")
     sys.exit(1)
 print("floors: no import up")

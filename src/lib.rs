@@ -34,9 +34,9 @@
 //! Across the floors: a handler's deadline is inherited by the calls it makes
 //! ([`with_deadline`] for tasks you spawn), and every metric name is listed in [`observe`].
 //!
-//! Features: `default = ["axum"]`, what the first uses need (the derive, its axum
-//! `IntoResponse`, the endpoint); everything else is one feature away: `client` (the client
-//! over plain HTTP), the client's TLS, none by default so that nothing needs a C compiler until
+//! Features: `default = ["into-response"]`, what the first uses need (the derive and its axum
+//! `IntoResponse`, on `axum-core` alone); everything else is one feature away: `axum` (the
+//! endpoint, `serve`, SSE, dedup), `client` (the client over plain HTTP), the client's TLS, none by default so that nothing needs a C compiler until
 //! asked (`rustls` with aws-lc-rs, `rustls-no-provider` with a crypto provider of your own such
 //! as ring, or `native-tls`; a build without TLS refuses `https` URLs with
 //! `BuildError::TlsNotEnabled`), `sdk`, `grpc`, `redis`, `mcp`, `push`, `prometheus`, and

@@ -9,7 +9,7 @@ pub use core::clone::Clone;
 pub use core::cmp::{Eq, PartialEq};
 pub use core::convert::From;
 pub use core::default::Default;
-pub use core::fmt::Debug;
+pub use core::fmt::{Debug, Formatter, Result as FmtResult};
 pub use core::hash::Hash;
 pub use core::marker::Copy;
 pub use core::time::Duration;
@@ -24,6 +24,36 @@ pub use crate::error::{A2aError, Category, FromErrorObject, HasKind, RetryHint};
 pub use crate::object::{ErrorObject, WireProfile};
 pub use crate::received::{DataValue, ReceivedError};
 pub use crate::spec::{Catalog, ErrorSpec};
+
+/// A catalog row: [`ErrorSpec`] by position, so that each of a large enum's rows is a short
+/// call in the expansion rather than a struct literal of named fields and paths.
+#[allow(clippy::too_many_arguments)]
+pub const fn spec(
+    name: &'static str,
+    code: i32,
+    reason: &'static str,
+    domain: &'static str,
+    message: &'static str,
+    retry: RetryHint,
+    category: Category,
+    http_status: u16,
+) -> ErrorSpec {
+    ErrorSpec {
+        name,
+        code,
+        reason,
+        domain,
+        message,
+        retry,
+        category,
+        http_status,
+    }
+}
+
+/// [`RetryHint::After`] a whole number of seconds.
+pub const fn after(seconds: u64) -> RetryHint {
+    RetryHint::After(Duration::from_secs(seconds))
+}
 
 /// What `#[derive(A2aError)]` needs of the type: `std::error::Error`, whose `Display` is
 /// the log text.
@@ -89,9 +119,10 @@ pub fn data_field<T: DataField>() -> DataFieldFns<T> {
 pub use std::format;
 
 /// The encoding of a variant whose wire form never changes apart from its data fields (its
-/// message is not interpolated, its delay not a field), made once per profile: an error of a
-/// variant with no data fields is that copy ([`write`](Self::write)), one with data fields
-/// has them written in between ([`write_around`](Self::write_around)).
+/// message is not interpolated, its delay not a field), made once per profile; each error of
+/// the variant is those bytes with its data fields written in between
+/// ([`write`](Self::write)). The encoder runs on
+/// [`Parts`], so it is compiled once, here, not again in each user's crate.
 pub struct EncodedCache([OnceLock<Encoded>; 2]);
 
 /// A variant's bytes, and where in them its data fields go.
@@ -108,46 +139,194 @@ impl EncodedCache {
         EncodedCache([OnceLock::new(), OnceLock::new()])
     }
 
-    /// Appends the bytes of `err`, whose variant has no data fields, in `profile`.
-    pub fn write<E: A2aError + ?Sized>(&self, err: &E, profile: WireProfile, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.encoded(err, profile).bytes);
+    /// Appends `err`'s bytes in `profile`: its variant's, with its data fields (if any) in
+    /// between.
+    pub fn write<E: A2aError>(&self, err: &E, profile: WireProfile, out: &mut Vec<u8>) {
+        let slot = self.slot(profile);
+        let encoded = match slot.get() {
+            Some(encoded) => encoded,
+            None => fill(slot, &Parts::of(err), profile),
+        };
+        encoded.splice(err, out);
     }
 
-    /// Appends `err`'s bytes in `profile`: its variant's, with its data fields in between.
-    pub fn write_around<E: A2aError + ?Sized>(
+    /// [`write`](Self::write) for a variant of an enum whose every variant has a code: its
+    /// parts are its catalog `row` (whose message is the variant's public message), and
+    /// nothing here is generic, so nothing is compiled again in the user's crate.
+    pub fn write_row(
         &self,
-        err: &E,
+        row: &ErrorSpec,
+        fields: &dyn WritesFields,
         profile: WireProfile,
         out: &mut Vec<u8>,
     ) {
-        let encoded = self.encoded(err, profile);
-        match encoded.data {
+        let slot = self.slot(profile);
+        let encoded = match slot.get() {
+            Some(encoded) => encoded,
+            None => fill(slot, &Parts::of_row(row, fields), profile),
+        };
+        encoded.splice(fields, out);
+    }
+
+    fn slot(&self, profile: WireProfile) -> &OnceLock<Encoded> {
+        match profile {
+            WireProfile::A2a => &self.0[0],
+            WireProfile::Legacy => &self.0[1],
+        }
+    }
+}
+
+impl Encoded {
+    /// Appends these bytes with `fields`' data fields in between.
+    fn splice(&self, fields: &dyn WritesFields, out: &mut Vec<u8>) {
+        match self.data {
             Some((split, at)) => {
-                out.extend_from_slice(&encoded.bytes[..split]);
-                err.write_data(&mut at.sink(out));
-                out.extend_from_slice(&encoded.bytes[split..]);
+                out.extend_from_slice(&self.bytes[..split]);
+                fields.write_data(&mut at.sink(out));
+                out.extend_from_slice(&self.bytes[split..]);
             }
-            None => out.extend_from_slice(&encoded.bytes),
+            None => out.extend_from_slice(&self.bytes),
+        }
+    }
+}
+
+/// Encodes `parts` into `slot` (once, whoever comes first).
+#[cold]
+fn fill<'s>(slot: &'s OnceLock<Encoded>, parts: &Parts<'_>, profile: WireProfile) -> &'s Encoded {
+    slot.get_or_init(|| {
+        let mut bytes = Vec::with_capacity(192);
+        let mut data = None;
+        crate::error::write_error_object_around(parts, profile, &mut bytes, |out, at| {
+            data = Some((out.len(), at));
+        });
+        Encoded {
+            bytes: bytes.into_boxed_slice(),
+            data,
+        }
+    })
+}
+
+/// An error's wire parts, read once through its methods: what the derive's cache and REST
+/// response encode. `Parts` is one type, so the encoder is compiled for it once, here;
+/// generic over each derived type, it was compiled again in every user's crate (and a
+/// `&dyn A2aError` would compile the type's whole vtable there, `Debug` included).
+pub struct Parts<'a> {
+    code: i32,
+    reason: &'a str,
+    domain: &'a str,
+    message: Cow<'a, str>,
+    retry: RetryHint,
+    category: Category,
+    http_status: u16,
+    grpc_status: &'static str,
+    placeholder: bool,
+    fields: &'a dyn WritesFields,
+}
+
+/// The two methods of an error that [`Parts`] calls back: its data fields and its extra
+/// details.
+pub trait WritesFields {
+    /// [`A2aError::write_data`].
+    fn write_data(&self, sink: &mut DataSink<'_>);
+    /// [`A2aError::write_extra_details`].
+    fn write_extra_details(&self, out: &mut Vec<u8>);
+}
+
+impl<E: A2aError> WritesFields for E {
+    fn write_data(&self, sink: &mut DataSink<'_>) {
+        A2aError::write_data(self, sink)
+    }
+    fn write_extra_details(&self, out: &mut Vec<u8>) {
+        A2aError::write_extra_details(self, out)
+    }
+}
+
+impl<'a> Parts<'a> {
+    /// The parts of a variant whose catalog row says them all (its message is not
+    /// interpolated, its delay not a field), with `fields`' data.
+    pub fn of_row(row: &'a ErrorSpec, fields: &'a dyn WritesFields) -> Self {
+        Parts {
+            code: row.code,
+            reason: row.reason,
+            domain: row.domain,
+            message: Cow::Borrowed(row.message),
+            retry: row.retry,
+            category: row.category,
+            http_status: row.http_status,
+            grpc_status: crate::code::StatusMapping::V1_0_1.grpc_status(row.code, row.http_status),
+            placeholder: false,
+            fields,
         }
     }
 
-    /// The variant's bytes in `profile`, encoded from `err` with no data fields on first use.
-    fn encoded<E: A2aError + ?Sized>(&self, err: &E, profile: WireProfile) -> &Encoded {
-        let slot = match profile {
-            WireProfile::A2a => &self.0[0],
-            WireProfile::Legacy => &self.0[1],
-        };
-        slot.get_or_init(|| {
-            let mut bytes = Vec::with_capacity(192);
-            let mut data = None;
-            crate::error::write_error_object_around(err, profile, &mut bytes, |out, at| {
-                data = Some((out.len(), at));
-            });
-            Encoded {
-                bytes: bytes.into_boxed_slice(),
-                data,
-            }
-        })
+    /// `err`'s parts.
+    pub fn of<E: A2aError>(err: &'a E) -> Self {
+        Parts {
+            code: err.code(),
+            reason: err.reason(),
+            domain: err.domain(),
+            message: err.public_message(),
+            retry: err.retry_hint(),
+            category: err.category(),
+            http_status: err.http_status(),
+            grpc_status: err.grpc_status(),
+            placeholder: err.has_placeholder_domain(),
+            fields: err,
+        }
+    }
+}
+
+impl std::fmt::Debug for Parts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parts")
+            .field("code", &self.code)
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Only the public message: the error's `Display` text stays with the error.
+impl std::fmt::Display for Parts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Parts<'_> {}
+
+impl A2aError for Parts<'_> {
+    fn code(&self) -> i32 {
+        self.code
+    }
+    fn reason(&self) -> &str {
+        self.reason
+    }
+    fn domain(&self) -> &str {
+        self.domain
+    }
+    fn public_message(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.message)
+    }
+    fn retry_hint(&self) -> RetryHint {
+        self.retry
+    }
+    fn category(&self) -> Category {
+        self.category
+    }
+    fn http_status(&self) -> u16 {
+        self.http_status
+    }
+    fn grpc_status(&self) -> &'static str {
+        self.grpc_status
+    }
+    fn write_data(&self, sink: &mut DataSink<'_>) {
+        self.fields.write_data(sink)
+    }
+    fn write_extra_details(&self, out: &mut Vec<u8>) {
+        self.fields.write_extra_details(out)
+    }
+    fn has_placeholder_domain(&self) -> bool {
+        self.placeholder
     }
 }
 

@@ -6,6 +6,9 @@ use std::time::{Duration, SystemTime};
 /// The A2A protocol version header (`A2A-Version: 1.0`).
 pub const VERSION_HEADER: &str = "A2A-Version";
 
+/// Content type of A2A JSON bodies (REST replies use it; `application/json` is accepted).
+pub const A2A_JSON: &str = "application/a2a+json";
+
 /// The milliseconds left of the caller's whole-call budget. A client sends it with every
 /// attempt; a server stops its handler in time (`server::JsonRpc` takes the smaller of it and
 /// its own timeout), and an agent calling further agents can pass on what is left.

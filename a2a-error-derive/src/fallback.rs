@@ -20,7 +20,7 @@ pub fn expand(input: &Input) -> TokenStream {
     } else {
         TokenStream::new()
     };
-    let kind_enum = kind::kind_enum(input);
+    let kind_enum = kind::kind_impl(input);
     let into_response = if input.emits_into_response() {
         quote! {
             #p::with_axum! {

@@ -7,22 +7,44 @@ use syn::Ident;
 
 use crate::ast::Input;
 
-/// The kind enum and its inherent impl; `None` for a struct.
+/// The kind enum; nothing for a struct. It stands outside the `const _` block the impls are
+/// in, so users can name it.
 pub fn kind_enum(input: &Input) -> TokenStream {
+    if !input.is_enum {
+        return TokenStream::new();
+    }
+    let p = input.private_path();
+    let ident = input.ident;
+    let vis = input.vis;
+    let kind = input.kind_ident();
+    let names = input.variants.iter().map(|variant| variant.ident);
+    let doc = format!(
+        "The variants of [`{ident}`] without their fields, for exhaustive `match`es on decoded \
+         errors."
+    );
+    let variant_docs = input
+        .variants
+        .iter()
+        .map(|variant| format!("[`{ident}::{}`]", variant.ident));
+    quote! {
+        #[doc = #doc]
+        #[derive(#p::Copy, #p::Clone, #p::PartialEq, #p::Eq, #p::Hash)]
+        #vis enum #kind {
+            #(#[doc = #variant_docs] #names,)*
+        }
+    }
+}
+
+/// The kind enum's inherent impl and `Debug` (its name, from one array rather than a match).
+pub fn kind_impl(input: &Input) -> TokenStream {
     if !input.is_enum {
         return TokenStream::new();
     }
     let p = input.private();
     let ident = input.ident;
-    let vis = input.vis;
     let kind = input.kind_ident();
     let names: Vec<&Ident> = input.variants.iter().map(|variant| variant.ident).collect();
     let name_strs = names.iter().map(|name| name.to_string());
-    let doc = format!(
-        "The variants of [`{ident}`] without their fields, for exhaustive `match`es on decoded \
-         errors."
-    );
-    let variant_docs = names.iter().map(|name| format!("[`{ident}::{name}`]"));
     let from_error_object = if input.generics.params.is_empty() {
         quote! {
             /// The kind of error `obj` stands for (`HasKind::kind_of` of the error type).
@@ -33,18 +55,12 @@ pub fn kind_enum(input: &Input) -> TokenStream {
     } else {
         TokenStream::new()
     };
-    let name_match = if names.is_empty() {
+    let name = if names.is_empty() {
         quote!(match self {})
     } else {
-        quote!(match self { #(Self::#names => #name_strs,)* })
+        quote!([#(#name_strs),*][self as usize])
     };
     quote! {
-        #[doc = #doc]
-        #[derive(#p::Copy, #p::Clone, #p::PartialEq, #p::Eq, #p::Hash, #p::Debug)]
-        #vis enum #kind {
-            #(#[doc = #variant_docs] #names,)*
-        }
-
         #[automatically_derived]
         impl #kind {
             /// Every kind, in declaration order.
@@ -52,10 +68,18 @@ pub fn kind_enum(input: &Input) -> TokenStream {
 
             /// The variant's name.
             pub const fn name(self) -> &'static str {
-                #name_match
+                #name
             }
 
             #from_error_object
+        }
+
+        #[automatically_derived]
+        impl #p::Debug for #kind {
+            #[inline]
+            fn fmt(&self, f: &mut #p::Formatter<'_>) -> #p::FmtResult {
+                f.write_str(self.name())
+            }
         }
     }
 }

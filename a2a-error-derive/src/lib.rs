@@ -45,11 +45,16 @@ fn derive(node: &DeriveInput) -> proc_macro2::TokenStream {
         .map(|variant| wire::resolve(&cx, &input, variant))
         .collect();
     valid::check(&cx, &input, &shapes);
+    let kind = kind::kind_enum(&input);
+    let path = input.private_path();
+    // The impls in one `const _` block with the alias their paths go through
+    // (`Input::private`); the kind enum outside it, where users can name it.
+    let wrap = |impls: proc_macro2::TokenStream| quote!(#kind const _: () = { use #path as __a2a; #impls };);
     if cx.has_errors() {
         // Still emit the impls, so the one mistake is the only error the user sees.
-        let fallback = fallback::expand(&input);
+        let fallback = wrap(fallback::expand(&input));
         let errors = cx.into_compile_errors();
         return quote!(#errors #fallback);
     }
-    expand::Expander::new(&input, &shapes).all()
+    wrap(expand::Expander::new(&input, &shapes).all())
 }

@@ -8,22 +8,35 @@
 
 pub use a2a_error_core::__private::*;
 
-#[cfg(feature = "axum")]
-pub use crate::server::rest::error_response as rest_error_response;
-#[cfg(feature = "axum")]
-pub use axum;
+/// The REST error response of a derived error, made from its [`Parts`]: the encoder and the
+/// headers are compiled once, here, not again in each user's crate for its own type.
+#[cfg(feature = "into-response")]
+pub fn rest_error_response<E: A2aError>(err: &E) -> axum_core::response::Response {
+    parts_response(&Parts::of(err))
+}
 
-/// Emits its input when the runtime has the `axum` feature, nothing otherwise: the derive
-/// wraps its `IntoResponse` impl in it, so users never enable the feature themselves.
-#[cfg(feature = "axum")]
+#[cfg(feature = "into-response")]
+fn parts_response(parts: &Parts<'_>) -> axum_core::response::Response {
+    crate::wire::rest::error_response(parts)
+}
+
+/// What the derive's `IntoResponse` impl names (`axum::response::…`): axum's own traits, from
+/// `axum-core`, which axum re-exports.
+#[cfg(feature = "into-response")]
+pub use axum_core as axum;
+
+/// Emits its input when the runtime has the `into-response` feature (on by default, and with
+/// `axum`), nothing otherwise: the derive wraps its `IntoResponse` impl in it, so users never
+/// enable the feature themselves.
+#[cfg(feature = "into-response")]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __a2a_with_axum {
     ($($tokens:tt)*) => { $($tokens)* };
 }
 
-/// Emits its input when the runtime has the `axum` feature, nothing otherwise.
-#[cfg(not(feature = "axum"))]
+/// Emits its input when the runtime has the `into-response` feature, nothing otherwise.
+#[cfg(not(feature = "into-response"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __a2a_with_axum {

@@ -12,12 +12,12 @@ WORK=$ROOT/target/feature-builds
 mkdir -p "$WORK"
 SETS=("$@")
 if [ ${#SETS[@]} -eq 0 ]; then
-  SETS=(none axum client sdk grpc redis mcp push prometheus otel rustls)
+  SETS=(none into-response axum client sdk grpc redis mcp push prometheus otel rustls)
 fi
 row() { # SET → the dependency line's features
   case "$1" in
     none) echo 'default-features = false' ;;
-    axum) echo '' ;; # the default
+    into-response) echo '' ;; # the default
     *) echo "default-features = false, features = [\"${1//,/\", \"}\"]" ;;
   esac
 }

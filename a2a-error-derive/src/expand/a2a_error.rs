@@ -233,11 +233,10 @@ impl Expander<'_> {
             match shape {
                 Shape::Coded(wire) if wire.is_fixed() => {
                     let pattern = variant.pattern_any();
-                    let write = cache_write(variant);
                     arms.push(quote! {
                         #pattern => {
                             static __CACHE: #p::EncodedCache = #p::EncodedCache::new();
-                            __CACHE.#write(self, __profile, __out)
+                            __CACHE.write(self, __profile, __out)
                         }
                     });
                 }
@@ -271,43 +270,44 @@ impl Expander<'_> {
     }
 
     /// [`Self::write_error_object`] with every variant coded: one array of caches, indexed
-    /// by kind, for the variants whose bytes never change apart from their data fields.
+    /// by kind, for the variants whose bytes never change apart from their data fields; a
+    /// match only for those that do (an interpolated message, a delay in a field).
     pub(super) fn write_error_object_by_row(&self) -> TokenStream {
         let p = &self.p;
-        // Two arms: the variants copied whole, and those with data fields to write in between.
-        let mut whole = Vec::new();
-        let mut around = Vec::new();
-        for (variant, shape) in &self.rows {
-            if let Shape::Coded(wire) = shape
-                && wire.is_fixed()
-            {
-                match variant.has_data() {
-                    false => whole.push(variant.pattern_any()),
-                    true => around.push(variant.pattern_any()),
-                }
-            }
-        }
-        let cached = whole.len() + around.len();
-        if cached == 0 {
+        // The cache is filled from the catalog row, whose message is the template as written:
+        // a variant whose public message differs from it (an escaped brace) is encoded whole.
+        let changing: Vec<TokenStream> = self
+            .rows
+            .iter()
+            .filter(|(_, shape)| {
+                !matches!(shape, Shape::Coded(wire)
+                    if wire.is_fixed() && static_text(wire).as_deref() == Some(wire.message.as_str()))
+            })
+            .map(|(variant, _)| variant.pattern_any())
+            .collect();
+        let count = self.rows.len();
+        if changing.len() == count {
             return TokenStream::new();
         }
-        let count = self.rows.len();
-        let cache = quote!(__CACHES[<Self as #p::HasKind>::kind(self) as usize]);
-        let whole = (!whole.is_empty())
-            .then(|| quote!(#(#whole)|* => #cache.write(self, __profile, __out),));
-        let around = (!around.is_empty())
-            .then(|| quote!(#(#around)|* => #cache.write_around(self, __profile, __out),));
-        let rest =
-            (cached < count).then(|| quote!(_ => #p::write_error_object(self, __profile, __out),));
+        let cached = quote! {{
+            let __row = <Self as #p::HasKind>::kind(self) as usize;
+            __CACHES[__row].write_row(&<Self as #p::Catalog>::CATALOG[__row], self, __profile, __out)
+        }};
+        let body = if changing.is_empty() {
+            cached
+        } else {
+            quote! {
+                match self {
+                    #(#changing)|* => #p::write_error_object(self, __profile, __out),
+                    _ => #cached,
+                }
+            }
+        };
         quote! {
             fn write_error_object(&self, __profile: #p::WireProfile, __out: &mut #p::Vec<u8>) {
                 static __CACHES: [#p::EncodedCache; #count] =
                     [const { #p::EncodedCache::new() }; #count];
-                match self {
-                    #whole
-                    #around
-                    #rest
-                }
+                #body
             }
         }
     }
@@ -385,13 +385,4 @@ pub(super) fn public_message(
         pattern,
         quote!(#p::Cow::Owned(#p::format!(#format, #(#args),*))),
     )
-}
-
-/// The `EncodedCache` method for a fixed variant: `write` copies its bytes whole, and
-/// `write_around` writes its data fields in between.
-pub(super) fn cache_write(variant: &Variant) -> TokenStream {
-    match variant.has_data() {
-        false => quote!(write),
-        true => quote!(write_around),
-    }
 }

@@ -23,16 +23,7 @@ impl Expander<'_> {
             let category = category_tokens(p, wire.category);
             let http = wire.http;
             Some(quote! {
-                #p::ErrorSpec {
-                    name: #name,
-                    code: #code,
-                    reason: #reason,
-                    domain: #domain,
-                    message: #message,
-                    retry: #retry,
-                    category: #category,
-                    http_status: #http,
-                }
+                #p::spec(#name, #code, #reason, #domain, #message, #retry, #category, #http)
             })
         });
         let has_kind = if self.input.is_enum {

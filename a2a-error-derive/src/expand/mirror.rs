@@ -1,7 +1,7 @@
 //! `FromErrorObject`: the client-side mirror, an error object read back into the enum.
 
 use proc_macro2::TokenStream;
-use quote::{ToTokens as _, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned as _;
 
 use super::*;
@@ -150,42 +150,28 @@ impl Expander<'_> {
     }
 }
 
-/// `Some(variant)` rebuilt from `__obj`, or `None` when a field does not travel.
+/// `Some(variant)` rebuilt from `__obj`, or `None` when a field does not travel. Each field is
+/// read in order, `?` returning `None` from the enclosing function (`from_received`, which
+/// returns `Option<Self>`) for one that is missing or malformed.
 pub(super) fn build_variant(p: &TokenStream, variant: &Variant) -> TokenStream {
     let mut values = Vec::new();
     for field in &variant.fields {
         let ty = field.ty;
         if let Some(key) = field.data_key() {
-            values.push(quote_spanned!(ty.span()=> (#p::data_field::<#ty>().read)(#p::ReceivedError::data_value(__obj, #key))));
+            values.push(quote_spanned!(ty.span()=> (#p::data_field::<#ty>().read)(#p::ReceivedError::data_value(__obj, #key))?));
         } else if field.attrs.retry_after.is_some() {
             values.push(quote_spanned! {ty.span()=>
-                <#ty as #p::RetryDelayField>::from_delay(#p::ReceivedError::retry_after(__obj))
+                <#ty as #p::RetryDelayField>::from_delay(#p::ReceivedError::retry_after(__obj))?
             });
         } else if field.attrs.default.is_some() {
-            values.push(quote_spanned! {ty.span()=>
-                #p::Some(<#ty as #p::Default>::default())
-            });
+            values.push(quote_spanned!(ty.span()=> <#ty as #p::Default>::default()));
         } else {
             // A field that is not on the wire cannot be rebuilt.
             return quote!(#p::None);
         }
     }
-    if values.is_empty() {
-        let construct = construct(variant, &[]);
-        return quote!(#p::Some(#construct));
-    }
-    let bindings: Vec<TokenStream> = variant
-        .fields
-        .iter()
-        .map(|f| f.binding.to_token_stream())
-        .collect();
-    let construct = construct(variant, &bindings);
-    quote! {
-        match (#(#values,)*) {
-            (#(#p::Some(#bindings),)*) => #p::Some(#construct),
-            _ => #p::None,
-        }
-    }
+    let construct = construct(variant, &values);
+    quote!(#p::Some(#construct))
 }
 
 /// The variant built from `values`, one per field in order.

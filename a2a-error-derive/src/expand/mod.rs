@@ -40,9 +40,7 @@ pub(super) fn retry_tokens(p: &TokenStream, retry: Retry) -> TokenStream {
     match retry {
         Retry::Never => quote!(#p::RetryHint::Never),
         Retry::Backoff => quote!(#p::RetryHint::Backoff),
-        Retry::After(seconds) => {
-            quote!(#p::RetryHint::After(#p::Duration::from_secs(#seconds)))
-        }
+        Retry::After(seconds) => quote!(#p::after(#seconds)),
     }
 }
 
@@ -84,7 +82,7 @@ impl<'a> Expander<'a> {
         let a2a_error = self.a2a_error_impl();
         let mirror = self.mirror_impl();
         let catalog = self.catalog_impl();
-        let kind = kind::kind_enum(self.input);
+        let kind = kind::kind_impl(self.input);
         let error_check = bounds::error_check(self.input);
         quote! {
             #error_check

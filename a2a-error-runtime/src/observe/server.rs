@@ -160,26 +160,6 @@ pub fn a2a_request_served(
     request_served(system, a2a_method(method), failed, elapsed);
 }
 
-/// The A2A code and `error.type` of an error response, carried in its extensions to the layer
-/// that ends the request's span.
-#[derive(Clone, Debug)]
-#[doc(hidden)]
-pub struct FailedWith(i32, metrics::SharedString);
-
-impl FailedWith {
-    /// A response failed with `code` and `reason`.
-    pub(crate) fn new(code: i32, reason: &str) -> Self {
-        FailedWith(code, reason_label(reason))
-    }
-
-    /// The code and reason.
-    #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
-    #[doc(hidden)]
-    pub fn parts(&self) -> (i32, &str) {
-        (self.0, &self.1)
-    }
-}
-
 /// The span of a request served by `system`'s endpoint (`a2a.server.call`, at `DEBUG`, as
 /// tower-http's are, so that a log filter at `INFO` makes none), for `method`: a registered
 /// or A2A method's name, else `other`. OpenTelemetry sees it as a server span named after the

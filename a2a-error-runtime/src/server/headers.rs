@@ -99,8 +99,7 @@ impl<'a> Known<'a> {
     }
 }
 
-/// Content type of A2A JSON bodies (REST replies use it; `application/json` is accepted).
-pub const A2A_JSON: &str = "application/a2a+json";
+pub use crate::wire::headers::A2A_JSON;
 
 /// Whether a request says its body is JSON (`application/json` or `application/a2a+json`).
 pub(crate) fn is_json(headers: &HeaderMap) -> bool {

@@ -17,5 +17,8 @@ pub mod grpc;
 #[cfg(feature = "sdk")]
 #[doc(hidden)]
 pub mod protojson;
+#[cfg(feature = "into-response")]
+#[doc(hidden)]
+pub mod rest;
 #[doc(hidden)]
 pub mod standard;

@@ -425,7 +425,7 @@ async fn record_rest(
     let status = response.status().as_u16();
     let failed = match response
         .extensions()
-        .get::<a2a_error_runtime::observe::FailedWith>()
+        .get::<a2a_error_runtime::wire::rest::FailedWith>()
     {
         Some(failed) => Some(failed.parts()),
         // A failure this crate did not write (none is expected: the routes answer with
