@@ -139,9 +139,18 @@ impl EncodedCache {
         EncodedCache([OnceLock::new(), OnceLock::new()])
     }
 
-    /// Appends `err`'s bytes in `profile`: its variant's, with its data fields (if any) in
-    /// between.
+    /// Appends the bytes of `err`, whose variant has no data fields, in `profile`.
     pub fn write<E: A2aError>(&self, err: &E, profile: WireProfile, out: &mut Vec<u8>) {
+        let slot = self.slot(profile);
+        let encoded = match slot.get() {
+            Some(encoded) => encoded,
+            None => fill(slot, &Parts::of(err), profile),
+        };
+        out.extend_from_slice(&encoded.bytes);
+    }
+
+    /// Appends `err`'s bytes in `profile`: its variant's, with its data fields in between.
+    pub fn write_around<E: A2aError>(&self, err: &E, profile: WireProfile, out: &mut Vec<u8>) {
         let slot = self.slot(profile);
         let encoded = match slot.get() {
             Some(encoded) => encoded,
@@ -151,21 +160,33 @@ impl EncodedCache {
     }
 
     /// [`write`](Self::write) for a variant of an enum whose every variant has a code: its
-    /// parts are its catalog `row` (whose message is the variant's public message), and
-    /// nothing here is generic, so nothing is compiled again in the user's crate.
-    pub fn write_row(
+    /// parts are its catalog `row` (whose message is the variant's public message). Not
+    /// generic, so nothing of it is compiled again in the user's crate.
+    pub fn write_row(&self, row: &ErrorSpec, profile: WireProfile, out: &mut Vec<u8>) {
+        let slot = self.slot(profile);
+        let encoded = match slot.get() {
+            Some(encoded) => encoded,
+            None => fill(slot, &Parts::of_row(row, &NoFields), profile),
+        };
+        out.extend_from_slice(&encoded.bytes);
+    }
+
+    /// [`write_around`](Self::write_around) for a variant of an enum whose every variant has
+    /// a code, encoded from its catalog `row`: generic only in the call that writes `err`'s
+    /// data fields, so a server's reply calls them directly.
+    pub fn write_row_around<E: A2aError>(
         &self,
         row: &ErrorSpec,
-        fields: &dyn WritesFields,
+        err: &E,
         profile: WireProfile,
         out: &mut Vec<u8>,
     ) {
         let slot = self.slot(profile);
         let encoded = match slot.get() {
             Some(encoded) => encoded,
-            None => fill(slot, &Parts::of_row(row, fields), profile),
+            None => fill(slot, &Parts::of_row(row, err), profile),
         };
-        encoded.splice(fields, out);
+        encoded.splice(err, out);
     }
 
     fn slot(&self, profile: WireProfile) -> &OnceLock<Encoded> {
@@ -177,17 +198,25 @@ impl EncodedCache {
 }
 
 impl Encoded {
-    /// Appends these bytes with `fields`' data fields in between.
-    fn splice(&self, fields: &dyn WritesFields, out: &mut Vec<u8>) {
+    /// Appends these bytes with `err`'s data fields in between.
+    fn splice<E: A2aError>(&self, err: &E, out: &mut Vec<u8>) {
         match self.data {
             Some((split, at)) => {
                 out.extend_from_slice(&self.bytes[..split]);
-                fields.write_data(&mut at.sink(out));
+                err.write_data(&mut at.sink(out));
                 out.extend_from_slice(&self.bytes[split..]);
             }
             None => out.extend_from_slice(&self.bytes),
         }
     }
+}
+
+/// The fields of a variant that has none.
+struct NoFields;
+
+impl WritesFields for NoFields {
+    fn write_data(&self, _: &mut DataSink<'_>) {}
+    fn write_extra_details(&self, _: &mut Vec<u8>) {}
 }
 
 /// Encodes `parts` into `slot` (once, whoever comes first).

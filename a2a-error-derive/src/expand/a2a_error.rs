@@ -233,10 +233,14 @@ impl Expander<'_> {
             match shape {
                 Shape::Coded(wire) if wire.is_fixed() => {
                     let pattern = variant.pattern_any();
+                    let write = match variant.has_data() {
+                        false => quote!(write),
+                        true => quote!(write_around),
+                    };
                     arms.push(quote! {
                         #pattern => {
                             static __CACHE: #p::EncodedCache = #p::EncodedCache::new();
-                            __CACHE.write(self, __profile, __out)
+                            __CACHE.#write(self, __profile, __out)
                         }
                     });
                 }
@@ -276,22 +280,42 @@ impl Expander<'_> {
         let p = &self.p;
         // The cache is filled from the catalog row, whose message is the template as written:
         // a variant whose public message differs from it (an escaped brace) is encoded whole.
-        let changing: Vec<TokenStream> = self
-            .rows
-            .iter()
-            .filter(|(_, shape)| {
-                !matches!(shape, Shape::Coded(wire)
-                    if wire.is_fixed() && static_text(wire).as_deref() == Some(wire.message.as_str()))
-            })
-            .map(|(variant, _)| variant.pattern_any())
-            .collect();
+        // Those with data fields have them written in between; the rest are copied whole.
+        let mut changing = Vec::new();
+        let mut around = Vec::new();
+        for (variant, shape) in &self.rows {
+            match shape {
+                Shape::Coded(wire)
+                    if wire.is_fixed()
+                        && static_text(wire).as_deref() == Some(wire.message.as_str()) =>
+                {
+                    if variant.has_data() {
+                        around.push(variant.pattern_any());
+                    }
+                }
+                _ => changing.push(variant.pattern_any()),
+            }
+        }
         let count = self.rows.len();
         if changing.len() == count {
             return TokenStream::new();
         }
+        let whole = quote!(__CACHES[__row].write_row(__spec, __profile, __out));
+        let filled = quote!(__CACHES[__row].write_row_around(__spec, self, __profile, __out));
+        let cached = match (around.is_empty(), around.len() + changing.len() == count) {
+            (true, _) => whole,
+            (false, true) => filled,
+            (false, false) => quote! {
+                match self {
+                    #(#around)|* => #filled,
+                    _ => #whole,
+                }
+            },
+        };
         let cached = quote! {{
             let __row = <Self as #p::HasKind>::kind(self) as usize;
-            __CACHES[__row].write_row(&<Self as #p::Catalog>::CATALOG[__row], self, __profile, __out)
+            let __spec = &<Self as #p::Catalog>::CATALOG[__row];
+            #cached
         }};
         let body = if changing.is_empty() {
             cached
