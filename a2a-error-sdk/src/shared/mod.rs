@@ -265,10 +265,19 @@ impl RedisTaskStore {
         tasks
     }
 
-    fn configure(mut self, change: impl FnOnce(&mut Inner)) -> Self {
-        change(Arc::make_mut(&mut self.inner));
-        self.aim_reaper();
-        self
+    /// The store with `change` made: a new `Inner`, at which the reaper is aimed before the
+    /// old one goes. The reaper holds only a `Weak`; with `Arc::make_mut` and no other clone,
+    /// the old `Weak` dangled until re-aimed, and a reaper round in that window found no
+    /// store and ended the reaper for good (`started` stays set): a task whose lease lapsed
+    /// then stayed WORKING.
+    fn configure(self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = Inner::clone(&self.inner);
+        change(&mut inner);
+        let tasks = RedisTaskStore {
+            inner: Arc::new(inner),
+        };
+        tasks.aim_reaper();
+        tasks
     }
 
     /// Points the reaper at this store as configured now.
