@@ -119,10 +119,11 @@ pub fn data_field<T: DataField>() -> DataFieldFns<T> {
 pub use std::format;
 
 /// The encoding of a variant whose wire form never changes apart from its data fields (its
-/// message is not interpolated, its delay not a field), made once per profile; each error of
-/// the variant is those bytes with its data fields written in between
-/// ([`write`](Self::write)). The encoder runs on
-/// [`Parts`], so it is compiled once, here, not again in each user's crate.
+/// message is not interpolated, its delay not a field), made once per profile: an error of a
+/// variant with no data fields is that copy ([`write`](Self::write),
+/// [`write_row`](Self::write_row)), one with data fields has them written in between
+/// ([`write_around`](Self::write_around), [`write_row_around`](Self::write_row_around)). The
+/// encoder runs on [`Parts`], so it is compiled once, here, not again in each user's crate.
 pub struct EncodedCache([OnceLock<Encoded>; 2]);
 
 /// A variant's bytes, and where in them its data fields go.
