@@ -142,34 +142,23 @@ impl EncodedCache {
 
     /// Appends the bytes of `err`, whose variant has no data fields, in `profile`.
     pub fn write<E: A2aError>(&self, err: &E, profile: WireProfile, out: &mut Vec<u8>) {
-        let slot = self.slot(profile);
-        let encoded = match slot.get() {
-            Some(encoded) => encoded,
-            None => fill(slot, &Parts::of(err), profile),
-        };
-        out.extend_from_slice(&encoded.bytes);
+        out.extend_from_slice(&self.encoded(profile, || Parts::of(err)).bytes);
     }
 
     /// Appends `err`'s bytes in `profile`: its variant's, with its data fields in between.
     pub fn write_around<E: A2aError>(&self, err: &E, profile: WireProfile, out: &mut Vec<u8>) {
-        let slot = self.slot(profile);
-        let encoded = match slot.get() {
-            Some(encoded) => encoded,
-            None => fill(slot, &Parts::of(err), profile),
-        };
-        encoded.splice(err, out);
+        self.encoded(profile, || Parts::of(err)).splice(err, out);
     }
 
     /// [`write`](Self::write) for a variant of an enum whose every variant has a code: its
     /// parts are its catalog `row` (whose message is the variant's public message). Not
     /// generic, so nothing of it is compiled again in the user's crate.
     pub fn write_row(&self, row: &ErrorSpec, profile: WireProfile, out: &mut Vec<u8>) {
-        let slot = self.slot(profile);
-        let encoded = match slot.get() {
-            Some(encoded) => encoded,
-            None => fill(slot, &Parts::of_row(row, &NoFields), profile),
-        };
-        out.extend_from_slice(&encoded.bytes);
+        out.extend_from_slice(
+            &self
+                .encoded(profile, || Parts::of_row(row, &NoFields))
+                .bytes,
+        );
     }
 
     /// [`write_around`](Self::write_around) for a variant of an enum whose every variant has
@@ -182,18 +171,20 @@ impl EncodedCache {
         profile: WireProfile,
         out: &mut Vec<u8>,
     ) {
-        let slot = self.slot(profile);
-        let encoded = match slot.get() {
-            Some(encoded) => encoded,
-            None => fill(slot, &Parts::of_row(row, err), profile),
-        };
-        encoded.splice(err, out);
+        self.encoded(profile, || Parts::of_row(row, err))
+            .splice(err, out);
     }
 
-    fn slot(&self, profile: WireProfile) -> &OnceLock<Encoded> {
-        match profile {
+    /// The variant's bytes in `profile`, encoded from `parts` on first use.
+    #[inline]
+    fn encoded<'p>(&self, profile: WireProfile, parts: impl FnOnce() -> Parts<'p>) -> &Encoded {
+        let slot = match profile {
             WireProfile::A2a => &self.0[0],
             WireProfile::Legacy => &self.0[1],
+        };
+        match slot.get() {
+            Some(encoded) => encoded,
+            None => fill(slot, &parts(), profile),
         }
     }
 }

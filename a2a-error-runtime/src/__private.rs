@@ -15,6 +15,8 @@ pub fn rest_error_response<E: A2aError>(err: &E) -> axum_core::response::Respons
     parts_response(&Parts::of(err))
 }
 
+// Not generic: the one instance of the response for `Parts`, made here; called through a
+// generic, `error_response::<Parts>` would be compiled again in the user's crate in release.
 #[cfg(feature = "into-response")]
 fn parts_response(parts: &Parts<'_>) -> axum_core::response::Response {
     crate::wire::rest::error_response(parts)
