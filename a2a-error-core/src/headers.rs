@@ -1,7 +1,7 @@
 //! The HTTP headers A2A peers exchange, their names and how their values read: facts of the
 //! wire that the server and the client both stand on.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// The A2A protocol version header (`A2A-Version: 1.0`).
 pub const VERSION_HEADER: &str = "A2A-Version";
@@ -18,17 +18,6 @@ pub const DEADLINE_HEADER: &str = "A2A-Deadline-Ms";
 /// budget), as an IETF `RateLimit-Policy` item (`"tokens";q=10000;w=60`): the REST binding
 /// sends it as the `RateLimit-Policy` field too.
 pub const RATE_LIMIT_POLICY_KEY: &str = "rateLimitPolicy";
-
-/// Reads a `Retry-After` value as a delay from `now`: delta-seconds or an HTTP-date
-/// (RFC 9110 §10.2.3). A date in the past is a zero delay; anything else is no delay.
-pub fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
-    let value = std::str::from_utf8(value).ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
 
 /// Reads an `A2A-Deadline-Ms` value: whole milliseconds, nothing else.
 pub fn parse_deadline_ms(value: &[u8]) -> Option<Duration> {
@@ -68,21 +57,6 @@ mod tests {
         ] {
             assert_eq!(parse_deadline_ms(bad), None, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn retry_after_both_forms() {
-        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
-        let at = |v: &str| parse_retry_after(v.as_bytes(), now);
-        assert_eq!(at("7"), Some(Duration::from_secs(7)));
-        assert_eq!(at(" 7 "), Some(Duration::from_secs(7)));
-        assert_eq!(
-            at("Sun, 06 Nov 1994 08:50:07 GMT"),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(at("Sun, 06 Nov 1994 08:00:00 GMT"), Some(Duration::ZERO));
-        assert_eq!(at("soon"), None);
-        assert_eq!(at("-1"), None);
     }
 
     #[test]

@@ -33,8 +33,8 @@ pub fn peer_bytes(data: &[u8]) {
             view.to_object(),
         );
     }
-    let _ = crate::wire::headers::parse_retry_after(data, SystemTime::UNIX_EPOCH);
-    let _ = crate::wire::headers::parse_retry_after(data, SystemTime::now());
+    let _ = crate::http::retry_after::parse_retry_after(data, SystemTime::UNIX_EPOCH);
+    let _ = crate::http::retry_after::parse_retry_after(data, SystemTime::now());
     let _ = crate::wire::headers::parse_deadline_ms(data);
     #[cfg(feature = "grpc")]
     grpc(data);

@@ -32,7 +32,7 @@ impl ResponseHead {
     /// The `Retry-After` header as a delay from `now`: delta-seconds or an HTTP-date
     /// (RFC 9110 §10.2.3). A date in the past is a zero delay.
     pub fn retry_after_at(&self, now: SystemTime) -> Option<Duration> {
-        crate::wire::headers::parse_retry_after(self.headers.get(RETRY_AFTER)?.as_bytes(), now)
+        crate::http::retry_after::parse_retry_after(self.headers.get(RETRY_AFTER)?.as_bytes(), now)
     }
 }
 

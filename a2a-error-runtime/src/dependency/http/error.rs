@@ -123,7 +123,10 @@ impl StatusFailure {
             .map(|ms| Duration::from_secs_f64((ms / 1000.0).min(MAX_DELAY.as_secs_f64())));
         let retry_after = retry_after_ms
             .or_else(|| {
-                crate::wire::headers::parse_retry_after(headers.get(RETRY_AFTER)?.as_bytes(), now)
+                crate::http::retry_after::parse_retry_after(
+                    headers.get(RETRY_AFTER)?.as_bytes(),
+                    now,
+                )
             })
             .map(|delay| delay.min(MAX_DELAY));
         let should_retry = match headers.get("x-should-retry").map(|value| value.as_bytes()) {
