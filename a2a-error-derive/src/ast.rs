@@ -23,6 +23,8 @@ pub struct Variant<'a> {
     pub ident: &'a Ident,
     /// The path that names this variant in patterns: `Self::Name`, or `Self` for a struct.
     pub path: TokenStream,
+    /// `path` as text, for the parts of the expansion written as text (`crate::lex`).
+    pub path_text: String,
     pub fields: Vec<Field<'a>>,
     pub style: Style,
     /// Empty for a struct: its attributes are `Input::attrs`.
@@ -204,9 +206,11 @@ impl<'a> Variant<'a> {
                 binding: format_ident!("__field{}", i),
             })
             .collect();
+        let path_text = path.to_string();
         Variant {
             ident,
             path,
+            path_text,
             fields,
             style,
             attrs,
@@ -250,6 +254,11 @@ impl<'a> Variant<'a> {
             }
             Style::Unit => quote!(#path),
         }
+    }
+
+    /// [`pattern_any`](Self::pattern_any) as text (a braced pattern fits every style).
+    pub fn pattern_any_text(&self) -> String {
+        format!("{} {{ .. }}", self.path_text)
     }
 
     /// A pattern binding nothing.

@@ -3,7 +3,6 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::Ident;
 
 use crate::ast::Input;
 
@@ -13,29 +12,31 @@ pub fn kind_enum(input: &Input) -> TokenStream {
     if !input.is_enum {
         return TokenStream::new();
     }
-    let p = input.private_path();
     let ident = input.ident;
     let vis = input.vis;
     let kind = input.kind_ident();
     let names = input.variants.iter().map(|variant| variant.ident);
     let doc = format!(
-        "The variants of [`{ident}`] without their fields, for exhaustive `match`es on decoded \
-         errors."
+        "The variants of [`{ident}`] without their fields, each named as its variant there, for \
+         exhaustive `match`es on decoded errors."
     );
-    let variant_docs = input
-        .variants
-        .iter()
-        .map(|variant| format!("[`{ident}::{}`]", variant.ident));
+    // No doc a variant: the enum's says what each is, and 64 doc attributes cost a crate of
+    // errors 2% of its rebuild.
     quote! {
         #[doc = #doc]
-        #[derive(#p::Copy, #p::Clone, #p::PartialEq, #p::Eq, #p::Hash)]
+        #[allow(missing_docs)]
         #vis enum #kind {
-            #(#[doc = #variant_docs] #names,)*
+            #(#names,)*
         }
     }
 }
 
-/// The kind enum's inherent impl and `Debug` (its name, from one array rather than a match).
+/// The kind enum's inherent impl, `Debug` (its name, from one array rather than a match) and
+/// the traits a `#[derive]` would give it (`Copy`, `Clone`, `PartialEq`, `Eq`, `Hash`), written
+/// on its discriminant: rustc expands each built-in derive over the whole enum, 3% of a
+/// 64-variant enum's touched rebuild. (What a derive adds beyond these, `StructuralPartialEq`,
+/// only lets a `const` of the kind be a pattern; the variants themselves are patterns either
+/// way.)
 pub fn kind_impl(input: &Input) -> TokenStream {
     if !input.is_enum {
         return TokenStream::new();
@@ -43,8 +44,20 @@ pub fn kind_impl(input: &Input) -> TokenStream {
     let p = input.private();
     let ident = input.ident;
     let kind = input.kind_ident();
-    let names: Vec<&Ident> = input.variants.iter().map(|variant| variant.ident).collect();
-    let name_strs = names.iter().map(|name| name.to_string());
+    let names: Vec<String> = input.variants.iter().map(|v| v.ident.to_string()).collect();
+    // The two arrays as text (`crate::lex`): a path and a string a variant.
+    let all = crate::lex(
+        &names
+            .iter()
+            .map(|name| format!("Self::{name},"))
+            .collect::<String>(),
+    );
+    let name_strs = crate::lex(
+        &names
+            .iter()
+            .map(|name| format!("{name:?},"))
+            .collect::<String>(),
+    );
     let from_error_object = if input.generics.params.is_empty() {
         quote! {
             /// The kind of error `obj` stands for (`HasKind::kind_of` of the error type).
@@ -55,16 +68,23 @@ pub fn kind_impl(input: &Input) -> TokenStream {
     } else {
         TokenStream::new()
     };
+    let (eq, hash) = if names.is_empty() {
+        (quote!(match *self {}), quote!(match *self {}))
+    } else {
+        (
+            quote!(*self as isize == *other as isize),
+            quote!(#p::Hash::hash(&(*self as isize), state)),
+        )
+    };
     let name = if names.is_empty() {
         quote!(match self {})
     } else {
-        quote!([#(#name_strs),*][self as usize])
+        quote!([#name_strs][self as usize])
     };
     quote! {
-        #[automatically_derived]
         impl #kind {
             /// Every kind, in declaration order.
-            pub const ALL: &'static [Self] = &[#(Self::#names),*];
+            pub const ALL: &'static [Self] = &[#all];
 
             /// The variant's name.
             pub const fn name(self) -> &'static str {
@@ -72,6 +92,35 @@ pub fn kind_impl(input: &Input) -> TokenStream {
             }
 
             #from_error_object
+        }
+
+        #[automatically_derived]
+        impl #p::Copy for #kind {}
+
+        #[automatically_derived]
+        impl #p::Clone for #kind {
+            #[inline]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        #[automatically_derived]
+        impl #p::PartialEq for #kind {
+            #[inline]
+            fn eq(&self, other: &Self) -> bool {
+                #eq
+            }
+        }
+
+        #[automatically_derived]
+        impl #p::Eq for #kind {}
+
+        #[automatically_derived]
+        impl #p::Hash for #kind {
+            fn hash<H: #p::Hasher>(&self, state: &mut H) {
+                #hash
+            }
         }
 
         #[automatically_derived]

@@ -58,3 +58,15 @@ fn derive(node: &DeriveInput) -> proc_macro2::TokenStream {
     }
     wrap(expand::Expander::new(&input, &shapes).all())
 }
+
+/// Rust source the derive wrote, as tokens: lexed by rustc in one call where the derive runs
+/// as a macro (proc_macro2's own parse checks the text with its lexer first, unoptimized in a
+/// dev build), else by proc_macro2 (the derive's unit tests).
+fn lex(text: &str) -> proc_macro2::TokenStream {
+    if proc_macro::is_available() {
+        let tokens: proc_macro::TokenStream = text.parse().expect("the derive writes Rust");
+        tokens.into()
+    } else {
+        text.parse().expect("the derive writes Rust")
+    }
+}

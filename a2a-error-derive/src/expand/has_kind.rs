@@ -1,5 +1,7 @@
 //! `HasKind`: the variant of a value, and of a received error object, as the kind enum.
 
+use std::fmt::Write as _;
+
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -9,12 +11,22 @@ impl Expander<'_> {
     pub(super) fn has_kind(&self) -> TokenStream {
         let p = &self.p;
         let kind = self.input.kind_ident();
-        let arms = self.rows.iter().map(|(variant, _)| {
-            let pattern = variant.pattern_any();
-            let name = variant.ident;
-            quote!(#pattern => #kind::#name,)
-        });
-        let kind_match = self.match_self(arms);
+        // As text (`crate::lex`): one arm a variant, only paths.
+        let kind_match = if self.rows.is_empty() {
+            quote!(match *self {})
+        } else {
+            let mut text = String::from("match self {");
+            for (variant, _) in &self.rows {
+                let _ = write!(
+                    text,
+                    "{} => {kind}::{},",
+                    variant.pattern_any_text(),
+                    variant.ident
+                );
+            }
+            text.push('}');
+            crate::lex(&text)
+        };
         let bounds = self.field_bounds(|_, shape| match shape {
             Shape::Transparent(_) => Some(quote!(#p::FromErrorObject)),
             _ => None,

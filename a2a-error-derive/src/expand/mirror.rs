@@ -1,5 +1,7 @@
 //! `FromErrorObject`: the client-side mirror, an error object read back into the enum.
 
+use std::fmt::Write as _;
+
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned as _;
@@ -73,14 +75,23 @@ impl Expander<'_> {
         let (impl_generics, ty_generics, _) = self.input.generics.split_for_impl();
         let where_clause = bounds::where_clause(self.input, &self.mirror_bounds());
         let (chain, reasons) = if self.all_coded() {
-            let builds = self.rows.iter().enumerate().map(|(i, (variant, _))| {
-                let build = build_variant(p, variant);
-                quote!(#i => #build,)
-            });
+            // The arms of variants without fields as one text (`crate::lex`); those with
+            // fields are quoted, their reads spanned at the field for its diagnostics.
+            let mut units = String::new();
+            let mut builds = Vec::new();
+            for (i, (variant, _)) in self.rows.iter().enumerate() {
+                if variant.fields.is_empty() {
+                    let _ = write!(units, "{i} => __a2a::Some({}),", variant.path_text);
+                } else {
+                    let build = build_variant(p, variant);
+                    builds.push(quote!(#i => #build,));
+                }
+            }
+            let units = crate::lex(&units);
             (
                 quote! {
                     let __row = #p::find_coded(<Self as #p::Catalog>::CATALOG, __obj)?;
-                    match __row { #(#builds)* _ => #p::None }
+                    match __row { #units #(#builds)* _ => #p::None }
                 },
                 quote!(#p::code_for_reason(<Self as #p::Catalog>::CATALOG, __reason)),
             )
