@@ -8,6 +8,13 @@
 # server-only feature set (`default-features = false, features = ["axum"]`) from an empty
 # target directory.
 #
+# Each of the derive's two crates and the baseline again with a2a-error as users get it, from
+# a registry (its packages in a local registry standing in for crates.io), interleaved with
+# the rest.
+#
+# Then rustc's instructions for one touched rebuild of each of the three path crates
+# (cachegrind; skipped without valgrind), a count that does not move with the machine's load.
+#
 # And the graph alone: the thiserror enum in a crate that depends on a2a-error with default
 # features but derives nothing, which separates the derive's own cost from the graph's.
 #
@@ -84,6 +91,36 @@ for name in derive_bench thiserror_bench errors_only graph_only; do
   cp "$ROOT/Cargo.lock" "$WORK/$name/Cargo.lock"
   (cd "$WORK/$name" && cargo build -q)
 done
+
+# As users get it: a2a-error from a registry, not a path. Cargo checks a path dependency's
+# every source file and manifest on each build, and a registry crate by its version alone,
+# so the path arms above cost cargo more than a user's build does (thiserror is a registry
+# crate in every arm). Our crates as `cargo package` makes them and the crates.io crates
+# they need, from cargo's cache, in a local registry that stands in for crates.io, unpacked
+# into a CARGO_HOME of the bench's own.
+REG=$WORK/registry
+rm -rf "$REG" && mkdir -p "$REG/.cargo"
+CARGO_TARGET_DIR=$WORK/package cargo package -q --workspace --no-verify --allow-dirty \
+  --exclude a2a-error-benches --exclude a2a-error-ui-tests
+(cd "$WORK/derive_bench" && cargo metadata -q --format-version 1 >"$REG/metadata.json")
+python3 "$ROOT/benches/derive/local_registry.py" "$REG/local" "$REG/metadata.json" \
+  "$WORK"/package/package/*.crate
+printf '[source.crates-io]\nreplace-with = "packaged"\n[source.packaged]\nlocal-registry = "%s"\n' \
+  "$REG/local" >"$REG/.cargo/config.toml"
+for pair in "registry_derive:a2a-error = \"=0.1.0\"" \
+  "registry_errors:a2a-error = { version = \"=0.1.0\", default-features = false }" \
+  "registry_thiserror:"; do
+  name=${pair%%:*}
+  mkdir -p "$REG/$name/src"
+  printf '[package]\nname = "%s"\nversion = "0.0.0"\nedition = "2024"\npublish = false\n\n[dependencies]\nthiserror = "2"\n%s\n\n[workspace]\n' \
+    "$name" "${pair#*:}" >"$REG/$name/Cargo.toml"
+done
+cp "$WORK/derive_bench/src/lib.rs" "$REG/registry_derive/src/lib.rs"
+cp "$WORK/derive_bench/src/lib.rs" "$REG/registry_errors/src/lib.rs"
+cp "$WORK/thiserror_bench/src/lib.rs" "$REG/registry_thiserror/src/lib.rs"
+for name in registry_derive registry_errors registry_thiserror; do
+  (cd "$REG/$name" && CARGO_HOME=$REG/home CARGO_TARGET_DIR=$REG/target cargo build -q --offline)
+done
 timed() { # COMMAND... → the seconds it took
   local start end
   start=$(date +%s.%N)
@@ -93,6 +130,13 @@ timed() { # COMMAND... → the seconds it took
 }
 build() { # NAME
   (cd "$WORK/$1" && cargo build -q)
+}
+build_registry() { # NAME
+  (cd "$REG/$1" && CARGO_HOME=$REG/home CARGO_TARGET_DIR=$REG/target cargo build -q --offline)
+}
+rebuild_registry() { # NAME → seconds
+  touch "$REG/$1/src/lib.rs"
+  timed build_registry "$1"
 }
 rebuild() { # NAME → seconds
   touch "$WORK/$1/src/lib.rs"
@@ -109,6 +153,9 @@ for _ in $(seq "$ROUNDS"); do
   echo "graph-only $(rebuild graph_only)" >>"$WORK/rebuilds.txt"
   echo "derive-noop $(noop derive_bench)" >>"$WORK/rebuilds.txt"
   echo "thiserror-noop $(noop thiserror_bench)" >>"$WORK/rebuilds.txt"
+  echo "registry-derive $(rebuild_registry registry_derive)" >>"$WORK/rebuilds.txt"
+  echo "registry-errors-only $(rebuild_registry registry_errors)" >>"$WORK/rebuilds.txt"
+  echo "registry-thiserror $(rebuild_registry registry_thiserror)" >>"$WORK/rebuilds.txt"
 done
 
 # The cold build of the server-only feature set, in a target directory of its own.
@@ -122,7 +169,29 @@ rm -rf "$WORK/server_only/target"
 cold=$(CARGO_TARGET_DIR=$WORK/server_only/target timed build server_only)
 rm -rf "$WORK/server_only/target"
 
-python3 - "$WORK/rebuilds.txt" "$cold" <<'PY'
+# rustc's instructions for one touched rebuild of each crate (cachegrind): the same count
+# for the same sources whatever else the machine does, so a change of a few percent shows
+# where the times above cannot. The command is cargo's own, run again under valgrind after
+# one run that leaves the incremental state as a touched rebuild finds it.
+instructions() { # NAME → rustc's instructions
+  local cmd
+  touch "$WORK/$1/src/lib.rs"
+  cmd=$(cd "$WORK/$1" && cargo build -v 2>&1 | grep "Running \`.*--crate-name $1 " |
+    sed 's/.*Running `//; s/`$//')
+  touch "$WORK/$1/src/lib.rs"
+  (cd "$WORK/$1" && eval "$cmd" >/dev/null 2>&1)
+  touch "$WORK/$1/src/lib.rs"
+  (cd "$WORK/$1" && eval "valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null $cmd" 2>&1 >/dev/null) |
+    grep "I *refs" | awk '{print $NF}' | tr -d ,
+}
+: >"$WORK/instructions.txt"
+if command -v valgrind >/dev/null; then
+  for name in derive_bench errors_only thiserror_bench; do
+    echo "$name $(instructions "$name")" >>"$WORK/instructions.txt"
+  done
+fi
+
+python3 - "$WORK/rebuilds.txt" "$cold" "$WORK/instructions.txt" <<'PY'
 import statistics, sys
 times = {}
 for line in open(sys.argv[1]):
@@ -142,6 +211,25 @@ print(f"\nthe thiserror enum alone in a crate that depends on a2a-error with def
       f"{derive - graph:.3f} s ({derive / graph:.2f}× this crate)")
 print(f"\nthe same enum in a crate of errors alone (a2a-error with default-features = false): "
       f"{errors_only:.3f} s, {errors_only / base:.2f}× thiserror alone")
+reg_d, reg_e = statistics.median(times["registry-derive"]), statistics.median(times["registry-errors-only"])
+reg_b = statistics.median(times["registry-thiserror"])
+print("\nas users get it, a2a-error from a registry (its packages in a local registry for crates.io):\n")
+print("| enum | rebuild | vs thiserror alone |")
+print("|---|---|---|")
+print(f"| thiserror + A2aError (default features) | {reg_d:.3f} s | {reg_d / reg_b:.2f}× |")
+print(f"| thiserror + A2aError (`default-features = false`) | {reg_e:.3f} s | {reg_e / reg_b:.2f}× |")
+print(f"| thiserror alone | {reg_b:.3f} s | |")
+counts = dict(line.split() for line in open(sys.argv[3]))
+if counts:
+    base_ir = int(counts["thiserror_bench"])
+    print("\nrustc's instructions for one touched rebuild (cachegrind):\n")
+    print("| crate | instructions | vs thiserror alone |")
+    print("|---|---|---|")
+    for name, label in [("derive_bench", "thiserror + A2aError (default features)"),
+                        ("errors_only", "thiserror + A2aError (`default-features = false`)"),
+                        ("thiserror_bench", "thiserror alone")]:
+        ir = int(counts[name])
+        print(f"| {label} | {ir / 1e6:.1f} M | {ir / base_ir:.2f}× |")
 print(f"\ncold build of a2a-error with default-features = false, features = [\"axum\"] "
       f"(and the enum): {float(sys.argv[2]):.1f} s")
 PY
