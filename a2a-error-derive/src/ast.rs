@@ -23,7 +23,7 @@ pub struct Variant<'a> {
     pub ident: &'a Ident,
     /// The path that names this variant in patterns: `Self::Name`, or `Self` for a struct.
     pub path: TokenStream,
-    /// `path` as text, for the parts of the expansion written as text (`crate::lex`).
+    /// `path` as text, for the parts of the expansion written as text (`lex`).
     pub path_text: String,
     pub fields: Vec<Field<'a>>,
     pub style: Style,

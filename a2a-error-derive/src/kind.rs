@@ -45,14 +45,14 @@ pub fn kind_impl(input: &Input) -> TokenStream {
     let ident = input.ident;
     let kind = input.kind_ident();
     let names: Vec<String> = input.variants.iter().map(|v| v.ident.to_string()).collect();
-    // The two arrays as text (`crate::lex`): a path and a string a variant.
-    let all = crate::lex(
+    // The two arrays as text (`lex`): a path and a string a variant.
+    let all = crate::lex::lex(
         &names
             .iter()
             .map(|name| format!("Self::{name},"))
             .collect::<String>(),
     );
-    let name_strs = crate::lex(
+    let name_strs = crate::lex::lex(
         &names
             .iter()
             .map(|name| format!("{name:?},"))

@@ -2,10 +2,11 @@
 //! the attribute reference (`src/attributes.md`).
 //!
 //! parse (`attr`, `ast`) → resolve table defaults (`wire`) → check (`valid`) → generate
-//! (`expand/`, one impl a file, with `bounds`, `kind` and `sdk`). Every attribute error is
-//! collected (`ctxt`) and reported at once; on invalid input `fallback` still emits every item
-//! next to the `compile_error!`s, so one mistake gives one error. [`derive`] is the one place
-//! that chooses between the two, so `expand` and `fallback` never name each other.
+//! (`expand/`, one impl a file, with `bounds`, `kind` and `sdk`; `lex` for what is written as
+//! text). Every attribute error is collected (`ctxt`) and reported at once; on invalid input
+//! `fallback` still emits every item next to the `compile_error!`s, so one mistake gives one
+//! error. [`derive`] is the one place that chooses between the two, so `expand` and
+//! `fallback` never name each other.
 
 mod ast;
 mod attr;
@@ -15,6 +16,7 @@ mod ctxt;
 mod expand;
 mod fallback;
 mod kind;
+mod lex;
 mod sdk;
 mod template;
 mod valid;
@@ -57,16 +59,4 @@ fn derive(node: &DeriveInput) -> proc_macro2::TokenStream {
         return quote!(#errors #fallback);
     }
     wrap(expand::Expander::new(&input, &shapes).all())
-}
-
-/// Rust source the derive wrote, as tokens: lexed by rustc in one call where the derive runs
-/// as a macro (proc_macro2's own parse checks the text with its lexer first, unoptimized in a
-/// dev build), else by proc_macro2 (the derive's unit tests).
-fn lex(text: &str) -> proc_macro2::TokenStream {
-    if proc_macro::is_available() {
-        let tokens: proc_macro::TokenStream = text.parse().expect("the derive writes Rust");
-        tokens.into()
-    } else {
-        text.parse().expect("the derive writes Rust")
-    }
 }

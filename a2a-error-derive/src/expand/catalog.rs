@@ -41,7 +41,7 @@ impl Expander<'_> {
                 wire.http,
             );
         }
-        let rows = crate::lex(&text);
+        let rows = crate::lex::lex(&text);
         let has_kind = if self.input.is_enum {
             self.has_kind()
         } else {

@@ -11,7 +11,7 @@ impl Expander<'_> {
     pub(super) fn has_kind(&self) -> TokenStream {
         let p = &self.p;
         let kind = self.input.kind_ident();
-        // As text (`crate::lex`): one arm a variant, only paths.
+        // As text (`lex`): one arm a variant, only paths.
         let kind_match = if self.rows.is_empty() {
             quote!(match *self {})
         } else {
@@ -25,7 +25,7 @@ impl Expander<'_> {
                 );
             }
             text.push('}');
-            crate::lex(&text)
+            crate::lex::lex(&text)
         };
         let bounds = self.field_bounds(|_, shape| match shape {
             Shape::Transparent(_) => Some(quote!(#p::FromErrorObject)),

@@ -75,7 +75,7 @@ impl Expander<'_> {
         let (impl_generics, ty_generics, _) = self.input.generics.split_for_impl();
         let where_clause = bounds::where_clause(self.input, &self.mirror_bounds());
         let (chain, reasons) = if self.all_coded() {
-            // The arms of variants without fields as one text (`crate::lex`); those with
+            // The arms of variants without fields as one text (`lex`); those with
             // fields are quoted, their reads spanned at the field for its diagnostics.
             let mut units = String::new();
             let mut builds = Vec::new();
@@ -87,7 +87,7 @@ impl Expander<'_> {
                     builds.push(quote!(#i => #build,));
                 }
             }
-            let units = crate::lex(&units);
+            let units = crate::lex::lex(&units);
             (
                 quote! {
                     let __row = #p::find_coded(<Self as #p::Catalog>::CATALOG, __obj)?;
