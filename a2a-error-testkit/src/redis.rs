@@ -20,14 +20,14 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts one with nothing persisted and waits until it listens (at most 10 s).
     pub fn spawn() -> std::io::Result<RedisServer> {
-        Self::start(crate::free_port(), None)
+        Self::start(crate::port::free_port(), None)
     }
 
     /// Starts one that writes every change to an append-only file before it answers
     /// (`appendfsync always`, in a directory of its own), so that a [`restart`](Self::restart)
     /// after a crash keeps everything it acknowledged.
     pub fn spawn_persistent() -> std::io::Result<RedisServer> {
-        let port = crate::free_port();
+        let port = crate::port::free_port();
         let dir =
             std::env::temp_dir().join(format!("a2a-testkit-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
