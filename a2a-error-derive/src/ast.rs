@@ -141,7 +141,8 @@ impl<'a> Input<'a> {
     /// What generated code names everything through: `__a2a`, the alias of
     /// [`private_path`](Self::private_path) that the one `const _` block around the impls
     /// declares (a path of one segment instead of three, in a few hundred places of a large
-    /// enum's expansion: less for rustc to parse and resolve in the user's crate).
+    /// enum's expansion: less for rustc to parse and resolve in the user's crate). The parts
+    /// written as text (`lex`) spell the same `__a2a`.
     pub fn private(&self) -> TokenStream {
         quote!(__a2a)
     }

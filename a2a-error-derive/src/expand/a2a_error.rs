@@ -53,7 +53,7 @@ impl Expander<'_> {
         let domain = self.by_row_or_variant(
             |row| quote!(#row.domain),
             none,
-            |v, w| (v.pattern_any(), domain_tokens(p, &w.domain)),
+            |v, w| (v.pattern_any(), domain_tokens(&w.domain)),
             |binding, ty| {
                 let binding = at(binding, ty);
                 quote_spanned! {ty.span()=>
@@ -85,7 +85,7 @@ impl Expander<'_> {
         let category = self.by_row_or_variant(
             |row| quote!(#row.category),
             none,
-            |v, w| (v.pattern_any(), category_tokens(p, w.category)),
+            |v, w| (v.pattern_any(), category_tokens(w.category)),
             delegate(quote!(category)),
         );
         let http_status = self.by_row_or_variant(
@@ -351,10 +351,10 @@ pub(super) fn static_text(wire: &Wire) -> Option<String> {
 /// The `retry_hint` arm of a coded variant: its fixed advice, or its `retry_after` field's.
 pub(super) fn retry_hint(p: &TokenStream, v: &Variant, w: &Wire) -> (TokenStream, TokenStream) {
     let Some(field) = w.retry_field else {
-        return (v.pattern_any(), retry_tokens(p, w.retry));
+        return (v.pattern_any(), retry_tokens(w.retry));
     };
     let binding = &field.binding;
-    let fallback = retry_tokens(p, w.retry);
+    let fallback = retry_tokens(w.retry);
     let pattern = v.pattern_binding(|f| f.binding == *binding);
     let spanned = at(binding, field.ty);
     let to_delay = quote_spanned! {field.ty.span()=>

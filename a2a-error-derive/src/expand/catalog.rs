@@ -21,27 +21,20 @@ impl Expander<'_> {
             let Shape::Coded(wire) = shape else {
                 continue;
             };
-            let retry = match wire.retry {
-                Retry::Never => "__a2a::RetryHint::Never".to_owned(),
-                Retry::Backoff => "__a2a::RetryHint::Backoff".to_owned(),
-                Retry::After(seconds) => format!("__a2a::after({seconds})"),
-            };
-            let domain = match &wire.domain {
-                Domain::Literal(domain) => format!("{domain:?}"),
-                Domain::Package => "__a2a::env!(\"CARGO_PKG_NAME\")".to_owned(),
-            };
             let _ = write!(
                 text,
-                "__a2a::spec({:?}, {}, {:?}, {domain}, {:?}, {retry}, __a2a::Category::{:?}, {}),",
+                "__a2a::spec({:?}, {}, {:?}, {}, {:?}, {}, {}, {}),",
                 variant.ident.to_string(),
                 wire.code,
                 wire.reason,
+                domain_text(&wire.domain),
                 wire.message,
-                wire.category,
+                retry_text(wire.retry),
+                category_text(wire.category),
                 wire.http,
             );
         }
-        let rows = crate::lex::lex(&text);
+        let rows = lex(&text);
         let has_kind = if self.input.is_enum {
             self.has_kind()
         } else {

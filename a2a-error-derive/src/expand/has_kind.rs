@@ -25,7 +25,7 @@ impl Expander<'_> {
                 );
             }
             text.push('}');
-            crate::lex::lex(&text)
+            lex(&text)
         };
         let bounds = self.field_bounds(|_, shape| match shape {
             Shape::Transparent(_) => Some(quote!(#p::FromErrorObject)),

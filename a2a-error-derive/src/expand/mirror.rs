@@ -87,7 +87,7 @@ impl Expander<'_> {
                     builds.push(quote!(#i => #build,));
                 }
             }
-            let units = crate::lex::lex(&units);
+            let units = lex(&units);
             (
                 quote! {
                     let __row = #p::find_coded(<Self as #p::Catalog>::CATALOG, __obj)?;

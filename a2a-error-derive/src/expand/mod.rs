@@ -11,7 +11,7 @@ mod mirror;
 mod response;
 
 use a2a_error_codes::PROJECT_DOMAIN;
-use proc_macro2::{Literal, Span, TokenStream};
+use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned as _;
 use syn::{Ident, Type};
@@ -19,6 +19,7 @@ use syn::{Ident, Type};
 use crate::ast::{Field, Input, Variant};
 use crate::bounds;
 use crate::kind;
+use crate::lex::lex;
 use crate::wire::{Domain, Retry, Shape, Wire};
 
 /// An integer expression for `code` (negative literals as `-N`).
@@ -31,24 +32,38 @@ pub(super) fn int(code: i32) -> TokenStream {
     }
 }
 
-pub(super) fn category_tokens(p: &TokenStream, category: a2a_error_codes::Category) -> TokenStream {
-    let name = Ident::new(&format!("{category:?}"), Span::call_site());
-    quote!(#p::Category::#name)
+// A table category, retry advice and domain, each written once as text: the catalog rows
+// are text (`lex`), and the other impls take the same text as tokens.
+
+pub(super) fn category_text(category: a2a_error_codes::Category) -> String {
+    format!("__a2a::Category::{category:?}")
 }
 
-pub(super) fn retry_tokens(p: &TokenStream, retry: Retry) -> TokenStream {
+pub(super) fn retry_text(retry: Retry) -> String {
     match retry {
-        Retry::Never => quote!(#p::RetryHint::Never),
-        Retry::Backoff => quote!(#p::RetryHint::Backoff),
-        Retry::After(seconds) => quote!(#p::after(#seconds)),
+        Retry::Never => "__a2a::RetryHint::Never".to_owned(),
+        Retry::Backoff => "__a2a::RetryHint::Backoff".to_owned(),
+        Retry::After(seconds) => format!("__a2a::after({seconds})"),
     }
 }
 
-pub(super) fn domain_tokens(p: &TokenStream, domain: &Domain) -> TokenStream {
+pub(super) fn domain_text(domain: &Domain) -> String {
     match domain {
-        Domain::Literal(domain) => quote!(#domain),
-        Domain::Package => quote!(#p::env!("CARGO_PKG_NAME")),
+        Domain::Literal(domain) => format!("{domain:?}"),
+        Domain::Package => "__a2a::env!(\"CARGO_PKG_NAME\")".to_owned(),
     }
+}
+
+pub(super) fn category_tokens(category: a2a_error_codes::Category) -> TokenStream {
+    lex(&category_text(category))
+}
+
+pub(super) fn retry_tokens(retry: Retry) -> TokenStream {
+    lex(&retry_text(retry))
+}
+
+pub(super) fn domain_tokens(domain: &Domain) -> TokenStream {
+    lex(&domain_text(domain))
 }
 
 /// The domain the enum gives errors it wraps whose own domain is the project's placeholder:
@@ -58,7 +73,7 @@ pub(super) fn container_domain(input: &Input) -> TokenStream {
         Some(domain) => Domain::Literal(domain.value.clone()),
         None => Domain::Package,
     };
-    domain_tokens(&input.private(), &domain)
+    domain_tokens(&domain)
 }
 
 pub(crate) struct Expander<'a> {
