@@ -118,8 +118,14 @@ done
 cp "$WORK/derive_bench/src/lib.rs" "$REG/registry_derive/src/lib.rs"
 cp "$WORK/derive_bench/src/lib.rs" "$REG/registry_errors/src/lib.rs"
 cp "$WORK/thiserror_bench/src/lib.rs" "$REG/registry_thiserror/src/lib.rs"
+build() { # NAME (a crate under $WORK)
+  (cd "$WORK/$1" && cargo build -q)
+}
+build_registry() { # NAME (a crate under $WORK/registry, whose dependencies come from there)
+  (cd "$WORK/$1" && CARGO_HOME=$REG/home CARGO_TARGET_DIR=$REG/target cargo build -q --offline)
+}
 for name in registry_derive registry_errors registry_thiserror; do
-  (cd "$REG/$name" && CARGO_HOME=$REG/home CARGO_TARGET_DIR=$REG/target cargo build -q --offline)
+  build_registry "registry/$name"
 done
 timed() { # COMMAND... → the seconds it took
   local start end
@@ -128,34 +134,24 @@ timed() { # COMMAND... → the seconds it took
   end=$(date +%s.%N)
   python3 -c "print($end - $start)"
 }
-build() { # NAME
-  (cd "$WORK/$1" && cargo build -q)
-}
-build_registry() { # NAME
-  (cd "$REG/$1" && CARGO_HOME=$REG/home CARGO_TARGET_DIR=$REG/target cargo build -q --offline)
-}
-rebuild_registry() { # NAME → seconds
-  touch "$REG/$1/src/lib.rs"
-  timed build_registry "$1"
-}
-rebuild() { # NAME → seconds
-  touch "$WORK/$1/src/lib.rs"
-  timed build "$1"
+rebuild() { # BUILD NAME → seconds: NAME's lib.rs touched, then built by BUILD
+  touch "$WORK/$2/src/lib.rs"
+  timed "$1" "$2"
 }
 noop() { # NAME → seconds of a build with nothing to do (cargo's own share of a rebuild)
   timed build "$1"
 }
 : >"$WORK/rebuilds.txt"
 for _ in $(seq "$ROUNDS"); do
-  echo "derive $(rebuild derive_bench)" >>"$WORK/rebuilds.txt"
-  echo "thiserror $(rebuild thiserror_bench)" >>"$WORK/rebuilds.txt"
-  echo "errors-only $(rebuild errors_only)" >>"$WORK/rebuilds.txt"
-  echo "graph-only $(rebuild graph_only)" >>"$WORK/rebuilds.txt"
+  echo "derive $(rebuild build derive_bench)" >>"$WORK/rebuilds.txt"
+  echo "thiserror $(rebuild build thiserror_bench)" >>"$WORK/rebuilds.txt"
+  echo "errors-only $(rebuild build errors_only)" >>"$WORK/rebuilds.txt"
+  echo "graph-only $(rebuild build graph_only)" >>"$WORK/rebuilds.txt"
   echo "derive-noop $(noop derive_bench)" >>"$WORK/rebuilds.txt"
   echo "thiserror-noop $(noop thiserror_bench)" >>"$WORK/rebuilds.txt"
-  echo "registry-derive $(rebuild_registry registry_derive)" >>"$WORK/rebuilds.txt"
-  echo "registry-errors-only $(rebuild_registry registry_errors)" >>"$WORK/rebuilds.txt"
-  echo "registry-thiserror $(rebuild_registry registry_thiserror)" >>"$WORK/rebuilds.txt"
+  echo "registry-derive $(rebuild build_registry registry/registry_derive)" >>"$WORK/rebuilds.txt"
+  echo "registry-errors-only $(rebuild build_registry registry/registry_errors)" >>"$WORK/rebuilds.txt"
+  echo "registry-thiserror $(rebuild build_registry registry/registry_thiserror)" >>"$WORK/rebuilds.txt"
 done
 
 # The cold build of the server-only feature set, in a target directory of its own.
